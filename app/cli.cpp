@@ -1,0 +1,230 @@
+// rpcscope-cli: headless capture and lab runs. Links no QtWidgets.
+
+#include "clock.h"
+#include "jsonexport.h"
+#include "labsession.h"
+#include "modelsink.h"
+#include "relay.h"
+#include "timelinemodel.h"
+#include "timelinepainter.h"
+
+#include <QGuiApplication>
+#include <QSaveFile>
+#include <QTimer>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace rpcscope;
+
+namespace {
+
+const char kUsage[] =
+    "usage:\n"
+    "  rpcscope-cli list\n"
+    "      List the lab scenarios.\n"
+    "  rpcscope-cli run NAME [--json FILE] [--png FILE] [--frames]\n"
+    "      Run a lab scenario headless through the capture proxy. Exits 1 if its expected outcome did not hold.\n"
+    "  rpcscope-cli capture --listen HOST:PORT --target HOST:PORT --out FILE.json [--duration SECONDS] [--frames]\n"
+    "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE.json.\n"
+    "      Port 0 picks a free port; the real one is printed as 'listening on HOST:PORT'.\n"
+    "  --frames   also write every HTTP/2 frame into the JSON\n";
+
+std::atomic<bool> g_stop{false};
+void onSignal(int)
+{
+    g_stop = true;
+}
+
+int usageError(const std::string &message)
+{
+    std::fprintf(stderr, "rpcscope-cli: %s\n(rpcscope-cli --help shows the usage)\n", message.c_str());
+    return 2;
+}
+
+// "--flag value" options; flags listed in `bare` take no value. Anything else is an error.
+bool parseOptions(const std::vector<std::string> &args, const std::set<std::string> &valued,
+                  const std::set<std::string> &bare, std::map<std::string, std::string> *out, std::string *error)
+{
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string &a = args[i];
+        if (bare.count(a)) {
+            (*out)[a] = "1";
+        } else if (valued.count(a)) {
+            if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) {
+                *error = "option " + a + " needs a value";
+                return false;
+            }
+            (*out)[a] = args[++i];
+        } else {
+            *error = "unknown option '" + a + "'";
+            return false;
+        }
+    }
+    return true;
+}
+
+bool writeFile(const QString &name, const QByteArray &bytes, std::string *error)
+{
+    QSaveFile f(name); // atomic: a temporary file renamed over the target
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
+        *error = "cannot write " + name.toStdString() + ": " + f.errorString().toStdString();
+        return false;
+    }
+    return true;
+}
+
+bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::string> &opts, const QString &title,
+                  std::string *error)
+{
+    if (auto it = opts.find("--json"); it != opts.end())
+        if (!writeFile(QString::fromStdString(it->second), timelineToJsonBytes(model.store(), opts.count("--frames")),
+                       error))
+            return false;
+    if (auto it = opts.find("--out"); it != opts.end())
+        if (!writeFile(QString::fromStdString(it->second), timelineToJsonBytes(model.store(), opts.count("--frames")),
+                       error))
+            return false;
+    if (auto it = opts.find("--png"); it != opts.end()) {
+        const QImage image = TimelinePainter::renderImage(model.store(), 1400, {title, true});
+        if (!image.save(QString::fromStdString(it->second), "PNG")) {
+            *error = "cannot write " + it->second;
+            return false;
+        }
+    }
+    return true;
+}
+
+int cmdList()
+{
+    for (const lab::Scenario &s : lab::allScenarios())
+        std::printf("%-16s %s\n", s.name.c_str(), s.title.c_str());
+    return 0;
+}
+
+int cmdRun(const std::vector<std::string> &args)
+{
+    if (args.empty() || args[0].rfind("--", 0) == 0)
+        return usageError("run needs a scenario name (rpcscope-cli list shows them)");
+    const lab::Scenario *scenario = lab::findScenario(args[0]);
+    if (!scenario)
+        return usageError("unknown scenario '" + args[0] + "' (rpcscope-cli list shows them)");
+    std::map<std::string, std::string> opts;
+    std::string error;
+    if (!parseOptions({args.begin() + 1, args.end()}, {"--json", "--png"}, {"--frames"}, &opts, &error))
+        return usageError(error);
+
+    TimelineModel model;
+    model.setOrigin(steadyNowNs(), wallNowNs());
+    lab::LabSession lab;
+    if (!lab.start(queuedSinkTo(&model), &error)) {
+        std::fprintf(stderr, "rpcscope-cli: could not start the lab: %s\n", error.c_str());
+        return 1;
+    }
+    const lab::ScenarioResult result = lab.run(*scenario);
+    lab.stop(); // flushes every decoded event into the model's queue
+    QCoreApplication::sendPostedEvents();
+
+    if (!writeOutputs(model, opts, QStringLiteral("rpcscope — %1").arg(QString::fromStdString(scenario->name)),
+                      &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf("%s: %s\n", scenario->name.c_str(), result.summary.c_str());
+    if (!result.expectationHeld) {
+        std::fprintf(stderr, "rpcscope-cli: %s: expected outcome did not hold: %s\n", scenario->name.c_str(),
+                     result.summary.c_str());
+        return 1;
+    }
+    return 0;
+}
+
+int cmdCapture(const std::vector<std::string> &args)
+{
+    std::map<std::string, std::string> opts;
+    std::string error;
+    if (!parseOptions(args, {"--listen", "--target", "--out", "--duration"}, {"--frames"}, &opts, &error))
+        return usageError(error);
+    for (const char *required : {"--listen", "--target", "--out"})
+        if (!opts.count(required))
+            return usageError(std::string("capture needs ") + required);
+    HostPort listen, target;
+    if (!parseHostPort(opts["--listen"], &listen, &error) || !parseHostPort(opts["--target"], &target, &error))
+        return usageError(error);
+    if (target.port == 0)
+        return usageError("target port must not be 0");
+    double duration = 0;
+    if (opts.count("--duration")) {
+        bool ok = false;
+        duration = QString::fromStdString(opts["--duration"]).toDouble(&ok);
+        if (!ok || duration <= 0)
+            return usageError("--duration needs a positive number of seconds, got '" + opts["--duration"] + "'");
+    }
+    if (!probeTarget(target, 2000, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+
+    TimelineModel model;
+    model.setOrigin(steadyNowNs(), wallNowNs());
+    Relay relay;
+    if (!relay.start(listen, target, queuedSinkTo(&model), &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf("listening on %s\n", relay.listenAddress().toString().c_str());
+    std::fflush(stdout);
+
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    const std::int64_t endAt = duration > 0 ? steadyNowNs() + std::int64_t(duration * 1e9) : 0;
+    QTimer poll;
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        if (g_stop || (endAt && steadyNowNs() >= endAt))
+            QCoreApplication::quit();
+    });
+    poll.start(20);
+    QCoreApplication::exec();
+
+    relay.stop();
+    QCoreApplication::sendPostedEvents();
+    if (!writeOutputs(model, opts, {}, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf("captured %zu calls on %zu connections into %s\n", model.store().calls().size(),
+                model.store().connections().size(), opts["--out"].c_str());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        std::fputs(kUsage, stderr);
+        return 2;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    // Headless by construction: the painter needs a QGuiApplication for fonts, never a display.
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    QGuiApplication app(argc, argv);
+    const std::string cmd = args[0];
+    args.erase(args.begin());
+    if (cmd == "list")
+        return args.empty() ? cmdList() : usageError("list takes no options");
+    if (cmd == "run")
+        return cmdRun(args);
+    if (cmd == "capture")
+        return cmdCapture(args);
+    return usageError("unknown command '" + cmd + "'");
+}

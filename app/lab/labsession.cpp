@@ -1,0 +1,40 @@
+#include "labsession.h"
+
+namespace rpcscope::lab {
+
+LabSession::~LabSession()
+{
+    stop();
+}
+
+bool LabSession::start(Relay::Sink sink, std::string *error)
+{
+    if (!m_server.start(error))
+        return false;
+    if (!m_relay.start({"127.0.0.1", 0}, serverAddress(), std::move(sink), error)) {
+        m_server.stop();
+        return false;
+    }
+    m_running = true;
+    return true;
+}
+
+void LabSession::stop()
+{
+    if (!m_running)
+        return;
+    m_relay.stop();
+    m_server.stop();
+    m_running = false;
+}
+
+ScenarioResult LabSession::run(const Scenario &scenario)
+{
+    ScenarioContext ctx;
+    ctx.target = m_relay.listenAddress().toString();
+    ctx.server = &m_server;
+    ctx.nextCallId = [this, name = scenario.name] { return name + "-" + std::to_string(m_nextCall++); };
+    return scenario.run(ctx);
+}
+
+} // namespace rpcscope::lab

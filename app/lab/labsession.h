@@ -1,0 +1,37 @@
+#pragma once
+
+#include "labserver.h"
+#include "relay.h"
+#include "scenario.h"
+
+#include <atomic>
+#include <string>
+
+namespace rpcscope::lab {
+
+// The lab as one unit: the demo server, the capture relay in front of it, and scenario runs whose
+// clients connect through the relay. Whoever owns it decides where the relay's events go.
+class LabSession
+{
+public:
+    LabSession() = default;
+    ~LabSession();
+
+    bool start(Relay::Sink sink, std::string *error);
+    void stop();
+
+    // Blocking: call it off the GUI thread.
+    ScenarioResult run(const Scenario &scenario);
+
+    const LabServer &server() const { return m_server; }
+    HostPort proxyAddress() const { return m_relay.listenAddress(); }
+    HostPort serverAddress() const { return {"127.0.0.1", std::uint16_t(m_server.port())}; }
+
+private:
+    LabServer m_server;
+    Relay m_relay;
+    std::atomic<int> m_nextCall{1};
+    bool m_running = false;
+};
+
+} // namespace rpcscope::lab

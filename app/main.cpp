@@ -1,0 +1,107 @@
+// rpcscope: the GUI. Starts the built-in lab (demo server behind a capture proxy) and runs a scenario.
+
+#include "clock.h"
+#include "labsession.h"
+#include "mainwindow.h"
+#include "modelsink.h"
+#include "swimlaneview.h"
+#include "timelinemodel.h"
+
+#include <QApplication>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstring>
+
+using namespace rpcscope;
+
+namespace {
+const char kUsage[] = "usage: rpcscope [--scenario NAME] [--no-lab] [--screenshot FILE.png]\n"
+                      "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
+                      "  --no-lab            do not start the built-in lab\n"
+                      "  --screenshot FILE   run the scenario, save the window as PNG, and quit\n"
+                      "Headless use: rpcscope-cli --help\n";
+
+bool haveDisplay()
+{
+    const QByteArray platform = qgetenv("QT_QPA_PLATFORM");
+    if (!platform.isEmpty())
+        return true;
+    return !qgetenv("DISPLAY").isEmpty() || !qgetenv("WAYLAND_DISPLAY").isEmpty();
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QString scenario = QStringLiteral("retry-basic");
+    QString screenshot;
+    bool withLab = true;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+            std::fputs(kUsage, stdout);
+            return 0;
+        } else if (!std::strcmp(a, "--no-lab")) {
+            withLab = false;
+        } else if (!std::strcmp(a, "--scenario") && i + 1 < argc) {
+            scenario = QString::fromLocal8Bit(argv[++i]);
+        } else if (!std::strcmp(a, "--screenshot") && i + 1 < argc) {
+            screenshot = QString::fromLocal8Bit(argv[++i]);
+        } else {
+            std::fprintf(stderr, "rpcscope: unknown or incomplete option '%s'\n%s", a, kUsage);
+            return 2;
+        }
+    }
+    if (!lab::findScenario(scenario.toStdString())) {
+        std::fprintf(stderr, "rpcscope: unknown scenario '%s' (rpcscope-cli list shows them)\n",
+                     qPrintable(scenario));
+        return 2;
+    }
+    if (!haveDisplay()) {
+        std::fprintf(stderr, "rpcscope: no display (DISPLAY is not set); for headless use run "
+                             "'rpcscope-cli run retry-basic --json out.json --png out.png'\n");
+        return 3;
+    }
+
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("rpcscope"));
+    QApplication::setOrganizationName(QStringLiteral("rpcscope"));
+
+    TimelineModel model;
+    model.setOrigin(steadyNowNs(), wallNowNs());
+    lab::LabSession labSession;
+    if (withLab) {
+        std::string error;
+        if (!labSession.start(queuedSinkTo(&model), &error)) {
+            std::fprintf(stderr, "rpcscope: could not start the lab: %s\n", error.c_str());
+            return 1;
+        }
+    }
+
+    int rc = 0;
+    {
+        MainWindow window(&model, withLab ? &labSession : nullptr, scenario);
+        window.show();
+        if (!screenshot.isEmpty()) {
+            QObject::connect(&window, &MainWindow::scenarioFinished, &window, [&](bool held, const QString &) {
+                // The decoder flushes within 16 ms; give the last batch and a repaint time to land.
+                QTimer::singleShot(300, &window, [&, held] {
+                    if (!window.grab().save(screenshot)) {
+                        std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
+                        rc = 1;
+                    } else if (!held) {
+                        rc = 1;
+                    }
+                    QApplication::quit();
+                });
+            });
+        }
+        if (withLab)
+            QTimer::singleShot(0, &window, &MainWindow::runScenario);
+        const int exec = app.exec();
+        if (rc == 0)
+            rc = exec;
+    }
+    labSession.stop();
+    return rc;
+}

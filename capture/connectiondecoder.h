@@ -1,0 +1,33 @@
+#pragma once
+
+#include "h2decoder.h"
+
+namespace rpcscope {
+
+// Both directions of one connection; SETTINGS seen in one direction configure the other's decoder.
+class ConnectionDecoder
+{
+public:
+    explicit ConnectionDecoder(std::uint32_t connection)
+        : m_connection(connection), m_c2s(Direction::ClientToServer), m_s2c(Direction::ServerToClient)
+    {
+        m_c2s.setPeer(&m_s2c);
+        m_s2c.setPeer(&m_c2s);
+    }
+
+    void feed(Direction dir, const std::uint8_t *data, size_t len, std::int64_t tNs, EventBatch &out)
+    {
+        (dir == Direction::ClientToServer ? m_c2s : m_s2c).feed(data, len, tNs, m_connection, out);
+    }
+    const H2Decoder &decoder(Direction dir) const
+    {
+        return dir == Direction::ClientToServer ? m_c2s : m_s2c;
+    }
+
+private:
+    std::uint32_t m_connection;
+    H2Decoder m_c2s;
+    H2Decoder m_s2c;
+};
+
+} // namespace rpcscope

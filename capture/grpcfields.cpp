@@ -1,0 +1,95 @@
+#include "grpcfields.h"
+
+#include <charconv>
+
+namespace rpcscope {
+
+namespace {
+template <typename T> std::optional<T> parseInt(std::string_view s)
+{
+    T v{};
+    if (s.empty())
+        return std::nullopt;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+int hexValue(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+} // namespace
+
+std::optional<std::int64_t> parseGrpcTimeout(std::string_view value)
+{
+    if (value.size() < 2 || value.size() > 9)
+        return std::nullopt;
+    const auto digits = parseInt<std::int64_t>(value.substr(0, value.size() - 1));
+    if (!digits || *digits < 0)
+        return std::nullopt;
+    std::int64_t unitNs = 0;
+    switch (value.back()) {
+    case 'H': unitNs = 3600'000'000'000; break;
+    case 'M': unitNs = 60'000'000'000; break;
+    case 'S': unitNs = 1'000'000'000; break;
+    case 'm': unitNs = 1'000'000; break;
+    case 'u': unitNs = 1'000; break;
+    case 'n': unitNs = 1; break;
+    default: return std::nullopt;
+    }
+    return *digits * unitNs; // 8 digits of hours still fits in int64 ns
+}
+
+std::string percentDecode(std::string_view value)
+{
+    std::string out;
+    out.reserve(value.size());
+    for (size_t i = 0; i < value.size(); ++i) {
+        if (value[i] == '%' && i + 2 < value.size()) {
+            const int hi = hexValue(value[i + 1]);
+            const int lo = hexValue(value[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out.push_back(char(hi * 16 + lo));
+                i += 2;
+                continue;
+            }
+        }
+        out.push_back(value[i]);
+    }
+    return out;
+}
+
+GrpcFields extractGrpcFields(const std::vector<Header> &headers)
+{
+    GrpcFields f;
+    for (const Header &h : headers) {
+        const std::string_view n = h.name;
+        if (n == ":path")
+            f.path = h.value;
+        else if (n == "grpc-timeout")
+            f.timeoutNs = parseGrpcTimeout(h.value);
+        else if (n == "grpc-previous-rpc-attempts")
+            f.previousAttempts = parseInt<int>(h.value);
+        else if (n == ":status")
+            f.httpStatus = parseInt<int>(h.value);
+        else if (n == "grpc-status")
+            f.status = parseInt<int>(h.value);
+        else if (n == "grpc-message")
+            f.message = percentDecode(h.value);
+        else if (n == "grpc-retry-pushback-ms")
+            f.pushbackMs = parseInt<std::int64_t>(h.value).value_or(-1); // malformed stops retrying, as in C-core
+        else if (n == "rpcscope-call-id")
+            f.callId = h.value;
+    }
+    return f;
+}
+
+} // namespace rpcscope

@@ -1,0 +1,407 @@
+#include "h2decoder.h"
+
+#include "grpcfields.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstring>
+
+namespace rpcscope {
+
+namespace {
+constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kPrefaceLen = sizeof(kPreface) - 1;
+constexpr size_t kFrameHeaderLen = 9;
+// RFC 9113: SETTINGS_MAX_FRAME_SIZE may not exceed 2^24-1, so no frame needs more buffering than this.
+constexpr std::uint32_t kMaxFrameSizeLimit = (1u << 24) - 1;
+
+std::uint32_t be24(const std::uint8_t *p) { return (std::uint32_t(p[0]) << 16) | (p[1] << 8) | p[2]; }
+std::uint32_t be32(const std::uint8_t *p)
+{
+    return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
+}
+
+bool startsWith(const std::uint8_t *data, size_t len, const char *s)
+{
+    const size_t n = std::strlen(s);
+    return len >= n && std::memcmp(data, s, n) == 0;
+}
+
+// Names what the bytes look like, for the connection's "undecodable" reason.
+std::string classifyNonH2(const std::uint8_t *data, size_t len, Direction dir)
+{
+    if (len >= 2 && data[0] == 0x16 && data[1] == 0x03)
+        return dir == Direction::ClientToServer ? "TLS handshake (ClientHello): encrypted, not h2c"
+                                                : "TLS handshake (ServerHello): encrypted, not h2c";
+    static const char *const methods[] = {"GET ",  "POST ", "PUT ",     "HEAD ", "DELETE ",
+                                          "PATCH ", "OPTIONS ", "CONNECT ", "TRACE "};
+    for (const char *m : methods)
+        if (startsWith(data, len, m))
+            return "HTTP/1.x request, not HTTP/2";
+    if (startsWith(data, len, "HTTP/1."))
+        return "HTTP/1.x response, not HTTP/2";
+    std::string hex;
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len && i < 8; ++i) {
+        hex += digits[data[i] >> 4];
+        hex += digits[data[i] & 15];
+        hex += ' ';
+    }
+    if (!hex.empty())
+        hex.pop_back();
+    return dir == Direction::ClientToServer ? "not HTTP/2: no connection preface (first bytes " + hex + ")"
+                                            : "not HTTP/2: server did not start with SETTINGS (first bytes " +
+                                                  hex + ")";
+}
+} // namespace
+
+H2Decoder::H2Decoder(Direction dir)
+    : m_dir(dir), m_state(dir == Direction::ClientToServer ? State::Preface : State::Frames)
+{
+    nghttp2_hd_inflate_new(&m_inflater);
+}
+
+H2Decoder::~H2Decoder()
+{
+    nghttp2_hd_inflate_del(m_inflater);
+}
+
+void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
+{
+    if (m_state == State::Failed)
+        return;
+    m_state = State::Failed;
+    m_error = std::move(reason);
+    m_partial.clear();
+    m_partial.shrink_to_fit();
+    WireEvent e;
+    e.kind = EventKind::DecodeError;
+    e.connection = m_connection;
+    e.dir = m_dir;
+    e.tNs = t;
+    e.text = m_error;
+    out.push_back(std::move(e));
+}
+
+void H2Decoder::applyPeerHeaderTableSize(std::uint32_t size)
+{
+    nghttp2_hd_inflate_change_table_size(m_inflater, size);
+}
+
+size_t H2Decoder::feedPreface(const std::uint8_t *data, size_t len)
+{
+    const size_t n = std::min(len, kPrefaceLen - m_prefaceHave);
+    if (std::memcmp(data, kPreface + m_prefaceHave, n) != 0)
+        return size_t(-1);
+    m_prefaceHave += n;
+    if (m_prefaceHave == kPrefaceLen)
+        m_state = State::Frames;
+    return n;
+}
+
+void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::uint32_t connection,
+                     EventBatch &out)
+{
+    m_connection = connection;
+    if (m_state == State::Failed)
+        return;
+    if (m_state == State::Preface) {
+        // Classify on the bytes seen so far plus these, so "GE" + "T /" still reads as HTTP/1.x.
+        const size_t used = feedPreface(data, len);
+        if (used == size_t(-1)) {
+            std::string seen(kPreface, m_prefaceHave);
+            seen.append(reinterpret_cast<const char *>(data), std::min<size_t>(len, 16));
+            fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(seen.data()), seen.size(), m_dir), t,
+                 out);
+            return;
+        }
+        data += used;
+        len -= used;
+        if (m_state == State::Preface)
+            return;
+    }
+
+    // Complete a frame carried over from an earlier read.
+    if (!m_partial.empty()) {
+        if (m_partial.size() < kFrameHeaderLen) {
+            const size_t n = std::min(len, kFrameHeaderLen - m_partial.size());
+            m_partial.append(reinterpret_cast<const char *>(data), n);
+            data += n;
+            len -= n;
+            if (m_partial.size() < kFrameHeaderLen)
+                return;
+            if (!checkFrameHeader(reinterpret_cast<const std::uint8_t *>(m_partial.data()), t, out))
+                return;
+        }
+        const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
+        const size_t total = kFrameHeaderLen + be24(hdr);
+        const size_t n = std::min(len, total - m_partial.size());
+        m_partial.append(reinterpret_cast<const char *>(data), n);
+        data += n;
+        len -= n;
+        if (m_partial.size() < total)
+            return;
+        std::string frame;
+        frame.swap(m_partial);
+        const auto *f = reinterpret_cast<const std::uint8_t *>(frame.data());
+        handleFrame(f, f + kFrameHeaderLen, t, out);
+    }
+
+    // Whole frames straight from the read buffer: no copy on the common path.
+    while (len >= kFrameHeaderLen && m_state != State::Failed) {
+        if (!checkFrameHeader(data, t, out))
+            return;
+        const size_t total = kFrameHeaderLen + be24(data);
+        if (len < total)
+            break;
+        handleFrame(data, data + kFrameHeaderLen, t, out);
+        data += total;
+        len -= total;
+    }
+    if (len > 0 && m_state != State::Failed)
+        m_partial.assign(reinterpret_cast<const char *>(data), len);
+}
+
+bool H2Decoder::checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out)
+{
+    // Checked before buffering, so garbage cannot make us hold megabytes waiting for a frame that never ends.
+    const std::uint32_t len = be24(hdr);
+    if (!m_sawFirstFrame && (hdr[3] != FrameSettings || (be32(hdr + 5) & 0x7fffffffu) != 0 || len % 6 != 0)) {
+        fail(m_dir == Direction::ServerToClient ? classifyNonH2(hdr, kFrameHeaderLen, m_dir)
+                                                : "first frame after the preface is not SETTINGS",
+             t, out);
+        return false;
+    }
+    if (len > m_maxFrameSize) {
+        fail("frame length " + std::to_string(len) + " exceeds SETTINGS_MAX_FRAME_SIZE " +
+                 std::to_string(m_maxFrameSize),
+             t, out);
+        return false;
+    }
+    return true;
+}
+
+void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload, std::int64_t t,
+                            EventBatch &out)
+{
+    const std::uint32_t len = be24(hdr);
+    const std::uint8_t type = hdr[3];
+    const std::uint8_t flags = hdr[4];
+    const std::uint32_t stream = be32(hdr + 5) & 0x7fffffffu;
+
+    m_sawFirstFrame = true;
+    if (m_inBlock && (type != FrameContinuation || stream != m_blockStream)) {
+        fail("header block on stream " + std::to_string(m_blockStream) + " interrupted by " +
+                 frameTypeName(type) + " (CONTINUATION expected)",
+             t, out);
+        return;
+    }
+
+    WireEvent e;
+    e.kind = EventKind::Frame;
+    e.connection = m_connection;
+    e.dir = m_dir;
+    e.tNs = t;
+    e.frameType = type;
+    e.flags = flags;
+    e.stream = stream;
+    e.length = len;
+    if (type == FrameRstStream && len >= 4)
+        e.errorCode = be32(payload);
+    else if (type == FrameGoaway && len >= 8)
+        e.errorCode = be32(payload + 4);
+    out.push_back(std::move(e));
+
+    // Strip padding for the frame types that carry it.
+    auto unpad = [&](const std::uint8_t *&p, std::uint32_t &n) -> bool {
+        if (!(flags & FlagPadded))
+            return true;
+        if (n < 1 || payload[0] >= n) {
+            fail(std::string("bad padding in ") + frameTypeName(type) + " on stream " + std::to_string(stream), t,
+                 out);
+            return false;
+        }
+        const std::uint32_t pad = payload[0];
+        p += 1;
+        n -= 1 + pad;
+        return true;
+    };
+
+    switch (type) {
+    case FrameData: {
+        const std::uint8_t *p = payload;
+        std::uint32_t n = len;
+        if (!unpad(p, n))
+            return;
+        handleData(stream, flags, p, n, t, out);
+        break;
+    }
+    case FrameHeaders: {
+        const std::uint8_t *p = payload;
+        std::uint32_t n = len;
+        if (!unpad(p, n))
+            return;
+        if (flags & FlagPriority) {
+            if (n < 5) {
+                fail("HEADERS priority fields truncated on stream " + std::to_string(stream), t, out);
+                return;
+            }
+            p += 5;
+            n -= 5;
+        }
+        m_inBlock = true;
+        m_blockStream = stream;
+        m_blockEndStream = flags & FlagEndStream;
+        m_blockIsPush = false;
+        m_block.clear();
+        handleHeaderFragment(stream, p, n, flags & FlagEndHeaders, t, out);
+        if (m_blockEndStream && !m_inBlock)
+            m_messages.erase(stream);
+        break;
+    }
+    case FramePushPromise: {
+        const std::uint8_t *p = payload;
+        std::uint32_t n = len;
+        if (!unpad(p, n))
+            return;
+        if (n < 4) {
+            fail("PUSH_PROMISE truncated", t, out);
+            return;
+        }
+        m_inBlock = true;
+        m_blockStream = stream;
+        m_blockEndStream = false;
+        m_blockIsPush = true;
+        m_block.clear();
+        handleHeaderFragment(stream, p + 4, n - 4, flags & FlagEndHeaders, t, out);
+        break;
+    }
+    case FrameContinuation:
+        if (!m_inBlock) {
+            fail("CONTINUATION without a header block on stream " + std::to_string(stream), t, out);
+            return;
+        }
+        handleHeaderFragment(stream, payload, len, flags & FlagEndHeaders, t, out);
+        if (m_blockEndStream && !m_inBlock)
+            m_messages.erase(stream);
+        break;
+    case FrameSettings:
+        handleSettings(flags, payload, len);
+        break;
+    case FrameRstStream:
+        m_messages.erase(stream);
+        if (m_peer)
+            m_peer->m_messages.erase(stream);
+        break;
+    default:
+        break; // PRIORITY, PING, GOAWAY, WINDOW_UPDATE and unknown types: recorded above, nothing to track
+    }
+}
+
+void H2Decoder::handleSettings(std::uint8_t flags, const std::uint8_t *p, std::uint32_t len)
+{
+    if ((flags & FlagAck) || !m_peer)
+        return;
+    for (std::uint32_t off = 0; off + 6 <= len; off += 6) {
+        const std::uint16_t id = std::uint16_t((p[off] << 8) | p[off + 1]);
+        const std::uint32_t value = be32(p + off + 2);
+        // Our SETTINGS bound what the other side may send us, so they configure the peer's decoder.
+        if (id == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
+            m_peer->applyPeerHeaderTableSize(value);
+        else if (id == NGHTTP2_SETTINGS_MAX_FRAME_SIZE && value >= 16384 && value <= kMaxFrameSizeLimit)
+            m_peer->applyPeerMaxFrameSize(value);
+    }
+}
+
+void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::uint8_t *p, std::uint32_t len,
+                           std::int64_t t, EventBatch &out)
+{
+    MessageState &m = m_messages[stream];
+    while (len > 0) {
+        if (m.prefixHave < 5) {
+            const std::uint32_t n = std::min<std::uint32_t>(len, 5 - m.prefixHave);
+            std::memcpy(m.prefix + m.prefixHave, p, n);
+            m.prefixHave += n;
+            p += n;
+            len -= n;
+            if (m.prefixHave < 5)
+                break;
+            m.remaining = be32(m.prefix + 1);
+        }
+        const std::uint32_t n = std::min(len, m.remaining);
+        p += n;
+        len -= n;
+        m.remaining -= n;
+        if (m.remaining == 0) {
+            WireEvent e;
+            e.kind = EventKind::Message;
+            e.connection = m_connection;
+            e.dir = m_dir;
+            e.tNs = t;
+            e.stream = stream;
+            e.length = be32(m.prefix + 1);
+            e.compressed = m.prefix[0] & 1;
+            out.push_back(std::move(e));
+            m.prefixHave = 0;
+        }
+    }
+    if (flags & FlagEndStream)
+        m_messages.erase(stream);
+}
+
+void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,
+                                     std::int64_t t, EventBatch &out)
+{
+    m_block.append(reinterpret_cast<const char *>(p), len);
+    if (!endHeaders)
+        return;
+    m_inBlock = false;
+
+    WireEvent e;
+    e.kind = EventKind::Headers;
+    e.connection = m_connection;
+    e.dir = m_dir;
+    e.tNs = t;
+    e.stream = stream;
+    e.frameType = m_blockIsPush ? FramePushPromise : FrameHeaders;
+    e.endStream = m_blockEndStream;
+
+    if (!m_hpackBroken) {
+        auto *in = reinterpret_cast<std::uint8_t *>(m_block.data());
+        size_t inlen = m_block.size();
+        for (;;) {
+            nghttp2_nv nv;
+            int inflateFlags = 0;
+            const ssize_t rv = nghttp2_hd_inflate_hd2(m_inflater, &nv, &inflateFlags, in, inlen, 1);
+            if (rv < 0) {
+                // The HPACK context is now unknown; later blocks on this direction cannot be trusted.
+                m_hpackBroken = true;
+                WireEvent err;
+                err.kind = EventKind::DecodeError;
+                err.connection = m_connection;
+                err.dir = m_dir;
+                err.tNs = t;
+                err.text = std::string("HPACK error on stream ") + std::to_string(stream) + ": " +
+                           nghttp2_strerror(int(rv));
+                out.push_back(std::move(err));
+                break;
+            }
+            in += rv;
+            inlen -= size_t(rv);
+            if (inflateFlags & NGHTTP2_HD_INFLATE_EMIT)
+                e.headers.push_back({std::string(reinterpret_cast<const char *>(nv.name), nv.namelen),
+                                     std::string(reinterpret_cast<const char *>(nv.value), nv.valuelen)});
+            if (inflateFlags & NGHTTP2_HD_INFLATE_FINAL) {
+                nghttp2_hd_inflate_end_headers(m_inflater);
+                break;
+            }
+            if (rv == 0 && inlen == 0)
+                break;
+        }
+        e.grpc = extractGrpcFields(e.headers);
+    }
+    m_block.clear();
+    out.push_back(std::move(e));
+}
+
+} // namespace rpcscope

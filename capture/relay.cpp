@@ -1,0 +1,605 @@
+#include "relay.h"
+
+#include "clock.h"
+#include "connectiondecoder.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace rpcscope {
+
+namespace {
+// A connection whose peer reads slower than the other side writes stops being read once this much waits
+// for it, so memory stays bounded and TCP flow control pushes back on the sender.
+constexpr size_t kMaxPendingPerDirection = 4 << 20;
+// If the decoder falls this far behind, connections stop being decoded instead of the relay waiting.
+constexpr size_t kMaxDecoderBacklog = 256u << 20;
+// Decoded events are flushed to the sink at least this often (DESIGN.md: batches of <= 16 ms).
+constexpr std::int64_t kFlushIntervalNs = 16'000'000;
+constexpr size_t kFlushEvents = 4096;
+constexpr size_t kReadSize = 64 * 1024;
+
+std::atomic<std::uint32_t> g_nextConnectionId{1};
+
+std::string peerName(const sockaddr_storage &ss)
+{
+    char host[INET6_ADDRSTRLEN] = {};
+    std::uint16_t port = 0;
+    if (ss.ss_family == AF_INET) {
+        const auto *sin = reinterpret_cast<const sockaddr_in *>(&ss);
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+        port = ntohs(sin->sin_port);
+        return std::string(host) + ":" + std::to_string(port);
+    }
+    const auto *sin6 = reinterpret_cast<const sockaddr_in6 *>(&ss);
+    inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
+    port = ntohs(sin6->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+void setNonBlocking(int fd)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
+}
+
+void setNoDelay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+struct AddrInfo
+{
+    addrinfo *list = nullptr;
+    ~AddrInfo() { if (list) freeaddrinfo(list); }
+};
+
+bool resolve(const HostPort &hp, bool passive, AddrInfo *out, std::string *error)
+{
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = passive ? AI_PASSIVE : 0;
+    const std::string port = std::to_string(hp.port);
+    const int rc = getaddrinfo(hp.host.c_str(), port.c_str(), &hints, &out->list);
+    if (rc != 0) {
+        if (error)
+            *error = "cannot resolve '" + hp.host + "': " + gai_strerror(rc);
+        return false;
+    }
+    return true;
+}
+} // namespace
+
+std::string HostPort::toString() const
+{
+    if (host.find(':') != std::string::npos)
+        return "[" + host + "]:" + std::to_string(port);
+    return host + ":" + std::to_string(port);
+}
+
+bool parseHostPort(const std::string &text, HostPort *out, std::string *error)
+{
+    std::string host, port;
+    if (!text.empty() && text.front() == '[') {
+        const auto close = text.find(']');
+        if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+            *error = "expected [IPV6]:PORT, got '" + text + "'";
+            return false;
+        }
+        host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+    } else {
+        const auto colon = text.rfind(':');
+        if (colon == std::string::npos || colon == 0) {
+            *error = "expected HOST:PORT, got '" + text + "'";
+            return false;
+        }
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(port) > 65535) {
+        *error = "bad port '" + port + "' in '" + text + "' (expected 0-65535)";
+        return false;
+    }
+    out->host = host;
+    out->port = std::uint16_t(std::stoi(port));
+    return true;
+}
+
+bool probeTarget(const HostPort &target, int timeoutMs, std::string *error)
+{
+    AddrInfo ai;
+    if (!resolve(target, false, &ai, error))
+        return false;
+    std::string last = "no address";
+    for (addrinfo *a = ai.list; a; a = a->ai_next) {
+        const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        setNonBlocking(fd);
+        int rc = connect(fd, a->ai_addr, a->ai_addrlen);
+        if (rc != 0 && errno == EINPROGRESS) {
+            pollfd p{fd, POLLOUT, 0};
+            const int ready = poll(&p, 1, timeoutMs);
+            if (ready == 1) {
+                int soerr = 0;
+                socklen_t len = sizeof soerr;
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+                rc = soerr == 0 ? 0 : -1;
+                errno = soerr;
+            } else {
+                rc = -1;
+                errno = ready == 0 ? ETIMEDOUT : errno;
+            }
+        }
+        const int err = errno;
+        close(fd);
+        if (rc == 0)
+            return true;
+        last = std::strerror(err);
+    }
+    *error = "target " + target.toString() + " is unreachable: " + last;
+    return false;
+}
+
+struct Relay::Impl
+{
+    struct Chunk
+    {
+        enum Kind { Open, Data, Close, Error } kind;
+        std::uint32_t conn;
+        Direction dir;
+        std::int64_t t;
+        std::string bytes; // Data: the bytes read; Open: client peer; Error: reason
+        std::string extra; // Open: server peer
+    };
+
+    struct Conn
+    {
+        std::uint32_t id = 0;
+        int cfd = -1;
+        int sfd = -1;
+        bool connecting = true;
+        bool clientEof = false, serverEof = false;
+        bool shutServer = false, shutClient = false;
+        bool decode = true;
+        bool dead = false;
+        std::string toServer, toClient;
+        size_t toServerOff = 0, toClientOff = 0;
+        size_t pendingToServer() const { return toServer.size() - toServerOff; }
+        size_t pendingToClient() const { return toClient.size() - toClientOff; }
+    };
+
+    HostPort listenAddr;
+    HostPort target;
+    Sink sink;
+    int listenFd = -1;
+    int wakePipe[2] = {-1, -1};
+    std::atomic<bool> ioStopping{false};
+    std::thread ioThread;
+    std::list<Conn> conns;
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<int> open{0};
+
+    // Decoder queue: the only thing shared between the two threads.
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Chunk> queue;
+    bool decoderStopping = false;
+    std::atomic<size_t> backlog{0};
+    std::thread decoderThread;
+
+    void push(Chunk &&c)
+    {
+        backlog += c.bytes.size();
+        {
+            std::lock_guard lk(mu);
+            queue.push_back(std::move(c));
+        }
+        cv.notify_one();
+    }
+
+    void ioLoop();
+    void acceptAll();
+    void startConnect(Conn &c);
+    bool readSide(Conn &c, bool fromClient);
+    bool flush(Conn &c, bool toClient);
+    void closeConn(Conn &c, const std::string &reason);
+    void decoderLoop();
+};
+
+void Relay::Impl::closeConn(Conn &c, const std::string &reason)
+{
+    if (c.dead)
+        return;
+    const std::int64_t t = steadyNowNs();
+    if (!reason.empty())
+        push({Chunk::Error, c.id, Direction::ClientToServer, t, reason, {}});
+    if (c.cfd >= 0)
+        close(c.cfd);
+    if (c.sfd >= 0)
+        close(c.sfd);
+    c.cfd = c.sfd = -1;
+    c.dead = true;
+    --open;
+    push({Chunk::Close, c.id, Direction::ClientToServer, t, {}, {}});
+}
+
+void Relay::Impl::startConnect(Conn &c)
+{
+    AddrInfo ai;
+    std::string error;
+    if (!resolve(target, false, &ai, &error)) {
+        closeConn(c, error);
+        return;
+    }
+    const addrinfo *a = ai.list;
+    c.sfd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (c.sfd < 0) {
+        closeConn(c, std::string("socket: ") + std::strerror(errno));
+        return;
+    }
+    setNonBlocking(c.sfd);
+    setNoDelay(c.sfd);
+    if (connect(c.sfd, a->ai_addr, a->ai_addrlen) == 0)
+        c.connecting = false;
+    else if (errno != EINPROGRESS)
+        closeConn(c, "could not connect to target " + target.toString() + ": " + std::strerror(errno));
+}
+
+void Relay::Impl::acceptAll()
+{
+    for (;;) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        const int fd = accept(listenFd, reinterpret_cast<sockaddr *>(&ss), &len);
+        if (fd < 0)
+            return; // EAGAIN, or a transient error (EMFILE); poll will tell us again
+        setNonBlocking(fd);
+        setNoDelay(fd);
+        Conn &c = conns.emplace_back();
+        c.id = g_nextConnectionId++;
+        c.cfd = fd;
+        ++open;
+        push({Chunk::Open, c.id, Direction::ClientToServer, steadyNowNs(), peerName(ss), target.toString()});
+        startConnect(c);
+    }
+}
+
+bool Relay::Impl::flush(Conn &c, bool toClient)
+{
+    std::string &buf = toClient ? c.toClient : c.toServer;
+    size_t &off = toClient ? c.toClientOff : c.toServerOff;
+    const int fd = toClient ? c.cfd : c.sfd;
+    while (off < buf.size()) {
+        const ssize_t n = send(fd, buf.data() + off, buf.size() - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += size_t(n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return true;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    buf.clear();
+    off = 0;
+    return true;
+}
+
+bool Relay::Impl::readSide(Conn &c, bool fromClient)
+{
+    char buf[kReadSize];
+    const int src = fromClient ? c.cfd : c.sfd;
+    const ssize_t n = recv(src, buf, sizeof buf, 0);
+    // The read time is the event time: taken before forwarding so relaying cannot skew it.
+    const std::int64_t t = steadyNowNs();
+    if (n == 0) {
+        (fromClient ? c.clientEof : c.serverEof) = true;
+        return true;
+    }
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+
+    std::string &out = fromClient ? c.toServer : c.toClient;
+    out.append(buf, size_t(n));
+    if (!flush(c, !fromClient))
+        return false;
+    bytes += std::uint64_t(n);
+
+    if (c.decode) {
+        if (backlog.load(std::memory_order_relaxed) > kMaxDecoderBacklog) {
+            c.decode = false;
+            push({Chunk::Error, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t,
+                  "decoder fell behind (over 256 MiB queued); relaying continues without decoding", {}});
+        } else {
+            push({Chunk::Data, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t,
+                  std::string(buf, size_t(n)), {}});
+        }
+    }
+    return true;
+}
+
+void Relay::Impl::ioLoop()
+{
+    std::vector<pollfd> fds;
+    std::vector<Conn *> owners;
+    while (!ioStopping.load()) {
+        fds.clear();
+        owners.clear();
+        fds.push_back({wakePipe[0], POLLIN, 0});
+        fds.push_back({listenFd, POLLIN, 0});
+        for (Conn &c : conns) {
+            short ce = 0, se = 0;
+            if (c.connecting) {
+                se = POLLOUT;
+            } else {
+                if (!c.clientEof && c.pendingToServer() < kMaxPendingPerDirection)
+                    ce |= POLLIN;
+                if (!c.serverEof && c.pendingToClient() < kMaxPendingPerDirection)
+                    se |= POLLIN;
+                if (c.pendingToServer())
+                    se |= POLLOUT;
+                if (c.pendingToClient())
+                    ce |= POLLOUT;
+            }
+            fds.push_back({c.cfd, ce, 0});
+            fds.push_back({c.sfd, se, 0});
+            owners.push_back(&c);
+        }
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (fds[0].revents) {
+            char drain[64];
+            while (read(wakePipe[0], drain, sizeof drain) > 0) {
+            }
+        }
+        if (fds[1].revents & POLLIN)
+            acceptAll();
+
+        for (size_t i = 0; i < owners.size(); ++i) {
+            Conn &c = *owners[i];
+            const short cr = fds[2 + 2 * i].revents;
+            const short sr = fds[3 + 2 * i].revents;
+            bool ok = true;
+            std::string reason;
+            if (c.connecting) {
+                if (sr) {
+                    int soerr = 0;
+                    socklen_t len = sizeof soerr;
+                    getsockopt(c.sfd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+                    if (soerr != 0) {
+                        closeConn(c, "could not connect to target " + target.toString() + ": " +
+                                         std::strerror(soerr));
+                        continue;
+                    }
+                    c.connecting = false;
+                }
+                if (cr & (POLLHUP | POLLERR))
+                    ok = false;
+            } else {
+                if (ok && (cr & (POLLIN | POLLHUP | POLLERR)) && !c.clientEof)
+                    ok = readSide(c, true);
+                if (ok && (sr & (POLLIN | POLLHUP | POLLERR)) && !c.serverEof)
+                    ok = readSide(c, false);
+                if (ok && (sr & POLLOUT))
+                    ok = flush(c, false);
+                if (ok && (cr & POLLOUT))
+                    ok = flush(c, true);
+            }
+            if (!ok) {
+                closeConn(c, {});
+                continue;
+            }
+            // Half-close: pass an EOF on once everything before it has been delivered.
+            if (c.clientEof && !c.shutServer && !c.pendingToServer() && !c.connecting) {
+                shutdown(c.sfd, SHUT_WR);
+                c.shutServer = true;
+            }
+            if (c.serverEof && !c.shutClient && !c.pendingToClient()) {
+                shutdown(c.cfd, SHUT_WR);
+                c.shutClient = true;
+            }
+            if (c.shutServer && c.shutClient)
+                closeConn(c, {});
+        }
+        conns.remove_if([](const Conn &c) { return c.dead; });
+    }
+    for (Conn &c : conns)
+        closeConn(c, {});
+    conns.clear();
+}
+
+void Relay::Impl::decoderLoop()
+{
+    std::unordered_map<std::uint32_t, std::unique_ptr<ConnectionDecoder>> decoders;
+    EventBatch batch;
+    std::int64_t firstPending = 0;
+    for (;;) {
+        std::deque<Chunk> work;
+        bool stopping = false;
+        {
+            std::unique_lock lk(mu);
+            auto ready = [&] { return decoderStopping || !queue.empty(); };
+            if (batch.empty())
+                cv.wait(lk, ready);
+            else
+                cv.wait_for(lk, std::chrono::nanoseconds(
+                                    std::max<std::int64_t>(0, firstPending + kFlushIntervalNs - steadyNowNs())),
+                            ready);
+            work.swap(queue);
+            stopping = decoderStopping;
+        }
+        for (Chunk &c : work) {
+            backlog -= c.bytes.size();
+            const size_t before = batch.size();
+            switch (c.kind) {
+            case Chunk::Open: {
+                decoders[c.conn] = std::make_unique<ConnectionDecoder>(c.conn);
+                WireEvent e;
+                e.kind = EventKind::ConnectionOpened;
+                e.connection = c.conn;
+                e.tNs = c.t;
+                e.text = std::move(c.bytes);
+                e.text2 = std::move(c.extra);
+                batch.push_back(std::move(e));
+                break;
+            }
+            case Chunk::Data:
+                if (auto it = decoders.find(c.conn); it != decoders.end())
+                    it->second->feed(c.dir, reinterpret_cast<const std::uint8_t *>(c.bytes.data()),
+                                     c.bytes.size(), c.t, batch);
+                break;
+            case Chunk::Error: {
+                decoders.erase(c.conn);
+                WireEvent e;
+                e.kind = EventKind::DecodeError;
+                e.connection = c.conn;
+                e.dir = c.dir;
+                e.tNs = c.t;
+                e.text = std::move(c.bytes);
+                batch.push_back(std::move(e));
+                break;
+            }
+            case Chunk::Close: {
+                decoders.erase(c.conn);
+                WireEvent e;
+                e.kind = EventKind::ConnectionClosed;
+                e.connection = c.conn;
+                e.tNs = c.t;
+                batch.push_back(std::move(e));
+                break;
+            }
+            }
+            if (before == 0 && !batch.empty())
+                firstPending = steadyNowNs();
+        }
+        if (!batch.empty() &&
+            (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
+            if (sink)
+                sink(std::move(batch));
+            batch = EventBatch();
+        }
+        if (stopping)
+            return;
+    }
+}
+
+Relay::Relay() : d(std::make_unique<Impl>()) {}
+
+Relay::~Relay()
+{
+    stop();
+}
+
+bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error)
+{
+    std::string dummy;
+    std::string &err = error ? *error : dummy;
+    if (d->ioThread.joinable()) {
+        err = "relay already running";
+        return false;
+    }
+    AddrInfo ai;
+    if (!resolve(listen, true, &ai, &err))
+        return false;
+    int fd = -1;
+    int lastErrno = 0;
+    for (addrinfo *a = ai.list; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) {
+            lastErrno = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0)
+            break;
+        lastErrno = errno;
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        err = "cannot listen on " + listen.toString() + ": " + std::strerror(lastErrno);
+        return false;
+    }
+    setNonBlocking(fd);
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len);
+    d->listenAddr.host = listen.host;
+    d->listenAddr.port = ss.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port)
+                                                 : ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port);
+    if (pipe(d->wakePipe) != 0) {
+        close(fd);
+        err = std::string("pipe: ") + std::strerror(errno);
+        return false;
+    }
+    setNonBlocking(d->wakePipe[0]);
+    d->listenFd = fd;
+    d->target = target;
+    d->sink = std::move(sink);
+    d->ioStopping = false;
+    d->decoderStopping = false;
+    d->decoderThread = std::thread([this] { d->decoderLoop(); });
+    d->ioThread = std::thread([this] { d->ioLoop(); });
+    return true;
+}
+
+void Relay::stop()
+{
+    if (!d->ioThread.joinable())
+        return;
+    d->ioStopping = true;
+    const char x = 'x';
+    [[maybe_unused]] auto rc = write(d->wakePipe[1], &x, 1);
+    d->ioThread.join();
+    {
+        std::lock_guard lk(d->mu);
+        d->decoderStopping = true;
+    }
+    d->cv.notify_one();
+    d->decoderThread.join();
+    close(d->listenFd);
+    close(d->wakePipe[0]);
+    close(d->wakePipe[1]);
+    d->listenFd = d->wakePipe[0] = d->wakePipe[1] = -1;
+}
+
+HostPort Relay::listenAddress() const
+{
+    return d->listenAddr;
+}
+
+std::uint64_t Relay::bytesRelayed() const
+{
+    return d->bytes.load();
+}
+
+int Relay::openConnections() const
+{
+    return d->open.load();
+}
+
+} // namespace rpcscope

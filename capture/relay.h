@@ -1,0 +1,53 @@
+#pragma once
+
+#include "events.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace rpcscope {
+
+struct HostPort
+{
+    std::string host;
+    std::uint16_t port = 0;
+    std::string toString() const;
+};
+
+// "HOST:PORT" or "[V6]:PORT"; error names what is wrong.
+bool parseHostPort(const std::string &text, HostPort *out, std::string *error);
+// A blocking TCP connect with a timeout, to tell the user "target unreachable" before they start.
+bool probeTarget(const HostPort &target, int timeoutMs, std::string *error);
+
+// A TCP relay that forwards both directions byte-for-byte and hands copies of what it read to a decoder
+// thread. The relay thread never waits for the decoder: if the decoder falls too far behind, decoding of
+// that connection stops (marked undecodable) while relaying goes on.
+class Relay
+{
+public:
+    // Called on the decoder thread with batches at most ~16 ms old.
+    using Sink = std::function<void(EventBatch &&)>;
+
+    Relay();
+    ~Relay();
+    Relay(const Relay &) = delete;
+    Relay &operator=(const Relay &) = delete;
+
+    // Binds and listens before returning, so the port is accepting when this returns true.
+    bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);
+    // Closes every connection (emitting their close events), drains the decoder and flushes the sink.
+    void stop();
+
+    HostPort listenAddress() const;
+    std::uint64_t bytesRelayed() const;
+    int openConnections() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace rpcscope

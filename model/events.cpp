@@ -1,0 +1,46 @@
+#include "events.h"
+
+namespace rpcscope {
+
+const char *frameTypeName(std::uint8_t type)
+{
+    switch (type) {
+    case FrameData: return "DATA";
+    case FrameHeaders: return "HEADERS";
+    case FramePriority: return "PRIORITY";
+    case FrameRstStream: return "RST_STREAM";
+    case FrameSettings: return "SETTINGS";
+    case FramePushPromise: return "PUSH_PROMISE";
+    case FramePing: return "PING";
+    case FrameGoaway: return "GOAWAY";
+    case FrameWindowUpdate: return "WINDOW_UPDATE";
+    case FrameContinuation: return "CONTINUATION";
+    default: return "UNKNOWN";
+    }
+}
+
+const char *grpcStatusName(int code)
+{
+    static const char *const names[] = {"OK",
+                                        "CANCELLED",
+                                        "UNKNOWN",
+                                        "INVALID_ARGUMENT",
+                                        "DEADLINE_EXCEEDED",
+                                        "NOT_FOUND",
+                                        "ALREADY_EXISTS",
+                                        "PERMISSION_DENIED",
+                                        "RESOURCE_EXHAUSTED",
+                                        "FAILED_PRECONDITION",
+                                        "ABORTED",
+                                        "OUT_OF_RANGE",
+                                        "UNIMPLEMENTED",
+                                        "INTERNAL",
+                                        "UNAVAILABLE",
+                                        "DATA_LOSS",
+                                        "UNAUTHENTICATED"};
+    if (code >= 0 && code < int(std::size(names)))
+        return names[code];
+    return "UNKNOWN_CODE";
+}
+
+} // namespace rpcscope

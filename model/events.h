@@ -1,0 +1,97 @@
+#pragma once
+
+// The event vocabulary. Capture, the lab and file readers produce these plain values; the model consumes them.
+// Nothing here depends on Qt so that producers on any thread can build them cheaply.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rpcscope {
+
+enum class Direction : std::uint8_t { ClientToServer, ServerToClient };
+
+enum class EventKind : std::uint8_t {
+    ConnectionOpened, // text = client peer, text2 = server peer
+    ConnectionClosed,
+    Frame,            // one HTTP/2 frame, complete
+    Headers,          // a complete header block (HEADERS + CONTINUATION), decoded
+    Message,          // one complete gRPC length-prefixed message
+    DecodeError,      // text = reason; the connection is undecodable from here on (bytes still relayed)
+};
+
+// HTTP/2 frame types (RFC 9113 section 6).
+enum FrameType : std::uint8_t {
+    FrameData = 0,
+    FrameHeaders = 1,
+    FramePriority = 2,
+    FrameRstStream = 3,
+    FrameSettings = 4,
+    FramePushPromise = 5,
+    FramePing = 6,
+    FrameGoaway = 7,
+    FrameWindowUpdate = 8,
+    FrameContinuation = 9,
+};
+
+enum FrameFlag : std::uint8_t {
+    FlagEndStream = 0x1,
+    FlagAck = 0x1,
+    FlagEndHeaders = 0x4,
+    FlagPadded = 0x8,
+    FlagPriority = 0x20,
+};
+
+struct Header
+{
+    std::string name;
+    std::string value;
+    bool operator==(const Header &) const = default;
+};
+
+// gRPC fields pulled out of a header block. Absent fields stay empty.
+struct GrpcFields
+{
+    std::string path;                            // :path (requests)
+    std::optional<std::int64_t> timeoutNs;       // grpc-timeout, parsed
+    std::optional<int> previousAttempts;         // grpc-previous-rpc-attempts
+    std::optional<int> httpStatus;               // :status (responses)
+    std::optional<int> status;                   // grpc-status
+    std::optional<std::string> message;          // grpc-message, percent-decoded
+    std::optional<std::int64_t> pushbackMs;      // grpc-retry-pushback-ms; negative means "stop retrying"
+    std::string callId;                          // rpcscope-call-id metadata (the lab sends it)
+    bool operator==(const GrpcFields &) const = default;
+};
+
+struct WireEvent
+{
+    EventKind kind = EventKind::Frame;
+    std::uint32_t connection = 0;
+    Direction dir = Direction::ClientToServer;
+    std::int64_t tNs = 0; // steady-clock ns, same clock for every producer of one capture
+
+    // Frame / Headers / Message
+    std::uint32_t stream = 0;
+    std::uint8_t frameType = 0;
+    std::uint8_t flags = 0;
+    std::uint32_t length = 0;    // Frame: payload length; Message: message length without the 5-byte prefix
+    std::uint32_t errorCode = 0; // RST_STREAM and GOAWAY
+    bool endStream = false;      // Headers: the block ends the stream (trailers or Trailers-Only)
+    bool compressed = false;     // Message: compressed flag of the prefix
+
+    std::vector<Header> headers; // Headers only
+    GrpcFields grpc;             // Headers only
+
+    std::string text;  // ConnectionOpened: client peer; DecodeError: reason
+    std::string text2; // ConnectionOpened: server peer
+
+    bool operator==(const WireEvent &) const = default;
+};
+
+using EventBatch = std::vector<WireEvent>;
+
+const char *frameTypeName(std::uint8_t type);
+const char *grpcStatusName(int code);
+
+} // namespace rpcscope

@@ -1,0 +1,100 @@
+#include "jsonexport.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+
+namespace rpcscope {
+
+namespace {
+template <typename T> QJsonValue opt(const std::optional<T> &v)
+{
+    return v ? QJsonValue(qint64(*v)) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonValue status(std::optional<int> code, const std::optional<std::string> &message)
+{
+    if (!code)
+        return QJsonValue::Null;
+    return QJsonObject{{"code", *code},
+                       {"name", QString::fromLatin1(grpcStatusName(*code))},
+                       {"message", message ? QJsonValue(QString::fromStdString(*message)) : QJsonValue()}};
+}
+} // namespace
+
+QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
+{
+    const qint64 origin = store.originNs();
+    auto rel = [origin](const std::optional<std::int64_t> &t) {
+        return t ? QJsonValue(qint64(*t - origin)) : QJsonValue(QJsonValue::Null);
+    };
+
+    QJsonArray connections;
+    for (const Connection &c : store.connections()) {
+        connections.append(QJsonObject{
+            {"id", qint64(c.id)},
+            {"client", QString::fromStdString(c.client)},
+            {"server", QString::fromStdString(c.server)},
+            {"opened_ns", qint64(c.openedNs - origin)},
+            {"closed_ns", rel(c.closedNs)},
+            {"decode_error",
+             c.decodeError.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(c.decodeError))}});
+    }
+
+    QJsonArray calls;
+    for (size_t i = 0; i < store.calls().size(); ++i) {
+        const Call &call = store.calls()[i];
+        QJsonArray attempts;
+        for (const Attempt &a : call.attempts) {
+            attempts.append(QJsonObject{{"connection", qint64(a.connection)},
+                                        {"stream", qint64(a.stream)},
+                                        {"start_ns", qint64(a.startNs - origin)},
+                                        {"end_ns", rel(a.endNs)},
+                                        {"previous_attempts", opt(a.previousAttempts)},
+                                        {"timeout_ns", opt(a.timeoutNs)},
+                                        {"status", status(a.status, a.statusMessage)},
+                                        {"pushback_ms", opt(a.pushbackMs)},
+                                        {"request_bytes", qint64(a.requestBytes)},
+                                        {"response_bytes", qint64(a.responseBytes)}});
+        }
+        QJsonArray gaps;
+        for (const auto &g : call.gapsNs())
+            gaps.append(opt(g));
+        const Attempt *outcome = call.outcomeAttempt();
+        calls.append(QJsonObject{
+            {"id", qint64(i)},
+            {"method", QString::fromStdString(call.method)},
+            {"key", QString::fromStdString(call.key)},
+            {"grouping", call.inferred ? "inferred" : "call-id"},
+            {"deadline_ns", rel(call.deadlineNs())},
+            {"outcome", outcome ? status(outcome->status, outcome->statusMessage) : QJsonValue()},
+            {"gaps_ns", gaps},
+            {"attempts", attempts}});
+    }
+
+    QJsonObject doc{{"format", "rpcscope-json"},
+                    {"version", 1},
+                    {"origin_wall_ns", qint64(store.originWallNs())},
+                    {"connections", connections},
+                    {"calls", calls}};
+    if (withFrames) {
+        QJsonArray frames;
+        for (const FrameRecord &f : store.frames()) {
+            frames.append(QJsonObject{{"t_ns", qint64(f.tNs - origin)},
+                                      {"connection", qint64(f.connection)},
+                                      {"dir", f.dir == Direction::ClientToServer ? "c2s" : "s2c"},
+                                      {"type", QString::fromLatin1(frameTypeName(f.type))},
+                                      {"stream", qint64(f.stream)},
+                                      {"flags", int(f.flags)},
+                                      {"length", qint64(f.length)}});
+        }
+        doc.insert("frames", frames);
+    }
+    return doc;
+}
+
+QByteArray timelineToJsonBytes(const TimelineStore &store, bool withFrames)
+{
+    return QJsonDocument(timelineToJson(store, withFrames)).toJson(QJsonDocument::Indented);
+}
+
+} // namespace rpcscope

@@ -1,0 +1,94 @@
+#pragma once
+
+// Value types of the assembled timeline. Times are steady-clock ns (see clock.h).
+
+#include "events.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rpcscope {
+
+struct Connection
+{
+    std::uint32_t id = 0;
+    std::string client;
+    std::string server;
+    std::int64_t openedNs = 0;
+    std::optional<std::int64_t> closedNs;
+    std::string decodeError; // empty while decodable
+};
+
+struct FrameRecord
+{
+    std::int64_t tNs = 0;
+    std::uint32_t connection = 0;
+    Direction dir = Direction::ClientToServer;
+    std::uint8_t type = 0;
+    std::uint8_t flags = 0;
+    std::uint32_t stream = 0;
+    std::uint32_t length = 0;
+};
+
+// One HTTP/2 stream carrying a gRPC request.
+struct Attempt
+{
+    std::uint32_t connection = 0;
+    std::uint32_t stream = 0;
+    std::int64_t startNs = 0;                    // first request HEADERS
+    std::optional<std::int64_t> endNs;           // trailers with END_STREAM, RST_STREAM, or connection close
+    std::optional<int> previousAttempts;         // grpc-previous-rpc-attempts
+    std::optional<std::int64_t> timeoutNs;       // this attempt's own grpc-timeout
+    std::optional<int> status;                   // grpc-status
+    std::optional<std::string> statusMessage;    // grpc-message
+    std::optional<std::int64_t> pushbackMs;
+    std::optional<std::int64_t> responseHeadersNs; // response headers that were not Trailers-Only
+    std::optional<std::uint32_t> rstErrorCode;
+    std::uint64_t requestBytes = 0;  // DATA payload (gRPC framing included, padding excluded)
+    std::uint64_t responseBytes = 0;
+    int requestMessages = 0;
+    int responseMessages = 0;
+
+    bool ended() const { return endNs.has_value(); }
+};
+
+struct Call
+{
+    std::string key;          // call id, or a synthetic key for calls without one
+    std::string method;       // :path
+    std::string clientPeer;   // client address of the first attempt's connection
+    bool inferred = false;    // grouped without a call id
+    std::vector<Attempt> attempts;
+
+    std::int64_t startNs() const { return attempts.empty() ? 0 : attempts.front().startNs; }
+    std::optional<std::int64_t> endNs() const
+    {
+        return attempts.empty() ? std::nullopt : attempts.back().endNs;
+    }
+    // Absolute deadline: first attempt's start plus its grpc-timeout.
+    std::optional<std::int64_t> deadlineNs() const
+    {
+        if (attempts.empty() || !attempts.front().timeoutNs)
+            return std::nullopt;
+        return attempts.front().startNs + *attempts.front().timeoutNs;
+    }
+    // Gap i is from the end of attempt i to the start of attempt i+1; unknown while attempt i is open.
+    std::vector<std::optional<std::int64_t>> gapsNs() const
+    {
+        std::vector<std::optional<std::int64_t>> gaps;
+        for (size_t i = 1; i < attempts.size(); ++i) {
+            const auto &prev = attempts[i - 1];
+            gaps.push_back(prev.endNs ? std::optional(attempts[i].startNs - *prev.endNs) : std::nullopt);
+        }
+        return gaps;
+    }
+    // The outcome is the last attempt's status once it has ended.
+    const Attempt *outcomeAttempt() const
+    {
+        return (!attempts.empty() && attempts.back().ended()) ? &attempts.back() : nullptr;
+    }
+};
+
+} // namespace rpcscope

@@ -1,0 +1,162 @@
+#include "timelinemodel.h"
+
+namespace rpcscope {
+
+namespace {
+// internalId 0 marks a call row; k > 0 marks an attempt of call k - 1.
+constexpr quintptr kCallRow = 0;
+
+QString statusText(const Attempt *a)
+{
+    if (!a)
+        return QStringLiteral("in flight");
+    if (a->status)
+        return QString::fromLatin1(grpcStatusName(*a->status));
+    if (a->rstErrorCode)
+        return QStringLiteral("RST_STREAM %1").arg(*a->rstErrorCode);
+    return QStringLiteral("no status");
+}
+} // namespace
+
+TimelineModel::TimelineModel(QObject *parent) : QAbstractItemModel(parent)
+{
+    qRegisterMetaType<rpcscope::EventBatch>("rpcscope::EventBatch");
+}
+
+void TimelineModel::setOrigin(qint64 steadyNs, qint64 wallNs)
+{
+    m_store.setOrigin(steadyNs, wallNs);
+}
+
+QModelIndex TimelineModel::index(int row, int column, const QModelIndex &parent) const
+{
+    if (row < 0 || column < 0 || column >= ColumnCount)
+        return {};
+    if (!parent.isValid()) {
+        if (row >= int(m_publishedAttempts.size()))
+            return {};
+        return createIndex(row, column, kCallRow);
+    }
+    if (parent.internalId() != kCallRow || parent.column() != 0)
+        return {};
+    if (parent.row() >= int(m_publishedAttempts.size()) || row >= m_publishedAttempts[parent.row()])
+        return {};
+    return createIndex(row, column, quintptr(parent.row()) + 1);
+}
+
+QModelIndex TimelineModel::parent(const QModelIndex &child) const
+{
+    if (!child.isValid() || child.internalId() == kCallRow)
+        return {};
+    return createIndex(int(child.internalId() - 1), 0, kCallRow);
+}
+
+int TimelineModel::rowCount(const QModelIndex &parent) const
+{
+    if (!parent.isValid())
+        return int(m_publishedAttempts.size());
+    if (parent.internalId() != kCallRow || parent.column() != 0)
+        return 0;
+    return m_publishedAttempts[parent.row()];
+}
+
+int TimelineModel::columnCount(const QModelIndex &) const
+{
+    return ColumnCount;
+}
+
+QVariant TimelineModel::data(const QModelIndex &index, int role) const
+{
+    if (!index.isValid())
+        return {};
+    const bool isCall = index.internalId() == kCallRow;
+    const Call &call = m_store.calls()[isCall ? index.row() : index.internalId() - 1];
+    const Attempt *attempt = isCall ? nullptr : &call.attempts[index.row()];
+    const qint64 origin = m_store.originNs();
+    const qint64 start = isCall ? call.startNs() : attempt->startNs;
+    const std::optional<std::int64_t> end = isCall ? call.endNs() : attempt->endNs;
+
+    if (role == StartNsRole)
+        return start - origin;
+    if (role == EndNsRole)
+        return end ? QVariant(qint64(*end - origin)) : QVariant();
+    if (role == StatusCodeRole) {
+        const Attempt *a = isCall ? call.outcomeAttempt() : (attempt->ended() ? attempt : nullptr);
+        return (a && a->status) ? QVariant(*a->status) : QVariant();
+    }
+    if (role != Qt::DisplayRole)
+        return {};
+
+    switch (index.column()) {
+    case ColName:
+        return isCall ? QString::fromStdString(call.key) : QStringLiteral("attempt %1").arg(index.row() + 1);
+    case ColMethod:
+        return QString::fromStdString(call.method);
+    case ColStatus:
+        return statusText(isCall ? call.outcomeAttempt() : (attempt->ended() ? attempt : nullptr));
+    case ColStart:
+        return QStringLiteral("%1 ms").arg(double(start - origin) / 1e6, 0, 'f', 3);
+    case ColDuration:
+        return end ? QStringLiteral("%1 ms").arg(double(*end - start) / 1e6, 0, 'f', 3) : QString();
+    }
+    return {};
+}
+
+QVariant TimelineModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case ColName: return QStringLiteral("Call / attempt");
+    case ColMethod: return QStringLiteral("Method");
+    case ColStatus: return QStringLiteral("Status");
+    case ColStart: return QStringLiteral("Start");
+    case ColDuration: return QStringLiteral("Duration");
+    }
+    return {};
+}
+
+void TimelineModel::appendBatch(const EventBatch &batch)
+{
+    StoreChanges ch;
+    m_store.apply(batch, &ch);
+
+    // Existing calls that gained attempts: one insertion per call.
+    for (size_t call : ch.callsWithNewAttempts) {
+        const int have = m_publishedAttempts[call];
+        const int now = int(m_store.calls()[call].attempts.size());
+        if (now > have) {
+            beginInsertRows(index(int(call), 0), have, now - 1);
+            m_publishedAttempts[call] = now;
+            endInsertRows();
+        }
+    }
+    for (size_t call : ch.changedCalls) {
+        const QModelIndex callIndex = index(int(call), 0);
+        emit dataChanged(callIndex, index(int(call), ColumnCount - 1));
+        if (const int n = m_publishedAttempts[call]; n > 0)
+            emit dataChanged(index(0, 0, callIndex), index(n - 1, ColumnCount - 1, callIndex));
+    }
+
+    // New calls in one insertion; their attempts come with them.
+    const int first = int(m_publishedAttempts.size());
+    const int last = int(m_store.calls().size()) - 1;
+    if (last >= first) {
+        beginInsertRows({}, first, last);
+        for (int i = first; i <= last; ++i)
+            m_publishedAttempts.push_back(int(m_store.calls()[i].attempts.size()));
+        endInsertRows();
+    }
+    emit timelineChanged();
+}
+
+void TimelineModel::clear()
+{
+    beginResetModel();
+    m_store.clear();
+    m_publishedAttempts.clear();
+    endResetModel();
+    emit timelineChanged();
+}
+
+} // namespace rpcscope

@@ -1,0 +1,226 @@
+#include "timelinestore.h"
+
+#include <algorithm>
+
+namespace rpcscope {
+
+namespace {
+// A retry without a call id joins an earlier call only if that call's last attempt ended at most this long
+// before. C-core's maxBackoff is commonly 1-30 s and pushback is bounded by the deadline; 60 s keeps every
+// realistic retry while stopping unrelated calls minutes apart from merging.
+constexpr std::int64_t kInferWindowNs = 60'000'000'000;
+// Only this many recent calls are searched for an inferred parent, so assembly stays O(1) per attempt.
+constexpr size_t kInferSearchDepth = 4096;
+
+void addUnique(std::vector<size_t> &v, size_t x)
+{
+    auto it = std::lower_bound(v.begin(), v.end(), x);
+    if (it == v.end() || *it != x)
+        v.insert(it, x);
+}
+} // namespace
+
+void TimelineStore::setOrigin(std::int64_t steadyNs, std::int64_t wallNs)
+{
+    m_originNs = steadyNs;
+    m_originWallNs = wallNs;
+    m_hasOrigin = true;
+}
+
+void TimelineStore::clear()
+{
+    m_calls.clear();
+    m_connections.clear();
+    m_connectionIndex.clear();
+    m_frames.clear();
+    m_openStreams.clear();
+    m_callsByKey.clear();
+    m_latestNs = m_originNs;
+    ++m_generation;
+}
+
+Connection *TimelineStore::connection(std::uint32_t id)
+{
+    auto it = m_connectionIndex.find(id);
+    return it == m_connectionIndex.end() ? nullptr : &m_connections[it->second];
+}
+
+void TimelineStore::markChanged(StoreChanges &ch, size_t call)
+{
+    if (call < ch.firstNewCall)
+        addUnique(ch.changedCalls, call);
+}
+
+void TimelineStore::endAttempt(Attempt &a, std::int64_t t)
+{
+    if (!a.endNs)
+        a.endNs = t;
+    m_openStreams.erase(streamKey(a.connection, a.stream));
+}
+
+size_t TimelineStore::findInferredCall(const std::string &method, const std::string &peer, int previous,
+                                       std::int64_t t) const
+{
+    const size_t stop = m_calls.size() > kInferSearchDepth ? m_calls.size() - kInferSearchDepth : 0;
+    for (size_t i = m_calls.size(); i-- > stop;) {
+        const Call &c = m_calls[i];
+        if (c.method != method || c.clientPeer != peer || int(c.attempts.size()) != previous)
+            continue;
+        const Attempt &last = c.attempts.back();
+        if (last.endNs && t >= *last.endNs && t - *last.endNs <= kInferWindowNs)
+            return i;
+    }
+    return m_calls.size();
+}
+
+void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
+{
+    const auto key = streamKey(e.connection, e.stream);
+    if (m_openStreams.count(key))
+        return; // request trailers or a repeated block on a stream we already track
+    if (e.grpc.path.empty())
+        return;
+
+    Attempt a;
+    a.connection = e.connection;
+    a.stream = e.stream;
+    a.startNs = e.tNs;
+    // gRPC (A6) sends no grpc-previous-rpc-attempts on a first attempt: absent means 0.
+    a.previousAttempts = e.grpc.previousAttempts.value_or(0);
+    a.timeoutNs = e.grpc.timeoutNs;
+
+    const Connection *conn = connection(e.connection);
+    const std::string peer = conn ? conn->client : std::string();
+
+    size_t callIndex = m_calls.size();
+    if (!e.grpc.callId.empty()) {
+        auto it = m_callsByKey.find(e.grpc.callId);
+        if (it != m_callsByKey.end())
+            callIndex = it->second;
+    } else if (*a.previousAttempts > 0) {
+        callIndex = findInferredCall(e.grpc.path, peer, *a.previousAttempts, e.tNs);
+    }
+
+    if (callIndex == m_calls.size()) {
+        Call c;
+        c.method = e.grpc.path;
+        c.clientPeer = peer;
+        if (!e.grpc.callId.empty()) {
+            c.key = e.grpc.callId;
+        } else {
+            c.inferred = true;
+            c.key = "conn" + std::to_string(e.connection) + "/stream" + std::to_string(e.stream);
+        }
+        m_callsByKey.emplace(c.key, callIndex);
+        m_calls.push_back(std::move(c));
+    } else if (callIndex < ch.firstNewCall) {
+        addUnique(ch.callsWithNewAttempts, callIndex);
+        markChanged(ch, callIndex);
+    }
+    Call &call = m_calls[callIndex];
+    call.attempts.push_back(std::move(a));
+    m_openStreams[key] = {callIndex, call.attempts.size() - 1};
+}
+
+void TimelineStore::onResponseHeaders(const WireEvent &e, StoreChanges &ch)
+{
+    auto it = m_openStreams.find(streamKey(e.connection, e.stream));
+    if (it == m_openStreams.end())
+        return;
+    const AttemptRef ref = it->second;
+    Attempt &a = m_calls[ref.call].attempts[ref.attempt];
+    if (e.endStream) {
+        if (e.grpc.status)
+            a.status = e.grpc.status;
+        if (e.grpc.message)
+            a.statusMessage = e.grpc.message;
+        if (e.grpc.pushbackMs)
+            a.pushbackMs = e.grpc.pushbackMs;
+        endAttempt(a, e.tNs);
+    } else if (!a.responseHeadersNs) {
+        a.responseHeadersNs = e.tNs;
+    }
+    markChanged(ch, ref.call);
+}
+
+void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
+{
+    StoreChanges local;
+    StoreChanges &ch = changesOut ? *changesOut : local;
+    ch = StoreChanges{};
+    ch.firstNewCall = m_calls.size();
+
+    for (const WireEvent &e : batch) {
+        if (!m_hasOrigin)
+            setOrigin(e.tNs, 0);
+        m_latestNs = std::max(m_latestNs, e.tNs);
+        switch (e.kind) {
+        case EventKind::ConnectionOpened: {
+            if (connection(e.connection))
+                break;
+            m_connectionIndex[e.connection] = m_connections.size();
+            m_connections.push_back({e.connection, e.text, e.text2, e.tNs, std::nullopt, {}});
+            ch.connectionsChanged = true;
+            break;
+        }
+        case EventKind::ConnectionClosed: {
+            if (Connection *c = connection(e.connection))
+                c->closedNs = e.tNs;
+            ch.connectionsChanged = true;
+            std::vector<AttemptRef> open;
+            for (const auto &[key, ref] : m_openStreams)
+                if ((key >> 32) == e.connection)
+                    open.push_back(ref);
+            for (const AttemptRef &ref : open) {
+                endAttempt(m_calls[ref.call].attempts[ref.attempt], e.tNs);
+                markChanged(ch, ref.call);
+            }
+            break;
+        }
+        case EventKind::DecodeError:
+            if (Connection *c = connection(e.connection); c && c->decodeError.empty())
+                c->decodeError = e.text;
+            ch.connectionsChanged = true;
+            break;
+        case EventKind::Frame: {
+            if (m_recordFrames)
+                m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream, e.length});
+            if (e.frameType == FrameRstStream) {
+                auto it = m_openStreams.find(streamKey(e.connection, e.stream));
+                if (it != m_openStreams.end()) {
+                    const AttemptRef ref = it->second;
+                    Attempt &a = m_calls[ref.call].attempts[ref.attempt];
+                    a.rstErrorCode = e.errorCode;
+                    endAttempt(a, e.tNs);
+                    markChanged(ch, ref.call);
+                }
+            }
+            break;
+        }
+        case EventKind::Headers:
+            if (e.dir == Direction::ClientToServer)
+                onRequestHeaders(e, ch);
+            else
+                onResponseHeaders(e, ch);
+            break;
+        case EventKind::Message: {
+            auto it = m_openStreams.find(streamKey(e.connection, e.stream));
+            if (it == m_openStreams.end())
+                break;
+            Attempt &a = m_calls[it->second.call].attempts[it->second.attempt];
+            if (e.dir == Direction::ClientToServer) {
+                a.requestBytes += e.length + 5;
+                ++a.requestMessages;
+            } else {
+                a.responseBytes += e.length + 5;
+                ++a.responseMessages;
+            }
+            markChanged(ch, it->second.call);
+            break;
+        }
+        }
+    }
+    ++m_generation;
+}
+
+} // namespace rpcscope
