@@ -41,6 +41,15 @@ void onSignal(int)
     g_stop = true;
 }
 
+QtMessageHandler g_defaultHandler = nullptr;
+// The offscreen platform warns about a missing XDG_RUNTIME_DIR on servers; it does not matter to a CLI.
+void quietOffscreen(QtMsgType type, const QMessageLogContext &ctx, const QString &msg)
+{
+    if (msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR")))
+        return;
+    g_defaultHandler(type, ctx, msg);
+}
+
 int usageError(const std::string &message)
 {
     std::fprintf(stderr, "rpcscope-cli: %s\n(rpcscope-cli --help shows the usage)\n", message.c_str());
@@ -217,6 +226,7 @@ int main(int argc, char **argv)
     }
     // Headless by construction: the painter needs a QGuiApplication for fonts, never a display.
     qputenv("QT_QPA_PLATFORM", "offscreen");
+    g_defaultHandler = qInstallMessageHandler(quietOffscreen);
     QGuiApplication app(argc, argv);
     const std::string cmd = args[0];
     args.erase(args.begin());

@@ -1,0 +1,243 @@
+// The command-line contract: exit codes, messages, and real captures through rpcscope-cli.
+
+#include "labclient.h"
+#include "labserver.h"
+
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+
+namespace {
+
+struct Result
+{
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+Result runTool(const QString &program, const QStringList &args, const QProcessEnvironment &env = {})
+{
+    QProcess p;
+    if (!env.isEmpty())
+        p.setProcessEnvironment(env);
+    p.start(program, args);
+    if (!p.waitForFinished(60000)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
+Result cli(const QStringList &args)
+{
+    return runTool(QStringLiteral(RPCSCOPE_CLI), args);
+}
+
+// A listening socket on 127.0.0.1 that holds its port for the test's lifetime.
+struct Listener
+{
+    int fd = -1;
+    int port = 0;
+    Listener()
+    {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+        listen(fd, 4);
+        socklen_t len = sizeof a;
+        getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+        port = ntohs(a.sin_port);
+    }
+    ~Listener() { close(fd); }
+};
+
+int closedPort()
+{
+    Listener l;
+    return l.port; // closed again when l goes away
+}
+
+} // namespace
+
+class TestCli : public QObject
+{
+    Q_OBJECT
+private slots:
+    void badArguments_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("no args") << QStringList{} << 2 << "usage";
+        QTest::newRow("bad command") << QStringList{"frobnicate"} << 2 << "unknown command 'frobnicate'";
+        QTest::newRow("bad flag") << QStringList{"run", "retry-basic", "--bogus"} << 2 << "unknown option '--bogus'";
+        QTest::newRow("missing value") << QStringList{"run", "retry-basic", "--json"} << 2 << "--json needs a value";
+        QTest::newRow("no scenario") << QStringList{"run"} << 2 << "needs a scenario name";
+        QTest::newRow("unknown scenario") << QStringList{"run", "nope"} << 2 << "unknown scenario 'nope'";
+        QTest::newRow("capture missing target")
+            << QStringList{"capture", "--listen", "127.0.0.1:0", "--out", "x.json"} << 2 << "capture needs --target";
+        QTest::newRow("bad listen") << QStringList{"capture", "--listen", "localhost", "--target", "127.0.0.1:1",
+                                                   "--out", "x.json"}
+                                    << 2 << "expected HOST:PORT";
+        QTest::newRow("bad port") << QStringList{"capture", "--listen", "127.0.0.1:70000", "--target",
+                                                 "127.0.0.1:1", "--out", "x.json"}
+                                  << 2 << "bad port '70000'";
+        QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
+                                                     "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
+                                      << 2 << "--duration needs a positive number";
+    }
+    void badArguments()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, code);
+        QFETCH(QString, message);
+        const Result r = cli(args);
+        QCOMPARE(r.code, code);
+        QVERIFY2(r.err.contains(message), qPrintable(r.err));
+    }
+
+    void portInUse()
+    {
+        Listener taken, target;
+        const Result r = cli({"capture", "--listen", QStringLiteral("127.0.0.1:%1").arg(taken.port), "--target",
+                              QStringLiteral("127.0.0.1:%1").arg(target.port), "--out", "unused.json"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken.port)) &&
+                     r.err.contains("in use"),
+                 qPrintable(r.err));
+    }
+
+    void targetUnreachable()
+    {
+        const int port = closedPort();
+        const Result r = cli({"capture", "--listen", "127.0.0.1:0", "--target",
+                              QStringLiteral("127.0.0.1:%1").arg(port), "--out", "unused.json"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("unreachable"), qPrintable(r.err));
+    }
+
+    void list()
+    {
+        const Result r = cli({"list"});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("retry-basic"));
+    }
+
+    void runRetryBasic()
+    {
+        QTemporaryDir dir;
+        const QString json = dir.filePath("out.json");
+        const QString png = dir.filePath("out.png");
+        const Result r = cli({"run", "retry-basic", "--json", json, "--png", png});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(!r.err.contains("XDG_RUNTIME_DIR"), qPrintable(r.err));
+
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(doc["format"].toString(), QStringLiteral("rpcscope-json"));
+        QVERIFY(doc["origin_wall_ns"].toInteger() > 0);
+        const QJsonArray calls = doc["calls"].toArray();
+        QCOMPARE(calls.size(), 1);
+        const QJsonObject call = calls[0].toObject();
+        QCOMPARE(call["attempts"].toArray().size(), 3);
+        QCOMPARE(call["gaps_ns"].toArray().size(), 2);
+        QCOMPARE(call["outcome"].toObject()["name"].toString(), QStringLiteral("OK"));
+        QVERIFY(!doc.contains("frames"));
+
+        const QImage image(png);
+        QVERIFY(!image.isNull());
+        QCOMPARE(image.width(), 1400);
+        QVERIFY(image.height() > 150);
+    }
+
+    void captureRealCalls()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("capture.json");
+
+        QProcess p;
+        p.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--listen", "127.0.0.1:0", "--target",
+                                               QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out,
+                                               "--frames"});
+        QVERIFY(p.waitForStarted());
+        QString line;
+        QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);
+        const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(line);
+        QVERIFY2(m.hasMatch(), qPrintable(line));
+        const int port = m.captured(1).toInt();
+        QVERIFY(port > 0);
+        {
+            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
+            for (int i = 0; i < 2; ++i) {
+                rpcscope::lab::CallRequest req;
+                req.set_call_id("cap-" + std::to_string(i));
+                QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
+            }
+        }
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 0);
+
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+        const QJsonArray calls = doc["calls"].toArray();
+        QCOMPARE(calls.size(), 2);
+        QCOMPARE(calls[0].toObject()["key"].toString(), QStringLiteral("cap-0"));
+        QCOMPARE(calls[1].toObject()["outcome"].toObject()["code"].toInt(), 0);
+        const QJsonArray frames = doc["frames"].toArray();
+        QVERIFY(frames.size() > 8);
+        int headers = 0;
+        for (const auto &fr : frames)
+            headers += fr.toObject()["type"].toString() == "HEADERS";
+        QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
+        server.stop();
+    }
+
+    void guiWithoutDisplay()
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove("DISPLAY");
+        env.remove("WAYLAND_DISPLAY");
+        env.remove("QT_QPA_PLATFORM");
+        const Result r = runTool(QStringLiteral(RPCSCOPE_GUI), {}, env);
+        QCOMPARE(r.code, 3);
+        QVERIFY2(r.err.contains("no display") && r.err.contains("rpcscope-cli"), qPrintable(r.err));
+        QCOMPARE(r.err.count('\n'), 1); // one clear line
+    }
+
+    void guiScreenshot()
+    {
+        QTemporaryDir dir;
+        const QString shot = dir.filePath("gui.png");
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        const Result r = runTool(QStringLiteral(RPCSCOPE_GUI), {"--screenshot", shot}, env);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QImage image(shot);
+        QVERIFY(!image.isNull());
+        QVERIFY(image.width() >= 640);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

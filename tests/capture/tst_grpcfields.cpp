@@ -1,0 +1,77 @@
+#include "grpcfields.h"
+
+#include <QtTest>
+
+using namespace rpcscope;
+
+class TestGrpcFields : public QObject
+{
+    Q_OBJECT
+private slots:
+    void timeout_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<qint64>("ns"); // -1: malformed
+        QTest::newRow("ms") << "250m" << qint64(250'000'000);
+        QTest::newRow("c-core 10ms steps") << "1230m" << qint64(1'230'000'000);
+        QTest::newRow("seconds") << "5S" << qint64(5'000'000'000);
+        QTest::newRow("minutes") << "2M" << qint64(120'000'000'000);
+        QTest::newRow("hours") << "1H" << qint64(3'600'000'000'000);
+        QTest::newRow("micros") << "7u" << qint64(7'000);
+        QTest::newRow("past deadline") << "1n" << qint64(1);
+        QTest::newRow("8 digits") << "99999999S" << qint64(99'999'999'000'000'000);
+        QTest::newRow("9 digits") << "999999999S" << qint64(-1);
+        QTest::newRow("no unit") << "100" << qint64(-1);
+        QTest::newRow("bad unit") << "100x" << qint64(-1);
+        QTest::newRow("empty") << "" << qint64(-1);
+        QTest::newRow("negative") << "-5m" << qint64(-1);
+        QTest::newRow("unit only") << "m" << qint64(-1);
+    }
+    void timeout()
+    {
+        QFETCH(QString, text);
+        QFETCH(qint64, ns);
+        const auto v = parseGrpcTimeout(text.toStdString());
+        if (ns < 0)
+            QVERIFY(!v.has_value());
+        else
+            QCOMPARE(v.value_or(-2), ns);
+    }
+
+    void percent()
+    {
+        QCOMPARE(percentDecode("a%20b"), std::string("a b"));
+        QCOMPARE(percentDecode("%E7%AC%AC 1"), std::string("\xE7\xAC\xAC 1"));
+        QCOMPARE(percentDecode("100%"), std::string("100%"));
+        QCOMPARE(percentDecode("%zz%4"), std::string("%zz%4"));
+        QCOMPARE(percentDecode("%41%42"), std::string("AB"));
+    }
+
+    void fields()
+    {
+        const std::vector<Header> req = {{":method", "POST"},
+                                         {":path", "/pkg.Svc/M"},
+                                         {"grpc-timeout", "99m"},
+                                         {"grpc-previous-rpc-attempts", "2"},
+                                         {"rpcscope-call-id", "c-7"}};
+        const GrpcFields r = extractGrpcFields(req);
+        QCOMPARE(r.path, std::string("/pkg.Svc/M"));
+        QCOMPARE(r.timeoutNs.value_or(0), std::int64_t(99'000'000));
+        QCOMPARE(r.previousAttempts.value_or(-1), 2);
+        QCOMPARE(r.callId, std::string("c-7"));
+        QVERIFY(!r.status);
+
+        const std::vector<Header> trailers = {
+            {"grpc-status", "14"}, {"grpc-message", "down%21"}, {"grpc-retry-pushback-ms", "300"}};
+        const GrpcFields t = extractGrpcFields(trailers);
+        QCOMPARE(t.status.value_or(-1), 14);
+        QCOMPARE(t.message.value_or(""), std::string("down!"));
+        QCOMPARE(t.pushbackMs.value_or(0), std::int64_t(300));
+
+        // C-core treats a malformed pushback like a negative one: stop retrying.
+        QCOMPARE(extractGrpcFields({{"grpc-retry-pushback-ms", "soon"}}).pushbackMs.value_or(0), std::int64_t(-1));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGrpcFields)
+#include "tst_grpcfields.moc"

@@ -1,0 +1,781 @@
+// The capture relay: it must forward every byte unchanged in both directions, whatever it manages to decode,
+// pass half-closes on, and report its failures (listen, target) as text a user can act on.
+
+#include "events.h"
+#include "lab.pb.h"
+#include "labclient.h"
+#include "labserver.h"
+#include "relay.h"
+
+#include <QCryptographicHash>
+#include <QtTest>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace rpcscope;
+using namespace std::chrono_literals;
+
+namespace {
+
+// ---- small POSIX helpers -------------------------------------------------------------------------------
+
+std::uint16_t localPort(int fd)
+{
+    sockaddr_in sin{};
+    socklen_t len = sizeof sin;
+    if (getsockname(fd, reinterpret_cast<sockaddr *>(&sin), &len) != 0)
+        return 0;
+    return ntohs(sin.sin_port);
+}
+
+// Returns a listening socket on 127.0.0.1 (port 0 picks a free one), or -1.
+int listenLoopback(std::uint16_t port = 0)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = htons(port);
+    if (bind(fd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) != 0 || listen(fd, 16) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// Blocking connect to 127.0.0.1:port, or -1.
+int connectLoopback(std::uint16_t port)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = htons(port);
+    if (connect(fd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// A port on 127.0.0.1 that nothing listens on: bound once to get a free number, then closed.
+std::uint16_t closedPort()
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) != 0) {
+        close(fd);
+        return 0;
+    }
+    const std::uint16_t port = localPort(fd);
+    close(fd);
+    return port;
+}
+
+// Safety net only: a relay bug turns into a failed read/write instead of a hung test.
+void setIoTimeouts(int fd, int seconds)
+{
+    timeval tv{seconds, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+bool sendAll(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        const ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            data += n;
+            len -= size_t(n);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Sends `data` in writes of random size (1..maxChunk) drawn from `seed`.
+bool sendInRandomChunks(int fd, const std::string &data, std::uint64_t seed, size_t maxChunk)
+{
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<size_t> size(1, maxChunk);
+    size_t off = 0;
+    while (off < data.size()) {
+        const size_t n = std::min(size(rng), data.size() - off);
+        if (!sendAll(fd, data.data() + off, n))
+            return false;
+        off += n;
+    }
+    return true;
+}
+
+struct ReadResult
+{
+    QByteArray sha256;
+    size_t bytes = 0;
+    bool eof = false;   // ended with a clean EOF (recv returned 0)
+    std::string error;  // otherwise why it ended
+};
+
+// Reads until EOF (or an error), hashing what arrived.
+ReadResult readToEnd(int fd)
+{
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    ReadResult r;
+    std::vector<char> buf(100'003); // an odd size so reads do not line up with anyone's writes
+    for (;;) {
+        const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+        if (n > 0) {
+            hash.addData(QByteArrayView(buf.data(), n));
+            r.bytes += size_t(n);
+        } else if (n == 0) {
+            r.eof = true;
+            break;
+        } else if (errno != EINTR) {
+            r.error = std::strerror(errno);
+            break;
+        }
+    }
+    r.sha256 = hash.result();
+    return r;
+}
+
+std::string randomBytes(size_t n, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::string s(n, '\0');
+    for (size_t i = 0; i < n; i += 8) {
+        const std::uint64_t v = rng();
+        std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
+    }
+    return s;
+}
+
+QByteArray sha256(const std::string &s)
+{
+    return QCryptographicHash::hash(QByteArrayView(s.data(), qsizetype(s.size())), QCryptographicHash::Sha256);
+}
+
+const char *kindName(EventKind k)
+{
+    switch (k) {
+    case EventKind::ConnectionOpened: return "ConnectionOpened";
+    case EventKind::ConnectionClosed: return "ConnectionClosed";
+    case EventKind::Frame: return "Frame";
+    case EventKind::Headers: return "Headers";
+    case EventKind::Message: return "Message";
+    case EventKind::DecodeError: return "DecodeError";
+    }
+    return "?";
+}
+
+// ---- the relay's sink: called on the decoder thread ----------------------------------------------------
+
+class EventLog
+{
+public:
+    Relay::Sink sink()
+    {
+        return [this](EventBatch &&batch) {
+            std::lock_guard lk(m_mu);
+            for (WireEvent &e : batch)
+                m_events.push_back(std::move(e));
+        };
+    }
+
+    std::vector<WireEvent> all() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_events;
+    }
+
+    // The relay names the accepted socket's peer in ConnectionOpened.text; our client knows its own port.
+    std::optional<std::uint32_t> connectionFromPeer(const std::string &peer) const
+    {
+        std::lock_guard lk(m_mu);
+        for (const WireEvent &e : m_events)
+            if (e.kind == EventKind::ConnectionOpened && e.text == peer)
+                return e.connection;
+        return std::nullopt;
+    }
+
+    std::vector<WireEvent> forConnection(std::uint32_t id) const
+    {
+        std::lock_guard lk(m_mu);
+        std::vector<WireEvent> out;
+        for (const WireEvent &e : m_events)
+            if (e.connection == id)
+                out.push_back(e);
+        return out;
+    }
+
+    int count(std::uint32_t id, EventKind kind) const
+    {
+        std::lock_guard lk(m_mu);
+        int n = 0;
+        for (const WireEvent &e : m_events)
+            n += e.connection == id && e.kind == kind;
+        return n;
+    }
+
+    static QByteArray describe(const std::vector<WireEvent> &events)
+    {
+        QByteArray out;
+        int frames = 0;
+        for (const WireEvent &e : events) {
+            if (e.kind == EventKind::Frame || e.kind == EventKind::Message) {
+                ++frames;
+                continue;
+            }
+            out += QByteArray(kindName(e.kind)) + "(conn " + QByteArray::number(e.connection) + ", '" +
+                   QByteArray::fromStdString(e.text) + "') ";
+        }
+        return out + "+ " + QByteArray::number(frames) + " frame/message events";
+    }
+
+private:
+    mutable std::mutex m_mu;
+    std::vector<WireEvent> m_events;
+};
+
+// ---- test-local peers ----------------------------------------------------------------------------------
+
+// Accepts one connection; reads (and hashes) until EOF while concurrently sending its own bytes; closes
+// only once it has seen EOF and sent everything.
+class SinkSourceServer
+{
+public:
+    SinkSourceServer(std::string toSend, std::uint64_t chunkSeed)
+        : m_toSend(std::move(toSend)), m_chunkSeed(chunkSeed)
+    {
+    }
+    ~SinkSourceServer()
+    {
+        m_stop = true;
+        if (m_thread.joinable())
+            m_thread.join();
+        if (m_listen >= 0)
+            close(m_listen);
+    }
+
+    bool start()
+    {
+        m_listen = listenLoopback();
+        if (m_listen < 0)
+            return false;
+        m_thread = std::thread([this] { run(); });
+        return true;
+    }
+    std::uint16_t port() const { return localPort(m_listen); }
+
+    bool finished() const { return m_finished; }
+    ReadResult received() const { std::lock_guard lk(m_mu); return m_received; }
+    bool sentAll() const { return m_sentAll; }
+    std::string acceptError() const { std::lock_guard lk(m_mu); return m_acceptError; }
+
+private:
+    void run()
+    {
+        int fd = -1;
+        while (!m_stop) {
+            pollfd p{m_listen, POLLIN, 0};
+            if (poll(&p, 1, 100) == 1) {
+                fd = accept(m_listen, nullptr, nullptr);
+                break;
+            }
+        }
+        if (fd < 0) {
+            std::lock_guard lk(m_mu);
+            m_acceptError = "no connection accepted";
+            m_finished = true;
+            return;
+        }
+        setIoTimeouts(fd, 30);
+        std::thread writer([&] { m_sentAll = sendInRandomChunks(fd, m_toSend, m_chunkSeed, 200'000); });
+        ReadResult r = readToEnd(fd);
+        writer.join();
+        close(fd);
+        {
+            std::lock_guard lk(m_mu);
+            m_received = std::move(r);
+        }
+        m_finished = true;
+    }
+
+    const std::string m_toSend;
+    const std::uint64_t m_chunkSeed;
+    int m_listen = -1;
+    std::thread m_thread;
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_finished{false};
+    std::atomic<bool> m_sentAll{false};
+    mutable std::mutex m_mu;
+    ReadResult m_received;
+    std::string m_acceptError;
+};
+
+// A dumb blocking TCP forwarder, one thread per direction, recording every byte it reads in each direction
+// (and forwarding it). Independent of the relay, so it can witness what went into and out of it.
+class Tap
+{
+public:
+    struct Conn
+    {
+        std::string c2s, s2c;         // bytes read from the downstream (client) / upstream (server) side
+        bool c2sDone = false, s2cDone = false;
+        std::string c2sEnd, s2cEnd;   // "eof" or the read error that ended the direction
+        bool c2sSendFailed = false;   // forwarding to upstream failed at some point
+        bool s2cSendFailed = false;   // forwarding to downstream failed at some point
+        std::uint16_t upstreamLocalPort = 0;
+        std::string connectError;
+    };
+
+    explicit Tap(std::uint16_t upstreamPort) : m_upstreamPort(upstreamPort) {}
+    ~Tap()
+    {
+        m_stop = true;
+        if (m_acceptThread.joinable())
+            m_acceptThread.join();
+        {
+            std::lock_guard lk(m_mu);
+            for (int fd : m_fds)
+                shutdown(fd, SHUT_RDWR); // wakes any pump still blocked
+        }
+        for (std::thread &t : m_threads)
+            t.join();
+        for (int fd : m_fds)
+            close(fd);
+        if (m_listen >= 0)
+            close(m_listen);
+    }
+
+    bool start()
+    {
+        m_listen = listenLoopback();
+        if (m_listen < 0)
+            return false;
+        m_acceptThread = std::thread([this] { acceptLoop(); });
+        return true;
+    }
+    std::uint16_t port() const { return localPort(m_listen); }
+
+    std::vector<Conn> connections() const
+    {
+        std::lock_guard lk(m_mu);
+        return {m_conns.begin(), m_conns.end()};
+    }
+    bool allDone() const
+    {
+        std::lock_guard lk(m_mu);
+        for (const Conn &c : m_conns)
+            if (!c.c2sDone || !c.s2cDone)
+                return false;
+        return true;
+    }
+
+private:
+    void acceptLoop()
+    {
+        while (!m_stop) {
+            pollfd p{m_listen, POLLIN, 0};
+            if (poll(&p, 1, 50) != 1)
+                continue;
+            const int down = accept(m_listen, nullptr, nullptr);
+            if (down < 0)
+                continue;
+            const int up = connectLoopback(m_upstreamPort);
+            size_t index;
+            {
+                std::lock_guard lk(m_mu);
+                index = m_conns.size();
+                Conn &c = m_conns.emplace_back();
+                m_fds.push_back(down);
+                if (up < 0) {
+                    c.connectError = std::strerror(errno);
+                    c.c2sDone = c.s2cDone = true;
+                    shutdown(down, SHUT_RDWR);
+                    continue;
+                }
+                m_fds.push_back(up);
+                c.upstreamLocalPort = localPort(up);
+            }
+            m_threads.emplace_back([this, down, up, index] { pump(down, up, index, true); });
+            m_threads.emplace_back([this, down, up, index] { pump(up, down, index, false); });
+        }
+    }
+
+    void pump(int src, int dst, size_t index, bool c2s)
+    {
+        std::vector<char> buf(64 * 1024);
+        std::string end;
+        bool sendFailed = false;
+        for (;;) {
+            const ssize_t n = recv(src, buf.data(), buf.size(), 0);
+            if (n == 0) {
+                end = "eof";
+                break;
+            }
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                end = std::strerror(errno);
+                break;
+            }
+            {
+                std::lock_guard lk(m_mu);
+                Conn &c = m_conns[index];
+                (c2s ? c.c2s : c.s2c).append(buf.data(), size_t(n));
+            }
+            // Keep reading even when the other side is gone, so everything sent to us is still recorded.
+            if (!sendFailed && !sendAll(dst, buf.data(), size_t(n)))
+                sendFailed = true;
+        }
+        shutdown(dst, SHUT_WR); // pass the EOF (or the end) on
+        std::lock_guard lk(m_mu);
+        Conn &c = m_conns[index];
+        (c2s ? c.c2sDone : c.s2cDone) = true;
+        (c2s ? c.c2sEnd : c.s2cEnd) = end;
+        (c2s ? c.c2sSendFailed : c.s2cSendFailed) = sendFailed;
+    }
+
+    const std::uint16_t m_upstreamPort;
+    int m_listen = -1;
+    std::atomic<bool> m_stop{false};
+    std::thread m_acceptThread;
+    std::vector<std::thread> m_threads; // touched by the accept thread, then by the destructor after joining it
+    mutable std::mutex m_mu;
+    std::deque<Conn> m_conns;
+    std::vector<int> m_fds;
+};
+
+std::string loopback(std::uint16_t port)
+{
+    return "127.0.0.1:" + std::to_string(port);
+}
+
+} // namespace
+
+class TestRelay : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void randomBytesByteExactBothWays();
+    void grpcExchangeByteIdentical();
+    void startOnPortInUseFails();
+    void parseHostPortErrors();
+    void probeClosedPortIsUnreachable();
+    void targetRefusingClosesClient();
+};
+
+void TestRelay::randomBytesByteExactBothWays()
+{
+    constexpr size_t kSize = 8u << 20;
+    const std::string clientData = randomBytes(kSize, 0xC11E47);
+    const std::string serverData = randomBytes(kSize, 0x5E4E4);
+    QVERIFY(clientData != serverData);
+
+    SinkSourceServer server(serverData, 77);
+    QVERIFY(server.start());
+
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, log.sink(), &error), error.c_str());
+    QVERIFY(relay.listenAddress().port != 0);
+
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY2(fd >= 0, std::strerror(errno));
+    setIoTimeouts(fd, 30);
+    const std::string clientPeer = loopback(localPort(fd));
+
+    std::atomic<bool> clientSentAll{false};
+    std::atomic<bool> clientShutdownOk{false};
+    std::thread writer([&] {
+        clientSentAll = sendInRandomChunks(fd, clientData, 4242, 150'000);
+        // Half-close: the server must see EOF while we still read its bytes.
+        clientShutdownOk = shutdown(fd, SHUT_WR) == 0;
+    });
+    const ReadResult clientGot = readToEnd(fd);
+    writer.join();
+    close(fd);
+
+    QTRY_VERIFY_WITH_TIMEOUT(server.finished(), 30000);
+    const ReadResult serverGot = server.received();
+    QVERIFY2(server.acceptError().empty(), server.acceptError().c_str());
+
+    QVERIFY(clientSentAll);
+    QVERIFY(clientShutdownOk);
+    QVERIFY(server.sentAll());
+    // Both sides ended on a clean EOF: the relay passed the client's half-close on, and the server's close.
+    QVERIFY2(serverGot.eof, serverGot.error.c_str());
+    QVERIFY2(clientGot.eof, clientGot.error.c_str());
+    QCOMPARE(serverGot.bytes, kSize);
+    QCOMPARE(clientGot.bytes, kSize);
+    QCOMPARE(serverGot.sha256.toHex(), sha256(clientData).toHex());
+    QCOMPARE(clientGot.sha256.toHex(), sha256(serverData).toHex());
+    QVERIFY(relay.bytesRelayed() >= 2 * kSize);
+
+    // The relay's view: this connection opened, failed to decode (random bytes), and closed.
+    QTRY_VERIFY_WITH_TIMEOUT(log.connectionFromPeer(clientPeer).has_value(), 5000);
+    const std::uint32_t id = *log.connectionFromPeer(clientPeer);
+    QTRY_VERIFY2_WITH_TIMEOUT(log.count(id, EventKind::ConnectionClosed) == 1, EventLog::describe(log.all()), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 5000);
+    const std::vector<WireEvent> events = log.forConnection(id);
+    QVERIFY2(log.count(id, EventKind::DecodeError) >= 1, EventLog::describe(events));
+    QCOMPARE(log.count(id, EventKind::ConnectionOpened), 1);
+    QCOMPARE(events.front().kind, EventKind::ConnectionOpened);
+    QCOMPARE(events.back().kind, EventKind::ConnectionClosed);
+    QCOMPARE(events.front().text2, loopback(server.port()));
+    QVERIFY(events.back().tNs >= events.front().tNs);
+    // Random bytes are not HTTP/2: nothing may have been decoded as frames or headers.
+    for (const WireEvent &e : events)
+        QVERIFY2(e.kind != EventKind::Headers && e.kind != EventKind::Message, kindName(e.kind));
+
+    relay.stop();
+}
+
+void TestRelay::grpcExchangeByteIdentical()
+{
+    lab::LabServer server;
+    std::string error;
+    QVERIFY2(server.start(&error), error.c_str());
+
+    // client -> tapA -> relay -> tapB -> server
+    Tap tapB(std::uint16_t(server.port()));
+    QVERIFY(tapB.start());
+    EventLog log;
+    Relay relay;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", tapB.port()}, log.sink(), &error), error.c_str());
+    Tap tapA(relay.listenAddress().port);
+    QVERIFY(tapA.start());
+
+    const std::string serviceConfig =
+        R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],"retryPolicy":{"maxAttempts":3,)"
+        R"("initialBackoff":"0.05s","maxBackoff":"1s","backoffMultiplier":2,)"
+        R"("retryableStatusCodes":["UNAVAILABLE"]}}]})";
+    auto client = std::make_unique<lab::LabClient>(loopback(tapA.port()), serviceConfig);
+
+    constexpr int kBig = 300 * 1024;
+    std::vector<lab::CallRequest> requests;
+    {
+        lab::CallRequest r;
+        r.set_call_id("small-1");
+        r.set_payload("hello");
+        r.set_response_size(100);
+        requests.push_back(r);
+    }
+    {
+        lab::CallRequest r;
+        r.set_call_id("big-1");
+        r.set_payload(randomBytes(kBig, 1));
+        r.set_response_size(kBig);
+        requests.push_back(r);
+    }
+    {
+        lab::CallRequest r;
+        r.set_call_id("retry-1");
+        r.set_fail_first_n(2);
+        r.set_fail_code(14); // UNAVAILABLE: retried by the policy above
+        r.set_payload(randomBytes(10 * 1024, 2));
+        r.set_response_size(1000);
+        requests.push_back(r);
+    }
+    {
+        lab::CallRequest r;
+        r.set_call_id("big-2");
+        r.set_payload(randomBytes(kBig, 3));
+        r.set_response_size(10);
+        requests.push_back(r);
+    }
+    for (const lab::CallRequest &r : requests) {
+        const lab::CallResult result = client->call(r, 20000ms);
+        QVERIFY2(result.code == 0, (r.call_id() + ": code " + std::to_string(result.code) + " " + result.message).c_str());
+    }
+    const std::vector<lab::Arrival> retryArrivals = server.arrivalsFor("retry-1");
+    QCOMPARE(int(retryArrivals.size()), 3);
+    QCOMPARE(retryArrivals.back().previousAttempts.value_or(-1), 2);
+
+    // Closing the channel closes its connection; every direction of both taps must then end.
+    client.reset();
+    QTRY_VERIFY_WITH_TIMEOUT(!tapA.connections().empty() && tapA.allDone() && !tapB.connections().empty() &&
+                                 tapB.allDone(),
+                             20000);
+
+    const std::vector<Tap::Conn> a = tapA.connections();
+    const std::vector<Tap::Conn> b = tapB.connections();
+    QCOMPARE(int(a.size()), 1); // one channel, one connection
+    QCOMPARE(int(b.size()), 1);
+    QVERIFY2(a[0].connectError.empty(), a[0].connectError.c_str());
+    QVERIFY2(b[0].connectError.empty(), b[0].connectError.c_str());
+    qInfo("tapA: c2s %zu bytes (%s), s2c %zu bytes (%s); tapB: c2s %zu bytes (%s), s2c %zu bytes (%s)",
+          a[0].c2s.size(), a[0].c2sEnd.c_str(), a[0].s2c.size(), a[0].s2cEnd.c_str(), b[0].c2s.size(),
+          b[0].c2sEnd.c_str(), b[0].s2c.size(), b[0].s2cEnd.c_str());
+
+    // What the relay emitted ended on a clean EOF, and everything handed to it was accepted.
+    QCOMPARE(QByteArray::fromStdString(a[0].s2cEnd), QByteArray("eof"));
+    QCOMPARE(QByteArray::fromStdString(b[0].c2sEnd), QByteArray("eof"));
+    QVERIFY(!a[0].c2sSendFailed);
+    QVERIFY(!b[0].s2cSendFailed);
+
+    QVERIFY(a[0].c2s.size() > size_t(kBig));
+    QVERIFY(a[0].s2c.size() > size_t(kBig));
+    QCOMPARE(b[0].c2s.size(), a[0].c2s.size());
+    QCOMPARE(a[0].s2c.size(), b[0].s2c.size());
+    QCOMPARE(sha256(b[0].c2s).toHex(), sha256(a[0].c2s).toHex());
+    QCOMPARE(sha256(a[0].s2c).toHex(), sha256(b[0].s2c).toHex());
+
+    // The relay decoded the same connection as gRPC: request headers for every attempt, no decode error.
+    const std::string peer = loopback(a[0].upstreamLocalPort);
+    QTRY_VERIFY_WITH_TIMEOUT(log.connectionFromPeer(peer).has_value(), 5000);
+    const std::uint32_t id = *log.connectionFromPeer(peer);
+    QTRY_COMPARE_WITH_TIMEOUT(log.count(id, EventKind::ConnectionClosed), 1, 5000);
+    const std::vector<WireEvent> events = log.forConnection(id);
+    QVERIFY2(log.count(id, EventKind::DecodeError) == 0, EventLog::describe(events));
+    int requestHeaders = 0;
+    for (const WireEvent &e : events) {
+        if (e.kind != EventKind::Headers || e.grpc.path != "/rpcscope.lab.Lab/Call")
+            continue;
+        QCOMPARE(e.dir, Direction::ClientToServer);
+        const bool hasPath = std::any_of(e.headers.begin(), e.headers.end(), [](const Header &h) {
+            return h.name == ":path" && h.value == "/rpcscope.lab.Lab/Call";
+        });
+        QVERIFY(hasPath);
+        ++requestHeaders;
+    }
+    // small-1, big-1, big-2 once each; retry-1 three times.
+    QCOMPARE(requestHeaders, 6);
+
+    relay.stop();
+}
+
+void TestRelay::startOnPortInUseFails()
+{
+    const int busy = listenLoopback();
+    QVERIFY(busy >= 0);
+    const std::uint16_t port = localPort(busy);
+
+    EventLog log;
+    Relay relay;
+    std::string error;
+    const bool started = relay.start({"127.0.0.1", port}, {"127.0.0.1", 9}, log.sink(), &error);
+    close(busy);
+    QVERIFY2(!started, "relay started on a port another socket listens on");
+    QVERIFY2(QByteArray::fromStdString(error).contains(QByteArray::number(port)), error.c_str());
+    QVERIFY2(QByteArray::fromStdString(error).contains("in use"), error.c_str());
+    QCOMPARE(relay.openConnections(), 0);
+
+    // And a running relay refuses a second start.
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", 9}, log.sink(), &error), error.c_str());
+    std::string again;
+    QVERIFY(!relay.start({"127.0.0.1", 0}, {"127.0.0.1", 9}, log.sink(), &again));
+    QVERIFY(!again.empty());
+    relay.stop();
+}
+
+void TestRelay::parseHostPortErrors()
+{
+    for (const char *bad : {"nohost", "host:99999", "host:abc"}) {
+        HostPort hp;
+        std::string error;
+        QVERIFY2(!parseHostPort(bad, &hp, &error), bad);
+        QVERIFY2(!error.empty(), bad);
+        // The message quotes what it rejected.
+        QVERIFY2(QByteArray::fromStdString(error).contains(bad), error.c_str());
+    }
+
+    HostPort hp;
+    std::string error;
+    QVERIFY2(parseHostPort("127.0.0.1:0", &hp, &error), error.c_str());
+    QCOMPARE(QByteArray::fromStdString(hp.host), QByteArray("127.0.0.1"));
+    QCOMPARE(int(hp.port), 0);
+
+    QVERIFY2(parseHostPort("[::1]:8080", &hp, &error), error.c_str());
+    QCOMPARE(QByteArray::fromStdString(hp.host), QByteArray("::1"));
+    QCOMPARE(int(hp.port), 8080);
+    QCOMPARE(QByteArray::fromStdString(hp.toString()), QByteArray("[::1]:8080"));
+}
+
+void TestRelay::probeClosedPortIsUnreachable()
+{
+    const std::uint16_t port = closedPort();
+    QVERIFY(port != 0);
+    std::string error;
+    QVERIFY(!probeTarget({"127.0.0.1", port}, 2000, &error));
+    QVERIFY2(QByteArray::fromStdString(error).contains("unreachable"), error.c_str());
+    QVERIFY2(QByteArray::fromStdString(error).contains(QByteArray::number(port)), error.c_str());
+
+    // The same probe succeeds against something listening.
+    const int live = listenLoopback();
+    QVERIFY(live >= 0);
+    error.clear();
+    const bool ok = probeTarget({"127.0.0.1", localPort(live)}, 2000, &error);
+    close(live);
+    QVERIFY2(ok, error.c_str());
+}
+
+void TestRelay::targetRefusingClosesClient()
+{
+    const HostPort target{"127.0.0.1", closedPort()};
+    QVERIFY(target.port != 0);
+
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, target, log.sink(), &error), error.c_str());
+
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY2(fd >= 0, std::strerror(errno));
+    const std::string clientPeer = loopback(localPort(fd));
+
+    // The relay cannot reach the target, so it must close our connection: EOF or reset, within the timeout.
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, 5000);
+    char byte;
+    const ssize_t n = ready == 1 ? recv(fd, &byte, 1, 0) : 1;
+    close(fd);
+    QVERIFY2(ready == 1, "relay kept the client connection open although its target refuses connections");
+    QVERIFY2(n <= 0, "relay sent bytes although its target is unreachable");
+
+    QTRY_VERIFY_WITH_TIMEOUT(log.connectionFromPeer(clientPeer).has_value(), 5000);
+    const std::uint32_t id = *log.connectionFromPeer(clientPeer);
+    QTRY_COMPARE_WITH_TIMEOUT(log.count(id, EventKind::ConnectionClosed), 1, 5000);
+    const std::vector<WireEvent> events = log.forConnection(id);
+    const bool mentionsTarget = std::any_of(events.begin(), events.end(), [&](const WireEvent &e) {
+        return e.kind != EventKind::ConnectionOpened && e.text.find(target.toString()) != std::string::npos;
+    });
+    QVERIFY2(mentionsTarget, EventLog::describe(events));
+    QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 5000);
+    relay.stop();
+}
+
+QTEST_GUILESS_MAIN(TestRelay)
+
+#include "tst_relay.moc"
