@@ -23,6 +23,7 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     setMouseTracking(true);
     setMinimumSize(640, 240);
     setAttribute(Qt::WA_OpaquePaintEvent);
+    m_painter.setOptions({QString(), true});
     connect(m_model, &TimelineModel::timelineChanged, this, &SwimlaneView::onTimelineChanged);
     fitAll();
 }

@@ -50,6 +50,21 @@ QString formatDuration(qint64 ns)
     return QStringLiteral("%1 ns").arg(ns);
 }
 
+QString formatTick(qint64 ns, qint64 stepNs)
+{
+    // The unit follows the step, and decimals only as many as the step needs: "20 ms", "2.5 ms", "1.2 s".
+    // A unit is used once the step is at least a fifth of it: 200 ms steps read "1.2 s", 100 ms steps "300 ms".
+    const qint64 unit = stepNs * 5 >= 1'000'000'000 ? 1'000'000'000
+                        : stepNs * 5 >= 1'000'000   ? 1'000'000
+                        : stepNs * 5 >= 1'000       ? 1'000
+                                                    : 1;
+    const char *name = unit == 1'000'000'000 ? "s" : unit == 1'000'000 ? "ms" : unit == 1'000 ? "µs" : "ns";
+    int decimals = 0;
+    for (qint64 s = stepNs; s % unit != 0 && decimals < 3; s *= 10)
+        ++decimals;
+    return QStringLiteral("%1 %2").arg(double(ns) / double(unit), 0, 'f', decimals).arg(QString::fromUtf8(name));
+}
+
 QColor TimelinePainter::statusColor(const Attempt &a)
 {
     if (!a.ended())
@@ -181,7 +196,7 @@ void TimelinePainter::paintRuler(QPainter *p, const QRectF &rect, const TimeAxis
         p->drawLine(QPointF(x, ruler.bottom() - 8), QPointF(x, ruler.bottom()));
         p->setPen(kText);
         p->drawText(QRectF(x + 3, ruler.top(), 120, ruler.height() - 6), Qt::AlignLeft | Qt::AlignBottom,
-                    formatDuration(t - origin));
+                    formatTick(t - origin, step));
     }
     p->setPen(kMuted);
     p->drawText(QRectF(ruler.left() + 10, ruler.top(), kLabelWidth - 20, ruler.height()),

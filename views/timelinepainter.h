@@ -79,5 +79,6 @@ private:
 };
 
 QString formatDuration(qint64 ns);
+QString formatTick(qint64 ns, qint64 stepNs);
 
 } // namespace rpcscope

@@ -191,6 +191,11 @@ private slots:
         QCOMPARE(ax.timeToX(1'000'000), 230.0);
         QVERIFY(std::abs(ax.xToTime(ax.timeToX(123'456'789)) - 123'456'789) <= 1);
         QCOMPARE(ax.xToTime(230 + 4), qint64(1'010'000));
+        QCOMPARE(formatTick(40'000'000, 20'000'000), QStringLiteral("40 ms"));
+        QCOMPARE(formatTick(1'200'000'000, 200'000'000), QStringLiteral("1.2 s"));
+        QCOMPARE(formatTick(300'000'000, 100'000'000), QStringLiteral("300 ms"));
+        QCOMPARE(formatTick(2'500'000, 500'000), QStringLiteral("2.5 ms"));
+        QCOMPARE(formatTick(7'000, 1'000), QStringLiteral("7 µs"));
         QCOMPARE(ax.tickStepNs(100), qint64(500'000));          // 250 µs raw -> 500 µs
         QCOMPARE(TimeAxis({0, 1e6, 0}).tickStepNs(110), qint64(200'000'000)); // 110 ms raw -> 200 ms
     }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Shared by run.sh and test.sh: install the Debian packages rpcscope needs (only those missing), then
+# configure once and build incrementally. Source it; it sets ROOT and BUILD_DIR.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${RPCSCOPE_BUILD_DIR:-$ROOT/build}"
+
+# Every package the build, the tests and the GUI use. Debian 12 (bookworm) names.
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libnghttp2-dev
+  fonts-dejavu-core
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "rpcscope: installing missing Debian packages: ${missing[*]}"
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "rpcscope: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  "${SUDO[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$BUILD_DIR"
