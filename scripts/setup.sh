@@ -9,7 +9,7 @@ BUILD_DIR="${RPCSCOPE_BUILD_DIR:-$ROOT/build}"
 # Every package the build, the tests and the GUI use. Debian 12 (bookworm) names.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl-dev
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-qpa-plugins libgl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libnghttp2-dev
   fonts-dejavu-core
