@@ -19,6 +19,11 @@ public:
     {
         (dir == Direction::ClientToServer ? m_c2s : m_s2c).feed(data, len, tNs, m_connection, out);
     }
+    void finish(std::int64_t tNs, EventBatch &out)
+    {
+        m_c2s.finish(tNs, out);
+        m_s2c.finish(tNs, out);
+    }
     const H2Decoder &decoder(Direction dir) const
     {
         return dir == Direction::ClientToServer ? m_c2s : m_s2c;

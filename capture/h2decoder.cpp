@@ -12,6 +12,8 @@ namespace {
 constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr size_t kPrefaceLen = sizeof(kPreface) - 1;
 constexpr size_t kFrameHeaderLen = 9;
+// Enough bytes to tell TLS, HTTP/1.x methods and responses apart.
+constexpr size_t kSniffLen = 8;
 // RFC 9113: SETTINGS_MAX_FRAME_SIZE may not exceed 2^24-1, so no frame needs more buffering than this.
 constexpr std::uint32_t kMaxFrameSizeLimit = (1u << 24) - 1;
 
@@ -38,7 +40,7 @@ std::string classifyNonH2(const std::uint8_t *data, size_t len, Direction dir)
     for (const char *m : methods)
         if (startsWith(data, len, m))
             return "HTTP/1.x request, not HTTP/2";
-    if (startsWith(data, len, "HTTP/1."))
+    if (startsWith(data, len, "HTTP/1"))
         return "HTTP/1.x response, not HTTP/2";
     std::string hex;
     static const char digits[] = "0123456789abcdef";
@@ -83,6 +85,28 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
     out.push_back(std::move(e));
 }
 
+void H2Decoder::finish(std::int64_t t, EventBatch &out)
+{
+    if (m_state == State::Sniffing)
+        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t, out);
+    else if (m_state == State::Preface && m_prefaceHave > 0)
+        fail("connection closed inside the HTTP/2 connection preface", t, out);
+    else if (m_state == State::Frames && !m_sawFirstFrame && !m_partial.empty())
+        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_partial.data()), m_partial.size(), m_dir), t,
+             out);
+}
+
+void H2Decoder::peerResetStream(std::uint32_t stream)
+{
+    auto it = m_messages.find(stream);
+    if (it == m_messages.end())
+        return;
+    if (it->second.prefixHave == 0)
+        m_messages.erase(it);
+    else
+        it->second.resetByPeer = true;
+}
+
 void H2Decoder::applyPeerHeaderTableSize(std::uint32_t size)
 {
     nghttp2_hd_inflate_change_table_size(m_inflater, size);
@@ -106,19 +130,24 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
     if (m_state == State::Failed)
         return;
     if (m_state == State::Preface) {
-        // Classify on the bytes seen so far plus these, so "GE" + "T /" still reads as HTTP/1.x.
         const size_t used = feedPreface(data, len);
         if (used == size_t(-1)) {
-            std::string seen(kPreface, m_prefaceHave);
-            seen.append(reinterpret_cast<const char *>(data), std::min<size_t>(len, 16));
-            fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(seen.data()), seen.size(), m_dir), t,
-                 out);
-            return;
+            m_sniff.assign(kPreface, m_prefaceHave);
+            m_state = State::Sniffing;
+        } else {
+            data += used;
+            len -= used;
+            if (m_state == State::Preface)
+                return;
         }
-        data += used;
-        len -= used;
-        if (m_state == State::Preface)
-            return;
+    }
+    if (m_state == State::Sniffing) {
+        // Name the bytes only once there are enough of them, so "G" + "ET / HTTP/1.1" still reads as HTTP/1.x.
+        m_sniff.append(reinterpret_cast<const char *>(data), std::min(len, kSniffLen - m_sniff.size()));
+        if (m_sniff.size() >= kSniffLen)
+            fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t,
+                 out);
+        return;
     }
 
     // Complete a frame carried over from an earlier read.
@@ -289,9 +318,11 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         handleSettings(flags, payload, len);
         break;
     case FrameRstStream:
+        // Frames the other side sent before it saw this reset are still on the wire; its decoder must
+        // not lose its place in a message that is partly through.
         m_messages.erase(stream);
         if (m_peer)
-            m_peer->m_messages.erase(stream);
+            m_peer->peerResetStream(stream);
         break;
     default:
         break; // PRIORITY, PING, GOAWAY, WINDOW_UPDATE and unknown types: recorded above, nothing to track
@@ -343,6 +374,10 @@ void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::
             e.compressed = m.prefix[0] & 1;
             out.push_back(std::move(e));
             m.prefixHave = 0;
+            if (m.resetByPeer) {
+                m_messages.erase(stream);
+                return;
+            }
         }
     }
     if (flags & FlagEndStream)
@@ -381,6 +416,7 @@ void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p
                 err.connection = m_connection;
                 err.dir = m_dir;
                 err.tNs = t;
+                err.stream = stream;
                 err.text = std::string("HPACK error on stream ") + std::to_string(stream) + ": " +
                            nghttp2_strerror(int(rv));
                 out.push_back(std::move(err));

@@ -27,16 +27,22 @@ public:
     // Appends the events completed by these bytes, all stamped tNs (the read that delivered them).
     void feed(const std::uint8_t *data, size_t len, std::int64_t tNs, std::uint32_t connection, EventBatch &out);
 
+    // The connection closed: report anything held back (a few bytes too short to classify).
+    void finish(std::int64_t tNs, EventBatch &out);
+
     bool failed() const { return m_state == State::Failed; }
     const std::string &error() const { return m_error; }
 
 private:
-    enum class State { Preface, Frames, Failed };
+    enum class State { Preface, Sniffing, Frames, Failed };
     struct MessageState
     {
         std::uint8_t prefix[5];
         std::uint8_t prefixHave = 0;
         std::uint32_t remaining = 0;
+        // The other side reset the stream while this side was mid-message: finish the message already on
+        // the wire, then forget the stream.
+        bool resetByPeer = false;
     };
 
     size_t feedPreface(const std::uint8_t *data, size_t len);
@@ -50,6 +56,7 @@ private:
     void fail(std::string reason, std::int64_t t, EventBatch &out);
     void applyPeerHeaderTableSize(std::uint32_t size);
     void applyPeerMaxFrameSize(std::uint32_t size) { m_maxFrameSize = size; }
+    void peerResetStream(std::uint32_t stream);
 
     Direction m_dir;
     State m_state;
@@ -59,6 +66,7 @@ private:
     nghttp2_hd_inflater *m_inflater = nullptr;
     bool m_hpackBroken = false;
     size_t m_prefaceHave = 0;
+    std::string m_sniff; // bytes that are not a preface, kept until they are enough to name what they are
     bool m_sawFirstFrame = false;
     std::uint32_t m_maxFrameSize = 16384; // SETTINGS_MAX_FRAME_SIZE of the receiving side
     std::string m_partial;                // an incomplete frame carried over from the previous feed

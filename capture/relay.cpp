@@ -483,6 +483,8 @@ void Relay::Impl::decoderLoop()
                 break;
             }
             case Chunk::Close: {
+                if (auto it = decoders.find(c.conn); it != decoders.end())
+                    it->second->finish(c.t, batch);
                 decoders.erase(c.conn);
                 WireEvent e;
                 e.kind = EventKind::ConnectionClosed;
