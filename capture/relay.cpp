@@ -93,8 +93,10 @@ std::string HostPort::toString() const
     return host + ":" + std::to_string(port);
 }
 
-bool parseHostPort(const std::string &text, HostPort *out, std::string *error)
+bool parseHostPort(const std::string &text, HostPort *out, std::string *errorOut)
 {
+    std::string dummy;
+    std::string *error = errorOut ? errorOut : &dummy;
     std::string host, port;
     if (!text.empty() && text.front() == '[') {
         const auto close = text.find(']');
@@ -104,6 +106,10 @@ bool parseHostPort(const std::string &text, HostPort *out, std::string *error)
         }
         host = text.substr(1, close - 1);
         port = text.substr(close + 2);
+        if (host.empty()) {
+            *error = "empty host in '" + text + "'";
+            return false;
+        }
     } else {
         const auto colon = text.rfind(':');
         if (colon == std::string::npos || colon == 0) {
@@ -112,6 +118,10 @@ bool parseHostPort(const std::string &text, HostPort *out, std::string *error)
         }
         host = text.substr(0, colon);
         port = text.substr(colon + 1);
+        if (host.find(':') != std::string::npos) {
+            *error = "an IPv6 address needs brackets: [" + host + "]:" + port;
+            return false;
+        }
     }
     if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
         std::stoi(port) > 65535) {
@@ -123,8 +133,10 @@ bool parseHostPort(const std::string &text, HostPort *out, std::string *error)
     return true;
 }
 
-bool probeTarget(const HostPort &target, int timeoutMs, std::string *error)
+bool probeTarget(const HostPort &target, int timeoutMs, std::string *errorOut)
 {
+    std::string dummy;
+    std::string *error = errorOut ? errorOut : &dummy;
     AddrInfo ai;
     if (!resolve(target, false, &ai, error))
         return false;
@@ -181,6 +193,8 @@ struct Relay::Impl
         bool shutServer = false, shutClient = false;
         bool decode = true;
         bool dead = false;
+        size_t addressIndex = 0; // which of the target's addresses is being tried
+        int lastConnectError = 0;
         std::string toServer, toClient;
         size_t toServerOff = 0, toClientOff = 0;
         size_t pendingToServer() const { return toServer.size() - toServerOff; }
@@ -189,7 +203,9 @@ struct Relay::Impl
 
     HostPort listenAddr;
     HostPort target;
+    std::vector<sockaddr_storage> targetAddrs;
     Sink sink;
+    std::int64_t acceptPausedUntil = 0;
     int listenFd = -1;
     int wakePipe[2] = {-1, -1};
     std::atomic<bool> ioStopping{false};
@@ -244,24 +260,28 @@ void Relay::Impl::closeConn(Conn &c, const std::string &reason)
 
 void Relay::Impl::startConnect(Conn &c)
 {
-    AddrInfo ai;
-    std::string error;
-    if (!resolve(target, false, &ai, &error)) {
-        closeConn(c, error);
-        return;
+    // Addresses were resolved once at start(): no DNS lookup ever runs on the relay thread.
+    while (c.addressIndex < targetAddrs.size()) {
+        const sockaddr_storage &sa = targetAddrs[c.addressIndex];
+        const socklen_t len = sa.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        if (c.sfd >= 0)
+            close(c.sfd);
+        c.sfd = socket(sa.ss_family, SOCK_STREAM, 0);
+        if (c.sfd < 0)
+            break;
+        setNonBlocking(c.sfd);
+        setNoDelay(c.sfd);
+        if (connect(c.sfd, reinterpret_cast<const sockaddr *>(&sa), len) == 0) {
+            c.connecting = false;
+            return;
+        }
+        if (errno == EINPROGRESS)
+            return;
+        c.lastConnectError = errno;
+        ++c.addressIndex;
     }
-    const addrinfo *a = ai.list;
-    c.sfd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (c.sfd < 0) {
-        closeConn(c, std::string("socket: ") + std::strerror(errno));
-        return;
-    }
-    setNonBlocking(c.sfd);
-    setNoDelay(c.sfd);
-    if (connect(c.sfd, a->ai_addr, a->ai_addrlen) == 0)
-        c.connecting = false;
-    else if (errno != EINPROGRESS)
-        closeConn(c, "could not connect to target " + target.toString() + ": " + std::strerror(errno));
+    closeConn(c, "could not connect to target " + target.toString() + ": " +
+                     std::strerror(c.lastConnectError ? c.lastConnectError : errno));
 }
 
 void Relay::Impl::acceptAll()
@@ -270,8 +290,13 @@ void Relay::Impl::acceptAll()
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
         const int fd = accept(listenFd, reinterpret_cast<sockaddr *>(&ss), &len);
-        if (fd < 0)
-            return; // EAGAIN, or a transient error (EMFILE); poll will tell us again
+        if (fd < 0) {
+            // Out of descriptors: the listener stays readable, so stop polling it for a moment instead of
+            // spinning; pending clients wait in the backlog.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                acceptPausedUntil = steadyNowNs() + 100'000'000;
+            return;
+        }
         setNonBlocking(fd);
         setNoDelay(fd);
         Conn &c = conns.emplace_back();
@@ -293,6 +318,12 @@ bool Relay::Impl::flush(Conn &c, bool toClient)
         if (n > 0) {
             off += size_t(n);
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            // Drop the sent prefix once it is no smaller than what still waits, so the buffer stays within
+            // about twice kMaxPendingPerDirection however long the peer stays slow (amortised O(1) a byte).
+            if (off >= buf.size() - off) {
+                buf.erase(0, off);
+                off = 0;
+            }
             return true;
         } else if (n < 0 && errno == EINTR) {
             continue;
@@ -346,7 +377,8 @@ void Relay::Impl::ioLoop()
         fds.clear();
         owners.clear();
         fds.push_back({wakePipe[0], POLLIN, 0});
-        fds.push_back({listenFd, POLLIN, 0});
+        const bool acceptPaused = steadyNowNs() < acceptPausedUntil;
+        fds.push_back({acceptPaused ? -1 : listenFd, POLLIN, 0});
         for (Conn &c : conns) {
             short ce = 0, se = 0;
             if (c.connecting) {
@@ -361,11 +393,13 @@ void Relay::Impl::ioLoop()
                 if (c.pendingToClient())
                     ce |= POLLOUT;
             }
-            fds.push_back({c.cfd, ce, 0});
-            fds.push_back({c.sfd, se, 0});
+            // A socket we want nothing from is left out: POLLHUP on a half-closed peer would otherwise wake
+            // the loop forever.
+            fds.push_back({ce ? c.cfd : -1, ce, 0});
+            fds.push_back({se ? c.sfd : -1, se, 0});
             owners.push_back(&c);
         }
-        if (poll(fds.data(), fds.size(), -1) < 0) {
+        if (poll(fds.data(), fds.size(), acceptPaused ? 100 : -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -375,7 +409,7 @@ void Relay::Impl::ioLoop()
             while (read(wakePipe[0], drain, sizeof drain) > 0) {
             }
         }
-        if (fds[1].revents & POLLIN)
+        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN))
             acceptAll();
 
         for (size_t i = 0; i < owners.size(); ++i) {
@@ -390,8 +424,9 @@ void Relay::Impl::ioLoop()
                     socklen_t len = sizeof soerr;
                     getsockopt(c.sfd, SOL_SOCKET, SO_ERROR, &soerr, &len);
                     if (soerr != 0) {
-                        closeConn(c, "could not connect to target " + target.toString() + ": " +
-                                         std::strerror(soerr));
+                        c.lastConnectError = soerr;
+                        ++c.addressIndex;
+                        startConnect(c);
                         continue;
                     }
                     c.connecting = false;
@@ -545,6 +580,17 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
     if (fd < 0) {
         err = "cannot listen on " + listen.toString() + ": " + std::strerror(lastErrno);
         return false;
+    }
+    AddrInfo targetInfo;
+    if (!resolve(target, false, &targetInfo, &err)) {
+        close(fd);
+        return false;
+    }
+    d->targetAddrs.clear();
+    for (addrinfo *a = targetInfo.list; a; a = a->ai_next) {
+        sockaddr_storage sa{};
+        std::memcpy(&sa, a->ai_addr, a->ai_addrlen);
+        d->targetAddrs.push_back(sa);
     }
     setNonBlocking(fd);
     sockaddr_storage ss{};
