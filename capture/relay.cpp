@@ -119,7 +119,7 @@ bool parseHostPort(const std::string &text, HostPort *out, std::string *errorOut
         host = text.substr(0, colon);
         port = text.substr(colon + 1);
         if (host.find(':') != std::string::npos) {
-            *error = "an IPv6 address needs brackets: [" + host + "]:" + port;
+            *error = "an IPv6 address needs brackets: write '" + text + "' as [" + host + "]:" + port;
             return false;
         }
     }
