@@ -91,14 +91,11 @@ bool writeFile(const QString &name, const QByteArray &bytes, std::string *error)
 bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::string> &opts, const QString &title,
                   std::string *error)
 {
-    if (auto it = opts.find("--json"); it != opts.end())
-        if (!writeFile(QString::fromStdString(it->second), timelineToJsonBytes(model.store(), opts.count("--frames")),
-                       error))
-            return false;
-    if (auto it = opts.find("--out"); it != opts.end())
-        if (!writeFile(QString::fromStdString(it->second), timelineToJsonBytes(model.store(), opts.count("--frames")),
-                       error))
-            return false;
+    for (const char *flag : {"--json", "--out"}) // run writes --json, capture --out: the same document
+        if (auto it = opts.find(flag); it != opts.end())
+            if (!writeFile(QString::fromStdString(it->second),
+                           timelineToJsonBytes(model.store(), opts.count("--frames")), error))
+                return false;
     if (auto it = opts.find("--png"); it != opts.end()) {
         const QImage image = TimelinePainter::renderImage(model.store(), 1400, {title, true});
         if (!image.save(QString::fromStdString(it->second), "PNG")) {

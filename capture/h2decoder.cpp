@@ -76,13 +76,19 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
     m_error = std::move(reason);
     m_partial.clear();
     m_partial.shrink_to_fit();
+    WireEvent e = event(EventKind::DecodeError, t);
+    e.text = m_error;
+    out.push_back(std::move(e));
+}
+
+WireEvent H2Decoder::event(EventKind kind, std::int64_t t) const
+{
     WireEvent e;
-    e.kind = EventKind::DecodeError;
+    e.kind = kind;
     e.connection = m_connection;
     e.dir = m_dir;
     e.tNs = t;
-    e.text = m_error;
-    out.push_back(std::move(e));
+    return e;
 }
 
 void H2Decoder::finish(std::int64_t t, EventBatch &out)
@@ -226,11 +232,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         return;
     }
 
-    WireEvent e;
-    e.kind = EventKind::Frame;
-    e.connection = m_connection;
-    e.dir = m_dir;
-    e.tNs = t;
+    WireEvent e = event(EventKind::Frame, t);
     e.frameType = type;
     e.flags = flags;
     e.stream = stream;
@@ -364,11 +366,7 @@ void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::
         len -= n;
         m.remaining -= n;
         if (m.remaining == 0) {
-            WireEvent e;
-            e.kind = EventKind::Message;
-            e.connection = m_connection;
-            e.dir = m_dir;
-            e.tNs = t;
+            WireEvent e = event(EventKind::Message, t);
             e.stream = stream;
             e.length = be32(m.prefix + 1);
             e.compressed = m.prefix[0] & 1;
@@ -392,11 +390,7 @@ void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p
         return;
     m_inBlock = false;
 
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = m_connection;
-    e.dir = m_dir;
-    e.tNs = t;
+    WireEvent e = event(EventKind::Headers, t);
     e.stream = stream;
     e.frameType = m_blockIsPush ? FramePushPromise : FrameHeaders;
     e.endStream = m_blockEndStream;
@@ -411,11 +405,7 @@ void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p
             if (rv < 0) {
                 // The HPACK context is now unknown; later blocks on this direction cannot be trusted.
                 m_hpackBroken = true;
-                WireEvent err;
-                err.kind = EventKind::DecodeError;
-                err.connection = m_connection;
-                err.dir = m_dir;
-                err.tNs = t;
+                WireEvent err = event(EventKind::DecodeError, t);
                 err.stream = stream;
                 err.text = std::string("HPACK error on stream ") + std::to_string(stream) + ": " +
                            nghttp2_strerror(int(rv));

@@ -52,6 +52,7 @@ private:
     void handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,
                               std::int64_t t, EventBatch &out);
     void handleSettings(std::uint8_t flags, const std::uint8_t *p, std::uint32_t len);
+    WireEvent event(EventKind kind, std::int64_t t) const;
     bool checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out);
     void fail(std::string reason, std::int64_t t, EventBatch &out);
     void applyPeerHeaderTableSize(std::uint32_t size);
