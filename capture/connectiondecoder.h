@@ -4,15 +4,24 @@
 
 namespace rpcscope {
 
-// Both directions of one connection; SETTINGS seen in one direction configure the other's decoder.
+// Both directions of one connection; SETTINGS, WINDOW_UPDATE, PING ACK and RST_STREAM seen in one
+// direction inform the other's decoder.
 class ConnectionDecoder
 {
 public:
-    explicit ConnectionDecoder(std::uint32_t connection)
-        : m_connection(connection), m_c2s(Direction::ClientToServer), m_s2c(Direction::ServerToClient)
+    explicit ConnectionDecoder(std::uint32_t connection, const DecoderLimits &limits = {})
+        : m_connection(connection), m_c2s(Direction::ClientToServer, limits),
+          m_s2c(Direction::ServerToClient, limits)
     {
         m_c2s.setPeer(&m_s2c);
         m_s2c.setPeer(&m_c2s);
+    }
+
+    // The capture starts inside an established connection (no preface will be seen).
+    void attachMidStream()
+    {
+        m_c2s.attachMidStream();
+        m_s2c.attachMidStream();
     }
 
     void feed(Direction dir, const std::uint8_t *data, size_t len, std::int64_t tNs, EventBatch &out)

@@ -88,6 +88,8 @@ GrpcFields extractGrpcFields(const std::vector<Header> &headers)
             f.pushbackMs = parseInt<std::int64_t>(h.value).value_or(-1); // malformed stops retrying, as in C-core
         else if (n == "rpcscope-call-id")
             f.callId = h.value;
+        else if (n == "grpc-encoding")
+            f.encoding = h.value;
     }
     return f;
 }

@@ -57,10 +57,32 @@ std::string classifyNonH2(const std::uint8_t *data, size_t len, Direction dir)
 }
 } // namespace
 
-H2Decoder::H2Decoder(Direction dir)
-    : m_dir(dir), m_state(dir == Direction::ClientToServer ? State::Preface : State::Frames)
+H2Decoder::H2Decoder(Direction dir, const DecoderLimits &limits)
+    : m_dir(dir), m_limits(limits), m_state(dir == Direction::ClientToServer ? State::Preface : State::Frames)
 {
     nghttp2_hd_inflate_new(&m_inflater);
+}
+
+void H2Decoder::resetInflater()
+{
+    nghttp2_hd_inflate_del(m_inflater);
+    nghttp2_hd_inflate_new(&m_inflater);
+    nghttp2_hd_inflate_change_table_size(m_inflater, m_headerTableSize);
+}
+
+void H2Decoder::attachMidStream()
+{
+    m_midStream = true;
+    if (m_state == State::Preface || m_state == State::Frames)
+        m_state = State::Resync;
+}
+
+void H2Decoder::notice(std::string text, std::uint32_t stream, std::int64_t t, EventBatch &out)
+{
+    WireEvent e = event(EventKind::Notice, t);
+    e.stream = stream;
+    e.text = std::move(text);
+    out.push_back(std::move(e));
 }
 
 H2Decoder::~H2Decoder()
@@ -102,8 +124,9 @@ void H2Decoder::finish(std::int64_t t, EventBatch &out)
              out);
 }
 
-void H2Decoder::peerResetStream(std::uint32_t stream)
+void H2Decoder::peerResetStream(std::uint32_t stream, std::int64_t t, EventBatch &out)
 {
+    dropFlow(stream, t, out);
     auto it = m_messages.find(stream);
     if (it == m_messages.end())
         return;
@@ -115,7 +138,59 @@ void H2Decoder::peerResetStream(std::uint32_t stream)
 
 void H2Decoder::applyPeerHeaderTableSize(std::uint32_t size)
 {
+    m_headerTableSize = size;
     nghttp2_hd_inflate_change_table_size(m_inflater, size);
+}
+
+void H2Decoder::stall(bool begin, std::uint32_t stream, std::int64_t t, EventBatch &out)
+{
+    WireEvent e = event(begin ? EventKind::FlowStallBegin : EventKind::FlowStallEnd, t);
+    e.stream = stream;
+    out.push_back(std::move(e));
+}
+
+void H2Decoder::applyPeerInitialWindow(std::uint32_t size, std::int64_t t, EventBatch &out)
+{
+    // RFC 9113 6.9.2: a new initial window shifts every open stream's window by the difference.
+    const std::int64_t delta = std::int64_t(size) - m_initialWindow;
+    m_initialWindow = size;
+    for (auto &[stream, flow] : m_flows) {
+        flow.window += delta;
+        if (flow.stalled && flow.window > 0) {
+            flow.stalled = false;
+            stall(false, stream, t, out);
+        }
+    }
+}
+
+void H2Decoder::applyWindowUpdate(std::uint32_t stream, std::uint32_t increment, std::int64_t t, EventBatch &out)
+{
+    if (stream == 0) {
+        m_connWindow += increment;
+        if (m_connStalled && m_connWindow > 0) {
+            m_connStalled = false;
+            stall(false, 0, t, out);
+        }
+        return;
+    }
+    auto it = m_flows.find(stream);
+    if (it == m_flows.end())
+        return; // a stream this side has finished sending on
+    it->second.window += increment;
+    if (it->second.stalled && it->second.window > 0) {
+        it->second.stalled = false;
+        stall(false, stream, t, out);
+    }
+}
+
+void H2Decoder::dropFlow(std::uint32_t stream, std::int64_t t, EventBatch &out)
+{
+    auto it = m_flows.find(stream);
+    if (it == m_flows.end())
+        return;
+    if (it->second.stalled)
+        stall(false, stream, t, out);
+    m_flows.erase(it);
 }
 
 size_t H2Decoder::feedPreface(const std::uint8_t *data, size_t len)
@@ -146,6 +221,11 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
             if (m_state == State::Preface)
                 return;
         }
+    }
+    if (m_state == State::Resync) {
+        m_partial.append(reinterpret_cast<const char *>(data), len);
+        resync(t, out);
+        return;
     }
     if (m_state == State::Sniffing) {
         // Name the bytes only once there are enough of them, so "G" + "ET / HTTP/1.1" still reads as HTTP/1.x.
@@ -201,7 +281,7 @@ bool H2Decoder::checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventB
 {
     // Checked before buffering, so garbage cannot make us hold megabytes waiting for a frame that never ends.
     const std::uint32_t len = be24(hdr);
-    if (!m_sawFirstFrame && (hdr[3] != FrameSettings || (be32(hdr + 5) & 0x7fffffffu) != 0 || len % 6 != 0)) {
+    if (!m_sawFirstFrame && !m_midStream && (hdr[3] != FrameSettings || (be32(hdr + 5) & 0x7fffffffu) != 0 || len % 6 != 0)) {
         fail(m_dir == Direction::ServerToClient ? classifyNonH2(hdr, kFrameHeaderLen, m_dir)
                                                 : "first frame after the preface is not SETTINGS",
              t, out);
@@ -213,7 +293,78 @@ bool H2Decoder::checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventB
              t, out);
         return false;
     }
+    if (len > m_limits.maxFrameBytes) {
+        fail("frame length " + std::to_string(len) + " exceeds the decoder's frame limit " +
+                 std::to_string(m_limits.maxFrameBytes),
+             t, out);
+        return false;
+    }
     return true;
+}
+
+bool H2Decoder::plausibleFrameHeader(const std::uint8_t *hdr) const
+{
+    const std::uint32_t len = be24(hdr);
+    const std::uint8_t type = hdr[3];
+    const std::uint8_t flags = hdr[4];
+    const std::uint32_t raw = be32(hdr + 5);
+    const std::uint32_t stream = raw & 0x7fffffffu;
+    if ((raw & 0x80000000u) || len > m_maxFrameSize)
+        return false;
+    switch (type) {
+    case FrameData: return stream != 0 && !(flags & ~(FlagEndStream | FlagPadded));
+    case FrameHeaders:
+        return stream != 0 && !(flags & ~(FlagEndStream | FlagEndHeaders | FlagPadded | FlagPriority));
+    case FramePriority: return stream != 0 && len == 5 && flags == 0;
+    case FrameRstStream: return stream != 0 && len == 4 && flags == 0;
+    case FrameSettings: return stream == 0 && len % 6 == 0 && !(flags & ~FlagAck) && (!(flags & FlagAck) || !len);
+    case FramePing: return stream == 0 && len == 8 && !(flags & ~FlagAck);
+    case FrameGoaway: return stream == 0 && len >= 8 && flags == 0;
+    case FrameWindowUpdate: return len == 4 && flags == 0;
+    case FrameContinuation: return stream != 0 && !(flags & ~FlagEndHeaders);
+    default: return false; // unknown types are legal, but too weak to resynchronise on
+    }
+}
+
+// Finds the first offset where three frames in a row (or frames up to the exact end of what we have) look
+// like HTTP/2, drops what lies before it, and continues from there.
+bool H2Decoder::resync(std::int64_t t, EventBatch &out)
+{
+    constexpr int kChain = 3;
+    const auto *buf = reinterpret_cast<const std::uint8_t *>(m_partial.data());
+    const size_t size = m_partial.size();
+    for (size_t off = 0; off + kFrameHeaderLen <= size; ++off) {
+        size_t at = off;
+        int ok = 0;
+        bool endedExactly = false;
+        while (ok < kChain && at + kFrameHeaderLen <= size && plausibleFrameHeader(buf + at)) {
+            ++ok;
+            at += kFrameHeaderLen + be24(buf + at);
+            if (at == size) {
+                endedExactly = true;
+                break;
+            }
+        }
+        if (ok == kChain || (endedExactly && ok >= 2)) {
+            std::string rest = m_partial.substr(off);
+            m_partial.clear();
+            m_state = State::Frames;
+            m_sawFirstFrame = true;
+            notice("attached mid-connection: skipped " + std::to_string(off) +
+                       " bytes to the first frame boundary; header blocks may be incomplete until HPACK "
+                       "state is rebuilt",
+                   0, t, out);
+            feed(reinterpret_cast<const std::uint8_t *>(rest.data()), rest.size(), t, m_connection, out);
+            return true;
+        }
+        if (at + kFrameHeaderLen > size)
+            break; // the chain from here runs past what we have: undecided, wait for more bytes
+    }
+    if (size > 256 * 1024) {
+        fail("attached mid-connection, but no HTTP/2 frame boundary in the first 256 KiB", t, out);
+        return false;
+    }
+    return false;
 }
 
 void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload, std::int64_t t,
@@ -237,11 +388,53 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     e.flags = flags;
     e.stream = stream;
     e.length = len;
-    if (type == FrameRstStream && len >= 4)
-        e.errorCode = be32(payload);
-    else if (type == FrameGoaway && len >= 8)
-        e.errorCode = be32(payload + 4);
-    out.push_back(std::move(e));
+    switch (type) {
+    case FrameRstStream:
+        if (len >= 4)
+            e.errorCode = be32(payload);
+        break;
+    case FrameGoaway:
+        if (len >= 8) {
+            e.lastStreamId = be32(payload) & 0x7fffffffu;
+            e.errorCode = be32(payload + 4);
+            // Debug data is free text meant for humans; a bounded prefix is enough to show.
+            e.text.assign(reinterpret_cast<const char *>(payload + 8), std::min<size_t>(len - 8, 256));
+        }
+        break;
+    case FramePing:
+        if (len == 8) {
+            e.pingData = (std::uint64_t(be32(payload)) << 32) | be32(payload + 4);
+            if (!(flags & FlagAck)) {
+                if (m_pendingPings.size() >= 16)
+                    m_pendingPings.pop_front();
+                m_pendingPings.emplace_back(e.pingData, t);
+            } else if (m_peer) {
+                // The ACK answers a PING the other direction sent.
+                auto &pending = m_peer->m_pendingPings;
+                for (auto it = pending.begin(); it != pending.end(); ++it) {
+                    if (it->first == e.pingData) {
+                        e.rttNs = t - it->second;
+                        pending.erase(it);
+                        break;
+                    }
+                }
+            }
+        }
+        break;
+    case FrameWindowUpdate:
+        if (len >= 4)
+            e.windowIncrement = be32(payload) & 0x7fffffffu;
+        break;
+    case FrameSettings:
+        if (!(flags & FlagAck))
+            for (std::uint32_t off = 0; off + 6 <= len; off += 6)
+                e.settings.emplace_back(std::uint16_t((payload[off] << 8) | payload[off + 1]),
+                                        be32(payload + off + 2));
+        break;
+    default:
+        break;
+    }
+    out.push_back(e);
 
     // Strip padding for the frame types that carry it.
     auto unpad = [&](const std::uint8_t *&p, std::uint32_t &n) -> bool {
@@ -260,6 +453,24 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
 
     switch (type) {
     case FrameData: {
+        // Flow control counts the whole payload, padding included (RFC 9113 6.9.1).
+        m_connWindow -= len;
+        if (flags & FlagEndStream) {
+            dropFlow(stream, t, out);
+        } else {
+            auto it = m_flows.try_emplace(stream, StreamFlow{m_initialWindow, false}).first;
+            StreamFlow &flow = it->second;
+            flow.window -= len;
+            if (flow.window <= 0 && !flow.stalled) {
+                flow.stalled = true;
+                stall(true, stream, t, out);
+            }
+            // Only a stream that has more to send makes an empty connection window a stall.
+            if (m_connWindow <= 0 && !m_connStalled) {
+                m_connStalled = true;
+                stall(true, 0, t, out);
+            }
+        }
         const std::uint8_t *p = payload;
         std::uint32_t n = len;
         if (!unpad(p, n))
@@ -285,6 +496,8 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         m_blockEndStream = flags & FlagEndStream;
         m_blockIsPush = false;
         m_block.clear();
+        if (m_blockEndStream)
+            dropFlow(stream, t, out);
         handleHeaderFragment(stream, p, n, flags & FlagEndHeaders, t, out);
         if (m_blockEndStream && !m_inBlock)
             m_messages.erase(stream);
@@ -317,32 +530,32 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
             m_messages.erase(stream);
         break;
     case FrameSettings:
-        handleSettings(flags, payload, len);
+        if (m_peer)
+            for (const auto &[id, value] : e.settings) {
+                // Our SETTINGS bound what the other side may send us, so they configure the peer's decoder.
+                if (id == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
+                    m_peer->applyPeerHeaderTableSize(value);
+                else if (id == NGHTTP2_SETTINGS_MAX_FRAME_SIZE && value >= 16384 && value <= kMaxFrameSizeLimit)
+                    m_peer->applyPeerMaxFrameSize(value);
+                else if (id == NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE && value <= 0x7fffffffu)
+                    m_peer->applyPeerInitialWindow(value, t, out);
+            }
+        break;
+    case FrameWindowUpdate:
+        // Our WINDOW_UPDATE lets the other side send more.
+        if (m_peer)
+            m_peer->applyWindowUpdate(stream, e.windowIncrement, t, out);
         break;
     case FrameRstStream:
         // Frames the other side sent before it saw this reset are still on the wire; its decoder must
         // not lose its place in a message that is partly through.
         m_messages.erase(stream);
+        dropFlow(stream, t, out);
         if (m_peer)
-            m_peer->peerResetStream(stream);
+            m_peer->peerResetStream(stream, t, out);
         break;
     default:
-        break; // PRIORITY, PING, GOAWAY, WINDOW_UPDATE and unknown types: recorded above, nothing to track
-    }
-}
-
-void H2Decoder::handleSettings(std::uint8_t flags, const std::uint8_t *p, std::uint32_t len)
-{
-    if ((flags & FlagAck) || !m_peer)
-        return;
-    for (std::uint32_t off = 0; off + 6 <= len; off += 6) {
-        const std::uint16_t id = std::uint16_t((p[off] << 8) | p[off + 1]);
-        const std::uint32_t value = be32(p + off + 2);
-        // Our SETTINGS bound what the other side may send us, so they configure the peer's decoder.
-        if (id == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
-            m_peer->applyPeerHeaderTableSize(value);
-        else if (id == NGHTTP2_SETTINGS_MAX_FRAME_SIZE && value >= 16384 && value <= kMaxFrameSizeLimit)
-            m_peer->applyPeerMaxFrameSize(value);
+        break; // PRIORITY, PING, GOAWAY and unknown types: recorded above, nothing more to track
     }
 }
 
@@ -385,6 +598,13 @@ void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::
 void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,
                                      std::int64_t t, EventBatch &out)
 {
+    if (m_block.size() + len > m_limits.maxHeaderBlockBytes) {
+        // Without the whole block the HPACK context cannot stay in step, so this direction ends here.
+        fail("header block on stream " + std::to_string(stream) + " exceeds the " +
+                 std::to_string(m_limits.maxHeaderBlockBytes) + "-byte limit",
+             t, out);
+        return;
+    }
     m_block.append(reinterpret_cast<const char *>(p), len);
     if (!endHeaders)
         return;
@@ -394,40 +614,56 @@ void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p
     e.stream = stream;
     e.frameType = m_blockIsPush ? FramePushPromise : FrameHeaders;
     e.endStream = m_blockEndStream;
-
-    if (!m_hpackBroken) {
-        auto *in = reinterpret_cast<std::uint8_t *>(m_block.data());
-        size_t inlen = m_block.size();
-        for (;;) {
-            nghttp2_nv nv;
-            int inflateFlags = 0;
-            const ssize_t rv = nghttp2_hd_inflate_hd2(m_inflater, &nv, &inflateFlags, in, inlen, 1);
-            if (rv < 0) {
-                // The HPACK context is now unknown; later blocks on this direction cannot be trusted.
-                m_hpackBroken = true;
-                WireEvent err = event(EventKind::DecodeError, t);
-                err.stream = stream;
-                err.text = std::string("HPACK error on stream ") + std::to_string(stream) + ": " +
-                           nghttp2_strerror(int(rv));
-                out.push_back(std::move(err));
-                break;
-            }
-            in += rv;
-            inlen -= size_t(rv);
-            if (inflateFlags & NGHTTP2_HD_INFLATE_EMIT)
-                e.headers.push_back({std::string(reinterpret_cast<const char *>(nv.name), nv.namelen),
-                                     std::string(reinterpret_cast<const char *>(nv.value), nv.valuelen)});
-            if (inflateFlags & NGHTTP2_HD_INFLATE_FINAL) {
-                nghttp2_hd_inflate_end_headers(m_inflater);
-                break;
-            }
-            if (rv == 0 && inlen == 0)
-                break;
-        }
-        e.grpc = extractGrpcFields(e.headers);
-    }
+    inflateBlock(e, t, out);
     m_block.clear();
     out.push_back(std::move(e));
+}
+
+void H2Decoder::inflateBlock(WireEvent &e, std::int64_t t, EventBatch &out)
+{
+    auto *in = reinterpret_cast<std::uint8_t *>(m_block.data());
+    size_t inlen = m_block.size();
+    size_t kept = 0;
+    for (;;) {
+        nghttp2_nv nv;
+        int inflateFlags = 0;
+        const ssize_t rv = nghttp2_hd_inflate_hd2(m_inflater, &nv, &inflateFlags, in, inlen, 1);
+        if (rv < 0) {
+            // The block refers to context we do not have (attached mid-connection) or is corrupt. The entries
+            // we hold are the sender's newest ones at their true indices, so a fresh context is right again as
+            // soon as the sender's references stay within what we have seen since.
+            e.hpackUnknown = true;
+            resetInflater();
+            if (!m_midStream)
+                notice(std::string("HPACK error on stream ") + std::to_string(e.stream) + ": " +
+                           nghttp2_strerror(int(rv)) + "; header context reset",
+                       e.stream, t, out);
+            break;
+        }
+        in += rv;
+        inlen -= size_t(rv);
+        if (inflateFlags & NGHTTP2_HD_INFLATE_EMIT) {
+            // Inflate everything to keep the HPACK context in step, but keep only up to the limit.
+            if (kept + nv.namelen + nv.valuelen <= m_limits.maxHeaderListBytes) {
+                kept += nv.namelen + nv.valuelen;
+                e.headers.push_back({std::string(reinterpret_cast<const char *>(nv.name), nv.namelen),
+                                     std::string(reinterpret_cast<const char *>(nv.value), nv.valuelen)});
+            } else {
+                e.truncated = true;
+            }
+        }
+        if (inflateFlags & NGHTTP2_HD_INFLATE_FINAL) {
+            nghttp2_hd_inflate_end_headers(m_inflater);
+            break;
+        }
+        if (rv == 0 && inlen == 0)
+            break;
+    }
+    if (e.truncated)
+        notice("header list on stream " + std::to_string(e.stream) + " exceeds the " +
+                   std::to_string(m_limits.maxHeaderListBytes) + "-byte limit; the rest is not kept",
+               e.stream, t, out);
+    e.grpc = extractGrpcFields(e.headers);
 }
 
 } // namespace rpcscope

@@ -3,6 +3,7 @@
 #include "events.h"
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
@@ -10,19 +11,32 @@ struct nghttp2_hd_inflater;
 
 namespace rpcscope {
 
+// Bounds on what one direction of one connection may make the decoder hold. Exceeding one marks the
+// connection (a Notice, or a DecodeError when decoding cannot go on); relaying is never affected.
+struct DecoderLimits
+{
+    size_t maxHeaderListBytes = 64 * 1024;   // decoded names + values kept per header block; the rest is cut
+    size_t maxHeaderBlockBytes = 1 << 20;    // encoded HEADERS + CONTINUATION bytes of one block
+    size_t maxFrameBytes = (1u << 24) - 1;   // largest frame buffered across reads (protocol maximum)
+};
+
 // Passive decoder for one direction of one HTTP/2 connection. It never answers the peer; it only delimits
-// frames, inflates header blocks with nghttp2's HPACK inflater and finds gRPC message boundaries. Bytes may
-// be split anywhere across feed() calls: only an incomplete frame is buffered.
+// frames, inflates header blocks with nghttp2's HPACK inflater, finds gRPC message boundaries, pairs PINGs
+// with their ACKs and follows flow-control windows. Bytes may be split anywhere across feed() calls: only an
+// incomplete frame is buffered.
 class H2Decoder
 {
 public:
-    explicit H2Decoder(Direction dir);
+    explicit H2Decoder(Direction dir, const DecoderLimits &limits = {});
     ~H2Decoder();
     H2Decoder(const H2Decoder &) = delete;
     H2Decoder &operator=(const H2Decoder &) = delete;
 
     // The decoder of the other direction: our SETTINGS constrain what it may receive.
     void setPeer(H2Decoder *peer) { m_peer = peer; }
+    // The bytes start somewhere inside an established connection: find a frame boundary instead of
+    // expecting the preface, and treat the HPACK context as unknown until blocks decode again.
+    void attachMidStream();
 
     // Appends the events completed by these bytes, all stamped tNs (the read that delivered them).
     void feed(const std::uint8_t *data, size_t len, std::int64_t tNs, std::uint32_t connection, EventBatch &out);
@@ -34,7 +48,7 @@ public:
     const std::string &error() const { return m_error; }
 
 private:
-    enum class State { Preface, Sniffing, Frames, Failed };
+    enum class State { Preface, Sniffing, Resync, Frames, Failed };
     struct MessageState
     {
         std::uint8_t prefix[5];
@@ -44,28 +58,46 @@ private:
         // the wire, then forget the stream.
         bool resetByPeer = false;
     };
+    // What this direction (the sender) may still send on a stream before the receiver's WINDOW_UPDATE.
+    struct StreamFlow
+    {
+        std::int64_t window = 0;
+        bool stalled = false;
+    };
 
     size_t feedPreface(const std::uint8_t *data, size_t len);
+    bool resync(std::int64_t t, EventBatch &out);
+    bool plausibleFrameHeader(const std::uint8_t *hdr) const;
     void handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload, std::int64_t t, EventBatch &out);
     void handleData(std::uint32_t stream, std::uint8_t flags, const std::uint8_t *p, std::uint32_t len,
                     std::int64_t t, EventBatch &out);
     void handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,
                               std::int64_t t, EventBatch &out);
-    void handleSettings(std::uint8_t flags, const std::uint8_t *p, std::uint32_t len);
+    void inflateBlock(WireEvent &e, std::int64_t t, EventBatch &out);
     WireEvent event(EventKind kind, std::int64_t t) const;
     bool checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out);
     void fail(std::string reason, std::int64_t t, EventBatch &out);
+    void notice(std::string text, std::uint32_t stream, std::int64_t t, EventBatch &out);
+    void resetInflater();
+
+    // Called on the sender's decoder by the receiver's decoder.
     void applyPeerHeaderTableSize(std::uint32_t size);
     void applyPeerMaxFrameSize(std::uint32_t size) { m_maxFrameSize = size; }
-    void peerResetStream(std::uint32_t stream);
+    void applyPeerInitialWindow(std::uint32_t size, std::int64_t t, EventBatch &out);
+    void applyWindowUpdate(std::uint32_t stream, std::uint32_t increment, std::int64_t t, EventBatch &out);
+    void peerResetStream(std::uint32_t stream, std::int64_t t, EventBatch &out);
+    void stall(bool begin, std::uint32_t stream, std::int64_t t, EventBatch &out);
+    void dropFlow(std::uint32_t stream, std::int64_t t, EventBatch &out);
 
     Direction m_dir;
+    DecoderLimits m_limits;
     State m_state;
     std::string m_error;
     std::uint32_t m_connection = 0;
     H2Decoder *m_peer = nullptr;
     nghttp2_hd_inflater *m_inflater = nullptr;
-    bool m_hpackBroken = false;
+    bool m_midStream = false;
+    std::uint32_t m_headerTableSize = 4096; // the receiver's SETTINGS_HEADER_TABLE_SIZE, for a fresh inflater
     size_t m_prefaceHave = 0;
     std::string m_sniff; // bytes that are not a preface, kept until they are enough to name what they are
     bool m_sawFirstFrame = false;
@@ -80,6 +112,16 @@ private:
     std::string m_block;
 
     std::unordered_map<std::uint32_t, MessageState> m_messages;
+
+    // Flow control of what this direction sends (RFC 9113 6.9): windows start at 65,535 bytes.
+    std::int64_t m_connWindow = 65535;
+    bool m_connStalled = false;
+    std::int64_t m_initialWindow = 65535; // the receiver's SETTINGS_INITIAL_WINDOW_SIZE
+    std::unordered_map<std::uint32_t, StreamFlow> m_flows;
+
+    // PINGs this direction sent that await the other side's ACK: (opaque data, time). Keepalive sends one
+    // at a time; the bound only stops a flood from growing memory.
+    std::deque<std::pair<std::uint64_t, std::int64_t>> m_pendingPings;
 };
 
 } // namespace rpcscope

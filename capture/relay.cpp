@@ -194,6 +194,7 @@ struct Relay::Impl
         bool decode = true;
         bool dead = false;
         size_t addressIndex = 0; // which of the target's addresses is being tried
+        std::string closeReason; // set where the connection's end is first noticed
         int lastConnectError = 0;
         std::string toServer, toClient;
         size_t toServerOff = 0, toClientOff = 0;
@@ -246,8 +247,6 @@ void Relay::Impl::closeConn(Conn &c, const std::string &reason)
     if (c.dead)
         return;
     const std::int64_t t = steadyNowNs();
-    if (!reason.empty())
-        push({Chunk::Error, c.id, Direction::ClientToServer, t, reason, {}});
     if (c.cfd >= 0)
         close(c.cfd);
     if (c.sfd >= 0)
@@ -255,7 +254,7 @@ void Relay::Impl::closeConn(Conn &c, const std::string &reason)
     c.cfd = c.sfd = -1;
     c.dead = true;
     --open;
-    push({Chunk::Close, c.id, Direction::ClientToServer, t, {}, {}});
+    push({Chunk::Close, c.id, Direction::ClientToServer, t, reason.empty() ? c.closeReason : reason, {}});
 }
 
 void Relay::Impl::startConnect(Conn &c)
@@ -328,6 +327,8 @@ bool Relay::Impl::flush(Conn &c, bool toClient)
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else {
+            c.closeReason = std::string("could not write to ") + (toClient ? "client" : "server") + ": " +
+                            std::strerror(errno);
             return false;
         }
     }
@@ -345,10 +346,17 @@ bool Relay::Impl::readSide(Conn &c, bool fromClient)
     const std::int64_t t = steadyNowNs();
     if (n == 0) {
         (fromClient ? c.clientEof : c.serverEof) = true;
+        if (c.closeReason.empty())
+            c.closeReason = fromClient ? "closed by client" : "closed by server";
         return true;
     }
-    if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return true;
+        c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
+                        std::strerror(errno) + ")";
+        return false;
+    }
 
     std::string &out = fromClient ? c.toServer : c.toClient;
     out.append(buf, size_t(n));
@@ -431,8 +439,10 @@ void Relay::Impl::ioLoop()
                     }
                     c.connecting = false;
                 }
-                if (cr & (POLLHUP | POLLERR))
+                if (cr & (POLLHUP | POLLERR)) {
+                    c.closeReason = "client left before the target accepted";
                     ok = false;
+                }
             } else {
                 if (ok && (cr & (POLLIN | POLLHUP | POLLERR)) && !c.clientEof)
                     ok = readSide(c, true);
@@ -462,7 +472,7 @@ void Relay::Impl::ioLoop()
         conns.remove_if([](const Conn &c) { return c.dead; });
     }
     for (Conn &c : conns)
-        closeConn(c, {});
+        closeConn(c, "capture stopped");
     conns.clear();
 }
 
@@ -525,6 +535,7 @@ void Relay::Impl::decoderLoop()
                 e.kind = EventKind::ConnectionClosed;
                 e.connection = c.conn;
                 e.tNs = c.t;
+                e.text = std::move(c.bytes);
                 batch.push_back(std::move(e));
                 break;
             }

@@ -18,7 +18,10 @@ enum class EventKind : std::uint8_t {
     Frame,            // one HTTP/2 frame, complete
     Headers,          // a complete header block (HEADERS + CONTINUATION), decoded
     Message,          // one complete gRPC length-prefixed message
-    DecodeError,      // text = reason; the connection is undecodable from here on (bytes still relayed)
+    DecodeError,      // text = reason; this direction is undecodable from here on (bytes still relayed)
+    Notice,           // text = something worth marking that does not stop decoding (a limit hit, HPACK unknown)
+    FlowStallBegin,   // dir = the sender whose window reached 0 with its stream still open; stream 0 = connection
+    FlowStallEnd,     // a WINDOW_UPDATE (or SETTINGS) opened the window again, or the stream was reset
 };
 
 // HTTP/2 frame types (RFC 9113 section 6).
@@ -61,6 +64,7 @@ struct GrpcFields
     std::optional<std::string> message;          // grpc-message, percent-decoded
     std::optional<std::int64_t> pushbackMs;      // grpc-retry-pushback-ms; negative means "stop retrying"
     std::string callId;                          // rpcscope-call-id metadata (the lab sends it)
+    std::string encoding;                        // grpc-encoding
     bool operator==(const GrpcFields &) const = default;
 };
 
@@ -82,8 +86,17 @@ struct WireEvent
 
     std::vector<Header> headers; // Headers only
     GrpcFields grpc;             // Headers only
+    bool hpackUnknown = false;   // Headers: decoded without the full HPACK context (attached mid-connection)
+    bool truncated = false;      // Headers: the list was cut at the header-list limit
 
-    std::string text;  // ConnectionOpened: client peer; DecodeError: reason
+    std::uint32_t lastStreamId = 0;    // GOAWAY
+    std::uint32_t windowIncrement = 0; // WINDOW_UPDATE
+    std::uint64_t pingData = 0;        // PING opaque data
+    std::int64_t rttNs = -1;           // PING ACK: time since the PING it answers, when that was seen
+    std::vector<std::pair<std::uint16_t, std::uint32_t>> settings; // SETTINGS parameters, in order
+
+    std::string text;  // ConnectionOpened: client peer; ConnectionClosed: why; DecodeError/Notice: reason;
+                       // GOAWAY: debug data
     std::string text2; // ConnectionOpened: server peer
 
     bool operator==(const WireEvent &) const = default;

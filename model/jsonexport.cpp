@@ -11,6 +11,19 @@ template <typename T> QJsonValue opt(const std::optional<T> &v)
     return v ? QJsonValue(qint64(*v)) : QJsonValue(QJsonValue::Null);
 }
 
+QJsonArray notes(const std::vector<std::string> &list)
+{
+    QJsonArray a;
+    for (const std::string &n : list)
+        a.append(QString::fromStdString(n));
+    return a;
+}
+
+const char *dirName(Direction d)
+{
+    return d == Direction::ClientToServer ? "c2s" : "s2c";
+}
+
 QJsonValue status(std::optional<int> code, const std::optional<std::string> &message)
 {
     if (!code)
@@ -36,8 +49,12 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"server", QString::fromStdString(c.server)},
             {"opened_ns", qint64(c.openedNs - origin)},
             {"closed_ns", rel(c.closedNs)},
+            {"close_reason",
+             c.closeReason.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(c.closeReason))},
             {"decode_error",
-             c.decodeError.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(c.decodeError))}});
+             c.decodeError.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(c.decodeError))},
+            {"notes", notes(c.notes)},
+            {"last_ping_rtt_ns", opt(c.lastPingRttNs)}});
     }
 
     QJsonArray calls;
@@ -54,7 +71,10 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                                         {"status", status(a.status, a.statusMessage)},
                                         {"pushback_ms", opt(a.pushbackMs)},
                                         {"request_bytes", qint64(a.requestBytes)},
-                                        {"response_bytes", qint64(a.responseBytes)}});
+                                        {"response_bytes", qint64(a.responseBytes)},
+                                        {"trailers_only", a.ended() ? QJsonValue(a.trailersOnly) : QJsonValue()},
+                                        {"encoding", a.encoding.empty() ? QJsonValue()
+                                                                        : QJsonValue(QString::fromStdString(a.encoding))}});
         }
         QJsonArray gaps;
         for (const auto &g : call.gapsNs())
@@ -71,17 +91,33 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"attempts", attempts}});
     }
 
+    QJsonArray stalls;
+    for (const FlowStall &s : store.stalls())
+        stalls.append(QJsonObject{{"connection", qint64(s.connection)},
+                                  {"dir", dirName(s.dir)},
+                                  {"stream", qint64(s.stream)},
+                                  {"start_ns", qint64(s.startNs - origin)},
+                                  {"end_ns", rel(s.endNs)}});
+    QJsonArray pings;
+    for (const PingRecord &p : store.pings())
+        pings.append(QJsonObject{{"connection", qint64(p.connection)},
+                                 {"dir", dirName(p.dir)},
+                                 {"t_ns", qint64(p.tNs - origin)},
+                                 {"rtt_ns", qint64(p.rttNs)}});
+
     QJsonObject doc{{"format", "rpcscope-json"},
                     {"version", 1},
                     {"origin_wall_ns", qint64(store.originWallNs())},
                     {"connections", connections},
-                    {"calls", calls}};
+                    {"calls", calls},
+                    {"stalls", stalls},
+                    {"pings", pings}};
     if (withFrames) {
         QJsonArray frames;
         for (const FrameRecord &f : store.frames()) {
             frames.append(QJsonObject{{"t_ns", qint64(f.tNs - origin)},
                                       {"connection", qint64(f.connection)},
-                                      {"dir", f.dir == Direction::ClientToServer ? "c2s" : "s2c"},
+                                      {"dir", dirName(f.dir)},
                                       {"type", QString::fromLatin1(frameTypeName(f.type))},
                                       {"stream", qint64(f.stream)},
                                       {"flags", int(f.flags)},

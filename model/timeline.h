@@ -18,7 +18,28 @@ struct Connection
     std::string server;
     std::int64_t openedNs = 0;
     std::optional<std::int64_t> closedNs;
+    std::string closeReason; // how it ended: "closed", a reset, the target refusing, ...
     std::string decodeError; // empty while decodable
+    std::vector<std::string> notes; // limits hit, mid-connection attach, HPACK resets (bounded)
+    std::optional<std::int64_t> lastPingRttNs;
+};
+
+// A sender whose flow-control window ran out while its stream still had data to send.
+struct FlowStall
+{
+    std::uint32_t connection = 0;
+    Direction dir = Direction::ClientToServer; // the stalled sender
+    std::uint32_t stream = 0;                  // 0: the connection window
+    std::int64_t startNs = 0;
+    std::optional<std::int64_t> endNs;
+};
+
+struct PingRecord
+{
+    std::uint32_t connection = 0;
+    Direction dir = Direction::ClientToServer; // who sent the PING
+    std::int64_t tNs = 0;                      // the ACK's arrival
+    std::int64_t rttNs = 0;
 };
 
 struct FrameRecord
@@ -30,6 +51,7 @@ struct FrameRecord
     std::uint8_t flags = 0;
     std::uint32_t stream = 0;
     std::uint32_t length = 0;
+    std::uint32_t value = 0; // RST_STREAM/GOAWAY error code, WINDOW_UPDATE increment
 };
 
 // One HTTP/2 stream carrying a gRPC request.
@@ -45,6 +67,8 @@ struct Attempt
     std::optional<std::string> statusMessage;    // grpc-message
     std::optional<std::int64_t> pushbackMs;
     std::optional<std::int64_t> responseHeadersNs; // response headers that were not Trailers-Only
+    bool trailersOnly = false;                     // the response was a single HEADERS with END_STREAM
+    std::string encoding;                          // grpc-encoding of the request
     std::optional<std::uint32_t> rstErrorCode;
     std::uint64_t requestBytes = 0;  // DATA payload (gRPC framing included, padding excluded)
     std::uint64_t responseBytes = 0;

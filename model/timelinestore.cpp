@@ -11,6 +11,7 @@ namespace {
 constexpr std::int64_t kInferWindowNs = 60'000'000'000;
 // Only this many recent calls are searched for an inferred parent, so assembly stays O(1) per attempt.
 constexpr size_t kInferSearchDepth = 4096;
+constexpr size_t kMaxNotesPerConnection = 8;
 
 void addUnique(std::vector<size_t> &v, size_t x)
 {
@@ -33,6 +34,9 @@ void TimelineStore::clear()
     m_connections.clear();
     m_connectionIndex.clear();
     m_frames.clear();
+    m_stalls.clear();
+    m_openStalls.clear();
+    m_pings.clear();
     m_openStreams.clear();
     m_callsByKey.clear();
     m_latestNs = m_originNs;
@@ -88,6 +92,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
     // gRPC (A6) sends no grpc-previous-rpc-attempts on a first attempt: absent means 0.
     a.previousAttempts = e.grpc.previousAttempts.value_or(0);
     a.timeoutNs = e.grpc.timeoutNs;
+    a.encoding = e.grpc.encoding;
 
     const Connection *conn = connection(e.connection);
     const std::string peer = conn ? conn->client : std::string();
@@ -136,6 +141,7 @@ void TimelineStore::onResponseHeaders(const WireEvent &e, StoreChanges &ch)
             a.statusMessage = e.grpc.message;
         if (e.grpc.pushbackMs)
             a.pushbackMs = e.grpc.pushbackMs;
+        a.trailersOnly = !a.responseHeadersNs;
         endAttempt(a, e.tNs);
     } else if (!a.responseHeadersNs) {
         a.responseHeadersNs = e.tNs;
@@ -159,13 +165,20 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             if (connection(e.connection))
                 break;
             m_connectionIndex[e.connection] = m_connections.size();
-            m_connections.push_back({e.connection, e.text, e.text2, e.tNs, std::nullopt, {}});
+            Connection c;
+            c.id = e.connection;
+            c.client = e.text;
+            c.server = e.text2;
+            c.openedNs = e.tNs;
+            m_connections.push_back(std::move(c));
             ch.connectionsChanged = true;
             break;
         }
         case EventKind::ConnectionClosed: {
-            if (Connection *c = connection(e.connection))
+            if (Connection *c = connection(e.connection)) {
                 c->closedNs = e.tNs;
+                c->closeReason = e.text;
+            }
             ch.connectionsChanged = true;
             std::vector<AttemptRef> open;
             for (const auto &[key, ref] : m_openStreams)
@@ -182,9 +195,34 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 c->decodeError = e.text;
             ch.connectionsChanged = true;
             break;
+        case EventKind::Notice:
+            // A connection can hit a limit on every block; the first few say what happened.
+            if (Connection *c = connection(e.connection); c && c->notes.size() < kMaxNotesPerConnection)
+                c->notes.push_back(e.text);
+            ch.connectionsChanged = true;
+            break;
+        case EventKind::FlowStallBegin:
+            if (m_openStalls.try_emplace({e.connection, e.dir, e.stream}, m_stalls.size()).second)
+                m_stalls.push_back({e.connection, e.dir, e.stream, e.tNs, std::nullopt});
+            break;
+        case EventKind::FlowStallEnd:
+            if (auto it = m_openStalls.find({e.connection, e.dir, e.stream}); it != m_openStalls.end()) {
+                m_stalls[it->second].endNs = e.tNs;
+                m_openStalls.erase(it);
+            }
+            break;
         case EventKind::Frame: {
             if (m_recordFrames)
-                m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream, e.length});
+                m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream, e.length,
+                                    e.frameType == FrameWindowUpdate ? e.windowIncrement : e.errorCode});
+            if (e.frameType == FramePing && e.rttNs >= 0) {
+                // The ACK travels opposite to the PING it answers.
+                const Direction sender =
+                    e.dir == Direction::ClientToServer ? Direction::ServerToClient : Direction::ClientToServer;
+                m_pings.push_back({e.connection, sender, e.tNs, e.rttNs});
+                if (Connection *c = connection(e.connection))
+                    c->lastPingRttNs = e.rttNs;
+            }
             if (e.frameType == FrameRstStream) {
                 auto it = m_openStreams.find(streamKey(e.connection, e.stream));
                 if (it != m_openStreams.end()) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,8 @@ public:
     const std::vector<Call> &calls() const { return m_calls; }
     const std::vector<Connection> &connections() const { return m_connections; }
     const std::vector<FrameRecord> &frames() const { return m_frames; }
+    const std::vector<FlowStall> &stalls() const { return m_stalls; }
+    const std::vector<PingRecord> &pings() const { return m_pings; }
 
     // The capture's origins: the steady ns that JSON and the ruler count from, and the wall clock at that
     // moment. Set by whoever starts the capture; otherwise the first event's time.
@@ -65,6 +68,9 @@ private:
     std::vector<Connection> m_connections;
     std::unordered_map<std::uint32_t, size_t> m_connectionIndex;
     std::vector<FrameRecord> m_frames;
+    std::vector<FlowStall> m_stalls;
+    std::map<std::tuple<std::uint32_t, Direction, std::uint32_t>, size_t> m_openStalls;
+    std::vector<PingRecord> m_pings;
     std::unordered_map<std::uint64_t, AttemptRef> m_openStreams; // (conn, stream) -> attempt, while open
     std::map<std::string, size_t> m_callsByKey;
     std::int64_t m_originNs = 0;
