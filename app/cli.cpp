@@ -30,9 +30,11 @@ const char kUsage[] =
     "      List the lab scenarios.\n"
     "  rpcscope-cli run NAME [--json FILE] [--png FILE] [--frames]\n"
     "      Run a lab scenario headless through the capture proxy. Exits 1 if its expected outcome did not hold.\n"
-    "  rpcscope-cli capture --listen HOST:PORT --target HOST:PORT --out FILE.json [--duration SECONDS] [--frames]\n"
+    "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE.json [--duration SECONDS]\n"
+    "                       [--frames] [--allow-remote]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE.json.\n"
-    "      Port 0 picks a free port; the real one is printed as 'listening on HOST:PORT'.\n"
+    "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
+    "      Listening on a non-loopback address needs --allow-remote.\n"
     "  --frames   also write every HTTP/2 frame into the JSON\n";
 
 std::atomic<bool> g_stop{false};
@@ -106,6 +108,11 @@ bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::s
     return true;
 }
 
+bool isLoopback(const std::string &host)
+{
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 int cmdList()
 {
     for (const lab::Scenario &s : lab::allScenarios())
@@ -154,14 +161,24 @@ int cmdCapture(const std::vector<std::string> &args)
 {
     std::map<std::string, std::string> opts;
     std::string error;
-    if (!parseOptions(args, {"--listen", "--target", "--out", "--duration"}, {"--frames"}, &opts, &error))
+    if (!parseOptions(args, {"--listen", "--target", "--out", "--duration"}, {"--frames", "--allow-remote"}, &opts,
+                      &error))
         return usageError(error);
-    for (const char *required : {"--listen", "--target", "--out"})
+    for (const char *required : {"--target", "--out"})
         if (!opts.count(required))
             return usageError(std::string("capture needs ") + required);
     HostPort listen, target;
-    if (!parseHostPort(opts["--listen"], &listen, &error) || !parseHostPort(opts["--target"], &target, &error))
+    if (!parseHostPort(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0", &listen, &error) ||
+        !parseHostPort(opts["--target"], &target, &error))
         return usageError(error);
+    if (!isLoopback(listen.host)) {
+        // The proxy forwards anything to the target and records it: on a reachable address that is an open relay.
+        if (!opts.count("--allow-remote"))
+            return usageError("listening on " + listen.toString() +
+                              " would expose the proxy beyond this machine; pass --allow-remote to do it anyway");
+        std::fprintf(stderr, "rpcscope-cli: warning: listening on %s, reachable from other machines\n",
+                     listen.toString().c_str());
+    }
     if (target.port == 0)
         return usageError("target port must not be 0");
     double duration = 0;

@@ -14,6 +14,11 @@ constexpr size_t kPrefaceLen = sizeof(kPreface) - 1;
 constexpr size_t kFrameHeaderLen = 9;
 // Enough bytes to tell TLS, HTTP/1.x methods and responses apart.
 constexpr size_t kSniffLen = 8;
+// Placeholder entries for an unknown HPACK context (see resetInflater). 64 KiB covers the table sizes gRPC
+// implementations advertise (C-core and grpc-go: 4096).
+constexpr char kPlaceholderName[] = "\x01";
+constexpr std::uint32_t kPlaceholderEntrySize = 32 + 1; // RFC 7541 4.1: 32 + name + value
+constexpr std::uint32_t kPrimedTableSize = 64 * 1024;
 // RFC 9113: SETTINGS_MAX_FRAME_SIZE may not exceed 2^24-1, so no frame needs more buffering than this.
 constexpr std::uint32_t kMaxFrameSizeLimit = (1u << 24) - 1;
 
@@ -63,16 +68,56 @@ H2Decoder::H2Decoder(Direction dir, const DecoderLimits &limits)
     nghttp2_hd_inflate_new(&m_inflater);
 }
 
+// The HPACK context is unknown (we attached mid-connection, or a block failed to decode). Start a fresh
+// inflater whose dynamic table is filled with placeholder entries: the sender's entries we never saw then
+// sit at the same indices as placeholders, so a reference to one decodes as "unknown" instead of failing the
+// whole block, while entries inserted from now on are real and at their true indices. Placeholders are
+// smaller than any real entry (33 bytes), so they are evicted no sooner than the entries they stand for,
+// and our newest real entries are never evicted before the sender's.
 void H2Decoder::resetInflater()
 {
     nghttp2_hd_inflate_del(m_inflater);
     nghttp2_hd_inflate_new(&m_inflater);
-    nghttp2_hd_inflate_change_table_size(m_inflater, m_headerTableSize);
+    nghttp2_hd_inflate_change_table_size(m_inflater, kPrimedTableSize);
+    m_primed = true;
+
+    std::string block;
+    auto varint = [&block](std::uint8_t first, int prefixBits, std::uint32_t v) {
+        const std::uint32_t max = (1u << prefixBits) - 1;
+        if (v < max) {
+            block += char(first | v);
+            return;
+        }
+        block += char(first | max);
+        for (v -= max; v >= 128; v >>= 7)
+            block += char((v & 127) | 128);
+        block += char(v);
+    };
+    varint(0x20, 5, kPrimedTableSize); // dynamic table size update
+    for (std::uint32_t i = 0; i < kPrimedTableSize / kPlaceholderEntrySize; ++i) {
+        block += char(0x40); // literal with incremental indexing, new name
+        varint(0, 7, std::uint32_t(sizeof(kPlaceholderName) - 1));
+        block += kPlaceholderName;
+        varint(0, 7, 0);
+    }
+    auto *in = reinterpret_cast<std::uint8_t *>(block.data());
+    size_t inlen = block.size();
+    for (;;) {
+        nghttp2_nv nv;
+        int flags = 0;
+        const ssize_t rv = nghttp2_hd_inflate_hd2(m_inflater, &nv, &flags, in, inlen, 1);
+        if (rv < 0 || (flags & NGHTTP2_HD_INFLATE_FINAL) || (rv == 0 && inlen == 0))
+            break;
+        in += rv;
+        inlen -= size_t(rv);
+    }
+    nghttp2_hd_inflate_end_headers(m_inflater);
 }
 
 void H2Decoder::attachMidStream()
 {
     m_midStream = true;
+    resetInflater();
     if (m_state == State::Preface || m_state == State::Frames)
         m_state = State::Resync;
 }
@@ -138,8 +183,9 @@ void H2Decoder::peerResetStream(std::uint32_t stream, std::int64_t t, EventBatch
 
 void H2Decoder::applyPeerHeaderTableSize(std::uint32_t size)
 {
-    m_headerTableSize = size;
-    nghttp2_hd_inflate_change_table_size(m_inflater, size);
+    // A primed inflater keeps its large table: shrinking it would demand a size update the sender never sends.
+    if (!m_primed)
+        nghttp2_hd_inflate_change_table_size(m_inflater, size);
 }
 
 void H2Decoder::stall(bool begin, std::uint32_t stream, std::int64_t t, EventBatch &out)
@@ -642,6 +688,10 @@ void H2Decoder::inflateBlock(WireEvent &e, std::int64_t t, EventBatch &out)
         }
         in += rv;
         inlen -= size_t(rv);
+        if ((inflateFlags & NGHTTP2_HD_INFLATE_EMIT) && nv.namelen == 1 && nv.name[0] == 1) {
+            e.hpackUnknown = true; // a reference to an entry from before we had the context
+            inflateFlags &= ~NGHTTP2_HD_INFLATE_EMIT;
+        }
         if (inflateFlags & NGHTTP2_HD_INFLATE_EMIT) {
             // Inflate everything to keep the HPACK context in step, but keep only up to the limit.
             if (kept + nv.namelen + nv.valuelen <= m_limits.maxHeaderListBytes) {

@@ -97,7 +97,7 @@ private:
     H2Decoder *m_peer = nullptr;
     nghttp2_hd_inflater *m_inflater = nullptr;
     bool m_midStream = false;
-    std::uint32_t m_headerTableSize = 4096; // the receiver's SETTINGS_HEADER_TABLE_SIZE, for a fresh inflater
+    bool m_primed = false; // the inflater holds placeholders for an unknown context (see resetInflater)
     size_t m_prefaceHave = 0;
     std::string m_sniff; // bytes that are not a preface, kept until they are enough to name what they are
     bool m_sawFirstFrame = false;

@@ -91,12 +91,17 @@ private slots:
         QTest::newRow("unknown scenario") << QStringList{"run", "nope"} << 2 << "unknown scenario 'nope'";
         QTest::newRow("capture missing target")
             << QStringList{"capture", "--listen", "127.0.0.1:0", "--out", "x.json"} << 2 << "capture needs --target";
+        QTest::newRow("capture missing out")
+            << QStringList{"capture", "--target", "127.0.0.1:1"} << 2 << "capture needs --out";
         QTest::newRow("bad listen") << QStringList{"capture", "--listen", "localhost", "--target", "127.0.0.1:1",
                                                    "--out", "x.json"}
                                     << 2 << "expected HOST:PORT";
         QTest::newRow("bad port") << QStringList{"capture", "--listen", "127.0.0.1:70000", "--target",
                                                  "127.0.0.1:1", "--out", "x.json"}
                                   << 2 << "bad port '70000'";
+        QTest::newRow("remote bind needs a flag")
+            << QStringList{"capture", "--listen", "0.0.0.0:0", "--target", "127.0.0.1:1", "--out", "x.json"} << 2
+            << "pass --allow-remote";
         QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
                                                      "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
                                       << 2 << "--duration needs a positive number";
@@ -175,9 +180,9 @@ private slots:
         const QString out = dir.filePath("capture.json");
 
         QProcess p;
-        p.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--listen", "127.0.0.1:0", "--target",
-                                               QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out,
-                                               "--frames"});
+        // No --listen: the default is loopback with a free port.
+        p.start(QStringLiteral(RPCSCOPE_CLI),
+                {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--frames"});
         QVERIFY(p.waitForStarted());
         QString line;
         QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);

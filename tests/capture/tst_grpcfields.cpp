@@ -59,6 +59,8 @@ private slots:
         QCOMPARE(r.timeoutNs.value_or(0), std::int64_t(99'000'000));
         QCOMPARE(r.previousAttempts.value_or(-1), 2);
         QCOMPARE(r.callId, std::string("c-7"));
+        QVERIFY(r.encoding.empty());
+        QCOMPARE(extractGrpcFields({{"grpc-encoding", "gzip"}}).encoding, std::string("gzip"));
         QVERIFY(!r.status);
 
         const std::vector<Header> trailers = {

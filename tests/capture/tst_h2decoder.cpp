@@ -455,6 +455,16 @@ EventBatch decodeWhole(const Chunks &chunks)
     return out;
 }
 
+// Like decodeWhole, but chunk i is read at i microseconds, so times tell reads apart.
+EventBatch decodeWholeTimed(const Chunks &chunks)
+{
+    ConnectionDecoder d(kConnection);
+    EventBatch out;
+    for (size_t i = 0; i < chunks.size(); ++i)
+        d.feed(chunks[i].dir, bytes(chunks[i].bytes), chunks[i].bytes.size(), std::int64_t(i) * 1000, out);
+    return out;
+}
+
 // Chunk `which` arrives in two reads split at `at`; every other chunk in one.
 EventBatch decodeSplit(const Chunks &chunks, size_t which, size_t at)
 {
@@ -960,6 +970,209 @@ private slots:
         d.feed(dir, reinterpret_cast<const std::uint8_t *>(huge.constData()), size_t(huge.size()), 8, events);
         QCOMPARE(events.size(), size_t(1));
         QVERIFY(d.decoder(dir).failed());
+    }
+
+
+    // A PING and its ACK are paired into a round-trip time measured between the two reads.
+    void pingRtt()
+    {
+        Conversation conv;
+        conv.pump();
+        conv.ping();
+        conv.pump();
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+        ConnectionDecoder d(kConnection);
+        EventBatch out;
+        std::int64_t pingAt = -1, ackAt = -1;
+        for (size_t i = 0; i < conv.m_chunks.size(); ++i) {
+            const auto &c = conv.m_chunks[i];
+            const size_t before = out.size();
+            d.feed(c.dir, bytes(c.bytes), c.bytes.size(), std::int64_t(i) * 1000, out);
+            for (size_t k = before; k < out.size(); ++k)
+                if (out[k].kind == EventKind::Frame && out[k].frameType == FramePing)
+                    (out[k].flags & FlagAck ? ackAt : pingAt) = out[k].tNs;
+        }
+        QVERIFY(pingAt >= 0 && ackAt > pingAt);
+        int acks = 0;
+        for (const WireEvent &e : out)
+            if (e.kind == EventKind::Frame && e.frameType == FramePing && (e.flags & FlagAck)) {
+                ++acks;
+                QCOMPARE(e.dir, S2C);
+                QCOMPARE(e.rttNs, ackAt - pingAt);
+            } else if (e.kind == EventKind::Frame && e.frameType == FramePing) {
+                QCOMPARE(e.rttNs, std::int64_t(-1));
+            }
+        QCOMPARE(acks, 1);
+    }
+
+    // A stream window of 1000 bytes against a 6000-byte reply: the server stalls until the client's
+    // WINDOW_UPDATE, and each stall has a begin and an end, in that order.
+    void streamFlowControlStall()
+    {
+        Conversation::Options o;
+        o.clientSettings = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1000}};
+        Conversation conv(o);
+        const auto id = conv.request(requestHeaders("fc"), grpcMessage(10));
+        conv.pump();
+        conv.respond(id, responseHeaders(), grpcMessage(6000), okTrailers());
+        conv.pump();
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+        const EventBatch out = decodeWholeTimed(conv.m_chunks);
+        verifyAgainstNghttp2(conv, out);
+        int begins = 0, ends = 0;
+        bool open = false;
+        for (const WireEvent &e : out) {
+            if (e.kind == EventKind::FlowStallBegin) {
+                QCOMPARE(e.dir, S2C);
+                QCOMPARE(e.stream, std::uint32_t(id));
+                QVERIFY(!open);
+                open = true;
+                ++begins;
+            } else if (e.kind == EventKind::FlowStallEnd) {
+                QCOMPARE(e.stream, std::uint32_t(id));
+                QVERIFY(open);
+                open = false;
+                ++ends;
+            }
+        }
+        // 6005 bytes through a 1000-byte window: at least five refills.
+        QVERIFY2(begins >= 5, qPrintable(QString::number(begins)));
+        QCOMPARE(ends, begins);
+        QVERIFY(!open);
+    }
+
+    // The connection window (65,535) runs out before a 100 KB reply is through.
+    void connectionFlowControlStall()
+    {
+        Conversation::Options o;
+        o.clientSettings = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
+        Conversation conv(o);
+        const auto id = conv.request(requestHeaders("fc2"), grpcMessage(10));
+        conv.pump();
+        conv.respond(id, responseHeaders(), grpcMessage(100000), okTrailers());
+        conv.pump();
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+        const EventBatch out = decodeWholeTimed(conv.m_chunks);
+        int connBegins = 0, connEnds = 0, streamStalls = 0;
+        for (const WireEvent &e : out) {
+            if (e.kind == EventKind::FlowStallBegin && e.stream == 0)
+                ++connBegins;
+            else if (e.kind == EventKind::FlowStallEnd && e.stream == 0)
+                ++connEnds;
+            else if (e.kind == EventKind::FlowStallBegin)
+                ++streamStalls;
+        }
+        QVERIFY(connBegins >= 1);
+        QCOMPARE(connEnds, connBegins);
+        QCOMPARE(streamStalls, 0);
+    }
+
+    // Capture starting in the middle of a connection: frames from the first boundary on are recorded exactly,
+    // and a header block is either decoded right or marked hpackUnknown, never decoded wrong.
+    void attachMidStream()
+    {
+        Conversation conv;
+        std::vector<std::int32_t> ids;
+        for (int i = 0; i < 12; ++i) {
+            ids.push_back(conv.request(requestHeaders("mid-" + std::to_string(i), i % 3,
+                                                      "/pkg.Svc/Method" + std::to_string(i)),
+                                       grpcMessage(200 + i)));
+            conv.pump();
+            conv.respond(ids.back(), responseHeaders(), grpcMessage(300), okTrailers());
+            conv.pump();
+        }
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+        for (Direction dir : {C2S, S2C}) {
+            std::string all;
+            for (const auto &c : conv.m_chunks)
+                if (c.dir == dir)
+                    all += c.bytes;
+            // Frame starts, walked independently of the decoder.
+            std::vector<size_t> starts;
+            for (size_t at = dir == C2S ? 24 : 0; at + 9 <= all.size();
+                 at += 9 + ((std::uint8_t(all[at]) << 16) | (std::uint8_t(all[at + 1]) << 8) | std::uint8_t(all[at + 2])))
+                starts.push_back(at);
+            QCOMPARE(starts.size(), conv.m_frames[index(dir)].size());
+            for (size_t cut : {all.size() / 3, all.size() / 2 + 7, all.size() * 2 / 3 + 1}) {
+                const size_t first = size_t(std::lower_bound(starts.begin(), starts.end(), cut) - starts.begin());
+                ConnectionDecoder d(kConnection);
+                d.attachMidStream();
+                EventBatch out;
+                // In pieces, so resynchronisation must also work across reads.
+                for (size_t at = cut; at < all.size(); at += 777)
+                    d.feed(dir, bytes(all) + at, std::min<size_t>(777, all.size() - at), 1, out);
+                QCOMPARE(count(out, EventKind::DecodeError), 0);
+                QCOMPARE(count(out, EventKind::Notice), 1);
+                const std::vector<FrameInfo> expected(conv.m_frames[index(dir)].begin() + long(first),
+                                                      conv.m_frames[index(dir)].end());
+                const auto got = framesOf(out, dir);
+                QVERIFY2(got == expected, mismatch(got, expected).constData());
+                // Every header shown is one the block really had; references to entries from before the
+                // attach are left out and the block is marked. A new :path value is a literal with a static
+                // name, so it is recovered in every request block, context or not.
+                int blocks = 0;
+                for (const WireEvent *e : headersEventsOf(out, dir)) {
+                    auto within = [&](const Block &b) {
+                        if (b.stream != e->stream)
+                            return false;
+                        if (!e->hpackUnknown)
+                            return b.headers == e->headers;
+                        for (const Header &h : e->headers)
+                            if (std::find(b.headers.begin(), b.headers.end(), h) == b.headers.end())
+                                return false;
+                        return true;
+                    };
+                    const auto &truth = conv.m_blocks[index(dir)];
+                    QVERIFY2(std::any_of(truth.begin(), truth.end(), within), describe(*e).c_str());
+                    if (dir == C2S)
+                        QCOMPARE(e->grpc.path, "/pkg.Svc/Method" + std::to_string((e->stream - 1) / 2));
+                    ++blocks;
+                }
+                QVERIFY(blocks >= 3);
+            }
+        }
+    }
+
+    // Limits: an oversized header list is cut (and HPACK stays in step); an oversized block stops decoding.
+    void limits()
+    {
+        Conversation conv;
+        auto big = requestHeaders("big");
+        big.push_back({"x-big", std::string(5000, 'b')});
+        conv.request(big, grpcMessage(1));
+        conv.request(requestHeaders("after"), grpcMessage(1));
+        conv.pump();
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+
+        DecoderLimits small;
+        small.maxHeaderListBytes = 1000;
+        ConnectionDecoder d(kConnection, small);
+        EventBatch out;
+        for (const auto &c : conv.m_chunks)
+            d.feed(c.dir, bytes(c.bytes), c.bytes.size(), 0, out);
+        const auto blocks = headersEventsOf(out, C2S);
+        QCOMPARE(int(blocks.size()), 2);
+        QVERIFY(blocks[0]->truncated);
+        size_t kept = 0;
+        for (const Header &h : blocks[0]->headers)
+            kept += h.name.size() + h.value.size();
+        QVERIFY(kept <= 1000);
+        QCOMPARE(blocks[0]->grpc.callId, std::string("big")); // fields before the cut survive
+        QVERIFY(!blocks[1]->truncated);
+        QVERIFY(blocks[1]->headers == conv.m_blocks[0][1].headers);
+        QCOMPARE(count(out, EventKind::Notice), 1);
+        QCOMPARE(count(out, EventKind::DecodeError), 0);
+
+        DecoderLimits tiny;
+        tiny.maxHeaderBlockBytes = 2000;
+        ConnectionDecoder d2(kConnection, tiny);
+        EventBatch out2;
+        for (const auto &c : conv.m_chunks)
+            d2.feed(c.dir, bytes(c.bytes), c.bytes.size(), 0, out2);
+        QCOMPARE(count(out2, EventKind::DecodeError), 1);
+        QVERIFY(d2.decoder(C2S).failed());
+        QVERIFY(QString::fromStdString(d2.decoder(C2S).error()).contains("limit"));
+        QVERIFY(!d2.decoder(S2C).failed());
     }
 
     // HTTP/1.x arriving a byte at a time is still named HTTP/1.x, not just "no preface".
