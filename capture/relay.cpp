@@ -221,11 +221,14 @@ struct Relay::Impl
     std::deque<Chunk> queue;
     bool decoderStopping = false;
     std::atomic<size_t> backlog{0};
+    std::atomic<size_t> peakBacklog{0};
     std::thread decoderThread;
 
     void push(Chunk &&c)
     {
-        backlog += c.bytes.size();
+        const size_t now = backlog += c.bytes.size();
+        if (now > peakBacklog.load(std::memory_order_relaxed))
+            peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
         {
             std::lock_guard lk(mu);
             queue.push_back(std::move(c));
@@ -654,6 +657,16 @@ HostPort Relay::listenAddress() const
 std::uint64_t Relay::bytesRelayed() const
 {
     return d->bytes.load();
+}
+
+size_t Relay::decoderBacklog() const
+{
+    return d->backlog.load();
+}
+
+size_t Relay::peakDecoderBacklog() const
+{
+    return d->peakBacklog.load();
 }
 
 int Relay::openConnections() const

@@ -44,6 +44,9 @@ public:
     HostPort listenAddress() const;
     std::uint64_t bytesRelayed() const;
     int openConnections() const;
+    // Bytes read but not yet decoded, now and at most so far: what the relay holds for the decoder.
+    size_t decoderBacklog() const;
+    size_t peakDecoderBacklog() const;
 
 private:
     struct Impl;
