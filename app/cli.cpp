@@ -31,10 +31,12 @@ const char kUsage[] =
     "  rpcscope-cli run NAME [--json FILE] [--png FILE] [--frames]\n"
     "      Run a lab scenario headless through the capture proxy. Exits 1 if its expected outcome did not hold.\n"
     "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE.json [--duration SECONDS]\n"
-    "                       [--frames] [--allow-remote]\n"
+    "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep BYTES]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE.json.\n"
     "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
     "      Listening on a non-loopback address needs --allow-remote.\n"
+    "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
+    "      (default 65536) bounds the bytes of each gRPC message kept for inspection.\n"
     "  --frames   also write every HTTP/2 frame into the JSON\n";
 
 std::atomic<bool> g_stop{false};
@@ -161,9 +163,20 @@ int cmdCapture(const std::vector<std::string> &args)
 {
     std::map<std::string, std::string> opts;
     std::string error;
-    if (!parseOptions(args, {"--listen", "--target", "--out", "--duration"}, {"--frames", "--allow-remote"}, &opts,
-                      &error))
+    if (!parseOptions(args, {"--listen", "--target", "--out", "--duration", "--max-header-list", "--max-message-keep"},
+                      {"--frames", "--allow-remote"}, &opts, &error))
         return usageError(error);
+    DecoderLimits limits;
+    for (auto [flag, field] : {std::pair{"--max-header-list", &limits.maxHeaderListBytes},
+                               std::pair{"--max-message-keep", &limits.maxMessageKeepBytes}}) {
+        if (!opts.count(flag))
+            continue;
+        bool ok = false;
+        const qulonglong v = QString::fromStdString(opts[flag]).toULongLong(&ok);
+        if (!ok || v > (1u << 30))
+            return usageError(std::string(flag) + " needs a byte count up to 1073741824, got '" + opts[flag] + "'");
+        *field = size_t(v);
+    }
     for (const char *required : {"--target", "--out"})
         if (!opts.count(required))
             return usageError(std::string("capture needs ") + required);
@@ -196,6 +209,7 @@ int cmdCapture(const std::vector<std::string> &args)
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
     Relay relay;
+    relay.setDecoderLimits(limits);
     if (!relay.start(listen, target, queuedSinkTo(&model), &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;

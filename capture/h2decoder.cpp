@@ -621,6 +621,9 @@ void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::
             m.remaining = be32(m.prefix + 1);
         }
         const std::uint32_t n = std::min(len, m.remaining);
+        if (m.kept.size() < m_limits.maxMessageKeepBytes)
+            m.kept.append(reinterpret_cast<const char *>(p),
+                          std::min<size_t>(n, m_limits.maxMessageKeepBytes - m.kept.size()));
         p += n;
         len -= n;
         m.remaining -= n;
@@ -629,6 +632,15 @@ void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::
             e.stream = stream;
             e.length = be32(m.prefix + 1);
             e.compressed = m.prefix[0] & 1;
+            e.truncated = e.length > m.kept.size();
+            if (e.truncated && !m_noticedMessageLimit) {
+                m_noticedMessageLimit = true;
+                notice("messages over " + std::to_string(m_limits.maxMessageKeepBytes) +
+                           " bytes are kept truncated for inspection",
+                       stream, t, out);
+            }
+            e.payload = std::move(m.kept);
+            m.kept = std::string();
             out.push_back(std::move(e));
             m.prefixHave = 0;
             if (m.resetByPeer) {

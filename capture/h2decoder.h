@@ -18,6 +18,7 @@ struct DecoderLimits
     size_t maxHeaderListBytes = 64 * 1024;   // decoded names + values kept per header block; the rest is cut
     size_t maxHeaderBlockBytes = 1 << 20;    // encoded HEADERS + CONTINUATION bytes of one block
     size_t maxFrameBytes = (1u << 24) - 1;   // largest frame buffered across reads (protocol maximum)
+    size_t maxMessageKeepBytes = 64 * 1024;  // leading bytes of each gRPC message kept for inspection
 };
 
 // Passive decoder for one direction of one HTTP/2 connection. It never answers the peer; it only delimits
@@ -57,6 +58,7 @@ private:
         // The other side reset the stream while this side was mid-message: finish the message already on
         // the wire, then forget the stream.
         bool resetByPeer = false;
+        std::string kept; // the message's first bytes, up to maxMessageKeepBytes
     };
     // What this direction (the sender) may still send on a stream before the receiver's WINDOW_UPDATE.
     struct StreamFlow
@@ -97,6 +99,7 @@ private:
     H2Decoder *m_peer = nullptr;
     nghttp2_hd_inflater *m_inflater = nullptr;
     bool m_midStream = false;
+    bool m_noticedMessageLimit = false;
     bool m_primed = false; // the inflater holds placeholders for an unknown context (see resetInflater)
     size_t m_prefaceHave = 0;
     std::string m_sniff; // bytes that are not a preface, kept until they are enough to name what they are

@@ -204,6 +204,7 @@ struct Relay::Impl
 
     HostPort listenAddr;
     HostPort target;
+    DecoderLimits limits;
     std::vector<sockaddr_storage> targetAddrs;
     Sink sink;
     std::int64_t acceptPausedUntil = 0;
@@ -504,7 +505,7 @@ void Relay::Impl::decoderLoop()
             const size_t before = batch.size();
             switch (c.kind) {
             case Chunk::Open: {
-                decoders[c.conn] = std::make_unique<ConnectionDecoder>(c.conn);
+                decoders[c.conn] = std::make_unique<ConnectionDecoder>(c.conn, limits);
                 WireEvent e;
                 e.kind = EventKind::ConnectionOpened;
                 e.connection = c.conn;
@@ -562,6 +563,11 @@ Relay::Relay() : d(std::make_unique<Impl>()) {}
 Relay::~Relay()
 {
     stop();
+}
+
+void Relay::setDecoderLimits(const DecoderLimits &limits)
+{
+    d->limits = limits;
 }
 
 bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error)

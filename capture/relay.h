@@ -1,6 +1,7 @@
 #pragma once
 
 #include "events.h"
+#include "h2decoder.h"
 
 #include <atomic>
 #include <cstdint>
@@ -35,6 +36,9 @@ public:
     ~Relay();
     Relay(const Relay &) = delete;
     Relay &operator=(const Relay &) = delete;
+
+    // Applies to connections accepted after the next start().
+    void setDecoderLimits(const DecoderLimits &limits);
 
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);

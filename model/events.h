@@ -87,7 +87,8 @@ struct WireEvent
     std::vector<Header> headers; // Headers only
     GrpcFields grpc;             // Headers only
     bool hpackUnknown = false;   // Headers: decoded without the full HPACK context (attached mid-connection)
-    bool truncated = false;      // Headers: the list was cut at the header-list limit
+    bool truncated = false;      // Headers: the list was cut at the header-list limit; Message: payload was cut
+    std::string payload;         // Message: its first bytes (without the 5-byte prefix), up to the keep limit
 
     std::uint32_t lastStreamId = 0;    // GOAWAY
     std::uint32_t windowIncrement = 0; // WINDOW_UPDATE

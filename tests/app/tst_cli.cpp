@@ -102,6 +102,9 @@ private slots:
         QTest::newRow("remote bind needs a flag")
             << QStringList{"capture", "--listen", "0.0.0.0:0", "--target", "127.0.0.1:1", "--out", "x.json"} << 2
             << "pass --allow-remote";
+        QTest::newRow("bad limit") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json",
+                                                  "--max-header-list", "lots"}
+                                   << 2 << "--max-header-list needs a byte count";
         QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
                                                      "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
                                       << 2 << "--duration needs a positive number";

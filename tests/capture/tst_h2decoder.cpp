@@ -1175,6 +1175,34 @@ private slots:
         QVERIFY(!d2.decoder(S2C).failed());
     }
 
+
+    // Each message's first bytes are kept for inspection, up to the limit; longer ones are marked truncated.
+    void messageKeepLimit()
+    {
+        Conversation conv;
+        std::string body = grpcMessage(50, false, 'a') + grpcMessage(30000, false, 'b');
+        conv.request(requestHeaders("keep"), body);
+        conv.pump();
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+        DecoderLimits limits;
+        limits.maxMessageKeepBytes = 100;
+        ConnectionDecoder d(kConnection, limits);
+        EventBatch out;
+        for (const auto &c : conv.m_chunks)
+            d.feed(c.dir, bytes(c.bytes), c.bytes.size(), 0, out);
+        std::vector<const WireEvent *> msgs;
+        for (const WireEvent &e : out)
+            if (e.kind == EventKind::Message)
+                msgs.push_back(&e);
+        QCOMPARE(int(msgs.size()), 2);
+        QCOMPARE(msgs[0]->payload, std::string(50, 'a'));
+        QVERIFY(!msgs[0]->truncated);
+        QCOMPARE(msgs[1]->payload, std::string(100, 'b'));
+        QVERIFY(msgs[1]->truncated);
+        QCOMPARE(msgs[1]->length, std::uint32_t(30000));
+        QCOMPARE(count(out, EventKind::Notice), 1);
+    }
+
     // HTTP/1.x arriving a byte at a time is still named HTTP/1.x, not just "no preface".
     void garbageOneByteAtATime()
     {
