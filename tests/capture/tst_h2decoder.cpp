@@ -1203,6 +1203,42 @@ private slots:
         QCOMPARE(count(out, EventKind::Notice), 1);
     }
 
+
+    // PRIORITY, PUSH_PROMISE and an extension frame type: recorded, and decoding goes on past them.
+    void otherFrameTypes()
+    {
+        auto frame = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string &payload) {
+            const auto n = std::uint32_t(payload.size());
+            std::string f{char(n >> 16), char(n >> 8), char(n), char(type), char(flags),
+                          char(stream >> 24), char(stream >> 16), char(stream >> 8), char(stream)};
+            return f + payload;
+        };
+        ConnectionDecoder d(kConnection);
+        EventBatch out;
+        const std::string c2s = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + frame(FrameSettings, 0, 0, {}) +
+                                frame(FramePriority, 0, 3, std::string("\0\0\0\1\x10", 5)) +
+                                frame(0x0a, 0, 0, std::string("\0\0ab\0\0", 6)) + // ALTSVC, unknown to us
+                                frame(FrameHeaders, FlagEndHeaders | FlagEndStream, 1, "\x83\x84\x86");
+        // :method GET (2), :path / (4), :scheme http (6) from the static table; promised stream 2.
+        const std::string s2c = frame(FrameSettings, 0, 0, {}) +
+                                frame(FramePushPromise, FlagEndHeaders, 1, std::string("\0\0\0\2\x82\x84\x86", 7));
+        d.feed(C2S, bytes(c2s), c2s.size(), 1, out);
+        d.feed(S2C, bytes(s2c), s2c.size(), 2, out);
+        QCOMPARE(count(out, EventKind::DecodeError), 0);
+        const auto c2sFrames = framesOf(out, C2S);
+        QCOMPARE(int(c2sFrames.size()), 4);
+        QCOMPARE(c2sFrames[1].type, std::uint8_t(FramePriority));
+        QCOMPARE(c2sFrames[2].type, std::uint8_t(0x0a));
+        QCOMPARE(frameTypeName(0x0a), "UNKNOWN");
+        const auto req = headersEventsOf(out, C2S);
+        QCOMPARE(int(req.size()), 1);
+        QCOMPARE(req[0]->headers, (std::vector<Header>{{":method", "POST"}, {":path", "/"}, {":scheme", "http"}}));
+        const auto push = headersEventsOf(out, S2C);
+        QCOMPARE(int(push.size()), 1);
+        QCOMPARE(push[0]->frameType, std::uint8_t(FramePushPromise));
+        QCOMPARE(push[0]->headers, (std::vector<Header>{{":method", "GET"}, {":path", "/"}, {":scheme", "http"}}));
+    }
+
     // HTTP/1.x arriving a byte at a time is still named HTTP/1.x, not just "no preface".
     void garbageOneByteAtATime()
     {
