@@ -9,33 +9,45 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace rpcscope::lab {
 
 namespace {
 
-// Runs delayed replies without parking a gRPC callback thread in sleep().
+// Runs delayed replies and stream intervals without parking a gRPC callback thread in sleep().
 class Scheduler
 {
 public:
     Scheduler() : m_thread([this] { loop(); }) {}
-    ~Scheduler()
+    ~Scheduler() { stop(); }
+
+    // Runs fn at tNs on the scheduler thread; once stop() has begun, at once on the caller's thread, so a
+    // stream that schedules its next write while the server shuts down still reaches Finish.
+    void at(std::int64_t tNs, std::function<void()> fn)
+    {
+        {
+            std::lock_guard lk(m_mu);
+            if (!m_stopping) {
+                m_tasks.emplace(tNs, std::move(fn));
+                m_cv.notify_one();
+                return;
+            }
+        }
+        fn();
+    }
+
+    // Runs every pending task now and joins the thread. The object stays valid for late at() calls.
+    void stop()
     {
         {
             std::lock_guard lk(m_mu);
             m_stopping = true;
         }
         m_cv.notify_one();
-        m_thread.join();
-    }
-    void at(std::int64_t tNs, std::function<void()> fn)
-    {
-        {
-            std::lock_guard lk(m_mu);
-            m_tasks.emplace(tNs, std::move(fn));
-        }
-        m_cv.notify_one();
+        if (m_thread.joinable())
+            m_thread.join();
     }
 
 private:
@@ -70,6 +82,63 @@ private:
     std::thread m_thread;
 };
 
+// The arrival log shared by every method.
+class ArrivalLog
+{
+public:
+    Arrival record(std::string callId, std::int64_t tNs, const grpc::CallbackServerContext *ctx)
+    {
+        Arrival a;
+        a.tNs = tNs;
+        a.callId = std::move(callId);
+        const auto &md = ctx->client_metadata();
+        if (auto it = md.find("grpc-previous-rpc-attempts"); it != md.end())
+            a.previousAttempts = std::atoi(std::string(it->second.data(), it->second.size()).c_str());
+        std::lock_guard lk(m_mu);
+        a.arrival = ++m_counts[a.callId];
+        m_log.push_back(a);
+        return a;
+    }
+    std::vector<Arrival> all() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_log;
+    }
+    std::vector<Arrival> forCall(const std::string &callId) const
+    {
+        std::lock_guard lk(m_mu);
+        std::vector<Arrival> out;
+        for (const Arrival &a : m_log)
+            if (a.callId == callId)
+                out.push_back(a);
+        return out;
+    }
+
+private:
+    mutable std::mutex m_mu;
+    std::vector<Arrival> m_log;
+    std::map<std::string, int> m_counts;
+};
+
+std::string metadataCallId(const grpc::CallbackServerContext *ctx)
+{
+    const auto &md = ctx->client_metadata();
+    auto it = md.find("rpcscope-call-id");
+    return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+// The status a CallRequest asks for on this arrival: OK, or its failure (with a pushback trailer if asked).
+grpc::Status requestedStatus(const CallRequest &req, int arrival, grpc::CallbackServerContext *ctx)
+{
+    if (arrival > req.fail_first_n())
+        return grpc::Status::OK;
+    const std::string message =
+        req.fail_message().empty() ? "lab: failing arrival " + std::to_string(arrival) : req.fail_message();
+    if (req.has_pushback_ms())
+        ctx->AddTrailingMetadata("grpc-retry-pushback-ms", std::to_string(req.pushback_ms()));
+    return grpc::Status(grpc::StatusCode(req.fail_code()), message);
+}
+
 class Reactor : public grpc::ServerUnaryReactor
 {
 public:
@@ -89,13 +158,177 @@ private:
     bool m_headersFirst;
 };
 
+// ServerStream: `count` replies, `interval_ms` apart, optionally failing after `fail_after` of them.
+class StreamWriter : public grpc::ServerWriteReactor<CallReply>
+{
+public:
+    StreamWriter(Scheduler *scheduler, const StreamRequest &req, const Arrival &arrival)
+        : m_scheduler(scheduler), m_count(std::max(0, req.count())),
+          m_intervalNs(std::int64_t(std::max(0, req.interval_ms())) * 1'000'000)
+    {
+        if (req.has_fail_after() && (req.fail_first_n() <= 0 || arrival.arrival <= req.fail_first_n())) {
+            m_failAfter = std::max(0, req.fail_after());
+            m_failStatus = grpc::Status(grpc::StatusCode(req.fail_code()),
+                                        req.fail_message().empty()
+                                            ? "lab: failing arrival " + std::to_string(arrival.arrival) +
+                                                  " after " + std::to_string(*m_failAfter) + " messages"
+                                            : req.fail_message());
+        }
+        m_reply.set_call_id(req.call_id());
+        m_reply.set_arrival(arrival.arrival);
+        // One payload for the whole stream: serialising is the only per-message copy.
+        m_reply.set_payload(std::string(std::max(0, req.message_size()), 's'));
+        next();
+    }
+    void OnWriteDone(bool ok) override
+    {
+        if (!ok) {
+            Finish(grpc::Status(grpc::StatusCode::CANCELLED, "lab: stream write failed"));
+            return;
+        }
+        ++m_sent;
+        if (m_intervalNs > 0 && m_sent < m_count)
+            m_scheduler->at(steadyNowNs() + m_intervalNs, [this] { next(); });
+        else
+            next();
+    }
+    void OnDone() override { delete this; }
+
+private:
+    void next()
+    {
+        if (m_failAfter && m_sent >= *m_failAfter) {
+            Finish(m_failStatus);
+            return;
+        }
+        if (m_sent >= m_count) {
+            Finish(grpc::Status::OK);
+            return;
+        }
+        m_reply.set_sequence(m_sent + 1);
+        StartWrite(&m_reply);
+    }
+
+    Scheduler *m_scheduler;
+    int m_count;
+    std::int64_t m_intervalNs;
+    std::optional<int> m_failAfter;
+    grpc::Status m_failStatus;
+    CallReply m_reply;
+    int m_sent = 0;
+};
+
+// ClientStream: counts the requests and their payload bytes, then replies once.
+class StreamReader : public grpc::ServerReadReactor<CallRequest>
+{
+public:
+    StreamReader(ArrivalLog *log, grpc::CallbackServerContext *ctx, CallReply *reply)
+        : m_log(log), m_ctx(ctx), m_reply(reply), m_t(steadyNowNs()), m_callId(metadataCallId(ctx))
+    {
+        StartRead(&m_req);
+    }
+    void OnReadDone(bool ok) override
+    {
+        if (ok) {
+            if (m_messages == 0)
+                first();
+            ++m_messages;
+            m_bytes += m_req.payload().size();
+            StartRead(&m_req);
+            return;
+        }
+        // The client half-closed (or went away; then Finish is a no-op for it).
+        if (m_messages == 0)
+            m_arrival = m_log->record(m_callId, m_t, m_ctx);
+        if (!m_status.ok()) {
+            Finish(m_status);
+            return;
+        }
+        m_reply->set_call_id(m_arrival.callId);
+        m_reply->set_arrival(m_arrival.arrival);
+        m_reply->set_messages(m_messages);
+        m_reply->set_bytes(m_bytes);
+        Finish(grpc::Status::OK);
+    }
+    void OnDone() override { delete this; }
+
+private:
+    void first()
+    {
+        m_arrival = m_log->record(m_callId.empty() ? m_req.call_id() : m_callId, m_t, m_ctx);
+        m_status = requestedStatus(m_req, m_arrival.arrival, m_ctx);
+    }
+
+    ArrivalLog *m_log;
+    grpc::CallbackServerContext *m_ctx;
+    CallReply *m_reply;
+    std::int64_t m_t;
+    std::string m_callId;
+    Arrival m_arrival;
+    grpc::Status m_status;
+    CallRequest m_req;
+    int m_messages = 0;
+    std::int64_t m_bytes = 0;
+};
+
+// Bidi: strictly one reply per request, read and write alternating, so at most one write is in flight.
+class Echo : public grpc::ServerBidiReactor<CallRequest, CallReply>
+{
+public:
+    Echo(ArrivalLog *log, grpc::CallbackServerContext *ctx)
+        : m_log(log), m_ctx(ctx), m_t(steadyNowNs()), m_callId(metadataCallId(ctx))
+    {
+        StartRead(&m_req);
+    }
+    void OnReadDone(bool ok) override
+    {
+        if (!ok) {
+            if (m_replies == 0)
+                m_log->record(m_callId, m_t, m_ctx);
+            Finish(grpc::Status::OK);
+            return;
+        }
+        if (m_replies == 0) {
+            m_arrival = m_log->record(m_callId.empty() ? m_req.call_id() : m_callId, m_t, m_ctx);
+            if (grpc::Status status = requestedStatus(m_req, m_arrival.arrival, m_ctx); !status.ok()) {
+                Finish(status);
+                return;
+            }
+        }
+        m_reply.set_call_id(m_arrival.callId);
+        m_reply.set_arrival(m_arrival.arrival);
+        m_reply.set_sequence(++m_replies);
+        const size_t size = size_t(std::max(0, m_req.response_size()));
+        if (m_reply.payload().size() != size)
+            m_reply.set_payload(std::string(size, 'b'));
+        StartWrite(&m_reply);
+    }
+    void OnWriteDone(bool ok) override
+    {
+        if (!ok) {
+            Finish(grpc::Status(grpc::StatusCode::CANCELLED, "lab: stream write failed"));
+            return;
+        }
+        StartRead(&m_req);
+    }
+    void OnDone() override { delete this; }
+
+private:
+    ArrivalLog *m_log;
+    grpc::CallbackServerContext *m_ctx;
+    std::int64_t m_t;
+    std::string m_callId;
+    Arrival m_arrival;
+    CallRequest m_req;
+    CallReply m_reply;
+    int m_replies = 0;
+};
+
 } // namespace
 
 struct LabServer::Impl : public Lab::CallbackService
 {
-    mutable std::mutex mu;
-    std::vector<Arrival> log;
-    std::map<std::string, int> counts;
+    ArrivalLog log;
     std::unique_ptr<Scheduler> scheduler;
     std::unique_ptr<grpc::Server> server;
     int port = 0;
@@ -104,38 +337,37 @@ struct LabServer::Impl : public Lab::CallbackService
                                    CallReply *reply) override
     {
         const std::int64_t t = steadyNowNs();
-        Arrival a;
-        a.tNs = t;
-        a.callId = req->call_id();
-        const auto &md = ctx->client_metadata();
-        if (auto it = md.find("grpc-previous-rpc-attempts"); it != md.end())
-            a.previousAttempts = std::atoi(std::string(it->second.data(), it->second.size()).c_str());
-        {
-            std::lock_guard lk(mu);
-            a.arrival = ++counts[a.callId];
-            log.push_back(a);
-        }
-
-        grpc::Status status = grpc::Status::OK;
-        const bool fail = a.arrival <= req->fail_first_n();
-        if (fail) {
-            const std::string message = req->fail_message().empty()
-                                            ? "lab: failing arrival " + std::to_string(a.arrival)
-                                            : req->fail_message();
-            status = grpc::Status(grpc::StatusCode(req->fail_code()), message);
-            if (req->has_pushback_ms())
-                ctx->AddTrailingMetadata("grpc-retry-pushback-ms", std::to_string(req->pushback_ms()));
-        } else {
+        const Arrival a = log.record(req->call_id(), t, ctx);
+        const grpc::Status status = requestedStatus(*req, a.arrival, ctx);
+        if (status.ok()) {
             reply->set_call_id(req->call_id());
             reply->set_arrival(a.arrival);
             reply->set_payload(std::string(std::max(0, req->response_size()), 'r'));
         }
-        auto *reactor = new Reactor(status, fail && req->send_initial_metadata());
+        auto *reactor = new Reactor(status, !status.ok() && req->send_initial_metadata());
         if (req->delay_ms() > 0)
             scheduler->at(t + std::int64_t(req->delay_ms()) * 1'000'000, [reactor] { reactor->begin(); });
         else
             reactor->begin();
         return reactor;
+    }
+
+    grpc::ServerWriteReactor<CallReply> *ServerStream(grpc::CallbackServerContext *ctx,
+                                                      const StreamRequest *req) override
+    {
+        const Arrival a = log.record(req->call_id(), steadyNowNs(), ctx);
+        return new StreamWriter(scheduler.get(), *req, a);
+    }
+
+    grpc::ServerReadReactor<CallRequest> *ClientStream(grpc::CallbackServerContext *ctx,
+                                                       CallReply *reply) override
+    {
+        return new StreamReader(&log, ctx, reply);
+    }
+
+    grpc::ServerBidiReactor<CallRequest, CallReply> *Bidi(grpc::CallbackServerContext *ctx) override
+    {
+        return new Echo(&log, ctx);
     }
 };
 
@@ -167,10 +399,12 @@ void LabServer::stop()
 {
     if (!d->server)
         return;
-    d->scheduler.reset(); // sends every delayed reply now
+    d->scheduler->stop(); // sends every delayed reply and stream message now
     d->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     d->server->Wait();
     d->server.reset();
+    // Only now: a stream may schedule its next write until the server has finished every call.
+    d->scheduler.reset();
 }
 
 int LabServer::port() const
@@ -180,18 +414,12 @@ int LabServer::port() const
 
 std::vector<Arrival> LabServer::arrivals() const
 {
-    std::lock_guard lk(d->mu);
-    return d->log;
+    return d->log.all();
 }
 
 std::vector<Arrival> LabServer::arrivalsFor(const std::string &callId) const
 {
-    std::lock_guard lk(d->mu);
-    std::vector<Arrival> out;
-    for (const Arrival &a : d->log)
-        if (a.callId == callId)
-            out.push_back(a);
-    return out;
+    return d->log.forCall(callId);
 }
 
 } // namespace rpcscope::lab

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install what is missing (socat included), build, and run the benchmark: one table of rpcscope against
+# direct and socat baselines measured in the same run. About 2 minutes; pass --quick for about 20 s.
+set -euo pipefail
+# Build output goes to stderr, so stdout is the table alone.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
+
+exec "$BUILD_DIR/tests/bench/rpcscope-bench" "$@"
