@@ -32,7 +32,9 @@ constexpr size_t kMaxDecoderBacklog = 256u << 20;
 // Decoded events are flushed to the sink at least this often (DESIGN.md: batches of <= 16 ms).
 constexpr std::int64_t kFlushIntervalNs = 16'000'000;
 constexpr size_t kFlushEvents = 4096;
-constexpr size_t kReadSize = 64 * 1024;
+// One read takes up to this much: large reads mean fewer system calls and fewer chunks for the decoder when
+// streaming; a small unary RPC still arrives in one read.
+constexpr size_t kReadSize = 256 * 1024;
 
 std::atomic<std::uint32_t> g_nextConnectionId{1};
 
@@ -213,6 +215,7 @@ struct Relay::Impl
     std::atomic<bool> ioStopping{false};
     std::thread ioThread;
     std::list<Conn> conns;
+    std::vector<char> readBuffer = std::vector<char>(kReadSize); // relay thread only
     std::atomic<std::uint64_t> bytes{0};
     std::atomic<int> open{0};
 
@@ -343,9 +346,9 @@ bool Relay::Impl::flush(Conn &c, bool toClient)
 
 bool Relay::Impl::readSide(Conn &c, bool fromClient)
 {
-    char buf[kReadSize];
+    char *buf = readBuffer.data();
     const int src = fromClient ? c.cfd : c.sfd;
-    const ssize_t n = recv(src, buf, sizeof buf, 0);
+    const ssize_t n = recv(src, buf, readBuffer.size(), 0);
     // The read time is the event time: taken before forwarding so relaying cannot skew it.
     const std::int64_t t = steadyNowNs();
     if (n == 0) {
@@ -362,10 +365,28 @@ bool Relay::Impl::readSide(Conn &c, bool fromClient)
         return false;
     }
 
+    // Forward straight from the read buffer; only what the peer cannot take now is queued for it.
     std::string &out = fromClient ? c.toServer : c.toClient;
-    out.append(buf, size_t(n));
-    if (!flush(c, !fromClient))
-        return false;
+    size_t sent = 0;
+    if (out.size() == (fromClient ? c.toServerOff : c.toClientOff)) {
+        const int dst = fromClient ? c.sfd : c.cfd;
+        while (sent < size_t(n)) {
+            const ssize_t w = send(dst, buf + sent, size_t(n) - sent, MSG_NOSIGNAL);
+            if (w > 0) {
+                sent += size_t(w);
+            } else if (w < 0 && errno == EINTR) {
+                continue;
+            } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                break;
+            } else {
+                c.closeReason = std::string("could not write to ") + (fromClient ? "server" : "client") + ": " +
+                                std::strerror(errno);
+                return false;
+            }
+        }
+    }
+    if (sent < size_t(n))
+        out.append(buf + sent, size_t(n) - sent);
     bytes += std::uint64_t(n);
 
     if (c.decode) {
