@@ -27,9 +27,10 @@ namespace {
 const char kUsage[] =
     "usage:\n"
     "  rpcscope-cli list\n"
-    "      List the lab scenarios.\n"
-    "  rpcscope-cli run NAME [--json FILE] [--png FILE] [--frames]\n"
-    "      Run a lab scenario headless through the capture proxy. Exits 1 if its expected outcome did not hold.\n"
+    "      List the lab scenarios and their parameters.\n"
+    "  rpcscope-cli run NAME [--set KEY=VALUE ...] [--json FILE] [--png FILE] [--frames]\n"
+    "      Run a lab scenario headless through the capture proxy, with its parameters changed by --set.\n"
+    "      Exits 1 if its expected outcome did not hold.\n"
     "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE.json [--duration SECONDS]\n"
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep BYTES]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE.json.\n"
@@ -117,8 +118,15 @@ bool isLoopback(const std::string &host)
 
 int cmdList()
 {
+    int width = 0;
     for (const lab::Scenario &s : lab::allScenarios())
-        std::printf("%-16s %s\n", s.name.c_str(), s.title.c_str());
+        width = std::max(width, int(s.name.size()));
+    for (const lab::Scenario &s : lab::allScenarios()) {
+        std::printf("%-*s  %s\n", width, s.name.c_str(), s.title.c_str());
+        for (const lab::ScenarioParam &p : s.params)
+            std::printf("%-*s    --set %s=%s  %s\n", width, "", p.key.c_str(), p.defaultValue.c_str(),
+                        p.description.c_str());
+    }
     return 0;
 }
 
@@ -131,7 +139,24 @@ int cmdRun(const std::vector<std::string> &args)
         return usageError("unknown scenario '" + args[0] + "' (rpcscope-cli list shows them)");
     std::map<std::string, std::string> opts;
     std::string error;
-    if (!parseOptions({args.begin() + 1, args.end()}, {"--json", "--png"}, {"--frames"}, &opts, &error))
+    // --set may repeat, so it is taken out before the other options are parsed.
+    std::map<std::string, std::string> overrides;
+    std::vector<std::string> rest;
+    for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i] != "--set") {
+            rest.push_back(args[i]);
+            continue;
+        }
+        const std::string kv = i + 1 < args.size() ? args[++i] : std::string();
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0)
+            return usageError("--set needs KEY=VALUE, got '" + kv + "'");
+        overrides[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (!parseOptions(rest, {"--json", "--png"}, {"--frames"}, &opts, &error))
+        return usageError(error);
+    lab::ScenarioParams params;
+    if (!scenario->resolveParams(overrides, &params, &error))
         return usageError(error);
 
     TimelineModel model;
@@ -141,7 +166,7 @@ int cmdRun(const std::vector<std::string> &args)
         std::fprintf(stderr, "rpcscope-cli: could not start the lab: %s\n", error.c_str());
         return 1;
     }
-    const lab::ScenarioResult result = lab.run(*scenario);
+    const lab::ScenarioResult result = lab.run(*scenario, params);
     lab.stop(); // flushes every decoded event into the model's queue
     QCoreApplication::sendPostedEvents();
 

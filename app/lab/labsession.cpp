@@ -30,11 +30,19 @@ void LabSession::stop()
 
 ScenarioResult LabSession::run(const Scenario &scenario)
 {
+    ScenarioParams params;
+    std::string unused;
+    scenario.resolveParams({}, &params, &unused);
+    return run(scenario, params);
+}
+
+ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &params)
+{
     ScenarioContext ctx;
     ctx.target = m_relay.listenAddress().toString();
     ctx.server = &m_server;
     ctx.nextCallId = [this, name = scenario.name] { return name + "-" + std::to_string(m_nextCall++); };
-    return scenario.run(ctx);
+    return scenario.run(ctx, params);
 }
 
 } // namespace rpcscope::lab

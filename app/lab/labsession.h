@@ -21,7 +21,8 @@ public:
     void stop();
 
     // Blocking: call it off the GUI thread.
-    ScenarioResult run(const Scenario &scenario);
+    ScenarioResult run(const Scenario &scenario, const ScenarioParams &params);
+    ScenarioResult run(const Scenario &scenario); // with the default parameters
 
     const LabServer &server() const { return m_server; }
     HostPort proxyAddress() const { return m_relay.listenAddress(); }

@@ -3,12 +3,34 @@
 #include "labclient.h"
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace rpcscope::lab {
 
 class LabServer;
+
+// An editable scenario parameter. Values travel as text (GUI fields, CLI --set key=value).
+struct ScenarioParam
+{
+    std::string key;
+    std::string defaultValue;
+    std::string description;
+};
+
+class ScenarioParams
+{
+public:
+    ScenarioParams() = default;
+    explicit ScenarioParams(std::map<std::string, std::string> values) : m_values(std::move(values)) {}
+    int integer(const std::string &key) const;
+    double number(const std::string &key) const;
+    const std::string &text(const std::string &key) const;
+
+private:
+    std::map<std::string, std::string> m_values;
+};
 
 // What a scenario needs to run: where to send calls, the server to check against, fresh call ids.
 struct ScenarioContext
@@ -18,19 +40,33 @@ struct ScenarioContext
     std::function<std::string()> nextCallId;
 };
 
+// One call the scenario made, and what C-core 1.51 should do with it (grpc-core-retry-behaviour.md).
+struct ExpectedCall
+{
+    std::string callId;
+    int attempts = 0;    // attempts the server should see (= attempts on the wire)
+    int finalStatus = 0; // grpc::StatusCode the client should get
+};
+
 struct ScenarioResult
 {
     bool expectationHeld = false;
     std::string summary; // one line: what happened, and what was expected when it did not hold
     std::vector<CallResult> calls;
+    std::vector<ExpectedCall> expected;
 };
 
 struct Scenario
 {
     std::string name;
     std::string title;
-    std::string explanation; // what to look for on the timeline
-    std::function<ScenarioResult(const ScenarioContext &)> run;
+    std::string explanation; // what to look for on the timeline, and where C-core differs from grpc-go
+    std::vector<ScenarioParam> params;
+    std::function<ScenarioResult(const ScenarioContext &, const ScenarioParams &)> run;
+
+    // The defaults, overridden by `overrides`; unknown keys and malformed values are reported in `error`.
+    bool resolveParams(const std::map<std::string, std::string> &overrides, ScenarioParams *out,
+                       std::string *error) const;
 };
 
 const std::vector<Scenario> &allScenarios();

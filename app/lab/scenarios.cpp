@@ -1,43 +1,153 @@
+// The built-in scenarios. Expected outcomes follow what gRPC C-core 1.51 really does (measured, see
+// shared/reference/grpc-core-retry-behaviour.md); where grpc-go behaves differently the explanation says so.
+
 #include "labserver.h"
 #include "scenario.h"
 
 #include <grpcpp/support/status_code_enum.h>
 
+#include <cmath>
+#include <sstream>
+
 namespace rpcscope::lab {
 
 namespace {
 
-std::string retryConfig(int maxAttempts, const std::string &initialBackoff)
+constexpr int kUnavailable = grpc::StatusCode::UNAVAILABLE;
+
+std::string retryConfig(int maxAttempts, int initialBackoffMs, const std::string &method = "")
 {
-    return R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],"retryPolicy":{"maxAttempts":)" +
-           std::to_string(maxAttempts) + R"(,"initialBackoff":")" + initialBackoff +
-           R"(","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})";
+    std::ostringstream s;
+    s << R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab")"
+      << (method.empty() ? "" : R"(,"method":")" + method + "\"")
+      << R"(}],"retryPolicy":{"maxAttempts":)" << maxAttempts << R"(,"initialBackoff":")"
+      << initialBackoffMs / 1000.0 << R"(s","maxBackoff":"1s","backoffMultiplier":2,)"
+      << R"("retryableStatusCodes":["UNAVAILABLE"]}}]})";
+    return s.str();
 }
 
-ScenarioResult runRetryBasic(const ScenarioContext &ctx)
+std::string statusName(int code)
 {
-    LabClient client(ctx.target, retryConfig(3, "0.05s"));
-    CallRequest req;
-    req.set_call_id(ctx.nextCallId());
-    req.set_fail_first_n(2);
-    req.set_fail_code(grpc::StatusCode::UNAVAILABLE);
-    req.set_payload(std::string(100, 'q'));
-    req.set_response_size(100);
+    static const char *const names[] = {"OK",       "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
+                                        "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",   "PERMISSION_DENIED",
+                                        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+                                        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+    return code >= 0 && code < 17 ? names[code] : std::to_string(code);
+}
 
+// Checks every call against its expectation and writes the one-line summary.
+ScenarioResult finish(const ScenarioContext &ctx, std::vector<CallResult> calls, std::vector<ExpectedCall> expected,
+                      std::string extraCheck = {})
+{
     ScenarioResult r;
-    r.calls.push_back(client.call(req, std::chrono::seconds(5)));
-    const CallResult &c = r.calls.back();
-    const auto arrivals = ctx.server->arrivalsFor(req.call_id());
-    r.expectationHeld = c.code == grpc::StatusCode::OK && arrivals.size() == 3;
-    r.summary = "call " + req.call_id() + ": " + (c.code == 0 ? "OK" : "status " + std::to_string(c.code)) +
-                " after " + std::to_string(arrivals.size()) + " arrivals in " +
-                std::to_string((c.endNs - c.startNs) / 1'000'000) + " ms";
-    if (!r.expectationHeld)
-        r.summary += " (expected OK after 3 arrivals)";
+    r.expectationHeld = extraCheck.empty();
+    std::ostringstream s;
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const CallResult &c = calls[i];
+        const ExpectedCall &e = expected[i];
+        const int arrivals = int(ctx.server->arrivalsFor(c.callId).size());
+        const bool held = arrivals == e.attempts && c.code == e.finalStatus;
+        r.expectationHeld = r.expectationHeld && held;
+        if (i)
+            s << "; ";
+        s << c.callId << ": " << statusName(c.code) << " after " << arrivals << " attempt" << (arrivals == 1 ? "" : "s")
+          << " in " << (c.endNs - c.startNs) / 1'000'000 << " ms";
+        if (!held)
+            s << " (expected " << statusName(e.finalStatus) << " after " << e.attempts << ")";
+    }
+    if (!extraCheck.empty())
+        s << "; " << extraCheck;
+    r.summary = s.str();
+    r.calls = std::move(calls);
+    r.expected = std::move(expected);
     return r;
 }
 
+// Gap between two server arrivals of one call, in ms.
+double arrivalGapMs(const ScenarioContext &ctx, const std::string &callId, size_t first)
+{
+    const auto a = ctx.server->arrivalsFor(callId);
+    if (a.size() <= first + 1)
+        return -1;
+    return double(a[first + 1].tNs - a[first].tNs) / 1e6;
+}
+
+CallRequest failing(const std::string &id, int failFirstN, int code = kUnavailable)
+{
+    CallRequest r;
+    r.set_call_id(id);
+    r.set_fail_first_n(failFirstN);
+    r.set_fail_code(code);
+    r.set_payload(std::string(100, 'q'));
+    r.set_response_size(100);
+    return r;
+}
+
+const std::vector<ScenarioParam> kRetryParams = {
+    {"max_attempts", "3", "retryPolicy.maxAttempts (C-core clamps it to 5; below 2 is a config error)"},
+    {"initial_backoff_ms", "50", "retryPolicy.initialBackoff in milliseconds"},
+    {"fail_first_n", "2", "the server fails this many arrivals with UNAVAILABLE"},
+};
+
+ScenarioResult runRetry(const ScenarioContext &ctx, const ScenarioParams &p)
+{
+    const int maxAttempts = p.integer("max_attempts");
+    const int failFirst = p.integer("fail_first_n");
+    LabClient client(ctx.target, retryConfig(maxAttempts, p.integer("initial_backoff_ms")));
+    const auto id = ctx.nextCallId();
+    auto result = client.call(failing(id, failFirst), std::chrono::seconds(10));
+    const int allowed = std::min(maxAttempts, 5);
+    const int attempts = std::min(failFirst + 1, allowed);
+    return finish(ctx, {result}, {{id, attempts, failFirst < allowed ? 0 : kUnavailable}});
+}
+
 } // namespace
+
+int ScenarioParams::integer(const std::string &key) const
+{
+    return std::stoi(text(key));
+}
+
+double ScenarioParams::number(const std::string &key) const
+{
+    return std::stod(text(key));
+}
+
+const std::string &ScenarioParams::text(const std::string &key) const
+{
+    static const std::string empty;
+    auto it = m_values.find(key);
+    return it == m_values.end() ? empty : it->second;
+}
+
+bool Scenario::resolveParams(const std::map<std::string, std::string> &overrides, ScenarioParams *out,
+                             std::string *error) const
+{
+    std::map<std::string, std::string> values;
+    for (const ScenarioParam &p : params)
+        values[p.key] = p.defaultValue;
+    for (const auto &[key, value] : overrides) {
+        auto it = values.find(key);
+        if (it == values.end()) {
+            std::string known;
+            for (const ScenarioParam &p : params)
+                known += (known.empty() ? "" : ", ") + p.key;
+            *error = "scenario " + name + " has no parameter '" + key + "'" +
+                     (known.empty() ? std::string(" (it takes none)") : " (it takes: " + known + ")");
+            return false;
+        }
+        // Every parameter is a number; reject text early rather than fail mid-run.
+        std::istringstream in(value);
+        double d;
+        if (!(in >> d) || !in.eof() || !std::isfinite(d) || d < 0) {
+            *error = "parameter " + key + " needs a non-negative number, got '" + value + "'";
+            return false;
+        }
+        it->second = value;
+    }
+    *out = ScenarioParams(std::move(values));
+    return true;
+}
 
 const std::vector<Scenario> &allScenarios()
 {
@@ -45,8 +155,204 @@ const std::vector<Scenario> &allScenarios()
         {"retry-basic", "Retry with exponential backoff",
          "retryPolicy maxAttempts 3, initialBackoff 50 ms, multiplier 2, maxBackoff 1 s, UNAVAILABLE retryable. "
          "The server fails the first 2 arrivals. Look for: 3 attempts in one call, the first gap exactly 50 ms "
-         "(C-core does not jitter the first retry), the second gap 80-120 ms, outcome OK.",
-         runRetryBasic},
+         "(C-core does not jitter the first retry; grpc-go of the same era used full jitter), the second gap "
+         "80-120 ms (100 ms x 0.8-1.2), outcome OK.",
+         kRetryParams, runRetry},
+
+        {"no-retry-policy", "No retry policy: one attempt",
+         "No service config at all. The server fails the first 2 arrivals: without a retryPolicy gRPC does not "
+         "retry, so the call fails with UNAVAILABLE after a single attempt.",
+         {{"fail_first_n", "2", "the server fails this many arrivals"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, {});
+             const auto id = ctx.nextCallId();
+             const int n = p.integer("fail_first_n");
+             auto r = client.call(failing(id, n), std::chrono::seconds(5));
+             return finish(ctx, {r}, {{id, 1, n > 0 ? kUnavailable : 0}});
+         }},
+
+        {"non-retryable", "A status that is not retryable",
+         "The retryPolicy lists only UNAVAILABLE; the server fails with INTERNAL. Look for: one attempt, no "
+         "backoff, outcome INTERNAL.",
+         {},
+         [](const ScenarioContext &ctx, const ScenarioParams &) {
+             LabClient client(ctx.target, retryConfig(3, 50));
+             const auto id = ctx.nextCallId();
+             auto r = client.call(failing(id, 1, grpc::StatusCode::INTERNAL), std::chrono::seconds(5));
+             return finish(ctx, {r}, {{id, 1, grpc::StatusCode::INTERNAL}});
+         }},
+
+        {"max-attempts-4", "maxAttempts 4 against a server that is always down",
+         "Every arrival fails with UNAVAILABLE and maxAttempts is 4. Look for: 4 attempts with growing gaps "
+         "(50, ~100, ~200 ms, each but the first jittered 0.8-1.2), outcome UNAVAILABLE.",
+         {{"max_attempts", "4", "retryPolicy.maxAttempts"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             const int max = p.integer("max_attempts");
+             LabClient client(ctx.target, retryConfig(max, 50));
+             const auto id = ctx.nextCallId();
+             auto r = client.call(failing(id, 1000), std::chrono::seconds(10));
+             return finish(ctx, {r}, {{id, std::min(max, 5), kUnavailable}});
+         }},
+
+        {"max-attempts-clamped", "maxAttempts 10 is clamped to 5",
+         "maxAttempts 10 against a server that is always down. C-core clamps maxAttempts to 5 (it logs "
+         "\"clamped retryPolicy.maxAttempts at 5\") and no channel argument raises it; grpc-go also stops at 5 "
+         "unless WithMaxCallAttempts is set. Look for: exactly 5 attempts.",
+         {{"max_attempts", "10", "retryPolicy.maxAttempts as configured"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, retryConfig(p.integer("max_attempts"), 50));
+             const auto id = ctx.nextCallId();
+             auto r = client.call(failing(id, 1000), std::chrono::seconds(10));
+             return finish(ctx, {r}, {{id, std::min(p.integer("max_attempts"), 5), kUnavailable}});
+         }},
+
+        {"committed", "Response headers before the failure commit the call",
+         "The server sends its response headers, then fails with UNAVAILABLE. Headers that are not Trailers-Only "
+         "commit the call, so gRPC never retries it. Look for: one attempt whose response has headers and "
+         "trailers (not Trailers-Only), outcome UNAVAILABLE.",
+         {},
+         [](const ScenarioContext &ctx, const ScenarioParams &) {
+             LabClient client(ctx.target, retryConfig(3, 50));
+             const auto id = ctx.nextCallId();
+             CallRequest req = failing(id, 2);
+             req.set_send_initial_metadata(true);
+             auto r = client.call(req, std::chrono::seconds(5));
+             return finish(ctx, {r}, {{id, 1, kUnavailable}});
+         }},
+
+        {"deadline-cuts-retries", "The deadline cuts the retries short",
+         "initialBackoff 100 ms, a server that is always down, and a 250 ms call deadline. One deadline covers "
+         "every attempt; C-core does not check it before backing off, the deadline simply cancels the call. "
+         "Look for: 2 attempts, then DEADLINE_EXCEEDED at about 250 ms, on the deadline line.",
+         {{"deadline_ms", "250", "the call's deadline"}, {"initial_backoff_ms", "100", "retryPolicy.initialBackoff"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, retryConfig(5, p.integer("initial_backoff_ms")));
+             const auto id = ctx.nextCallId();
+             const int deadline = p.integer("deadline_ms");
+             auto r = client.call(failing(id, 1000), std::chrono::milliseconds(deadline));
+             const double elapsed = double(r.endNs - r.startNs) / 1e6;
+             std::string extra;
+             if (std::abs(elapsed - deadline) > 20)
+                 extra = "ended at " + std::to_string(int(elapsed)) + " ms, expected " + std::to_string(deadline) +
+                         " ms +-20";
+             // Attempts start at 0, b, then every min(b * 2^(k-1), 1 s) x [0.8, 1.2] later; those starting
+             // before the deadline reach the server. With the defaults: 0 and 100 ms, the next at 260-340 ms.
+             const int b = p.integer("initial_backoff_ms");
+             auto attemptsBefore = [&](double factor) {
+                 double t = 0;
+                 int n = 1;
+                 for (int k = 1; n < 5; ++k) {
+                     // Retry k waits b exactly for k = 1, then min(b * 2^(k-1), 1 s) times the jitter.
+                     t += k == 1 ? b : std::min(b * std::pow(2.0, k - 1), 1000.0) * factor;
+                     if (t >= deadline)
+                         break;
+                     ++n;
+                 }
+                 return n;
+             };
+             const int arrivals = int(ctx.server->arrivalsFor(id).size());
+             const int lo = attemptsBefore(1.2), hi = attemptsBefore(0.8);
+             return finish(ctx, {r}, {{id, arrivals >= lo && arrivals <= hi ? arrivals : lo,
+                                       grpc::StatusCode::DEADLINE_EXCEEDED}},
+                           extra);
+         }},
+
+        {"pushback", "Server pushback replaces the backoff",
+         "The first arrival fails with a grpc-retry-pushback-ms: 300 trailer. A pushback of 0 or more replaces "
+         "the computed backoff. Look for: 2 attempts, a gap of about 300 ms instead of 50, outcome OK.",
+         {{"pushback_ms", "300", "grpc-retry-pushback-ms on the failure"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, retryConfig(3, 50));
+             const auto id = ctx.nextCallId();
+             CallRequest req = failing(id, 1);
+             req.set_pushback_ms(p.integer("pushback_ms"));
+             auto r = client.call(req, std::chrono::seconds(10));
+             const double gap = arrivalGapMs(ctx, id, 0);
+             std::string extra;
+             if (gap >= 0 && std::abs(gap - p.integer("pushback_ms")) > 15)
+                 extra = "gap " + std::to_string(int(gap)) + " ms, expected " + p.text("pushback_ms") + " +-15";
+             return finish(ctx, {r}, {{id, 2, 0}}, extra);
+         }},
+
+        {"pushback-stop", "A negative pushback stops retrying",
+         "The first arrival fails with grpc-retry-pushback-ms: -1. A negative (or malformed) pushback tells the "
+         "client not to retry. Look for: one attempt, outcome UNAVAILABLE, the pushback marked on it.",
+         {},
+         [](const ScenarioContext &ctx, const ScenarioParams &) {
+             LabClient client(ctx.target, retryConfig(3, 50));
+             const auto id = ctx.nextCallId();
+             CallRequest req = failing(id, 1);
+             req.set_pushback_ms(-1);
+             auto r = client.call(req, std::chrono::seconds(5));
+             return finish(ctx, {r}, {{id, 1, kUnavailable}});
+         }},
+
+        {"retry-buffer", "The 256 KiB retry buffer",
+         "Two calls whose first 2 arrivals fail: one with a 100 KiB request, one with 300 KiB. A retry resends "
+         "the request, so the client buffers it; over 256 KiB (GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE) the call "
+         "commits. Look for: 3 attempts and OK for 100 KiB, a single attempt and UNAVAILABLE for 300 KiB.",
+         {{"small_kib", "100", "request size of the first call"}, {"large_kib", "300", "request size of the second"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, retryConfig(3, 50));
+             std::vector<CallResult> results;
+             std::vector<ExpectedCall> expected;
+             for (const char *key : {"small_kib", "large_kib"}) {
+                 const auto id = ctx.nextCallId();
+                 CallRequest req = failing(id, 2);
+                 const int kib = p.integer(key);
+                 req.set_payload(std::string(size_t(kib) * 1024, 'b'));
+                 results.push_back(client.call(req, std::chrono::seconds(10)));
+                 const bool fits = kib * 1024 + 64 <= 256 * 1024;
+                 expected.push_back({id, fits ? 3 : 1, fits ? 0 : kUnavailable});
+             }
+             return finish(ctx, results, expected);
+         }},
+
+        {"hedging-ignored", "hedgingPolicy is silently ignored",
+         "The service config has hedgingPolicy {maxAttempts 3, hedgingDelay 0.2s} and no retryPolicy; the server "
+         "takes 600 ms. C-core 1.51 (like grpc-go) does not implement hedging and ignores it without a word. "
+         "Look for: a single attempt that simply takes 600 ms; no hedge at 200 or 400 ms.",
+         {{"delay_ms", "600", "server processing time"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target,
+                              R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],"hedgingPolicy":)"
+                              R"({"maxAttempts":3,"hedgingDelay":"0.2s","nonFatalStatusCodes":["UNAVAILABLE"]}}]})");
+             const auto id = ctx.nextCallId();
+             CallRequest req = failing(id, 0);
+             req.set_delay_ms(p.integer("delay_ms"));
+             auto r = client.call(req, std::chrono::seconds(10));
+             return finish(ctx, {r}, {{id, 1, 0}});
+         }},
+
+        {"server-streaming-retry", "Server streaming: retried before the first message, never after",
+         "Two server-streaming calls under a retryPolicy, each failing on its first arrival. The first fails "
+         "before sending any message (Trailers-Only), so it is retried and then streams all messages. The second "
+         "fails after 2 messages: a received message commits the call, so it is not retried. Look for: 2 "
+         "attempts then OK; 1 attempt with 2 messages then UNAVAILABLE.",
+         {{"messages", "5", "messages the server streams"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, retryConfig(3, 50));
+             std::vector<CallResult> results;
+             std::vector<ExpectedCall> expected;
+             std::string extra;
+             for (int failAfter : {0, 2}) {
+                 StreamRequest req;
+                 req.set_call_id(ctx.nextCallId());
+                 req.set_count(p.integer("messages"));
+                 req.set_message_size(100);
+                 req.set_fail_after(failAfter);
+                 req.set_fail_code(kUnavailable);
+                 req.set_fail_first_n(1);
+                 const StreamResult s = client.serverStream(req, std::chrono::seconds(10));
+                 results.push_back({s.callId, s.code, s.message, s.startNs, s.endNs});
+                 expected.push_back({req.call_id(), failAfter == 0 ? 2 : 1, failAfter == 0 ? 0 : kUnavailable});
+                 const int wantMessages = failAfter == 0 ? req.count() : failAfter;
+                 if (s.messages != wantMessages)
+                     extra += req.call_id() + " received " + std::to_string(s.messages) + " messages, expected " +
+                              std::to_string(wantMessages) + " ";
+             }
+             return finish(ctx, results, expected, extra);
+         }},
     };
     return scenarios;
 }

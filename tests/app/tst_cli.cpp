@@ -87,6 +87,12 @@ private slots:
         QTest::newRow("bad command") << QStringList{"frobnicate"} << 2 << "unknown command 'frobnicate'";
         QTest::newRow("bad flag") << QStringList{"run", "retry-basic", "--bogus"} << 2 << "unknown option '--bogus'";
         QTest::newRow("missing value") << QStringList{"run", "retry-basic", "--json"} << 2 << "--json needs a value";
+        QTest::newRow("unknown parameter") << QStringList{"run", "retry-basic", "--set", "nope=1"} << 2
+                                           << "has no parameter 'nope'";
+        QTest::newRow("bad parameter value") << QStringList{"run", "retry-basic", "--set", "max_attempts=abc"} << 2
+                                             << "needs a non-negative number";
+        QTest::newRow("set without value") << QStringList{"run", "retry-basic", "--set", "max_attempts"} << 2
+                                           << "--set needs KEY=VALUE";
         QTest::newRow("no scenario") << QStringList{"run"} << 2 << "needs a scenario name";
         QTest::newRow("unknown scenario") << QStringList{"run", "nope"} << 2 << "unknown scenario 'nope'";
         QTest::newRow("capture missing target")
