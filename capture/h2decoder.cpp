@@ -254,7 +254,7 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
                      EventBatch &out)
 {
     m_connection = connection;
-    if (m_state == State::Failed)
+    if (m_state == State::Failed || len == 0)
         return;
     if (m_state == State::Preface) {
         const size_t used = feedPreface(data, len);
@@ -379,7 +379,9 @@ bool H2Decoder::resync(std::int64_t t, EventBatch &out)
     constexpr int kChain = 3;
     const auto *buf = reinterpret_cast<const std::uint8_t *>(m_partial.data());
     const size_t size = m_partial.size();
-    for (size_t off = 0; off + kFrameHeaderLen <= size; ++off) {
+    // Offsets before m_resyncFrom were rejected already: resume there, so byte-sized reads stay linear.
+    size_t off = m_resyncFrom;
+    for (; off + kFrameHeaderLen <= size; ++off) {
         size_t at = off;
         int ok = 0;
         bool endedExactly = false;
@@ -394,6 +396,7 @@ bool H2Decoder::resync(std::int64_t t, EventBatch &out)
         if (ok == kChain || (endedExactly && ok >= 2)) {
             std::string rest = m_partial.substr(off);
             m_partial.clear();
+            m_resyncFrom = 0;
             m_state = State::Frames;
             m_sawFirstFrame = true;
             notice("attached mid-connection: skipped " + std::to_string(off) +
@@ -406,6 +409,7 @@ bool H2Decoder::resync(std::int64_t t, EventBatch &out)
         if (at + kFrameHeaderLen > size)
             break; // the chain from here runs past what we have: undecided, wait for more bytes
     }
+    m_resyncFrom = off;
     if (size > 256 * 1024) {
         fail("attached mid-connection, but no HTTP/2 frame boundary in the first 256 KiB", t, out);
         return false;
@@ -422,6 +426,11 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     const std::uint32_t stream = be32(hdr + 5) & 0x7fffffffu;
 
     m_sawFirstFrame = true;
+    if (stream == 0 && (type == FrameData || type == FrameHeaders || type == FrameContinuation ||
+                        type == FrameRstStream || type == FramePushPromise)) {
+        fail(std::string(frameTypeName(type)) + " on stream 0 (RFC 9113: a connection error)", t, out);
+        return;
+    }
     if (m_inBlock && (type != FrameContinuation || stream != m_blockStream)) {
         fail("header block on stream " + std::to_string(m_blockStream) + " interrupted by " +
                  frameTypeName(type) + " (CONTINUATION expected)",

@@ -102,6 +102,7 @@ private:
     bool m_noticedMessageLimit = false;
     bool m_primed = false; // the inflater holds placeholders for an unknown context (see resetInflater)
     size_t m_prefaceHave = 0;
+    size_t m_resyncFrom = 0; // Resync: where the next scan resumes in m_partial
     std::string m_sniff; // bytes that are not a preface, kept until they are enough to name what they are
     bool m_sawFirstFrame = false;
     std::uint32_t m_maxFrameSize = 16384; // SETTINGS_MAX_FRAME_SIZE of the receiving side

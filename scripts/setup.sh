@@ -13,6 +13,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libnghttp2-dev socat
   fonts-dejavu-core
+  clang libclang-rt-14-dev
 )
 
 missing=()

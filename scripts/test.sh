@@ -5,3 +5,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 # Serial on purpose: the integration tests measure backoff gaps to the millisecond on a 2-core machine.
 ctest --test-dir "$BUILD_DIR" --output-on-failure
+
+# Then fuzz the HTTP/2 decoder for FUZZ_SECONDS (60 by default) with clang's libFuzzer and sanitizers.
+bash "$ROOT/scripts/fuzz.sh"

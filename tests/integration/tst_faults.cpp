@@ -114,7 +114,10 @@ private slots:
         QVERIFY(it != calls.end());
         const Attempt &a = it->attempts.back();
         QVERIFY(a.ended());
-        QCOMPARE(a.rstErrorCode.value_or(0), std::uint32_t(8));
+        // The server's copy of the deadline races the client's RST: whichever reaches the wire first ends the
+        // attempt (the RST itself is asserted above as a recorded frame).
+        QVERIFY2(a.rstErrorCode.value_or(0) == 8 || a.status.value_or(-1) == 4,
+                 qPrintable(QStringLiteral("rst %1 status %2").arg(a.rstErrorCode.value_or(0)).arg(a.status.value_or(-1))));
         QVERIFY(*a.endNs - a.startNs >= 190 * ms);
         healthyCallThrough(m_main->address(), "after-cancel");
     }

@@ -76,7 +76,8 @@ private slots:
             QCOMPARE(int(gaps.size()), 2);
             // C-core waits exactly initialBackoff (50 ms) before the first retry. The wire gap adds the client's
             // reaction and its timer thread's wake-up: 20 runs measured 49.6-50.7 ms, two outliers 53.1 and 53.9.
-            QVERIFY2(*gaps[0] >= 48 * ms && *gaps[0] <= 58 * ms,
+            // The issue's own bound is 50 ms +-5; under ASan the relay reads a little late (45.6-47.8 ms seen).
+            QVERIFY2(*gaps[0] >= 45 * ms && *gaps[0] <= 58 * ms,
                      qPrintable(QStringLiteral("first gap %1 ms").arg(double(*gaps[0]) / ms)));
             // The second is 100 ms times a uniform factor in [0.8, 1.2].
             QVERIFY2(*gaps[1] >= 78 * ms && *gaps[1] <= 126 * ms,
