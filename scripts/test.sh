@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Install what is missing, build, and run the whole test suite.
+# Install what is missing, build, and run the whole test suite: every ctest, then the decoder fuzzer.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
+log="$BUILD_DIR/ctest-summary.log"
 # Serial on purpose: the integration tests measure backoff gaps to the millisecond on a 2-core machine.
-ctest --test-dir "$BUILD_DIR" --output-on-failure
+set +e
+ctest --test-dir "$BUILD_DIR" --output-on-failure | tee "$log"
+ctest_rc=${PIPESTATUS[0]}
 
 # Then fuzz the HTTP/2 decoder for FUZZ_SECONDS (60 by default) with clang's libFuzzer and sanitizers.
 bash "$ROOT/scripts/fuzz.sh"
+fuzz_rc=$?
+set -e
+
+# One closing line for the whole suite: the ctest tests plus the fuzz run.
+total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+failed=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -n 1)
+total=${total:-0}
+failed=${failed:-$total}
+[ "$fuzz_rc" -eq 0 ] || failed=$((failed + 1))
+echo "tests: $((total + 1 - failed)) passed, $failed failed"
+[ "$ctest_rc" -eq 0 ] && [ "$fuzz_rc" -eq 0 ]
