@@ -26,6 +26,31 @@ int hexValue(char c)
         return c - 'A' + 10;
     return -1;
 }
+// "initial_ms=50;multiplier=2;max_ms=1000"; anything malformed leaves the policy unknown.
+void parseRetryPolicy(std::string_view text, GrpcFields *f)
+{
+    double initial = -1, multiplier = -1, max = -1;
+    while (!text.empty()) {
+        const auto semi = text.find(';');
+        const std::string_view item = text.substr(0, semi);
+        text = semi == std::string_view::npos ? std::string_view() : text.substr(semi + 1);
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos)
+            return;
+        double v = 0;
+        const std::string_view value = item.substr(eq + 1);
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (ec != std::errc() || p != value.data() + value.size() || v <= 0)
+            return;
+        const std::string_view key = item.substr(0, eq);
+        (key == "initial_ms" ? initial : key == "multiplier" ? multiplier : key == "max_ms" ? max : v) = v;
+    }
+    if (initial > 0 && multiplier > 0 && max > 0) {
+        f->retryInitialMs = initial;
+        f->retryMultiplier = multiplier;
+        f->retryMaxMs = max;
+    }
+}
 } // namespace
 
 std::optional<std::int64_t> parseGrpcTimeout(std::string_view value)
@@ -90,6 +115,8 @@ GrpcFields extractGrpcFields(const std::vector<Header> &headers)
             f.callId = h.value;
         else if (n == "grpc-encoding")
             f.encoding = h.value;
+        else if (n == "rpcscope-retry-policy")
+            parseRetryPolicy(h.value, &f);
     }
     return f;
 }

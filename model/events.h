@@ -65,6 +65,8 @@ struct GrpcFields
     std::optional<std::int64_t> pushbackMs;      // grpc-retry-pushback-ms; negative means "stop retrying"
     std::string callId;                          // rpcscope-call-id metadata (the lab sends it)
     std::string encoding;                        // grpc-encoding
+    // rpcscope-retry-policy (the lab client tells its retryPolicy): backoff parameters in ms; 0 when absent
+    double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;
     bool operator==(const GrpcFields &) const = default;
 };
 

@@ -76,9 +76,14 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                                         {"encoding", a.encoding.empty() ? QJsonValue()
                                                                         : QJsonValue(QString::fromStdString(a.encoding))}});
         }
-        QJsonArray gaps;
+        QJsonArray gaps, expectedGaps;
         for (const auto &g : call.gapsNs())
             gaps.append(opt(g));
+        for (size_t g = 0; g + 1 < call.attempts.size(); ++g) {
+            const auto range = call.expectedGapNs(g);
+            expectedGaps.append(range ? QJsonValue(QJsonArray{qint64(range->first), qint64(range->second)})
+                                      : QJsonValue(QJsonValue::Null));
+        }
         const Attempt *outcome = call.outcomeAttempt();
         calls.append(QJsonObject{
             {"id", qint64(i)},
@@ -88,6 +93,7 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"deadline_ns", rel(call.deadlineNs())},
             {"outcome", outcome ? status(outcome->status, outcome->statusMessage) : QJsonValue()},
             {"gaps_ns", gaps},
+            {"expected_gaps_ns", expectedGaps},
             {"attempts", attempts}});
     }
 

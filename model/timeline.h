@@ -5,6 +5,7 @@
 #include "events.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,6 +86,33 @@ struct Call
     std::string clientPeer;   // client address of the first attempt's connection
     bool inferred = false;    // grouped without a call id
     std::vector<Attempt> attempts;
+    // The client's retryPolicy when it told us (rpcscope-retry-policy), in ms; 0 when unknown.
+    double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;
+
+    // The range C-core 1.51 allows for gap i (before attempt i+1), in ns, when the policy is known.
+    // Pushback >= 0 replaces the backoff exactly and resets it; the first retry (after a reset too) waits
+    // initialBackoff exactly; later ones min(initial * multiplier^n, max) times a uniform factor in [0.8, 1.2].
+    std::optional<std::pair<std::int64_t, std::int64_t>> expectedGapNs(size_t i) const
+    {
+        if (i + 1 >= attempts.size())
+            return std::nullopt;
+        if (const auto &p = attempts[i].pushbackMs; p && *p >= 0)
+            return std::pair{*p * 1'000'000, *p * 1'000'000};
+        if (retryInitialMs <= 0)
+            return std::nullopt;
+        // A pushback also resets the backoff: count retries since the last one.
+        size_t since = 0;
+        for (size_t k = 0; k < i; ++k)
+            if (attempts[k].pushbackMs && *attempts[k].pushbackMs >= 0)
+                since = k + 1;
+        double base = retryInitialMs;
+        for (size_t k = since; k < i; ++k)
+            base *= retryMultiplier;
+        base = std::min(base, retryMaxMs);
+        if (i == since)
+            return std::pair{std::int64_t(base * 1e6), std::int64_t(base * 1e6)};
+        return std::pair{std::int64_t(base * 0.8e6), std::int64_t(base * 1.2e6)};
+    }
 
     std::int64_t startNs() const { return attempts.empty() ? 0 : attempts.front().startNs; }
     std::optional<std::int64_t> endNs() const

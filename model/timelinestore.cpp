@@ -110,6 +110,9 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
         Call c;
         c.method = e.grpc.path;
         c.clientPeer = peer;
+        c.retryInitialMs = e.grpc.retryInitialMs;
+        c.retryMultiplier = e.grpc.retryMultiplier;
+        c.retryMaxMs = e.grpc.retryMaxMs;
         if (!e.grpc.callId.empty()) {
             c.key = e.grpc.callId;
         } else {

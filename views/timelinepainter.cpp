@@ -17,6 +17,9 @@ const QColor kText(0x22, 0x26, 0x2b);
 const QColor kMuted(0x6b, 0x72, 0x7b);
 const QColor kGap(0x30, 0x3a, 0x46);
 const QColor kDeadline(0xc6, 0x28, 0x28);
+const QColor kExpectedRange(0x3b, 0x7d, 0xd8, 0x38);
+const QColor kCommit(0x6a, 0x1b, 0x9a);
+constexpr qint64 kGapSlackNs = 5'000'000;
 
 const QColor kOk(0x2e, 0x9d, 0x4a);
 const QColor kUnavailable(0xe8, 0x80, 0x1a);
@@ -283,28 +286,71 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
             }
         }
 
-        // Backoff gap: from the end of the previous attempt to the start of this one.
+        // Backoff gap: from the end of the previous attempt to the start of this one, over the range the
+        // client's policy allows (shaded) when the call told us its policy.
         if (k > 0 && call.attempts[k - 1].endNs) {
             const qint64 gapStart = *call.attempts[k - 1].endNs;
             const qint64 gap = a.startNs - gapStart;
             const double g1 = ax.timeToX(gapStart);
             const double g2 = ax.timeToX(a.startNs);
+            const double cy = barTop + barH / 2;
+            const auto expected = call.expectedGapNs(k - 1);
+            // A gap counts as outside when it misses the range by more than 5 ms: the wire adds the client's
+            // reaction time, and C-core's timer wakes up to a few ms late.
+            const bool outside = expected && (gap < expected->first - kGapSlackNs || gap > expected->second + kGapSlackNs);
+            if (expected) {
+                const double e1 = ax.timeToX(gapStart + expected->first);
+                const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
+                p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), kExpectedRange);
+            }
             if (g2 >= ax.left && g1 <= rect.right()) {
-                const double cy = barTop + barH / 2;
-                p->setPen(QPen(kGap, 1));
+                const QColor gapColor = outside ? kDeadline : kGap;
+                p->setPen(QPen(gapColor, 1));
                 p->drawLine(QPointF(g1, cy), QPointF(g2, cy));
                 p->drawLine(QPointF(g1, cy - 5), QPointF(g1, cy + 5));
                 p->drawLine(QPointF(g2, cy - 5), QPointF(g2, cy + 5));
-                const QString gapText = QStringLiteral("backoff %1").arg(formatDuration(gap));
+                QString gapText = QStringLiteral("backoff %1").arg(formatDuration(gap));
+                if (call.attempts[k - 1].pushbackMs && *call.attempts[k - 1].pushbackMs >= 0)
+                    gapText = QStringLiteral("pushback %1 ms → waited %2")
+                                  .arg(*call.attempts[k - 1].pushbackMs)
+                                  .arg(formatDuration(gap));
+                else if (expected && expected->first == expected->second)
+                    gapText += QStringLiteral(" (expected %1)").arg(formatDuration(expected->first));
+                else if (expected)
+                    gapText += QStringLiteral(" (expected %1–%2)")
+                                   .arg(formatDuration(expected->first), formatDuration(expected->second));
+                if (outside)
+                    gapText += QStringLiteral(" — outside");
                 p->setFont(small);
                 const double tw = QFontMetricsF(small).horizontalAdvance(gapText);
                 QRectF labelRect((g1 + g2) / 2 - tw / 2 - 3, rowTop + 1, tw + 6, 14);
                 if (labelRect.left() < ax.left)
                     labelRect.moveLeft(ax.left);
-                p->setPen(kGap);
+                p->setPen(gapColor);
                 p->drawText(labelRect, Qt::AlignCenter, gapText);
                 m_gapLabels.push_back({labelRect, gap, index, k});
             }
+        }
+
+        // Annotations on the attempt: a failure after response headers shows where it committed (a success
+        // always has headers, so it is not marked), and a pushback that stops retrying.
+        if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) {
+            const double cx = ax.timeToX(*a.responseHeadersNs);
+            if (cx >= ax.left && cx <= rect.right()) {
+                p->setPen(QPen(kCommit, 2));
+                p->drawLine(QPointF(cx, barTop - 4), QPointF(cx, barTop + barH + 4));
+                p->setFont(small);
+                p->setPen(kCommit);
+                p->drawText(QRectF(cx + 4, rowTop + 1, 220, 14), Qt::AlignLeft | Qt::AlignVCenter,
+                            QStringLiteral("committed: response headers"));
+            }
+        }
+        if (a.pushbackMs && *a.pushbackMs < 0 && a.endNs) {
+            const double cx = ax.timeToX(*a.endNs);
+            p->setFont(small);
+            p->setPen(kDeadline);
+            p->drawText(QRectF(cx + 4, rowTop + 1, 260, 14), Qt::AlignLeft | Qt::AlignVCenter,
+                        QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs));
         }
     }
 
@@ -353,6 +399,11 @@ void TimelinePainter::paintLegend(QPainter *p, const QRectF &rect)
     p->drawLine(QPointF(x + 24, cy - 5), QPointF(x + 24, cy + 5));
     p->drawText(QRectF(x + 30, cy - 9, 120, 18), Qt::AlignVCenter | Qt::AlignLeft, QStringLiteral("backoff gap"));
     x += 30 + QFontMetricsF(p->font()).horizontalAdvance(QStringLiteral("backoff gap")) + 22;
+    p->fillRect(QRectF(x, cy - 7, 24, 14), kExpectedRange);
+    p->setPen(kText);
+    const QString rangeText = QStringLiteral("expected backoff (policy)");
+    p->drawText(QRectF(x + 30, cy - 9, 200, 18), Qt::AlignVCenter | Qt::AlignLeft, rangeText);
+    x += 30 + QFontMetricsF(p->font()).horizontalAdvance(rangeText) + 22;
     p->setPen(QPen(kDeadline, 2, Qt::DashLine));
     p->drawLine(QPointF(x, cy - 8), QPointF(x, cy + 8));
     p->setPen(kDeadline);

@@ -5,9 +5,51 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
 namespace rpcscope::lab {
 
+namespace {
+// "0.05s" -> 50
+double durationMs(const QJsonValue &v)
+{
+    QString s = v.toString();
+    if (!s.endsWith('s'))
+        return -1;
+    s.chop(1);
+    bool ok = false;
+    const double seconds = s.toDouble(&ok);
+    return ok ? seconds * 1000 : -1;
+}
+
+// The client's own retryPolicy, told to the capture as rpcscope-retry-policy metadata so the timeline can shade
+// each backoff's expected range. Empty when the config has no retryPolicy.
+std::string retryHint(const std::string &serviceConfigJson)
+{
+    const QJsonObject config = QJsonDocument::fromJson(QByteArray::fromStdString(serviceConfigJson)).object();
+    for (const QJsonValue &mc : config.value("methodConfig").toArray()) {
+        const QJsonObject policy = mc.toObject().value("retryPolicy").toObject();
+        if (policy.isEmpty())
+            continue;
+        const double initial = durationMs(policy.value("initialBackoff"));
+        const double max = durationMs(policy.value("maxBackoff"));
+        const double multiplier = policy.value("backoffMultiplier").toDouble(-1);
+        if (initial < 0 || max < 0 || multiplier <= 0)
+            return {};
+        return QStringLiteral("initial_ms=%1;multiplier=%2;max_ms=%3")
+            .arg(initial)
+            .arg(multiplier)
+            .arg(max)
+            .toStdString();
+    }
+    return {};
+}
+} // namespace
+
 LabClient::LabClient(const std::string &target, const std::string &serviceConfigJson)
+    : m_retryHint(retryHint(serviceConfigJson))
 {
     grpc::ChannelArguments args;
     if (!serviceConfigJson.empty())
@@ -23,9 +65,11 @@ LabClient::~LabClient() = default;
 
 namespace {
 void prepare(grpc::ClientContext &ctx, const std::string &callId,
-             std::optional<std::chrono::milliseconds> timeout)
+             std::optional<std::chrono::milliseconds> timeout, const std::string &retryHint)
 {
     ctx.AddMetadata("rpcscope-call-id", callId);
+    if (!retryHint.empty())
+        ctx.AddMetadata("rpcscope-retry-policy", retryHint);
     if (timeout)
         ctx.set_deadline(std::chrono::system_clock::now() + *timeout);
 }
@@ -42,7 +86,7 @@ CallResult LabClient::call(const CallRequest &request, std::optional<std::chrono
 {
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
-    prepare(ctx, request.call_id(), timeout);
+    prepare(ctx, request.call_id(), timeout, m_retryHint);
     CallReply reply;
     CallResult r;
     r.callId = request.call_id();
@@ -59,7 +103,7 @@ StreamResult LabClient::serverStream(const StreamRequest &request,
 {
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
-    prepare(ctx, request.call_id(), timeout);
+    prepare(ctx, request.call_id(), timeout, m_retryHint);
     StreamResult r;
     r.callId = request.call_id();
     r.startNs = steadyNowNs();
@@ -79,7 +123,7 @@ StreamResult LabClient::clientStream(const CallRequest &request, int count,
 {
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
-    prepare(ctx, request.call_id(), timeout);
+    prepare(ctx, request.call_id(), timeout, m_retryHint);
     StreamResult r;
     r.callId = request.call_id();
     r.startNs = steadyNowNs();
@@ -103,7 +147,7 @@ StreamResult LabClient::bidi(const CallRequest &request, int count,
 {
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
-    prepare(ctx, request.call_id(), timeout);
+    prepare(ctx, request.call_id(), timeout, m_retryHint);
     StreamResult r;
     r.callId = request.call_id();
     r.startNs = steadyNowNs();

@@ -61,6 +61,7 @@ public:
 
 private:
     std::shared_ptr<grpc::Channel> m_channel;
+    std::string m_retryHint; // rpcscope-retry-policy metadata, from the service config's retryPolicy
 };
 
 } // namespace rpcscope::lab

@@ -79,6 +79,14 @@ private slots:
         const Call &first = *callByKey(store, result.expected.front().callId);
         const auto gaps = first.gapsNs();
         if (name == "retry-basic") {
+            // The lab client told its policy, so each gap has C-core's range, and the wire stays inside it.
+            QCOMPARE(first.retryInitialMs, 50.0);
+            for (size_t g = 0; g < gaps.size(); ++g) {
+                const auto range = first.expectedGapNs(g);
+                QVERIFY(range.has_value());
+                QVERIFY2(*gaps[g] >= range->first - 5 * ms && *gaps[g] <= range->second + 8 * ms,
+                         qPrintable(between(*gaps[g], range->first, range->second)));
+            }
             QVERIFY2(*gaps[0] >= 45 * ms && *gaps[0] <= 58 * ms, qPrintable(between(*gaps[0], 45 * ms, 58 * ms)));
             QVERIFY2(*gaps[1] >= 78 * ms && *gaps[1] <= 126 * ms, qPrintable(between(*gaps[1], 78 * ms, 126 * ms)));
         } else if (name == "max-attempts-clamped") {

@@ -218,6 +218,42 @@ private slots:
         QCOMPARE(model.store().frames().size(), size_t(1));
     }
 
+    void expectedBackoffRanges()
+    {
+        // The lab client tells its retryPolicy; the model derives C-core's allowed range for every gap.
+        EventBatch batch = retryBasic();
+        for (WireEvent &e : batch)
+            if (e.kind == EventKind::Headers && e.dir == Direction::ClientToServer) {
+                e.grpc.retryInitialMs = 50;
+                e.grpc.retryMultiplier = 2;
+                e.grpc.retryMaxMs = 1000;
+            }
+        TimelineModel model;
+        model.appendBatch(batch);
+        const Call &c = model.store().calls()[0];
+        QCOMPARE(c.expectedGapNs(0).value(), (std::pair<std::int64_t, std::int64_t>{50 * ms, 50 * ms}));
+        // Attempt 2 carried pushback 300: it replaces the backoff exactly (and resets it).
+        QCOMPARE(c.expectedGapNs(1).value(), (std::pair<std::int64_t, std::int64_t>{300 * ms, 300 * ms}));
+        QVERIFY(!c.expectedGapNs(2));
+
+        Call noPushback = c;
+        noPushback.attempts[1].pushbackMs.reset();
+        QCOMPARE(noPushback.expectedGapNs(1).value(), (std::pair<std::int64_t, std::int64_t>{80 * ms, 120 * ms}));
+        noPushback.retryMaxMs = 90;
+        QCOMPARE(noPushback.expectedGapNs(1).value(), (std::pair<std::int64_t, std::int64_t>{72 * ms, 108 * ms}));
+
+        const QJsonObject call = timelineToJson(model.store(), false)["calls"].toArray()[0].toObject();
+        const QJsonArray expected = call["expected_gaps_ns"].toArray();
+        QCOMPARE(expected.size(), 2);
+        QCOMPARE(expected[0].toArray()[0].toInteger(), qint64(50 * ms));
+        QCOMPARE(expected[1].toArray()[1].toInteger(), qint64(300 * ms));
+
+        // Without a policy there is no range to show.
+        TimelineModel plain;
+        plain.appendBatch(retryBasic());
+        QVERIFY(!plain.store().calls()[0].expectedGapNs(0));
+    }
+
     void jsonSchema()
     {
         TimelineModel model;
