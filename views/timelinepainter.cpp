@@ -100,8 +100,13 @@ std::pair<qint64, qint64> TimelinePainter::fullRange() const
     std::int64_t hi = lo;
     for (const Call &c : calls) {
         lo = std::min(lo, c.startNs());
-        for (const Attempt &a : c.attempts)
+        for (size_t k = 0; k < c.attempts.size(); ++k) {
+            const Attempt &a = c.attempts[k];
             hi = std::max(hi, a.endNs.value_or(m_store->latestNs()));
+            // Keep each expected backoff range in view, so a short gap shows how early it came.
+            if (const auto range = c.expectedGapNs(k); range && a.endNs)
+                hi = std::max(hi, *a.endNs + range->second);
+        }
     }
     // 4% on each side so the first and last bars do not touch the edges.
     const qint64 margin = std::max<qint64>((hi - lo) / 25, 1'000'000);
