@@ -22,6 +22,8 @@ enum class EventKind : std::uint8_t {
     Notice,           // text = something worth marking that does not stop decoding (a limit hit, HPACK unknown)
     FlowStallBegin,   // dir = the sender whose window reached 0 with its stream still open; stream 0 = connection
     FlowStallEnd,     // a WINDOW_UPDATE (or SETTINGS) opened the window again, or the stream was reset
+    LabEvent,         // a client policy's decision: text = kind ("breaker", "fast-fail", ...), text2 = detail,
+                      // grpc.callId = the call it concerns (may never reach the wire), connection = 0
 };
 
 // HTTP/2 frame types (RFC 9113 section 6).

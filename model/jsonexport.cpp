@@ -111,13 +111,21 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                                  {"t_ns", qint64(p.tNs - origin)},
                                  {"rtt_ns", qint64(p.rttNs)}});
 
+    QJsonArray labEvents;
+    for (const LabEventRecord &l : store.labEvents())
+        labEvents.append(QJsonObject{{"t_ns", qint64(l.tNs - origin)},
+                                     {"kind", QString::fromStdString(l.kind)},
+                                     {"call", l.callId.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(l.callId))},
+                                     {"detail", QString::fromStdString(l.detail)}});
+
     QJsonObject doc{{"format", "rpcscope-json"},
                     {"version", 1},
                     {"origin_wall_ns", qint64(store.originWallNs())},
                     {"connections", connections},
                     {"calls", calls},
                     {"stalls", stalls},
-                    {"pings", pings}};
+                    {"pings", pings},
+                    {"lab_events", labEvents}};
     if (withFrames) {
         QJsonArray frames;
         for (const FrameRecord &f : store.frames()) {

@@ -35,6 +35,15 @@ struct FlowStall
     std::optional<std::int64_t> endNs;
 };
 
+// A client policy's decision (lab events): a breaker transition, a fast failure, a suppressed retry...
+struct LabEventRecord
+{
+    std::int64_t tNs = 0;
+    std::string kind;
+    std::string detail;
+    std::string callId; // empty when it concerns no single call
+};
+
 struct PingRecord
 {
     std::uint32_t connection = 0;

@@ -37,6 +37,7 @@ void TimelineStore::clear()
     m_stalls.clear();
     m_openStalls.clear();
     m_pings.clear();
+    m_labEvents.clear();
     m_openStreams.clear();
     m_callsByKey.clear();
     m_latestNs = m_originNs;
@@ -203,6 +204,9 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             if (Connection *c = connection(e.connection); c && c->notes.size() < kMaxNotesPerConnection)
                 c->notes.push_back(e.text);
             ch.connectionsChanged = true;
+            break;
+        case EventKind::LabEvent:
+            m_labEvents.push_back({e.tNs, e.text, e.text2, e.grpc.callId});
             break;
         case EventKind::FlowStallBegin:
             if (m_openStalls.try_emplace({e.connection, e.dir, e.stream}, m_stalls.size()).second)

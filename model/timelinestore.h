@@ -31,6 +31,7 @@ public:
     const std::vector<FrameRecord> &frames() const { return m_frames; }
     const std::vector<FlowStall> &stalls() const { return m_stalls; }
     const std::vector<PingRecord> &pings() const { return m_pings; }
+    const std::vector<LabEventRecord> &labEvents() const { return m_labEvents; }
 
     // The capture's origins: the steady ns that JSON and the ruler count from, and the wall clock at that
     // moment. Set by whoever starts the capture; otherwise the first event's time.
@@ -71,6 +72,7 @@ private:
     std::vector<FlowStall> m_stalls;
     std::map<std::tuple<std::uint32_t, Direction, std::uint32_t>, size_t> m_openStalls;
     std::vector<PingRecord> m_pings;
+    std::vector<LabEventRecord> m_labEvents;
     std::unordered_map<std::uint64_t, AttemptRef> m_openStreams; // (conn, stream) -> attempt, while open
     std::map<std::string, size_t> m_callsByKey;
     std::int64_t m_originNs = 0;

@@ -108,6 +108,10 @@ std::pair<qint64, qint64> TimelinePainter::fullRange() const
                 hi = std::max(hi, *a.endNs + range->second);
         }
     }
+    for (const LabEventRecord &e : m_store->labEvents()) {
+        lo = std::min(lo, e.tNs);
+        hi = std::max(hi, e.tNs);
+    }
     // 4% on each side so the first and last bars do not touch the edges.
     const qint64 margin = std::max<qint64>((hi - lo) / 25, 1'000'000);
     return {lo - margin, hi + margin};
@@ -209,6 +213,74 @@ void TimelinePainter::paintRuler(QPainter *p, const QRectF &rect, const TimeAxis
     p->setPen(kMuted);
     p->drawText(QRectF(ruler.left() + 10, ruler.top(), kLabelWidth - 20, ruler.height()),
                 Qt::AlignVCenter | Qt::AlignLeft, QStringLiteral("time since capture start"));
+    if (hasBreakerBand())
+        paintBreakerBand(p, QRectF(rect.left(), ruler.bottom() + 1, rect.width(), kBandHeight - 2), ax);
+}
+
+bool TimelinePainter::hasBreakerBand() const
+{
+    for (const LabEventRecord &e : m_store->labEvents())
+        if (e.kind == "breaker" || e.kind == "fast-fail")
+            return true;
+    return false;
+}
+
+// The breaker's state over time as coloured spans, transitions labelled, and a red tick for every call
+// that failed fast (those never reach the wire, so they have no lane).
+void TimelinePainter::paintBreakerBand(QPainter *p, const QRectF &band, const TimeAxis &ax)
+{
+    p->fillRect(band, kBackground);
+    p->setFont(sized(p->font(), 12, true));
+    p->setPen(kText);
+    p->drawText(QRectF(band.left() + 10, band.top(), kLabelWidth - 14, band.height()),
+                Qt::AlignVCenter | Qt::AlignLeft, QStringLiteral("circuit breaker"));
+    auto color = [](const std::string &state) {
+        if (state == "open")
+            return QColor(0xf4, 0xc7, 0xc3);
+        if (state == "half-open")
+            return QColor(0xff, 0xe0, 0x9e);
+        return QColor(0xd4, 0xed, 0xd9);
+    };
+    std::string state;
+    qint64 from = m_startNs;
+    const double right = band.right();
+    p->setFont(sized(p->font(), 11));
+    auto span = [&](qint64 to, const std::string &s) {
+        const double x1 = std::max(ax.timeToX(from), ax.left);
+        // A half-open state lasts one probe call: give it 3 px so it can be seen at all.
+        const double x2 = std::min(std::max(ax.timeToX(to), x1 + 3), right);
+        if (x2 <= x1)
+            return;
+        p->fillRect(QRectF(x1, band.top() + 3, x2 - x1, band.height() - 6), color(s));
+        const QString label = QString::fromStdString(s);
+        if (QFontMetricsF(p->font()).horizontalAdvance(label) + 8 < x2 - x1) {
+            p->setPen(kText);
+            p->drawText(QRectF(x1 + 4, band.top(), x2 - x1 - 8, band.height()), Qt::AlignVCenter | Qt::AlignLeft,
+                        label);
+        }
+    };
+    for (const LabEventRecord &e : m_store->labEvents()) {
+        if (e.kind != "breaker")
+            continue;
+        const auto arrow = e.detail.find(" -> ");
+        if (arrow == std::string::npos)
+            continue;
+        if (state.empty())
+            state = e.detail.substr(0, arrow);
+        span(e.tNs, state);
+        state = e.detail.substr(arrow + 4);
+        from = e.tNs;
+    }
+    if (!state.empty())
+        span(std::max<qint64>(m_store->latestNs(), m_endNs), state);
+    p->setPen(QPen(kDeadline, 2));
+    for (const LabEventRecord &e : m_store->labEvents()) {
+        if (e.kind != "fast-fail")
+            continue;
+        const double x = ax.timeToX(e.tNs);
+        if (x >= ax.left && x <= right)
+            p->drawLine(QPointF(x, band.bottom() - 9), QPointF(x, band.bottom() - 1));
+    }
 }
 
 void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis &ax, size_t index, double top)

@@ -63,9 +63,15 @@ public:
     static constexpr int kCallHeaderHeight = 24;
     static constexpr int kAttemptHeight = 34;
     static constexpr int kCallSpacing = 10;
+    static constexpr int kBandHeight = 28;
 
 private:
-    int headerHeight() const { return kRulerHeight + (m_options.title.isEmpty() ? 0 : kTitleHeight); }
+    int headerHeight() const
+    {
+        return kRulerHeight + (m_options.title.isEmpty() ? 0 : kTitleHeight) + (hasBreakerBand() ? kBandHeight : 0);
+    }
+    bool hasBreakerBand() const;
+    void paintBreakerBand(QPainter *p, const QRectF &band, const TimeAxis &ax);
     void paintRuler(QPainter *p, const QRectF &rect, const TimeAxis &ax);
     void paintCall(QPainter *p, const QRectF &rect, const TimeAxis &ax, size_t index, double top);
     void paintLegend(QPainter *p, const QRectF &rect);

@@ -32,6 +32,7 @@ private:
     LabServer m_server;
     Relay m_relay;
     std::atomic<int> m_nextCall{1};
+    Relay::Sink m_sink; // lab events go where the relay's events go
     bool m_running = false;
 };
 

@@ -38,6 +38,8 @@ struct ScenarioContext
     std::string target; // the capture proxy in front of the lab server
     const LabServer *server = nullptr;
     std::function<std::string()> nextCallId;
+    // Records a client policy's decision on the timeline (breaker transitions, fast failures, ...).
+    std::function<void(const std::string &kind, const std::string &detail, const std::string &callId)> labEvent;
 };
 
 // One call the scenario made, and what C-core 1.51 should do with it (grpc-core-retry-behaviour.md).

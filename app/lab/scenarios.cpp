@@ -1,12 +1,15 @@
 // The built-in scenarios. Expected outcomes follow what gRPC C-core 1.51 really does (measured, see
 // shared/reference/grpc-core-retry-behaviour.md); where grpc-go behaves differently the explanation says so.
 
+#include "circuitbreaker.h"
+#include "clock.h"
 #include "labserver.h"
 #include "scenario.h"
 
 #include <grpcpp/support/status_code_enum.h>
 
 #include <cmath>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -423,6 +426,64 @@ const std::vector<Scenario> &allScenarios()
              std::string config = retryConfig(p.integer("max_attempts"), 50);
              config.insert(config.size() - 1, R"(,"retryThrottling":{"maxTokens":10,"tokenRatio":0.1})");
              return runStorm(ctx, p, config, true);
+         }},
+
+        {"circuit-breaker", "Circuit breaker: closed, open, half-open",
+         "One client calls every 25 ms through a circuit breaker (window 10, at least 5 calls, opens at 50% errors, "
+         "stays open 200 ms, then lets one probe through). The downstream is down for the first 400 ms. Look for: "
+         "five failures open the breaker; calls while it is open fail fast and never reach the wire (red ticks on "
+         "the breaker band); the first probe fails and re-opens it; the second succeeds and closes it.",
+         {{"calls", "40", "calls, one every interval"},
+          {"interval_ms", "25", "time between calls"},
+          {"down_ms", "400", "how long the downstream fails"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             std::vector<std::string> transitions;
+             std::mutex mu;
+             CircuitBreaker breaker({}, [&](CircuitBreaker::State from, CircuitBreaker::State to) {
+                 const std::string t = std::string(CircuitBreaker::name(from)) + " -> " + CircuitBreaker::name(to);
+                 {
+                     std::lock_guard lk(mu);
+                     transitions.push_back(t);
+                 }
+                 ctx.labEvent("breaker", t, {});
+             });
+             LabClient client(ctx.target, {});
+             const std::int64_t start = steadyNowNs();
+             const std::int64_t interval = std::int64_t(p.integer("interval_ms")) * 1'000'000;
+             const std::int64_t down = std::int64_t(p.integer("down_ms")) * 1'000'000;
+             std::vector<CallResult> results;
+             std::vector<ExpectedCall> expected;
+             int fastFailed = 0;
+             for (int i = 0; i < p.integer("calls"); ++i) {
+                 const std::int64_t due = start + i * interval;
+                 while (steadyNowNs() < due)
+                     std::this_thread::sleep_for(std::chrono::microseconds(200));
+                 const auto id = ctx.nextCallId();
+                 const std::int64_t now = steadyNowNs();
+                 if (!breaker.allow(now)) {
+                     ++fastFailed;
+                     ctx.labEvent("fast-fail", "breaker open: failed without a request", id);
+                     continue;
+                 }
+                 const bool isDown = now - start < down;
+                 auto r = client.call(failing(id, isDown ? 1 : 0), std::chrono::seconds(5));
+                 breaker.record(r.code == 0, steadyNowNs());
+                 expected.push_back({id, 1, isDown ? kUnavailable : 0});
+                 results.push_back(r);
+             }
+             const std::vector<std::string> want = {"closed -> open", "open -> half-open", "half-open -> open",
+                                                    "open -> half-open", "half-open -> closed"};
+             std::string seq;
+             for (const auto &t : transitions)
+                 seq += (seq.empty() ? "" : ", ") + t;
+             ScenarioResult r = finish(ctx, results, expected);
+             const bool held = transitions == want && fastFailed > 0;
+             r.expectationHeld = r.expectationHeld && held;
+             r.summary = std::to_string(results.size()) + " calls sent, " + std::to_string(fastFailed) +
+                         " failed fast; breaker: " + seq +
+                         (held ? "" : " (expected closed -> open -> half-open -> open -> half-open -> closed, "
+                                      "with fast failures)");
+             return r;
          }},
     };
     return scenarios;

@@ -117,6 +117,22 @@ private slots:
             QCOMPARE(first.attempts[1].responseMessages, 5);
             const Call &second = *callByKey(store, result.expected.back().callId);
             QCOMPARE(second.attempts[0].responseMessages, 2);
+        } else if (name == "circuit-breaker") {
+            // The lab client's breaker reports into the same model: the full transition sequence, and calls
+            // that failed fast without ever reaching the wire.
+            std::vector<std::string> transitions;
+            int fastFails = 0;
+            for (const LabEventRecord &l : store.labEvents()) {
+                if (l.kind == "breaker")
+                    transitions.push_back(l.detail);
+                if (l.kind == "fast-fail") {
+                    ++fastFails;
+                    QVERIFY(!callByKey(store, l.callId));
+                }
+            }
+            QCOMPARE(transitions, (std::vector<std::string>{"closed -> open", "open -> half-open", "half-open -> open",
+                                                            "open -> half-open", "half-open -> closed"}));
+            QVERIFY(fastFails > 0);
         } else if (name == "retry-buffer") {
             const Call &large = *callByKey(store, result.expected.back().callId);
             QVERIFY(large.attempts[0].requestBytes > 256 * 1024);
