@@ -74,6 +74,14 @@ void prepare(grpc::ClientContext &ctx, const std::string &callId,
         ctx.set_deadline(std::chrono::system_clock::now() + *timeout);
 }
 
+StreamResult started(const std::string &callId)
+{
+    StreamResult r;
+    r.callId = callId;
+    r.startNs = steadyNowNs();
+    return r;
+}
+
 void finishResult(StreamResult &r, const grpc::Status &status)
 {
     r.endNs = steadyNowNs();
@@ -104,9 +112,7 @@ StreamResult LabClient::serverStream(const StreamRequest &request,
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
     prepare(ctx, request.call_id(), timeout, m_retryHint);
-    StreamResult r;
-    r.callId = request.call_id();
-    r.startNs = steadyNowNs();
+    StreamResult r = started(request.call_id());
     auto reader = stub->ServerStream(&ctx, request);
     CallReply reply;
     while (reader->Read(&reply)) {
@@ -124,9 +130,7 @@ StreamResult LabClient::clientStream(const CallRequest &request, int count,
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
     prepare(ctx, request.call_id(), timeout, m_retryHint);
-    StreamResult r;
-    r.callId = request.call_id();
-    r.startNs = steadyNowNs();
+    StreamResult r = started(request.call_id());
     CallReply reply;
     auto writer = stub->ClientStream(&ctx, &reply);
     while (r.sent < count && writer->Write(request))
@@ -148,9 +152,7 @@ StreamResult LabClient::bidi(const CallRequest &request, int count,
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
     prepare(ctx, request.call_id(), timeout, m_retryHint);
-    StreamResult r;
-    r.callId = request.call_id();
-    r.startNs = steadyNowNs();
+    StreamResult r = started(request.call_id());
     auto stream = stub->Bidi(&ctx);
     CallReply reply;
     while (r.sent < count) {
