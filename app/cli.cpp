@@ -28,7 +28,7 @@ const char kUsage[] =
     "usage:\n"
     "  rpcscope-cli list\n"
     "      List the lab scenarios and their parameters.\n"
-    "  rpcscope-cli run NAME [--set KEY=VALUE ...] [--json FILE] [--png FILE] [--frames]\n"
+    "  rpcscope-cli run NAME [--set KEY=VALUE ...] [--json FILE] [--png FILE] [--svg FILE] [--frames]\n"
     "      Run a lab scenario headless through the capture proxy, with its parameters changed by --set.\n"
     "      Exits 1 if its expected outcome did not hold.\n"
     "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE.json [--duration SECONDS]\n"
@@ -108,6 +108,11 @@ bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::s
             return false;
         }
     }
+    if (auto it = opts.find("--svg"); it != opts.end())
+        if (!TimelinePainter::renderSvg(model.store(), 1400, {title, true}, QString::fromStdString(it->second))) {
+            *error = "cannot write " + it->second;
+            return false;
+        }
     return true;
 }
 
@@ -153,7 +158,7 @@ int cmdRun(const std::vector<std::string> &args)
             return usageError("--set needs KEY=VALUE, got '" + kv + "'");
         overrides[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    if (!parseOptions(rest, {"--json", "--png"}, {"--frames"}, &opts, &error))
+    if (!parseOptions(rest, {"--json", "--png", "--svg"}, {"--frames"}, &opts, &error))
         return usageError(error);
     lab::ScenarioParams params;
     if (!scenario->resolveParams(overrides, &params, &error))

@@ -4,6 +4,7 @@
 #include <QGuiApplication>
 #include <QPainter>
 #include <QPainterPath>
+#include <QSvgGenerator>
 
 #include <algorithm>
 
@@ -500,6 +501,27 @@ QImage TimelinePainter::renderImage(const TimelineStore &store, int width, const
     QPainter p(&image);
     painter.paint(&p, QRectF(0, 0, width, height));
     return image;
+}
+
+bool TimelinePainter::renderSvg(const TimelineStore &store, int width, const Options &options,
+                                const QString &fileName)
+{
+    TimelinePainter painter(&store);
+    painter.setOptions(options);
+    const auto [lo, hi] = painter.fullRange();
+    painter.setRange(lo, hi);
+    const int height = painter.contentHeight() + 8;
+    QSvgGenerator svg;
+    svg.setFileName(fileName);
+    svg.setSize(QSize(width, height));
+    svg.setViewBox(QRect(0, 0, width, height));
+    svg.setTitle(options.title);
+    svg.setDescription(QStringLiteral("rpcscope timeline"));
+    QPainter p;
+    if (!p.begin(&svg))
+        return false;
+    painter.paint(&p, QRectF(0, 0, width, height));
+    return p.end();
 }
 
 } // namespace rpcscope

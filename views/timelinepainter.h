@@ -55,6 +55,8 @@ public:
 
     // The whole trace at the given width, height as needed; the CLI's --png and exports use this.
     static QImage renderImage(const TimelineStore &store, int width, const Options &options, qreal dpr = 1.0);
+    // The same picture as SVG (QSvgGenerator), for write-ups that need vector graphics.
+    static bool renderSvg(const TimelineStore &store, int width, const Options &options, const QString &fileName);
 
     static constexpr int kLabelWidth = 230;
     static constexpr int kRulerHeight = 30;

@@ -157,7 +157,8 @@ private slots:
         QTemporaryDir dir;
         const QString json = dir.filePath("out.json");
         const QString png = dir.filePath("out.png");
-        const Result r = cli({"run", "retry-basic", "--json", json, "--png", png});
+        const QString svg = dir.filePath("out.svg");
+        const Result r = cli({"run", "retry-basic", "--json", json, "--png", png, "--svg", svg});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY2(!r.err.contains("XDG_RUNTIME_DIR"), qPrintable(r.err));
 
@@ -178,6 +179,14 @@ private slots:
         QVERIFY(!image.isNull());
         QCOMPARE(image.width(), 1400);
         QVERIFY(image.height() > 150);
+
+        // The SVG is the same painter's output: vector text with the gap labels and the lane header.
+        QFile s(svg);
+        QVERIFY(s.open(QIODevice::ReadOnly));
+        const QByteArray svgText = s.readAll();
+        QVERIFY(svgText.contains("<svg"));
+        QVERIFY(svgText.contains("backoff"));
+        QVERIFY(svgText.contains("retry-basic-1"));
     }
 
     void captureRealCalls()
