@@ -121,6 +121,10 @@ const char *kindName(EventKind k)
     case EventKind::Headers: return "Headers";
     case EventKind::Message: return "Message";
     case EventKind::DecodeError: return "DecodeError";
+    case EventKind::Notice: return "Notice";
+    case EventKind::FlowStallBegin: return "FlowStallBegin";
+    case EventKind::FlowStallEnd: return "FlowStallEnd";
+    case EventKind::LabEvent: return "LabEvent";
     }
     return "?";
 }
