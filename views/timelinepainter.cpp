@@ -432,6 +432,19 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
         }
     }
 
+    // A retry the client chose not to make (lab events tied to this call), in the lane header, left of the
+    // deadline label, so it never covers a gap label.
+    for (const LabEventRecord &l : m_store->labEvents()) {
+        if (l.kind != "retry-suppressed" || l.callId != call.key)
+            continue;
+        const QString text = QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(l.detail));
+        p->setFont(small);
+        const double tw = QFontMetricsF(small).horizontalAdvance(text);
+        p->setPen(kDeadline);
+        p->drawText(QRectF(rect.right() - 270 - tw, top, tw + 2, kCallHeaderHeight), Qt::AlignLeft | Qt::AlignVCenter,
+                    text);
+    }
+
     // Deadline: a dashed line where the call's budget runs out, or an arrow at the edge when it is off-range.
     if (const auto deadline = call.deadlineNs()) {
         const double dx = ax.timeToX(*deadline);

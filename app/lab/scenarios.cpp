@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -484,6 +485,63 @@ const std::vector<Scenario> &allScenarios()
                          (held ? "" : " (expected closed -> open -> half-open -> open -> half-open -> closed, "
                                       "with fast failures)");
              return r;
+         }},
+
+        {"app-retry", "Application-level retry with jitter and a deadline budget",
+         "No retryPolicy: the client retries by itself, as the seed-001 story recommends. Backoff 50 ms doubling, "
+         "with symmetric jitter (x 0.7-1.3); before each wait it checks the remaining deadline (400 ms) and gives "
+         "up when the wait would not fit; it never retries a status that is not retryable. Each attempt is a new "
+         "call on the wire with the same call id, so no grpc-previous-rpc-attempts header. Look for: attempts with "
+         "jittered gaps, then a 'retry suppressed' lab event naming the deadline; a second call failing with "
+         "INVALID_ARGUMENT is not retried at all.",
+         {{"deadline_ms", "400", "the call's overall budget"}, {"base_ms", "50", "first backoff before jitter"}},
+         [](const ScenarioContext &ctx, const ScenarioParams &p) {
+             LabClient client(ctx.target, {});
+             std::mt19937 rng(std::random_device{}());
+             std::uniform_real_distribution<double> jitter(0.7, 1.3);
+             const double base = p.integer("base_ms");
+             const std::int64_t budget = std::int64_t(p.integer("deadline_ms")) * 1'000'000;
+             std::vector<CallResult> results;
+             std::vector<ExpectedCall> expected;
+             std::string problem;
+             for (int code : {kUnavailable, int(grpc::StatusCode::INVALID_ARGUMENT)}) {
+                 const auto id = ctx.nextCallId();
+                 const std::int64_t start = steadyNowNs();
+                 int attempts = 0;
+                 CallResult last;
+                 std::string why;
+                 for (int k = 0;; ++k) {
+                     const std::int64_t remaining = budget - (steadyNowNs() - start);
+                     last = client.call(failing(id, 1000, code), std::chrono::milliseconds(remaining / 1'000'000));
+                     ++attempts;
+                     if (last.code == 0)
+                         break;
+                     if (last.code != kUnavailable) {
+                         why = statusName(last.code) + " is not retryable";
+                         break;
+                     }
+                     const double waitMs = base * std::pow(2.0, k) * jitter(rng);
+                     const double leftMs = double(budget - (steadyNowNs() - start)) / 1e6;
+                     if (waitMs >= leftMs) {
+                         std::ostringstream w;
+                         w.precision(0);
+                         w << std::fixed << "next wait " << waitMs << " ms exceeds the remaining " << leftMs << " ms";
+                         why = w.str();
+                         break;
+                     }
+                     std::this_thread::sleep_for(std::chrono::microseconds(std::int64_t(waitMs * 1000)));
+                 }
+                 if (!why.empty())
+                     ctx.labEvent("retry-suppressed", why, id);
+                 last.startNs = start;
+                 results.push_back(last);
+                 expected.push_back({id, attempts, last.code});
+                 if (code == kUnavailable && (attempts < 2 || why.find("remaining") == std::string::npos))
+                     problem += id + " should retry until the budget runs out ";
+                 if (code != kUnavailable && attempts != 1)
+                     problem += id + " retried a status that is not retryable ";
+             }
+             return finish(ctx, results, expected, problem);
          }},
     };
     return scenarios;

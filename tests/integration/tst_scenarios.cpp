@@ -7,6 +7,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <mutex>
 
 using namespace rpcscope;
@@ -67,8 +68,9 @@ private slots:
             const Call *call = callByKey(store, e.callId);
             QVERIFY2(call, e.callId.c_str());
             QCOMPARE(int(call->attempts.size()), e.attempts);
+            // gRPC's own retries count themselves on the wire; application-level ones are fresh calls.
             for (size_t k = 0; k < call->attempts.size(); ++k)
-                QCOMPARE(call->attempts[k].previousAttempts.value_or(-1), int(k));
+                QCOMPARE(call->attempts[k].previousAttempts.value_or(-1), name == "app-retry" ? 0 : int(k));
             if (e.finalStatus != 4) { // DEADLINE_EXCEEDED is the client's own verdict, never on the wire here
                 QVERIFY(call->outcomeAttempt());
                 QCOMPARE(call->outcomeAttempt()->status.value_or(-1), e.finalStatus);
@@ -133,6 +135,17 @@ private slots:
             QCOMPARE(transitions, (std::vector<std::string>{"closed -> open", "open -> half-open", "half-open -> open",
                                                             "open -> half-open", "half-open -> closed"}));
             QVERIFY(fastFails > 0);
+        } else if (name == "app-retry") {
+            // Jittered gaps (base 50 ms doubling, x 0.7-1.3, plus the wire) and a suppression event per call.
+            for (size_t g = 0; g < gaps.size(); ++g) {
+                const std::int64_t want = std::int64_t(50 * ms * std::pow(2.0, double(g)));
+                QVERIFY2(*gaps[g] >= want * 7 / 10 && *gaps[g] <= want * 13 / 10 + 10 * ms,
+                         qPrintable(between(*gaps[g], want * 7 / 10, want * 13 / 10)));
+            }
+            int suppressed = 0;
+            for (const LabEventRecord &l : store.labEvents())
+                suppressed += l.kind == "retry-suppressed";
+            QCOMPARE(suppressed, 2);
         } else if (name == "retry-buffer") {
             const Call &large = *callByKey(store, result.expected.back().callId);
             QVERIFY(large.attempts[0].requestBytes > 256 * 1024);
