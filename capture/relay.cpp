@@ -464,10 +464,6 @@ void Relay::Impl::ioLoop()
                     }
                     c.connecting = false;
                 }
-                if (cr & (POLLHUP | POLLERR)) {
-                    c.closeReason = "client left before the target accepted";
-                    ok = false;
-                }
             } else {
                 if (ok && (cr & (POLLIN | POLLHUP | POLLERR)) && !c.clientEof)
                     ok = readSide(c, true);

@@ -220,10 +220,23 @@ void TimelinePainter::paintRuler(QPainter *p, const QRectF &rect, const TimeAxis
 
 bool TimelinePainter::hasBreakerBand() const
 {
-    for (const LabEventRecord &e : m_store->labEvents())
+    refreshLabIndex();
+    return m_hasBreakerBand;
+}
+
+void TimelinePainter::refreshLabIndex() const
+{
+    if (m_labIndexGeneration == m_store->generation())
+        return;
+    m_labIndexGeneration = m_store->generation();
+    m_hasBreakerBand = false;
+    m_suppressedByCall.clear();
+    for (const LabEventRecord &e : m_store->labEvents()) {
         if (e.kind == "breaker" || e.kind == "fast-fail")
-            return true;
-    return false;
+            m_hasBreakerBand = true;
+        else if (e.kind == "retry-suppressed" && !e.callId.empty())
+            m_suppressedByCall[e.callId] = &e;
+    }
 }
 
 // The breaker's state over time as coloured spans, transitions labelled, and a red tick for every call
@@ -434,10 +447,9 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
 
     // A retry the client chose not to make (lab events tied to this call), in the lane header, left of the
     // deadline label, so it never covers a gap label.
-    for (const LabEventRecord &l : m_store->labEvents()) {
-        if (l.kind != "retry-suppressed" || l.callId != call.key)
-            continue;
-        const QString text = QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(l.detail));
+    refreshLabIndex();
+    if (auto it = m_suppressedByCall.find(call.key); it != m_suppressedByCall.end()) {
+        const QString text = QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(it->second->detail));
         p->setFont(small);
         const double tw = QFontMetricsF(small).horizontalAdvance(text);
         p->setPen(kDeadline);

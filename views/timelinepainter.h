@@ -8,6 +8,8 @@
 #include <QRectF>
 #include <QString>
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 class QPainter;
@@ -73,6 +75,9 @@ private:
         return kRulerHeight + (m_options.title.isEmpty() ? 0 : kTitleHeight) + (hasBreakerBand() ? kBandHeight : 0);
     }
     bool hasBreakerBand() const;
+    // Lab events by what they mean to the picture, rebuilt only when the store changes, so paint() never
+    // scans every lab event for every lane.
+    void refreshLabIndex() const;
     void paintBreakerBand(QPainter *p, const QRectF &band, const TimeAxis &ax);
     void paintRuler(QPainter *p, const QRectF &rect, const TimeAxis &ax);
     void paintCall(QPainter *p, const QRectF &rect, const TimeAxis &ax, size_t index, double top);
@@ -84,6 +89,9 @@ private:
     qint64 m_endNs = 1'000'000'000;
     int m_scrollY = 0;
     std::vector<GapLabel> m_gapLabels;
+    mutable std::uint64_t m_labIndexGeneration = ~std::uint64_t(0);
+    mutable bool m_hasBreakerBand = false;
+    mutable std::unordered_map<std::string, const LabEventRecord *> m_suppressedByCall;
 };
 
 QString formatDuration(qint64 ns);

@@ -13,6 +13,7 @@
 
 #include "connectiondecoder.h"
 #include "h2input.h"
+#include "testnet.h"
 #include "lab.pb.h"
 #include "labclient.h"
 #include "labsession.h"
@@ -50,22 +51,6 @@ struct Chunk
     bool s2c = false;
     std::string bytes;
 };
-
-bool sendAll(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k > 0) {
-            p += k;
-            n -= size_t(k);
-        } else if (k < 0 && errno == EINTR) {
-            continue;
-        } else {
-            return false;
-        }
-    }
-    return true;
-}
 
 // A recording TCP forwarder on 127.0.0.1: one thread accepts, two threads per connection pump bytes.
 class Tap
@@ -176,7 +161,7 @@ private:
                 std::lock_guard lk(c->mu);
                 c->chunks.push_back({s2c, std::string(buf.data(), size_t(n))});
             }
-            if (!sendAll(to, buf.data(), size_t(n)))
+            if (!testnet::sendAll(to, buf.data(), size_t(n)))
                 break;
         }
         shutdown(to, SHUT_WR);
