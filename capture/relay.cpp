@@ -207,6 +207,7 @@ struct Relay::Impl
     HostPort listenAddr;
     HostPort target;
     DecoderLimits limits;
+    std::string label;
     std::vector<sockaddr_storage> targetAddrs;
     Sink sink;
     std::int64_t acceptPausedUntil = 0;
@@ -529,6 +530,7 @@ void Relay::Impl::decoderLoop()
                 e.tNs = c.t;
                 e.text = std::move(c.bytes);
                 e.text2 = std::move(c.extra);
+                e.label = label;
                 batch.push_back(std::move(e));
                 break;
             }
@@ -585,6 +587,11 @@ Relay::~Relay()
 void Relay::setDecoderLimits(const DecoderLimits &limits)
 {
     d->limits = limits;
+}
+
+void Relay::setLabel(const std::string &label)
+{
+    d->label = label;
 }
 
 bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error)

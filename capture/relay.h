@@ -39,6 +39,8 @@ public:
 
     // Applies to connections accepted after the next start().
     void setDecoderLimits(const DecoderLimits &limits);
+    // Names this relay's connections on the timeline (for example the hop "A->B" of a chain).
+    void setLabel(const std::string &label);
 
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);

@@ -103,6 +103,7 @@ struct WireEvent
     std::string text;  // ConnectionOpened: client peer; ConnectionClosed: why; DecodeError/Notice: reason;
                        // GOAWAY: debug data
     std::string text2; // ConnectionOpened: server peer
+    std::string label; // ConnectionOpened: the capturing relay's label (a hop name such as "B->C"); may be empty
 
     bool operator==(const WireEvent &) const = default;
 };

@@ -47,6 +47,7 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"id", qint64(c.id)},
             {"client", QString::fromStdString(c.client)},
             {"server", QString::fromStdString(c.server)},
+            {"label", c.label.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(c.label))},
             {"opened_ns", qint64(c.openedNs - origin)},
             {"closed_ns", rel(c.closedNs)},
             {"close_reason",

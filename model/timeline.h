@@ -17,6 +17,7 @@ struct Connection
     std::uint32_t id = 0;
     std::string client;
     std::string server;
+    std::string label; // the capturing relay's hop name; empty for the main proxy
     std::int64_t openedNs = 0;
     std::optional<std::int64_t> closedNs;
     std::string closeReason; // how it ended: "closed", a reset, the target refusing, ...

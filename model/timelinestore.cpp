@@ -173,6 +173,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             c.id = e.connection;
             c.client = e.text;
             c.server = e.text2;
+            c.label = e.label;
             c.openedNs = e.tNs;
             m_connections.push_back(std::move(c));
             ch.connectionsChanged = true;

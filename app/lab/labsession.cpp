@@ -56,7 +56,23 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
         e.grpc.callId = callId;
         m_sink({std::move(e)});
     };
-    return scenario.run(ctx, params);
+    ctx.openHop = [this](const std::string &label, const std::string &target, std::string *error) -> std::string {
+        HostPort to;
+        if (!parseHostPort(target, &to, error))
+            return {};
+        auto relay = std::make_unique<Relay>();
+        relay->setLabel(label);
+        if (!relay->start({"127.0.0.1", 0}, to, m_sink, error))
+            return {};
+        const std::string address = relay->listenAddress().toString();
+        m_hops.push_back(std::move(relay));
+        return address;
+    };
+    ScenarioResult result = scenario.run(ctx, params);
+    for (auto &hop : m_hops)
+        hop->stop(); // closes the hop's connections and flushes their events
+    m_hops.clear();
+    return result;
 }
 
 } // namespace rpcscope::lab

@@ -5,6 +5,8 @@
 #include "scenario.h"
 
 #include <atomic>
+#include <memory>
+#include <vector>
 #include <string>
 
 namespace rpcscope::lab {
@@ -33,6 +35,7 @@ private:
     Relay m_relay;
     std::atomic<int> m_nextCall{1};
     Relay::Sink m_sink; // lab events go where the relay's events go
+    std::vector<std::unique_ptr<Relay>> m_hops; // extra relays a scenario opened (ScenarioContext::openHop)
     bool m_running = false;
 };
 

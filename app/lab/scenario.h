@@ -40,6 +40,10 @@ struct ScenarioContext
     std::function<std::string()> nextCallId;
     // Records a client policy's decision on the timeline (breaker transitions, fast failures, ...).
     std::function<void(const std::string &kind, const std::string &detail, const std::string &callId)> labEvent;
+    // Starts one more capture relay, labelled `label` on the timeline, in front of `target` ("host:port"), and
+    // returns the address to dial. It feeds the same timeline and lives until the scenario run ends.
+    // Empty on failure, with the reason in *error.
+    std::function<std::string(const std::string &label, const std::string &target, std::string *error)> openHop;
 };
 
 // One call the scenario made, and what C-core 1.51 should do with it (grpc-core-retry-behaviour.md).
@@ -72,6 +76,9 @@ struct Scenario
 };
 
 const std::vector<Scenario> &allScenarios();
+// Scenario groups kept in their own files; allScenarios() lists them after the seed-000 ones.
+void appendChainScenarios(std::vector<Scenario> &out);      // scenarios_chain.cpp: seed 001 deadline chains
+void appendGovernanceScenarios(std::vector<Scenario> &out); // scenarios_governance.cpp: seed 001 the rest
 const Scenario *findScenario(const std::string &name);
 
 } // namespace rpcscope::lab

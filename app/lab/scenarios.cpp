@@ -204,7 +204,8 @@ bool Scenario::resolveParams(const std::map<std::string, std::string> &overrides
 
 const std::vector<Scenario> &allScenarios()
 {
-    static const std::vector<Scenario> scenarios = {
+    static const std::vector<Scenario> scenarios = [] {
+    std::vector<Scenario> list = {
         {"retry-basic", "Retry with exponential backoff",
          "retryPolicy maxAttempts 3, initialBackoff 50 ms, multiplier 2, maxBackoff 1 s, UNAVAILABLE retryable. "
          "The server fails the first 2 arrivals. Look for: 3 attempts in one call, the first gap exactly 50 ms "
@@ -544,6 +545,10 @@ const std::vector<Scenario> &allScenarios()
              return finish(ctx, results, expected, problem);
          }},
     };
+    appendChainScenarios(list);
+    appendGovernanceScenarios(list);
+    return list;
+    }();
     return scenarios;
 }
 
