@@ -1,0 +1,407 @@
+#include "ingestserver.h"
+
+#include "clock.h"
+#include "ingest.grpc.pb.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <grpcpp/grpcpp.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace rpcscope {
+
+namespace {
+
+constexpr std::int64_t kDayNs = 86'400'000'000'000;
+constexpr size_t kMaxDetail = 1024, kMaxLabel = 128, kMaxCallId = 256, kMaxSource = 128;
+
+bool isHex(const std::string &s, size_t from, size_t n)
+{
+    for (size_t i = from; i < from + n; ++i)
+        if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i])))
+            return false;
+    return true;
+}
+
+// version-traceid-parentid-flags, lower-case hex (W3C Trace Context).
+bool validTraceparent(const std::string &t)
+{
+    return t.size() == 55 && t[2] == '-' && t[35] == '-' && t[52] == '-' && isHex(t, 0, 2) && isHex(t, 3, 32) &&
+           isHex(t, 36, 16) && isHex(t, 53, 2) && t.compare(3, 32, std::string(32, '0')) != 0;
+}
+
+bool validState(const std::string &s)
+{
+    return s == "closed" || s == "open" || s == "half-open";
+}
+
+std::string tooLong(const char *field, size_t limit)
+{
+    return std::string(field) + " is longer than " + std::to_string(limit) + " bytes";
+}
+
+} // namespace
+
+bool toWireEvent(const ReportedEvent &in, std::int64_t steadyNow, std::int64_t wallNow, WireEvent *out,
+                 std::string *error)
+{
+    if (in.detail.size() > kMaxDetail)
+        return *error = tooLong("detail", kMaxDetail), false;
+    if (in.label.size() > kMaxLabel)
+        return *error = tooLong("label", kMaxLabel), false;
+    if (in.callId.size() > kMaxCallId)
+        return *error = tooLong("call_id", kMaxCallId), false;
+    if (in.source.size() > kMaxSource)
+        return *error = tooLong("source", kMaxSource), false;
+    if (!in.traceparent.empty() && !validTraceparent(in.traceparent))
+        return *error = "traceparent is not W3C version-traceid-parentid-flags (00-<32 hex>-<16 hex>-<2 hex>)",
+               false;
+    if (in.timeUnixNanos < 0 || (in.timeUnixNanos != 0 && std::llabs(in.timeUnixNanos - wallNow) > kDayNs))
+        return *error = "time_unix_nanos " + std::to_string(in.timeUnixNanos) +
+                        " is more than a day away from now (ns since the Unix epoch, or 0 for now)",
+               false;
+
+    WireEvent e;
+    e.kind = EventKind::LabEvent;
+    e.tNs = in.timeUnixNanos == 0 ? steadyNow : steadyNow - (wallNow - in.timeUnixNanos);
+    if (in.kind == "breaker") {
+        const auto arrow = in.detail.find("->");
+        auto trim = [](std::string s) {
+            while (!s.empty() && s.front() == ' ')
+                s.erase(s.begin());
+            while (!s.empty() && s.back() == ' ')
+                s.pop_back();
+            return s;
+        };
+        const std::string from = arrow == std::string::npos ? "" : trim(in.detail.substr(0, arrow));
+        const std::string to = arrow == std::string::npos ? "" : trim(in.detail.substr(arrow + 2));
+        if (!validState(from) || !validState(to))
+            return *error = "a breaker event's detail must be \"FROM -> TO\" with states closed, open, half-open; "
+                            "got \"" + in.detail + "\"",
+                   false;
+        e.text = "breaker";
+        e.text2 = from + " -> " + to;
+    } else if (in.kind == "rejection") {
+        e.text = "bulkhead-rejected";
+        e.text2 = in.detail;
+    } else if (in.kind == "retry-suppressed") {
+        e.text = "retry-suppressed";
+        e.text2 = in.detail;
+    } else if (in.kind == "custom") {
+        if (in.label.empty())
+            return *error = "a custom event needs a label", false;
+        e.text = "custom";
+        e.text2 = in.label + (in.detail.empty() ? "" : ": " + in.detail);
+    } else {
+        return *error = "unknown kind \"" + in.kind + "\" (known: breaker, rejection, retry-suppressed, custom)",
+               false;
+    }
+    if (!in.source.empty())
+        e.text2 += " [" + in.source + "]";
+    e.grpc.callId = in.callId;
+    if (!in.traceparent.empty())
+        e.headers.push_back({"traceparent", in.traceparent});
+    *out = std::move(e);
+    return true;
+}
+
+bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *error)
+{
+    QJsonParseError pe;
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(line), &pe);
+    if (pe.error != QJsonParseError::NoError)
+        return *error = "not JSON: " + pe.errorString().toStdString() + " at offset " + std::to_string(pe.offset),
+               false;
+    if (!doc.isObject())
+        return *error = "a line must be one JSON object", false;
+    const QJsonObject o = doc.object();
+    static const char *const known[] = {"time_unix_nanos", "time_unix_ms", "kind",        "detail",
+                                        "label",           "call_id",      "traceparent", "source"};
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        bool ok = false;
+        for (const char *k : known)
+            ok = ok || it.key() == QLatin1String(k);
+        if (!ok)
+            return *error = "unknown field \"" + it.key().toStdString() + "\"", false;
+        if (it.key().startsWith(QLatin1String("time_unix")) ? !it->isDouble() && !it->isString() : !it->isString())
+            return *error = "field \"" + it.key().toStdString() + "\" has the wrong type", false;
+    }
+    ReportedEvent e;
+    // Nanoseconds since the epoch need more than a double's 53 bits, so a string of digits is exact.
+    if (o.contains("time_unix_nanos")) {
+        const QJsonValue v = o.value("time_unix_nanos");
+        bool ok = true;
+        e.timeUnixNanos = v.isString() ? v.toString().toLongLong(&ok) : std::int64_t(v.toDouble());
+        if (!ok)
+            return *error = "time_unix_nanos is not an integer", false;
+    } else if (o.contains("time_unix_ms")) {
+        const QJsonValue v = o.value("time_unix_ms");
+        bool ok = true;
+        const double ms = v.isString() ? v.toString().toDouble(&ok) : v.toDouble();
+        if (!ok)
+            return *error = "time_unix_ms is not a number", false;
+        e.timeUnixNanos = std::int64_t(ms * 1e6);
+    }
+    e.kind = o.value("kind").toString().toStdString();
+    e.detail = o.value("detail").toString().toStdString();
+    e.label = o.value("label").toString().toStdString();
+    e.callId = o.value("call_id").toString().toStdString();
+    e.traceparent = o.value("traceparent").toString().toStdString();
+    e.source = o.value("source").toString().toStdString();
+    if (e.kind.empty())
+        return *error = "missing \"kind\"", false;
+    *out = std::move(e);
+    return true;
+}
+
+struct IngestServer::Impl
+{
+    // A fresh service object per start(): a grpc++ service can be registered with one server only.
+    struct Service final : ingest::Ingest::Service
+    {
+        Impl *impl;
+        explicit Service(Impl *i) : impl(i) {}
+        grpc::Status ReportEvents(grpc::ServerContext *, grpc::ServerReader<ingest::Event> *reader,
+                                  ingest::ReportReply *reply) override
+        {
+            return impl->reportEvents(reader, reply);
+        }
+    };
+
+    Sink sink;
+    std::unique_ptr<Service> service;
+    std::unique_ptr<grpc::Server> server;
+    int grpcPort = 0;
+    int listenFd = -1;
+    std::uint16_t jsonPort = 0;
+    int wake[2] = {-1, -1};
+    std::thread jsonThread;
+    std::atomic<std::uint64_t> accepted{0}, rejected{0};
+
+    bool take(const ReportedEvent &r, std::string *error)
+    {
+        WireEvent e;
+        if (!toWireEvent(r, steadyNowNs(), wallNowNs(), &e, error)) {
+            ++rejected;
+            return false;
+        }
+        ++accepted;
+        if (sink)
+            sink({std::move(e)});
+        return true;
+    }
+
+    grpc::Status reportEvents(grpc::ServerReader<ingest::Event> *reader, ingest::ReportReply *reply)
+    {
+        ingest::Event in;
+        std::int64_t index = 0;
+        while (reader->Read(&in)) {
+            ReportedEvent r{in.time_unix_nanos(), in.kind(),        in.detail(), in.label(),
+                            in.call_id(),         in.traceparent(), in.source()};
+            std::string error;
+            if (!take(r, &error))
+                return {grpc::StatusCode::INVALID_ARGUMENT, "event " + std::to_string(index) + ": " + error};
+            reply->set_accepted(++index);
+        }
+        return grpc::Status::OK;
+    }
+
+    void serveJson()
+    {
+        struct Client
+        {
+            int fd;
+            std::string in, out;
+            bool discarding = false; // inside a line that was too long
+        };
+        std::vector<Client> clients;
+        for (;;) {
+            std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listenFd, POLLIN, 0}};
+            for (const Client &c : clients)
+                fds.push_back({c.fd, short(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+            if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+                break;
+            if (fds[0].revents)
+                break;
+            if (fds[1].revents & POLLIN) {
+                const int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd >= 0 && clients.size() < 64)
+                    clients.push_back({fd, {}, {}});
+                else if (fd >= 0)
+                    ::close(fd);
+            }
+            for (size_t i = 0; i < clients.size(); ++i) {
+                Client &c = clients[i];
+                const short re = fds[i + 2].revents;
+                bool dead = false;
+                if (re & (POLLIN | POLLHUP | POLLERR)) {
+                    char buf[4096];
+                    const ssize_t n = ::read(c.fd, buf, sizeof buf);
+                    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
+                        dead = true;
+                    for (ssize_t k = 0; k < n; ++k) {
+                        if (buf[k] != '\n') {
+                            if (c.discarding)
+                                continue;
+                            c.in.push_back(buf[k]);
+                            if (c.in.size() > kMaxLineBytes) {
+                                c.in.clear();
+                                c.discarding = true;
+                                ++rejected;
+                                c.out += "error: line longer than " + std::to_string(kMaxLineBytes) + " bytes\n";
+                            }
+                            continue;
+                        }
+                        if (c.discarding) {
+                            c.discarding = false;
+                            continue;
+                        }
+                        std::string line;
+                        line.swap(c.in);
+                        if (!line.empty() && line.back() == '\r')
+                            line.pop_back();
+                        if (line.empty())
+                            continue;
+                        ReportedEvent r;
+                        std::string error;
+                        bool ok = parseEventLine(line, &r, &error);
+                        if (!ok)
+                            ++rejected;
+                        else
+                            ok = take(r, &error);
+                        c.out += ok ? "ok\n" : "error: " + error + "\n";
+                    }
+                }
+                if (!c.out.empty() && !dead) {
+                    const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+                    if (n > 0)
+                        c.out.erase(0, size_t(n));
+                    else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        dead = true;
+                    if (c.out.size() > 1 << 20) // a client that never reads its answers
+                        dead = true;
+                }
+                if (dead) {
+                    ::close(c.fd);
+                    clients.erase(clients.begin() + std::ptrdiff_t(i));
+                    fds.erase(fds.begin() + std::ptrdiff_t(i) + 2);
+                    --i;
+                }
+            }
+        }
+        for (Client &c : clients)
+            ::close(c.fd);
+    }
+};
+
+IngestServer::IngestServer() : d(std::make_unique<Impl>()) {}
+
+IngestServer::~IngestServer()
+{
+    stop();
+}
+
+bool IngestServer::start(std::uint16_t grpcPort, std::uint16_t jsonPort, Sink sink, std::string *error)
+{
+    stop();
+    d->sink = std::move(sink);
+
+    d->listenFd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(d->listenFd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(jsonPort);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(d->listenFd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(d->listenFd, 16) != 0 ||
+        ::getsockname(d->listenFd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+        *error = "cannot listen for JSON events on 127.0.0.1:" + std::to_string(jsonPort) + ": " +
+                 std::strerror(errno);
+        ::close(d->listenFd);
+        d->listenFd = -1;
+        return false;
+    }
+    d->jsonPort = ntohs(a.sin_port);
+
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(grpcPort), grpc::InsecureServerCredentials(),
+                             &d->grpcPort);
+    d->service = std::make_unique<Impl::Service>(d.get());
+    builder.RegisterService(d->service.get());
+    builder.SetMaxReceiveMessageSize(16 * 1024); // an oversized event is refused with RESOURCE_EXHAUSTED
+    if (grpcPort != 0)
+        builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0); // a port in use must fail, not be shared
+    d->server = builder.BuildAndStart();
+    if (!d->server || d->grpcPort == 0) {
+        *error = "cannot serve the Ingest gRPC service on 127.0.0.1:" + std::to_string(grpcPort) +
+                 " (port in use?)";
+        d->server.reset();
+        ::close(d->listenFd);
+        d->listenFd = -1;
+        return false;
+    }
+    if (::pipe2(d->wake, O_CLOEXEC) != 0) {
+        *error = std::string("pipe: ") + std::strerror(errno);
+        stop();
+        return false;
+    }
+    d->jsonThread = std::thread([this] { d->serveJson(); });
+    return true;
+}
+
+void IngestServer::stop()
+{
+    if (d->jsonThread.joinable()) {
+        const char c = 'x';
+        [[maybe_unused]] const auto n = ::write(d->wake[1], &c, 1);
+        d->jsonThread.join();
+    }
+    for (int &fd : d->wake)
+        if (fd >= 0)
+            ::close(std::exchange(fd, -1));
+    if (d->listenFd >= 0)
+        ::close(std::exchange(d->listenFd, -1));
+    if (d->server) {
+        d->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+        d->server.reset();
+    }
+    d->service.reset();
+    d->grpcPort = 0;
+    d->jsonPort = 0;
+}
+
+std::uint16_t IngestServer::grpcPort() const
+{
+    return std::uint16_t(d->grpcPort);
+}
+
+std::uint16_t IngestServer::jsonPort() const
+{
+    return d->jsonPort;
+}
+
+std::uint64_t IngestServer::accepted() const
+{
+    return d->accepted;
+}
+
+std::uint64_t IngestServer::rejected() const
+{
+    return d->rejected;
+}
+
+} // namespace rpcscope

@@ -1,0 +1,256 @@
+// The ingestion endpoint: a real grpc++ client and a plain TCP client report resilience events; accepted ones
+// land on the model tied to their call, bad ones are refused with a clear reason and never reach it.
+
+#include "clock.h"
+#include "ingest.grpc.pb.h"
+#include "ingestserver.h"
+#include "labclient.h"
+#include "labsession.h"
+#include "testnet.h"
+#include "timelinestore.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <QtTest>
+
+#include <mutex>
+
+using namespace rpcscope;
+
+namespace {
+
+// Collects what the sink receives, from any thread.
+struct Collector
+{
+    std::mutex mu;
+    EventBatch events;
+    IngestServer::Sink sink()
+    {
+        return [this](EventBatch &&b) {
+            std::lock_guard lk(mu);
+            events.insert(events.end(), b.begin(), b.end());
+        };
+    }
+    size_t labEvents()
+    {
+        std::lock_guard lk(mu);
+        return size_t(std::count_if(events.begin(), events.end(),
+                                    [](const WireEvent &e) { return e.kind == EventKind::LabEvent; }));
+    }
+    EventBatch snapshot()
+    {
+        std::lock_guard lk(mu);
+        return events;
+    }
+};
+
+ingest::Event makeEvent(const std::string &kind, const std::string &detail, const std::string &callId = {})
+{
+    ingest::Event e;
+    e.set_kind(kind);
+    e.set_detail(detail);
+    e.set_call_id(callId);
+    return e;
+}
+
+// Streams `events` and returns the final status and how many the server acknowledged.
+grpc::Status report(std::uint16_t port, const std::vector<ingest::Event> &events, std::int64_t *accepted)
+{
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    auto stub = ingest::Ingest::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ingest::ReportReply reply;
+    auto writer = stub->ReportEvents(&ctx, &reply);
+    for (const auto &e : events)
+        if (!writer->Write(e))
+            break;
+    writer->WritesDone();
+    grpc::Status s = writer->Finish();
+    *accepted = reply.accepted();
+    return s;
+}
+
+// Sends `text` on a fresh TCP connection to the JSON port and reads `lines` answer lines.
+QStringList jsonExchange(std::uint16_t port, const std::string &text, int lines)
+{
+    const int fd = testnet::connectLoopback(port);
+    if (fd < 0)
+        return {QStringLiteral("connect failed")};
+    testnet::sendAll(fd, text.data(), text.size());
+    std::string got;
+    const std::int64_t until = steadyNowNs() + 10'000'000'000;
+    while (std::count(got.begin(), got.end(), '\n') < lines && steadyNowNs() < until) {
+        char buf[4096];
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0)
+            continue;
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        got.append(buf, size_t(n));
+    }
+    ::close(fd);
+    return QString::fromStdString(got).split('\n', Qt::SkipEmptyParts);
+}
+
+} // namespace
+
+class TestIngest : public QObject
+{
+    Q_OBJECT
+private slots:
+    // A lab call goes through the capture relay while a real grpc++ client reports the breaker transitions
+    // around it; the model ties them to that call.
+    void grpcEventsTiedToTheirCall()
+    {
+        Collector wire;
+        lab::LabSession session;
+        std::string error;
+        QVERIFY2(session.start(wire.sink(), &error), error.c_str());
+        IngestServer ingestServer;
+        QVERIFY2(ingestServer.start(0, 0, wire.sink(), &error), error.c_str());
+
+        lab::LabClient client(session.proxyAddress().toString(), {});
+        lab::CallRequest req;
+        req.set_call_id("ingest-call-1");
+        const auto r = client.call(req, std::chrono::seconds(5));
+        QCOMPARE(r.code, 0);
+
+        const std::int64_t before = wallNowNs();
+        auto open = makeEvent("breaker", "closed -> open", "ingest-call-1");
+        open.set_time_unix_nanos(before - 5'000'000); // 5 ms ago, on the wall clock
+        open.set_source("checkout/own-breaker");
+        auto rejected = makeEvent("rejection", "pool full (10/10)", "ingest-call-1");
+        auto custom = makeEvent("custom", "token bucket at 3/10");
+        custom.set_label("retry budget");
+        custom.set_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        std::int64_t accepted = 0;
+        const grpc::Status s = report(ingestServer.grpcPort(), {open, rejected, custom}, &accepted);
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        QCOMPARE(accepted, 3);
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(3), 5000);
+        session.stop();
+        ingestServer.stop();
+
+        TimelineStore store;
+        store.apply(wire.snapshot());
+        const auto &events = store.labEvents();
+        QCOMPARE(events.size(), size_t(3));
+        QCOMPARE(QString::fromStdString(events[0].kind), QStringLiteral("breaker"));
+        QCOMPARE(QString::fromStdString(events[0].detail), QStringLiteral("closed -> open [checkout/own-breaker]"));
+        QCOMPARE(QString::fromStdString(events[1].kind), QStringLiteral("bulkhead-rejected"));
+        QCOMPARE(QString::fromStdString(events[2].kind), QStringLiteral("custom"));
+        QCOMPARE(QString::fromStdString(events[2].detail), QStringLiteral("retry budget: token bucket at 3/10"));
+
+        // Tied to the call the relay assembled from the wire.
+        const auto call = std::find_if(store.calls().begin(), store.calls().end(),
+                                       [](const Call &c) { return c.key == "ingest-call-1"; });
+        QVERIFY(call != store.calls().end());
+        QCOMPARE(events[0].callId, call->key);
+        QCOMPARE(events[1].callId, call->key);
+
+        // The reported wall time became the capture's steady time: 5 ms before the report was sent.
+        const std::int64_t sentSteady = store.latestNs();
+        QVERIFY2(events[0].tNs < events[1].tNs, "the back-dated transition comes first");
+        QVERIFY2(events[0].tNs <= sentSteady, "not in the future");
+    }
+
+    void badGrpcEventsRefused_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("detail");
+        QTest::addColumn<qint64>("time");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("reason");
+        const qint64 now = wallNowNs();
+        QTest::newRow("unknown kind") << "meltdown" << "" << qint64(0) << int(grpc::INVALID_ARGUMENT)
+                                      << "event 1: unknown kind \"meltdown\"";
+        QTest::newRow("breaker detail") << "breaker" << "closed to open" << qint64(0)
+                                        << int(grpc::INVALID_ARGUMENT) << "event 1: a breaker event's detail";
+        QTest::newRow("time far in the past") << "rejection" << "" << now - 3 * 86'400'000'000'000
+                                              << int(grpc::INVALID_ARGUMENT) << "event 1: time_unix_nanos";
+        QTest::newRow("negative time") << "rejection" << "" << qint64(-1) << int(grpc::INVALID_ARGUMENT)
+                                       << "event 1: time_unix_nanos";
+        QTest::newRow("detail too long") << "rejection" << QString(2000, 'x') << qint64(0)
+                                         << int(grpc::INVALID_ARGUMENT) << "event 1: detail is longer";
+        QTest::newRow("message over 16 KiB") << "rejection" << QString(20000, 'x') << qint64(0)
+                                             << int(grpc::RESOURCE_EXHAUSTED) << "";
+    }
+
+    // The first bad event ends the stream with a clear status; the good one before it stays accepted.
+    void badGrpcEventsRefused()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, detail);
+        QFETCH(qint64, time);
+        QFETCH(int, code);
+        QFETCH(QString, reason);
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        auto bad = makeEvent(kind.toStdString(), detail.toStdString());
+        bad.set_time_unix_nanos(time);
+        std::int64_t accepted = -1;
+        const grpc::Status s = report(server.grpcPort(), {makeEvent("retry-suppressed", "budget"), bad}, &accepted);
+        QCOMPARE(int(s.error_code()), code);
+        QVERIFY2(QString::fromStdString(s.error_message()).startsWith(reason), s.error_message().c_str());
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(1), 5000);
+        QCOMPARE(QString::fromStdString(wire.snapshot()[0].text), QStringLiteral("retry-suppressed"));
+        // Still serving after a refusal.
+        const grpc::Status again = report(server.grpcPort(), {makeEvent("custom", "x")}, &accepted);
+        QCOMPARE(int(again.error_code()), int(grpc::INVALID_ARGUMENT)); // custom needs a label
+        QCOMPARE(wire.labEvents(), size_t(1));
+        QCOMPARE(server.rejected(), std::uint64_t(code == grpc::RESOURCE_EXHAUSTED ? 1 : 2));
+    }
+
+    // The shell-script variant: one JSON object per line, one answer line each.
+    void jsonLines()
+    {
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        const std::string input =
+            "{\"kind\":\"breaker\",\"detail\":\"open -> half-open\",\"call_id\":\"c-7\",\"time_unix_ms\":" +
+            std::to_string(wallNowNs() / 1'000'000) + "}\n" +
+            "this is not json\n" +
+            "{\"kind\":\"custom\",\"label\":\"deploy\",\"detail\":\"v2 rolled out\"}" + "\r\n" +
+            "{\"kind\":\"breaker\",\"detail\":\"open -> closed\",\"colour\":\"red\"}" + "\n" +
+            std::string(IngestServer::kMaxLineBytes + 10, 'z') + "\n" +
+            "[\"kind\",\"breaker\"]" + "\n" +
+            "{\"kind\":\"rejection\",\"call_id\":\"c-8\",\"time_unix_nanos\":\"" + std::to_string(wallNowNs()) + "\"}\n";
+        const QStringList answers = jsonExchange(server.jsonPort(), input, 7);
+        QCOMPARE(answers.size(), 7);
+        QCOMPARE(answers[0], QStringLiteral("ok"));
+        QVERIFY2(answers[1].startsWith("error: not JSON"), qPrintable(answers[1]));
+        QCOMPARE(answers[2], QStringLiteral("ok"));
+        QCOMPARE(answers[3], QStringLiteral("error: unknown field \"colour\""));
+        QVERIFY2(answers[4].startsWith("error: line longer than"), qPrintable(answers[4]));
+        QCOMPARE(answers[5], QStringLiteral("error: a line must be one JSON object"));
+        QCOMPARE(answers[6], QStringLiteral("ok"));
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(3), 5000);
+        const EventBatch got = wire.snapshot();
+        QCOMPARE(QString::fromStdString(got[0].grpc.callId), QStringLiteral("c-7"));
+        QCOMPARE(QString::fromStdString(got[0].text2), QStringLiteral("open -> half-open"));
+        QCOMPARE(QString::fromStdString(got[1].text2), QStringLiteral("deploy: v2 rolled out"));
+        QCOMPARE(QString::fromStdString(got[2].text), QStringLiteral("bulkhead-rejected"));
+        QCOMPARE(server.accepted(), std::uint64_t(3));
+        QCOMPARE(server.rejected(), std::uint64_t(4));
+    }
+
+    void portInUseIsAClearError()
+    {
+        IngestServer first, second;
+        std::string error;
+        QVERIFY2(first.start(0, 0, {}, &error), error.c_str());
+        QVERIFY(!second.start(0, first.jsonPort(), {}, &error));
+        QVERIFY2(QString::fromStdString(error).contains("cannot listen for JSON events"), error.c_str());
+        QVERIFY(!second.start(first.grpcPort(), 0, {}, &error));
+        QVERIFY2(QString::fromStdString(error).contains("cannot serve the Ingest gRPC service"), error.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestIngest)
+#include "tst_ingest.moc"
