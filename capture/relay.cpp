@@ -135,6 +135,38 @@ bool parseHostPort(const std::string &text, HostPort *out, std::string *errorOut
     return true;
 }
 
+bool isLoopbackHost(const std::string &host)
+{
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+bool canListen(const HostPort &listen, std::string *error)
+{
+    AddrInfo ai;
+    if (!resolve(listen, true, &ai, error))
+        return false;
+    // Like Relay::start: the first address that binds is the one used.
+    int err = 0;
+    for (addrinfo *a = ai.list; a; a = a->ai_next) {
+        const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        const int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        const bool ok = bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+        err = errno;
+        close(fd);
+        if (ok)
+            return true;
+    }
+    *error = err == EADDRINUSE      ? "port " + std::to_string(listen.port) + " is in use"
+             : err == EADDRNOTAVAIL ? listen.host + " is not an address of this machine"
+                                    : "cannot listen on " + listen.toString() + ": " + std::strerror(err);
+    return false;
+}
+
 bool probeTarget(const HostPort &target, int timeoutMs, std::string *errorOut)
 {
     std::string dummy;

@@ -20,6 +20,10 @@ struct HostPort
 
 // "HOST:PORT" or "[V6]:PORT"; error names what is wrong.
 bool parseHostPort(const std::string &text, HostPort *out, std::string *error);
+// localhost, 127.0.0.0/8 or ::1: a proxy listening there is not reachable from other machines.
+bool isLoopbackHost(const std::string &host);
+// Whether HOST:PORT could be bound for listening right now (false with the reason, e.g. "port 4000 is in use").
+bool canListen(const HostPort &listen, std::string *error);
 // A blocking TCP connect with a timeout, to tell the user "target unreachable" before they start.
 bool probeTarget(const HostPort &target, int timeoutMs, std::string *error);
 

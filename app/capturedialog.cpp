@@ -1,0 +1,354 @@
+#include "capturedialog.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QCompleter>
+#include <QDialogButtonBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+namespace rpcscope {
+
+namespace {
+
+const char *const kRecentKey = "capture/recentTargets";
+
+QPushButton *copyButton(const QString &text, QWidget *parent)
+{
+    auto *b = new QPushButton(QStringLiteral("Copy"), parent);
+    b->setToolTip(QStringLiteral("Copy %1 to the clipboard").arg(text));
+    QObject::connect(b, &QPushButton::clicked, b, [text] { QApplication::clipboard()->setText(text); });
+    return b;
+}
+
+} // namespace
+
+CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog(parent), m_session(session)
+{
+    setWindowTitle(QStringLiteral("New capture"));
+    m_pages = new QStackedWidget(this);
+    auto *outer = new QVBoxLayout(this);
+    outer->addWidget(m_pages);
+
+    // Page 1: the hops.
+    auto *form = new QWidget(m_pages);
+    auto *v = new QVBoxLayout(form);
+    auto *intro = new QLabel(
+        QStringLiteral("Each hop is a proxy: point a client at its listen address and it relays to the target, "
+                       "recording every call. Add one hop per link of a chain (front → API → DB) to see them on "
+                       "one timeline."),
+        form);
+    intro->setWordWrap(true);
+    v->addWidget(intro);
+    m_grid = new QGridLayout;
+    v->addLayout(m_grid);
+    auto *add = new QPushButton(QStringLiteral("Add hop"), form);
+    add->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+N")));
+    connect(add, &QPushButton::clicked, this, &CaptureDialog::addHop);
+    m_allowRemote = new QCheckBox(QStringLiteral("Allow remote clients (listen beyond this machine)"), form);
+    auto *row = new QHBoxLayout;
+    row->addWidget(add);
+    row->addWidget(m_allowRemote);
+    row->addStretch();
+    v->addLayout(row);
+    m_general = new QLabel(form);
+    m_general->setStyleSheet(QStringLiteral("color: #c62828"));
+    m_general->setWordWrap(true);
+    v->addWidget(m_general);
+    auto *buttons = new QDialogButtonBox(form);
+    m_start = buttons->addButton(QStringLiteral("Start"), QDialogButtonBox::AcceptRole);
+    m_start->setDefault(true);
+    buttons->addButton(QDialogButtonBox::Cancel);
+    connect(m_start, &QPushButton::clicked, this, &CaptureDialog::startCapture);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    v->addWidget(buttons);
+    m_pages->addWidget(form);
+
+    // Page 2: where to point the clients.
+    auto *running = new QWidget(m_pages);
+    auto *rv = new QVBoxLayout(running);
+    m_addresses = new QVBoxLayout;
+    rv->addLayout(m_addresses);
+    rv->addStretch();
+    auto *close = new QDialogButtonBox(QDialogButtonBox::Close, running);
+    connect(close, &QDialogButtonBox::rejected, this, &QDialog::accept);
+    rv->addWidget(close);
+    m_pages->addWidget(running);
+
+    const QStringList recent = recentTargets();
+    setHops({{QStringLiteral("hop 1"), CaptureSession::freeLoopbackAddress(), recent.value(0)}});
+    resize(760, sizeHint().height());
+}
+
+void CaptureDialog::addHop()
+{
+    Row r;
+    r.label = new QLineEdit(this);
+    r.label->setPlaceholderText(QStringLiteral("label, e.g. front->api"));
+    r.listen = new QLineEdit(CaptureSession::freeLoopbackAddress(), this);
+    r.listen->setToolTip(QStringLiteral("HOST:PORT to listen on; port 0 picks a free port"));
+    r.target = new QLineEdit(this);
+    r.target->setPlaceholderText(QStringLiteral("target HOST:PORT"));
+    r.target->setCompleter(new QCompleter(recentTargets(), r.target));
+    r.remove = new QPushButton(QStringLiteral("Remove"), this);
+    r.error = new QLabel(this);
+    r.error->setStyleSheet(QStringLiteral("color: #c62828"));
+    r.error->setWordWrap(true);
+    r.label->setText(QStringLiteral("hop %1").arg(m_rows.size() + 1));
+    QPushButton *button = r.remove;
+    connect(button, &QPushButton::clicked, this, [this, button] { removeHop(button); });
+    m_rows.push_back(r);
+    relayout();
+    r.target->setFocus();
+}
+
+void CaptureDialog::removeHop(QPushButton *button)
+{
+    if (m_rows.size() == 1)
+        return;
+    for (auto it = m_rows.begin(); it != m_rows.end(); ++it)
+        if (it->remove == button) {
+            for (QWidget *w : {static_cast<QWidget *>(it->label), static_cast<QWidget *>(it->listen),
+                               static_cast<QWidget *>(it->target), static_cast<QWidget *>(it->remove),
+                               static_cast<QWidget *>(it->error)})
+                w->deleteLater();
+            m_rows.erase(it);
+            break;
+        }
+    relayout();
+}
+
+void CaptureDialog::relayout()
+{
+    while (m_grid->count())
+        m_grid->takeAt(0);
+    const QStringList heads = {QStringLiteral("Label"), QStringLiteral("Listen on"), QStringLiteral("Target")};
+    for (int c = 0; c < heads.size(); ++c) {
+        auto *h = findChild<QLabel *>(QStringLiteral("head%1").arg(c));
+        if (!h) {
+            h = new QLabel(QStringLiteral("<b>%1</b>").arg(heads[c]), this);
+            h->setObjectName(QStringLiteral("head%1").arg(c));
+        }
+        m_grid->addWidget(h, 0, c);
+    }
+    int line = 1;
+    for (const Row &r : m_rows) {
+        m_grid->addWidget(r.label, line, 0);
+        m_grid->addWidget(r.listen, line, 1);
+        m_grid->addWidget(r.target, line, 2);
+        m_grid->addWidget(r.remove, line, 3);
+        r.remove->setEnabled(m_rows.size() > 1);
+        m_grid->addWidget(r.error, line + 1, 0, 1, 4);
+        line += 2;
+    }
+    m_grid->setColumnStretch(0, 2);
+    m_grid->setColumnStretch(1, 3);
+    m_grid->setColumnStretch(2, 3);
+}
+
+void CaptureDialog::setHops(const std::vector<HopSpec> &hops)
+{
+    while (m_rows.size() > hops.size())
+        removeHop(m_rows.back().remove);
+    while (m_rows.size() < hops.size())
+        addHop();
+    for (size_t i = 0; i < hops.size(); ++i) {
+        m_rows[i].label->setText(hops[i].label);
+        m_rows[i].listen->setText(hops[i].listen);
+        m_rows[i].target->setText(hops[i].target);
+        m_rows[i].error->clear();
+    }
+}
+
+std::vector<HopSpec> CaptureDialog::hops() const
+{
+    std::vector<HopSpec> out;
+    for (size_t i = 0; i < m_rows.size(); ++i) {
+        const Row &r = m_rows[i];
+        const QString label = r.label->text().trimmed();
+        out.push_back({label.isEmpty() ? QStringLiteral("hop %1").arg(i + 1) : label, r.listen->text().trimmed(),
+                       r.target->text().trimmed()});
+    }
+    return out;
+}
+
+void CaptureDialog::setAllowRemote(bool allow)
+{
+    m_allowRemote->setChecked(allow);
+}
+
+QString CaptureDialog::errorText(int row) const
+{
+    return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].error->text() : QString();
+}
+
+QString CaptureDialog::generalError() const
+{
+    return m_general->text();
+}
+
+bool CaptureDialog::isShowingAddresses() const
+{
+    return m_pages->currentIndex() == 1;
+}
+
+bool CaptureDialog::startCapture()
+{
+    m_general->clear();
+    const std::vector<HopSpec> specs = hops();
+    bool ok = true;
+    QStringList listens;
+    for (size_t i = 0; i < specs.size(); ++i) {
+        HopCheck c = CaptureSession::check(specs[i], m_allowRemote->isChecked());
+        if (c.listenError.isEmpty() && !specs[i].listen.endsWith(QLatin1String(":0")) &&
+            listens.contains(specs[i].listen))
+            c.listenError = QStringLiteral("another hop already listens on %1").arg(specs[i].listen);
+        listens << specs[i].listen;
+        QStringList parts;
+        if (!c.listenError.isEmpty())
+            parts << QStringLiteral("Listen: %1").arg(c.listenError);
+        if (!c.targetError.isEmpty())
+            parts << QStringLiteral("Target: %1").arg(c.targetError);
+        m_rows[i].error->setText(parts.join(QStringLiteral("  ·  ")));
+        ok = ok && c.ok();
+    }
+    if (!ok)
+        return false;
+    QString error;
+    if (!m_session->start(specs, m_allowRemote->isChecked(), &error)) {
+        m_general->setText(error);
+        return false;
+    }
+    rememberTargets(specs);
+    showAddresses();
+    return true;
+}
+
+void CaptureDialog::showAddresses()
+{
+    auto *title = new QLabel(QStringLiteral("<b>Capturing.</b> Point your clients at these addresses:"), this);
+    m_addresses->addWidget(title);
+    auto *grid = new QGridLayout;
+    int line = 0;
+    for (const CaptureSession::RunningHop &h : m_session->hops()) {
+        grid->addWidget(new QLabel(h.label, this), line, 0);
+        auto *address = new QLineEdit(h.listen, this);
+        address->setReadOnly(true);
+        address->setObjectName(QStringLiteral("address%1").arg(line));
+        grid->addWidget(address, line, 1);
+        grid->addWidget(new QLabel(QStringLiteral("→ %1").arg(h.target), this), line, 2);
+        grid->addWidget(copyButton(h.listen, this), line, 3);
+        ++line;
+    }
+    m_addresses->addLayout(grid);
+    auto *events = new QLabel(QStringLiteral("Your own breaker, bulkhead and retry events: gRPC Ingest service at "
+                                             "<b>%1</b>, JSON lines at <b>%2</b> (see the README).")
+                                  .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress()),
+                              this);
+    events->setWordWrap(true);
+    m_addresses->addWidget(events);
+    m_pages->setCurrentIndex(1);
+}
+
+QStringList CaptureDialog::recentTargets()
+{
+    return QSettings().value(QLatin1String(kRecentKey)).toStringList();
+}
+
+void CaptureDialog::rememberTargets(const std::vector<HopSpec> &hops)
+{
+    QStringList recent = recentTargets();
+    for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+        recent.removeAll(it->target);
+        recent.prepend(it->target);
+    }
+    while (recent.size() > 10)
+        recent.removeLast();
+    QSettings().setValue(QLatin1String(kRecentKey), recent);
+}
+
+CapturePanel::CapturePanel(CaptureSession *session, QWidget *parent) : QWidget(parent), m_session(session)
+{
+    auto *v = new QVBoxLayout(this);
+    auto *buttons = new QHBoxLayout;
+    m_new = new QPushButton(QStringLiteral("New capture…"), this);
+    m_new->setToolTip(QStringLiteral("Capture your own client and server (Ctrl+Shift+C)"));
+    m_stop = new QPushButton(QStringLiteral("Stop"), this);
+    m_pause = new QPushButton(QStringLiteral("Pause"), this);
+    m_pause->setCheckable(true);
+    m_pause->setToolTip(QStringLiteral("Keep relaying, stop recording"));
+    auto *clear = new QPushButton(QStringLiteral("Clear"), this);
+    for (QPushButton *b : {m_new, m_stop, m_pause, clear})
+        buttons->addWidget(b);
+    buttons->addStretch();
+    v->addLayout(buttons);
+    m_list = new QLabel(this);
+    m_list->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_list->setWordWrap(true);
+    v->addWidget(m_list);
+    v->addStretch();
+    connect(m_new, &QPushButton::clicked, this, &CapturePanel::newCapture);
+    connect(m_stop, &QPushButton::clicked, m_session, &CaptureSession::stop);
+    connect(m_pause, &QPushButton::toggled, this, [this](bool on) {
+        m_session->setPaused(on);
+        refresh();
+    });
+    connect(clear, &QPushButton::clicked, this, &CapturePanel::clearRequested);
+    connect(m_session, &CaptureSession::runningChanged, this, &CapturePanel::refresh);
+    connect(m_session, &CaptureSession::statsChanged, this, &CapturePanel::refresh);
+    refresh();
+}
+
+void CapturePanel::newCapture()
+{
+    CaptureDialog dialog(m_session, this);
+    dialog.exec();
+}
+
+QString CapturePanel::statusText() const
+{
+    if (!m_session->isRunning())
+        return {};
+    QString s = QStringLiteral("%1 connection%2 · %3 events/s")
+                    .arg(m_session->openConnections())
+                    .arg(m_session->openConnections() == 1 ? "" : "s")
+                    .arg(qRound(m_session->eventsPerSecond()));
+    if (m_session->isPaused())
+        s += QStringLiteral(" · PAUSED");
+    if (m_session->decodeProblems())
+        s += QStringLiteral(" · %1 decode problem%2 (connection %3)")
+                 .arg(m_session->decodeProblems())
+                 .arg(m_session->decodeProblems() == 1 ? "" : "s")
+                 .arg(m_session->lastProblemConnection());
+    return s;
+}
+
+void CapturePanel::refresh()
+{
+    const bool running = m_session->isRunning();
+    m_stop->setEnabled(running);
+    m_pause->setEnabled(running);
+    if (!running && m_pause->isChecked())
+        m_pause->setChecked(false);
+    m_pause->setText(m_session->isPaused() ? QStringLiteral("Resume") : QStringLiteral("Pause"));
+    if (!running) {
+        m_list->setText(QStringLiteral("No capture running. \"New capture…\" puts a proxy in front of your server."));
+        return;
+    }
+    QStringList lines;
+    for (const CaptureSession::RunningHop &h : m_session->hops())
+        lines << QStringLiteral("<b>%1</b>: %2 → %3").arg(h.label.toHtmlEscaped(), h.listen, h.target.toHtmlEscaped());
+    lines << QStringLiteral("events in: gRPC %1, JSON lines %2")
+                 .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress());
+    lines << statusText();
+    m_list->setText(lines.join(QStringLiteral("<br>")));
+}
+
+} // namespace rpcscope

@@ -1,0 +1,93 @@
+#pragma once
+
+#include "capturesession.h"
+
+#include <QDialog>
+#include <QWidget>
+
+class QCheckBox;
+class QGridLayout;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QStackedWidget;
+class QVBoxLayout;
+
+namespace rpcscope {
+
+// "New capture…": one row per hop (label, listen address, target), checked inline when Start is pressed;
+// once running it shows the addresses to point clients at, each with a Copy button.
+class CaptureDialog : public QDialog
+{
+    Q_OBJECT
+public:
+    CaptureDialog(CaptureSession *session, QWidget *parent = nullptr);
+
+    // Rows, for tests and for `rpcscope --capture`.
+    void setHops(const std::vector<HopSpec> &hops);
+    std::vector<HopSpec> hops() const;
+    void setAllowRemote(bool allow);
+
+    QString errorText(int row) const; // what is wrong with that row, as shown
+    QString generalError() const;
+    bool isShowingAddresses() const;
+    QPushButton *startButton() const { return m_start; }
+
+    // Most recent first, at most 10, kept across restarts.
+    static QStringList recentTargets();
+    static void rememberTargets(const std::vector<HopSpec> &hops);
+
+public slots:
+    void addHop();
+    bool startCapture(); // validates, starts; false leaves the errors on screen
+
+private:
+    struct Row
+    {
+        QLineEdit *label;
+        QLineEdit *listen;
+        QLineEdit *target;
+        QPushButton *remove;
+        QLabel *error;
+    };
+    void removeHop(QPushButton *button);
+    void relayout();
+    void showAddresses();
+
+    CaptureSession *m_session;
+    QStackedWidget *m_pages;
+    QGridLayout *m_grid;
+    std::vector<Row> m_rows;
+    QCheckBox *m_allowRemote;
+    QLabel *m_general;
+    QPushButton *m_start;
+    QVBoxLayout *m_addresses;
+};
+
+// The Capture dock: New capture…, Stop, Pause, and the running hops with their addresses.
+class CapturePanel : public QWidget
+{
+    Q_OBJECT
+public:
+    CapturePanel(CaptureSession *session, QWidget *parent = nullptr);
+
+    // A one-line summary for the status bar: connections, events/s, decode problems.
+    QString statusText() const;
+
+signals:
+    void clearRequested();
+
+public slots:
+    void newCapture();
+
+private:
+    void refresh();
+
+    CaptureSession *m_session;
+    QPushButton *m_new;
+    QPushButton *m_stop;
+    QPushButton *m_pause;
+    QLabel *m_list;
+};
+
+} // namespace rpcscope

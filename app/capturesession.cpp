@@ -1,0 +1,212 @@
+#include "capturesession.h"
+
+#include "clock.h"
+#include "ingestserver.h"
+#include "modelsink.h"
+#include "relay.h"
+
+#include <QDateTime>
+#include <QTimerEvent>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace rpcscope {
+
+CaptureSession::CaptureSession(TimelineModel *model, QObject *parent) : QObject(parent), m_model(model) {}
+
+CaptureSession::~CaptureSession()
+{
+    stop();
+}
+
+HopCheck CaptureSession::check(const HopSpec &hop, bool allowRemote, int probeTimeoutMs)
+{
+    HopCheck c;
+    std::string error;
+    HostPort listen, target;
+    if (hop.listen.trimmed().isEmpty())
+        c.listenError = QStringLiteral("give HOST:PORT to listen on, for example 127.0.0.1:0");
+    else if (!parseHostPort(hop.listen.trimmed().toStdString(), &listen, &error))
+        c.listenError = QString::fromStdString(error);
+    else if (!allowRemote && !isLoopbackHost(listen.host))
+        c.listenError = QStringLiteral("%1 is reachable from other machines: tick \"Allow remote clients\" to "
+                                       "listen there")
+                            .arg(QString::fromStdString(listen.host));
+    else if (listen.port != 0 && !canListen(listen, &error))
+        c.listenError = QString::fromStdString(error);
+
+    if (hop.target.trimmed().isEmpty())
+        c.targetError = QStringLiteral("give the HOST:PORT of the server to capture");
+    else if (!parseHostPort(hop.target.trimmed().toStdString(), &target, &error))
+        c.targetError = QString::fromStdString(error);
+    else if (target.port == 0)
+        c.targetError = QStringLiteral("the target needs a port other than 0");
+    else if (!probeTarget(target, probeTimeoutMs, &error))
+        c.targetError = QString::fromStdString(error);
+    return c;
+}
+
+QString CaptureSession::freeLoopbackAddress()
+{
+    // Binding port 0 and letting go is the portable way to find a free port.
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    std::uint16_t port = 0;
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        ::close(fd);
+    return QStringLiteral("127.0.0.1:%1").arg(port);
+}
+
+bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error)
+{
+    stop();
+    if (hops.empty()) {
+        *error = QStringLiteral("add at least one hop");
+        return false;
+    }
+    auto stats = m_stats = std::make_shared<Stats>();
+    auto pauses = m_pauses = std::make_shared<Pauses>();
+    auto forward = queuedSinkTo(m_model);
+    auto sink = [forward, stats, pauses](EventBatch &&batch) {
+        // Connection opens and closes are kept, so a paused stretch never leaves a connection dangling.
+        std::erase_if(batch, [&](const WireEvent &e) {
+            return e.kind != EventKind::ConnectionOpened && e.kind != EventKind::ConnectionClosed &&
+                   pauses->covers(e.tNs);
+        });
+        if (batch.empty())
+            return;
+        stats->events += batch.size();
+        for (const WireEvent &e : batch)
+            if (e.kind == EventKind::DecodeError) {
+                ++stats->problems;
+                stats->problemConnection = e.connection;
+            }
+        forward(std::move(batch));
+    };
+    m_model->setOrigin(steadyNowNs(), wallNowNs());
+    for (const HopSpec &h : hops) {
+        HostPort listen, target;
+        std::string err;
+        const bool parsed = parseHostPort(h.listen.trimmed().toStdString(), &listen, &err) &&
+                            parseHostPort(h.target.trimmed().toStdString(), &target, &err);
+        if (parsed && !allowRemote && !isLoopbackHost(listen.host))
+            err = "listening on " + listen.toString() + " needs remote clients allowed";
+        if (!err.empty()) {
+            *error = QStringLiteral("%1: %2").arg(h.label, QString::fromStdString(err));
+            stop();
+            return false;
+        }
+        auto relay = std::make_unique<Relay>();
+        relay->setLabel(h.label.toStdString());
+        if (!relay->start(listen, target, sink, &err)) {
+            *error = QStringLiteral("%1: %2").arg(h.label, QString::fromStdString(err));
+            stop();
+            return false;
+        }
+        m_hops.push_back({h.label, QString::fromStdString(relay->listenAddress().toString()), h.target.trimmed()});
+        m_relays.push_back(std::move(relay));
+    }
+    m_ingest = std::make_unique<IngestServer>();
+    std::string err;
+    if (!m_ingest->start(0, 0, sink, &err)) {
+        *error = QStringLiteral("event ingestion endpoint: %1").arg(QString::fromStdString(err));
+        stop();
+        return false;
+    }
+    m_lastEvents = 0;
+    m_lastSampleMs = QDateTime::currentMSecsSinceEpoch();
+    m_rate = 0;
+    m_timer = startTimer(1000);
+    emit runningChanged(true);
+    return true;
+}
+
+void CaptureSession::stop()
+{
+    const bool wasRunning = isRunning();
+    if (m_timer)
+        killTimer(std::exchange(m_timer, 0));
+    if (m_ingest)
+        m_ingest->stop();
+    m_ingest.reset();
+    for (auto &r : m_relays)
+        r->stop(); // closes connections, so their close events reach the timeline
+    m_relays.clear();
+    m_hops.clear();
+    m_rate = 0;
+    if (wasRunning)
+        emit runningChanged(false);
+}
+
+bool CaptureSession::Pauses::covers(std::int64_t t)
+{
+    std::lock_guard lk(mu);
+    for (const auto &[from, to] : spans)
+        if (t >= from && t < to)
+            return true;
+    return false;
+}
+
+void CaptureSession::setPaused(bool paused)
+{
+    if (paused == isPaused())
+        return;
+    std::lock_guard lk(m_pauses->mu);
+    if (paused)
+        m_pauses->spans.emplace_back(steadyNowNs(), INT64_MAX);
+    else
+        m_pauses->spans.back().second = steadyNowNs();
+}
+
+bool CaptureSession::isPaused() const
+{
+    std::lock_guard lk(m_pauses->mu);
+    return !m_pauses->spans.empty() && m_pauses->spans.back().second == INT64_MAX;
+}
+
+QString CaptureSession::ingestGrpcAddress() const
+{
+    return m_ingest ? QStringLiteral("127.0.0.1:%1").arg(m_ingest->grpcPort()) : QString();
+}
+
+QString CaptureSession::ingestJsonAddress() const
+{
+    return m_ingest ? QStringLiteral("127.0.0.1:%1").arg(m_ingest->jsonPort()) : QString();
+}
+
+int CaptureSession::openConnections() const
+{
+    int n = 0;
+    for (const auto &r : m_relays)
+        n += r->openConnections();
+    return n;
+}
+
+void CaptureSession::timerEvent(QTimerEvent *e)
+{
+    if (e->timerId() != m_timer)
+        return QObject::timerEvent(e);
+    sample();
+}
+
+void CaptureSession::sample()
+{
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const std::uint64_t events = m_stats->events.load();
+    if (now > m_lastSampleMs)
+        m_rate = double(events - m_lastEvents) * 1000.0 / double(now - m_lastSampleMs);
+    m_lastEvents = events;
+    m_lastSampleMs = now;
+    emit statsChanged();
+}
+
+} // namespace rpcscope

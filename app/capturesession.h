@@ -1,0 +1,112 @@
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace rpcscope {
+
+class IngestServer;
+class Relay;
+class TimelineModel;
+
+// One hop of a live capture: a proxy listening on `listen` that relays to `target`, named `label` on the
+// timeline (for example "front->api").
+struct HopSpec
+{
+    QString label;
+    QString listen; // HOST:PORT; port 0 picks a free one
+    QString target; // HOST:PORT of the real server
+};
+
+// What is wrong with a hop before it starts; empty strings when that field is fine.
+struct HopCheck
+{
+    QString listenError;
+    QString targetError;
+    bool ok() const { return listenError.isEmpty() && targetError.isEmpty(); }
+};
+
+// A live capture of the user's own services: one relay per hop, all feeding one timeline, plus the ingestion
+// endpoint (ingest.proto, JSON lines) their resilience libraries report to. Lives on the GUI thread.
+class CaptureSession : public QObject
+{
+    Q_OBJECT
+public:
+    explicit CaptureSession(TimelineModel *model, QObject *parent = nullptr);
+    ~CaptureSession() override;
+
+    // Syntax, loopback-only binding unless allowRemote, port in use, target reachable (a TCP connect).
+    static HopCheck check(const HopSpec &hop, bool allowRemote, int probeTimeoutMs = 700);
+    // "127.0.0.1:PORT" with a port that is free right now.
+    static QString freeLoopbackAddress();
+
+    // Starts every hop, then the ingestion endpoint; on any failure nothing is left running.
+    bool start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error);
+    void stop();
+    bool isRunning() const { return !m_relays.empty(); }
+
+    // Paused: bytes keep flowing through the proxies (and are still decoded, so HPACK state stays right) but
+    // nothing is recorded.
+    void setPaused(bool paused);
+    bool isPaused() const;
+
+    struct RunningHop
+    {
+        QString label;
+        QString listen; // the actual address, port resolved
+        QString target;
+    };
+    const std::vector<RunningHop> &hops() const { return m_hops; }
+    QString ingestGrpcAddress() const;
+    QString ingestJsonAddress() const;
+
+    // For the status bar.
+    int openConnections() const;
+    double eventsPerSecond() const { return m_rate; }
+    std::uint64_t decodeProblems() const { return m_stats->problems.load(); }
+    std::uint32_t lastProblemConnection() const { return m_stats->problemConnection.load(); }
+
+signals:
+    void runningChanged(bool running);
+    void statsChanged(); // about once a second while running
+
+private:
+    struct Stats
+    {
+        std::atomic<std::uint64_t> events{0};
+        std::atomic<std::uint64_t> problems{0};
+        std::atomic<std::uint32_t> problemConnection{0};
+    };
+    void sample();
+
+    TimelineModel *m_model;
+    std::vector<std::unique_ptr<Relay>> m_relays;
+    std::unique_ptr<IngestServer> m_ingest;
+    std::vector<RunningHop> m_hops;
+    // When recording was paused, as [from, to) on the capture clock; `to` is open while paused. The relays
+    // hand events over in batches some ms after they happened, so the sink judges each event by its own time.
+    struct Pauses
+    {
+        std::mutex mu;
+        std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+        bool covers(std::int64_t t);
+    };
+    // Shared with the sinks, which run on relay threads and may outlive a stop() by one queued batch.
+    std::shared_ptr<Pauses> m_pauses = std::make_shared<Pauses>();
+    std::shared_ptr<Stats> m_stats = std::make_shared<Stats>();
+    std::uint64_t m_lastEvents = 0;
+    qint64 m_lastSampleMs = 0;
+    double m_rate = 0;
+    int m_timer = 0;
+
+protected:
+    void timerEvent(QTimerEvent *) override;
+};
+
+} // namespace rpcscope

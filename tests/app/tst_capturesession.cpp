@@ -1,0 +1,167 @@
+// The "New capture…" workflow, driven offscreen: inline errors for bad input, then a real grpc++ client calls a
+// real lab server through two labelled hops, the calls appear on the model, pause stops recording, stop ends it.
+
+#include "capturedialog.h"
+#include "capturesession.h"
+#include "labclient.h"
+#include "labserver.h"
+#include "testnet.h"
+#include "timelinemodel.h"
+
+#include <QApplication>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QtTest>
+
+using namespace rpcscope;
+
+namespace {
+const Call *callByKey(const TimelineStore &store, const std::string &key)
+{
+    for (const Call &c : store.calls())
+        if (c.key == key)
+            return &c;
+    return nullptr;
+}
+
+lab::CallRequest request(const std::string &id)
+{
+    lab::CallRequest r;
+    r.set_call_id(id);
+    r.set_response_size(10);
+    return r;
+}
+} // namespace
+
+class TestCaptureSession : public QObject
+{
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_capturesession"));
+        QSettings().clear();
+        std::string error;
+        QVERIFY2(m_server.start(&error), error.c_str());
+        m_target = QStringLiteral("127.0.0.1:%1").arg(m_server.port());
+    }
+
+    void badInputIsShownInline_data()
+    {
+        QTest::addColumn<QString>("listen");
+        QTest::addColumn<QString>("target");
+        QTest::addColumn<QString>("expected");
+        const QString busy = QStringLiteral("127.0.0.1:%1").arg(m_server.port()); // the lab server holds it
+        const QString closed = QStringLiteral("127.0.0.1:%1").arg(testnet::closedPort());
+        QTest::newRow("listen syntax") << "localhost" << m_target << "Listen: expected HOST:PORT, got 'localhost'";
+        QTest::newRow("bad port") << "127.0.0.1:99999" << m_target << "Listen: bad port '99999'";
+        QTest::newRow("port in use") << busy << m_target
+                                     << QStringLiteral("Listen: port %1 is in use").arg(m_server.port());
+        QTest::newRow("remote without consent") << "0.0.0.0:0" << m_target
+                                                << "Listen: 0.0.0.0 is reachable from other machines";
+        QTest::newRow("empty target") << "127.0.0.1:0" << "" << "Target: give the HOST:PORT";
+        QTest::newRow("target unreachable") << "127.0.0.1:0" << closed << "Target: target " + closed +
+                                                                              " is unreachable";
+        QTest::newRow("unresolvable target") << "127.0.0.1:0" << "no-such-host.invalid:50051"
+                                             << "Target: cannot resolve 'no-such-host.invalid'";
+    }
+
+    void badInputIsShownInline()
+    {
+        QFETCH(QString, listen);
+        QFETCH(QString, target);
+        QFETCH(QString, expected);
+        TimelineModel model;
+        CaptureSession session(&model);
+        CaptureDialog dialog(&session);
+        dialog.setHops({{QStringLiteral("front->api"), listen, target}});
+        QVERIFY(!dialog.startCapture());
+        QVERIFY2(dialog.errorText(0).startsWith(expected), qPrintable(dialog.errorText(0)));
+        QVERIFY(!session.isRunning());
+        QVERIFY(!dialog.isShowingAddresses());
+    }
+
+    void twoHopsOnOneTimeline()
+    {
+        TimelineModel model;
+        CaptureSession session(&model);
+        CaptureDialog dialog(&session);
+        QSignalSpy running(&session, &CaptureSession::runningChanged);
+        dialog.setHops({{QStringLiteral("front->api"), QStringLiteral("127.0.0.1:0"), m_target}});
+        dialog.addHop();
+        auto hops = dialog.hops();
+        QCOMPARE(hops.size(), size_t(2));
+        QVERIFY2(!hops[1].listen.endsWith(":0"), "a new row suggests a free port");
+        hops[1].label = QStringLiteral("api->db");
+        hops[1].target = m_target;
+        dialog.setHops(hops);
+        QTest::mouseClick(dialog.startButton(), Qt::LeftButton); // Start, as a user would
+        QVERIFY2(dialog.isShowingAddresses(), qPrintable(dialog.errorText(0) + dialog.errorText(1) +
+                                                         dialog.generalError()));
+        QCOMPARE(running.count(), 1);
+        QCOMPARE(session.hops().size(), size_t(2));
+        // The shown address is the one to dial.
+        auto *shown = dialog.findChild<QLineEdit *>(QStringLiteral("address0"));
+        QVERIFY(shown);
+        QCOMPARE(shown->text(), session.hops()[0].listen);
+        QVERIFY(!shown->text().endsWith(":0"));
+        QCOMPARE(CaptureDialog::recentTargets().value(0), m_target);
+
+        {
+            lab::LabClient viaFront(session.hops()[0].listen.toStdString(), {});
+            lab::LabClient viaApi(session.hops()[1].listen.toStdString(), {});
+            QCOMPARE(viaFront.call(request("front-1"), std::chrono::seconds(5)).code, 0);
+            QCOMPARE(viaApi.call(request("api-1"), std::chrono::seconds(5)).code, 0);
+            QTRY_VERIFY_WITH_TIMEOUT(callByKey(model.store(), "front-1") && callByKey(model.store(), "api-1"),
+                                     5000);
+            QTRY_COMPARE_WITH_TIMEOUT(session.openConnections(), 2, 5000);
+
+            // Paused: the call still goes through, nothing is recorded.
+            session.setPaused(true);
+            QCOMPARE(viaFront.call(request("while-paused"), std::chrono::seconds(5)).code, 0);
+            session.setPaused(false);
+            QCOMPARE(viaFront.call(request("after-pause"), std::chrono::seconds(5)).code, 0);
+            QTRY_VERIFY_WITH_TIMEOUT(callByKey(model.store(), "after-pause"), 5000);
+            QVERIFY(!callByKey(model.store(), "while-paused"));
+        }
+
+        // Each call is on the connection of its hop, labelled.
+        std::map<std::uint32_t, std::string> labels;
+        for (const Connection &c : model.store().connections())
+            labels[c.id] = c.label;
+        QCOMPARE(QString::fromStdString(labels[callByKey(model.store(), "front-1")->attempts[0].connection]),
+                 QStringLiteral("front->api"));
+        QCOMPARE(QString::fromStdString(labels[callByKey(model.store(), "api-1")->attempts[0].connection]),
+                 QStringLiteral("api->db"));
+
+        session.stop();
+        QCOMPARE(running.count(), 2);
+        QVERIFY(!session.isRunning());
+    }
+
+    void statsCountEvents()
+    {
+        TimelineModel model;
+        CaptureSession session(&model);
+        QString error;
+        QVERIFY2(session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
+                 qPrintable(error));
+        QSignalSpy stats(&session, &CaptureSession::statsChanged);
+        lab::LabClient client(session.hops()[0].listen.toStdString(), {});
+        for (int i = 0; i < 20; ++i)
+            QCOMPARE(client.call(request("stats-" + std::to_string(i)), std::chrono::seconds(5)).code, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(session.eventsPerSecond() > 0, 5000);
+        QVERIFY(stats.count() >= 1);
+        CapturePanel panel(&session);
+        QVERIFY2(panel.statusText().contains(QStringLiteral("1 connection")), qPrintable(panel.statusText()));
+    }
+
+private:
+    lab::LabServer m_server;
+    QString m_target;
+};
+
+QTEST_MAIN(TestCaptureSession)
+#include "tst_capturesession.moc"
