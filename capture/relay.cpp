@@ -9,12 +9,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <list>
 #include <mutex>
@@ -619,6 +621,22 @@ Relay::~Relay()
 void Relay::setDecoderLimits(const DecoderLimits &limits)
 {
     d->limits = limits;
+}
+
+std::int64_t Relay::threadCpuNs() const
+{
+    std::int64_t total = 0;
+    for (const std::thread *t : {&d->ioThread, &d->decoderThread}) {
+        if (!t->joinable())
+            return -1;
+        clockid_t clock;
+        timespec ts{};
+        if (pthread_getcpuclockid(const_cast<std::thread *>(t)->native_handle(), &clock) != 0 ||
+            clock_gettime(clock, &ts) != 0)
+            return -1;
+        total += std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    }
+    return total;
 }
 
 void Relay::setLabel(const std::string &label)

@@ -107,6 +107,14 @@ std::string fmt(const char *format, double v)
     return buf;
 }
 
+// User + system CPU of this whole process so far.
+double processCpuSeconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
 struct Row
 {
     std::string what;
@@ -319,6 +327,9 @@ int main(int argc, char **argv)
             std::string name;
             std::unique_ptr<lab::LabClient> client;
             std::vector<double> mbs;
+            double cpuSeconds = 0; // this process (client, server and, for rpcscope, the relay) while it ran
+            double relaySeconds = 0; // the relay's own threads while it ran
+            double gigabytes = 0;
         };
         std::vector<StreamLane> lanes;
         lanes.push_back({"direct", std::make_unique<lab::LabClient>(direct, std::string()), {}});
@@ -333,10 +344,17 @@ int main(int argc, char **argv)
         lab::StreamRequest req;
         req.set_message_size(1 << 20);
         int id = 0;
-        auto once = [&](lab::LabClient &c, int count) {
+        auto once = [&](lab::LabClient &c, int count, StreamLane *lane = nullptr) {
             req.set_call_id("stream-" + std::to_string(id++));
             req.set_count(count);
+            const double cpu0 = processCpuSeconds();
+            const std::int64_t relay0 = relay.threadCpuNs();
             const lab::StreamResult r = c.serverStream(req, 120s);
+            if (lane) {
+                lane->cpuSeconds += processCpuSeconds() - cpu0;
+                lane->relaySeconds += double(relay.threadCpuNs() - relay0) / 1e9;
+                lane->gigabytes += double(r.bytes) / 1e9;
+            }
             if (r.code != 0 || r.messages != count) {
                 notes.push_back("stream " + r.callId + " ended with code " + std::to_string(r.code) +
                                 " after " + std::to_string(r.messages) + " messages: " + r.message);
@@ -351,7 +369,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < plan.streamRounds; ++r)
             for (size_t k = 0; k < lanes.size(); ++k) {
                 StreamLane &l = lanes[(k + size_t(r)) % lanes.size()];
-                l.mbs.push_back(once(*l.client, plan.streamMessages));
+                l.mbs.push_back(once(*l.client, plan.streamMessages, &l));
             }
         const double d = median(lanes[0].mbs), rr = median(lanes[1].mbs);
         const std::string what = "server stream " + std::to_string(plan.streamMessages) + " x 1 MiB";
@@ -370,6 +388,20 @@ int main(int argc, char **argv)
             rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "socat " + fmt("%.0f MB/s", so),
                             ratioWithSpread(rr / so, lanes[1].mbs, lanes[2].mbs), "", ""});
         }
+        // What limits it: CPU. When client and server already keep every core busy, the proxied rate can reach
+        // at most (CPU per GB direct) / (CPU per GB through rpcscope) of the direct rate.
+        const double cd = lanes[0].cpuSeconds / lanes[0].gigabytes, cr = lanes[1].cpuSeconds / lanes[1].gigabytes;
+        const double relayPerGb = lanes[1].relaySeconds / lanes[1].gigabytes;
+        const double coresBusy = cd * d / 1000.0;
+        rows.push_back({"CPU per GB streamed, direct (client + server)", fmt("%.2f core-s", cd),
+                        fmt("%.1f cores busy", coresBusy) + " of " + std::to_string(std::thread::hardware_concurrency()),
+                        "", "", ""});
+        rows.push_back({"CPU per GB streamed, through rpcscope", fmt("%.2f core-s", cr), "direct " + fmt("%.2f", cd),
+                        fmt("%.2f", cr / cd), "", ""});
+        rows.push_back({"  of which the relay's I/O + decoder threads", fmt("%.2f core-s", relayPerGb), "", "", "",
+                        ""});
+        rows.push_back({"throughput ceiling when CPU-bound (direct CPU / proxied CPU)", fmt("%.2f", cd / cr), "",
+                        "", "", ""});
     }
 
     consumer.calls(); // drains
