@@ -12,6 +12,7 @@ PACKAGES=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-qpa-plugins libgl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libnghttp2-dev socat
+  libpcap-dev tshark
   fonts-dejavu-core
   clang libclang-rt-14-dev
 )

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "events.h"
+#include "h2decoder.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rpcscope {
+
+struct PcapImportOptions
+{
+    // The server's TCP port. Unset: detected from the HTTP/2 client preface (PRI * HTTP/2.0) and SYNs.
+    std::optional<std::uint16_t> serverPort;
+    DecoderLimits limits;
+    // Out-of-order bytes held per direction while waiting for a missing segment; beyond it the gap is declared
+    // lost and decoding of that direction stops (the connection is marked).
+    size_t maxOutOfOrderBytes = size_t(8) << 20;
+    // Called now and then with the fraction of the file read; return false to cancel.
+    std::function<bool(double)> progress;
+};
+
+struct PcapImportResult
+{
+    EventBatch events;        // time-ordered per connection; tNs is the packet's wall-clock time in ns
+    std::int64_t firstPacketWallNs = 0;
+    std::uint64_t packets = 0;      // every packet in the file
+    std::uint64_t tcpSegments = 0;  // TCP segments on HTTP/2 connections
+    std::uint64_t retransmitted = 0; // segments (or parts) seen before, dropped
+    std::uint64_t outOfOrder = 0;    // segments that arrived ahead of a gap and were held
+    std::uint16_t serverPort = 0;    // given or detected
+    int connections = 0;
+    bool cancelled = false;
+    std::vector<std::string> notes; // things worth saying: truncated file, lost bytes, unsupported link type
+};
+
+// Reads a pcap or pcapng file (libpcap) of h2c traffic - Ethernet, Linux cooked (SLL, SLL2), BSD loopback or
+// raw IP; IPv4 and IPv6 - reassembles each TCP connection (sequence numbers, retransmissions, out-of-order
+// segments) and decodes it with the same HTTP/2 decoder as the live relay. Connections whose start was not
+// captured are decoded as attached mid-stream. False with a one-line reason when the file cannot be read at
+// all; a file cut short yields what was intact, with a note.
+bool importPcap(const std::string &path, const PcapImportOptions &options, PcapImportResult *result,
+                std::string *error);
+
+} // namespace rpcscope
