@@ -66,6 +66,32 @@ QString CaptureSession::freeLoopbackAddress()
     return QStringLiteral("127.0.0.1:%1").arg(port);
 }
 
+bool CaptureSession::parseHopSpec(const QString &text, HopSpec *out, QString *error)
+{
+    const qsizetype at = text.indexOf(QLatin1Char('@'));
+    const QString rest = at < 0 ? text : text.mid(at + 1);
+    const qsizetype eq = rest.indexOf(QLatin1Char('='));
+    if (eq <= 0 || eq == rest.size() - 1) {
+        *error = QStringLiteral("--capture expects [LABEL@]LISTEN=TARGET, for example front@127.0.0.1:7000="
+                                "127.0.0.1:50051; got '%1'")
+                     .arg(text);
+        return false;
+    }
+    HopSpec h{at < 0 ? QString() : text.left(at).trimmed(), rest.left(eq).trimmed(), rest.mid(eq + 1).trimmed()};
+    for (const QString *part : {&h.listen, &h.target}) {
+        HostPort hp;
+        std::string why;
+        if (!parseHostPort(part->toStdString(), &hp, &why)) {
+            *error = QStringLiteral("--capture %1: %2").arg(text, QString::fromStdString(why));
+            return false;
+        }
+    }
+    if (h.label.isEmpty())
+        h.label = h.target;
+    *out = h;
+    return true;
+}
+
 bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error)
 {
     stop();

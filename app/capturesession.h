@@ -45,6 +45,9 @@ public:
     static HopCheck check(const HopSpec &hop, bool allowRemote, int probeTimeoutMs = 700);
     // "127.0.0.1:PORT" with a port that is free right now.
     static QString freeLoopbackAddress();
+    // `rpcscope --capture [LABEL@]LISTEN=TARGET`: false with a one-line reason when malformed. Without a
+    // label the hop is named after its target.
+    static bool parseHopSpec(const QString &text, HopSpec *out, QString *error);
 
     // Starts every hop, then the ingestion endpoint; on any failure nothing is left running.
     bool start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error);

@@ -141,6 +141,22 @@ private slots:
         QVERIFY(!session.isRunning());
     }
 
+    void hopSpecFromTheCommandLine()
+    {
+        HopSpec h;
+        QString error;
+        QVERIFY(CaptureSession::parseHopSpec(QStringLiteral("front@127.0.0.1:7000=10.0.0.5:50051"), &h, &error));
+        QCOMPARE(h.label, QStringLiteral("front"));
+        QCOMPARE(h.listen, QStringLiteral("127.0.0.1:7000"));
+        QCOMPARE(h.target, QStringLiteral("10.0.0.5:50051"));
+        QVERIFY(CaptureSession::parseHopSpec(QStringLiteral("127.0.0.1:0=[::1]:50051"), &h, &error));
+        QCOMPARE(h.label, QStringLiteral("[::1]:50051"));
+        QVERIFY(!CaptureSession::parseHopSpec(QStringLiteral("127.0.0.1:7000"), &h, &error));
+        QVERIFY2(error.contains(QStringLiteral("expects [LABEL@]LISTEN=TARGET")), qPrintable(error));
+        QVERIFY(!CaptureSession::parseHopSpec(QStringLiteral("a@127.0.0.1:7000=db"), &h, &error));
+        QVERIFY2(error.contains(QStringLiteral("expected HOST:PORT, got 'db'")), qPrintable(error));
+    }
+
     void statsCountEvents()
     {
         TimelineModel model;
