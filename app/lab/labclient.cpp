@@ -92,14 +92,23 @@ void finishResult(StreamResult &r, const grpc::Status &status)
 
 CallResult LabClient::call(const CallRequest &request, std::optional<std::chrono::milliseconds> timeout)
 {
+    return call(request, timeout, {});
+}
+
+CallResult LabClient::call(const CallRequest &request, std::optional<std::chrono::milliseconds> timeout,
+                           const Metadata &metadata, bool search)
+{
     auto stub = Lab::NewStub(m_channel);
     grpc::ClientContext ctx;
     prepare(ctx, request.call_id(), timeout, m_retryHint);
+    for (const auto &[key, value] : metadata)
+        ctx.AddMetadata(key, value);
     CallReply reply;
     CallResult r;
     r.callId = request.call_id();
     r.startNs = steadyNowNs();
-    const grpc::Status status = stub->Call(&ctx, request, &reply);
+    const grpc::Status status =
+        search ? stub->Search(&ctx, request, &reply) : stub->Call(&ctx, request, &reply);
     r.endNs = steadyNowNs();
     r.code = status.error_code();
     r.message = status.error_message();

@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace grpc {
 class Channel;
@@ -47,6 +49,10 @@ public:
 
     // Blocking unary call; the call id goes into both the request and the rpcscope-call-id metadata.
     CallResult call(const CallRequest &request, std::optional<std::chrono::milliseconds> timeout = {});
+    // The same with extra metadata entries (an idempotency-key, say); to Lab/Search when `search` is set.
+    using Metadata = std::vector<std::pair<std::string, std::string>>;
+    CallResult call(const CallRequest &request, std::optional<std::chrono::milliseconds> timeout,
+                    const Metadata &metadata, bool search = false);
 
     // Blocking streaming calls; each also sends the call id as rpcscope-call-id metadata.
     // ServerStream: reads every reply until the status.

@@ -4,8 +4,10 @@
 #include "lab.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -332,24 +334,115 @@ struct LabServer::Impl : public Lab::CallbackService
     std::unique_ptr<Scheduler> scheduler;
     std::unique_ptr<grpc::Server> server;
     int port = 0;
+    LabServerOptions options;
+
+    // Side effects and the idempotency-key cache (CallRequest.side_effect).
+    mutable std::mutex effectsMu;
+    std::map<std::string, int> sideEffects;   // call id -> applied
+    std::map<std::string, int> deduplicated;  // call id -> answered from the cache
+    std::map<std::string, CallReply> replies; // idempotency key -> the reply of its first arrival
+    std::function<void(const std::string &, const std::string &)> dedupListener;
+
+    // The handler pool (options.handlerPool): workers busy, and requests waiting for one, in arrival order.
+    std::mutex poolMu;
+    int poolBusy = 0;
+    std::deque<std::function<void()>> poolQueue;
+
+    // Runs `work` (which must call release() when its worker is free again) on a pool worker.
+    void acquire(std::function<void()> work)
+    {
+        {
+            std::lock_guard lk(poolMu);
+            if (poolBusy >= options.handlerPool) {
+                poolQueue.push_back(std::move(work));
+                return;
+            }
+            ++poolBusy;
+        }
+        work();
+    }
+    void release()
+    {
+        std::function<void()> next;
+        {
+            std::lock_guard lk(poolMu);
+            if (poolQueue.empty()) {
+                --poolBusy;
+                return;
+            }
+            next = std::move(poolQueue.front());
+            poolQueue.pop_front();
+        }
+        next();
+    }
+
+    // Applies the side effect, or answers from the idempotency cache: true when the reply is the cached one.
+    bool sideEffect(grpc::CallbackServerContext *ctx, const CallRequest &req, CallReply *reply)
+    {
+        const auto &md = ctx->client_metadata();
+        auto it = md.find("idempotency-key");
+        const std::string key =
+            it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+        std::function<void(const std::string &, const std::string &)> listener;
+        {
+            std::lock_guard lk(effectsMu);
+            if (!key.empty()) {
+                if (auto hit = replies.find(key); hit != replies.end()) {
+                    *reply = hit->second;
+                    ++deduplicated[req.call_id()];
+                    listener = dedupListener;
+                } else {
+                    replies[key] = *reply;
+                }
+            }
+            if (!listener)
+                ++sideEffects[req.call_id()];
+        }
+        if (!listener)
+            return false;
+        listener(req.call_id(), key);
+        return true;
+    }
+
+    grpc::ServerUnaryReactor *unary(grpc::CallbackServerContext *ctx, const CallRequest *req,
+                                    CallReply *reply)
+    {
+        const std::int64_t t = steadyNowNs();
+        const Arrival a = log.record(req->call_id(), t, ctx);
+        reply->set_call_id(req->call_id());
+        reply->set_arrival(a.arrival);
+        reply->set_payload(std::string(std::max(0, req->response_size()), 'r'));
+        const bool cached = req->side_effect() && sideEffect(ctx, *req, reply);
+        const grpc::Status status = cached ? grpc::Status::OK : requestedStatus(*req, a.arrival, ctx);
+        if (!status.ok())
+            reply->Clear();
+        auto *reactor = new Reactor(status, !status.ok() && req->send_initial_metadata());
+        const std::int64_t delayNs = std::int64_t(std::max(0, req->delay_ms())) * 1'000'000;
+        if (options.handlerPool > 0) {
+            acquire([this, reactor, delayNs] {
+                scheduler->at(steadyNowNs() + delayNs, [this, reactor] {
+                    reactor->begin();
+                    release();
+                });
+            });
+        } else if (delayNs > 0) {
+            scheduler->at(t + delayNs, [reactor] { reactor->begin(); });
+        } else {
+            reactor->begin();
+        }
+        return reactor;
+    }
 
     grpc::ServerUnaryReactor *Call(grpc::CallbackServerContext *ctx, const CallRequest *req,
                                    CallReply *reply) override
     {
-        const std::int64_t t = steadyNowNs();
-        const Arrival a = log.record(req->call_id(), t, ctx);
-        const grpc::Status status = requestedStatus(*req, a.arrival, ctx);
-        if (status.ok()) {
-            reply->set_call_id(req->call_id());
-            reply->set_arrival(a.arrival);
-            reply->set_payload(std::string(std::max(0, req->response_size()), 'r'));
-        }
-        auto *reactor = new Reactor(status, !status.ok() && req->send_initial_metadata());
-        if (req->delay_ms() > 0)
-            scheduler->at(t + std::int64_t(req->delay_ms()) * 1'000'000, [reactor] { reactor->begin(); });
-        else
-            reactor->begin();
-        return reactor;
+        return unary(ctx, req, reply);
+    }
+
+    grpc::ServerUnaryReactor *Search(grpc::CallbackServerContext *ctx, const CallRequest *req,
+                                     CallReply *reply) override
+    {
+        return unary(ctx, req, reply);
     }
 
     grpc::ServerWriteReactor<CallReply> *ServerStream(grpc::CallbackServerContext *ctx,
@@ -378,6 +471,11 @@ LabServer::~LabServer()
     stop();
 }
 
+void LabServer::setOptions(const LabServerOptions &options)
+{
+    d->options = options;
+}
+
 bool LabServer::start(std::string *error)
 {
     d->scheduler = std::make_unique<Scheduler>();
@@ -385,7 +483,27 @@ bool LabServer::start(std::string *error)
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &d->port);
     builder.RegisterService(d.get());
     builder.SetMaxReceiveMessageSize(64 << 20);
+    if (d->options.maxConcurrentStreams > 0)
+        builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, d->options.maxConcurrentStreams);
+    if (d->options.permitIdlePings) {
+        builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+        builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 0);
+        builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+    }
+    // The default health service is a process-wide switch read while the server is built.
+    static std::mutex healthSwitch;
+    std::unique_lock healthLock(healthSwitch, std::defer_lock);
+    if (d->options.healthService) {
+        healthLock.lock();
+        grpc::EnableDefaultHealthCheckService(true);
+    }
     d->server = builder.BuildAndStart();
+    if (d->options.healthService) {
+        grpc::EnableDefaultHealthCheckService(false);
+        healthLock.unlock();
+        if (d->server && d->server->GetHealthCheckService())
+            d->server->GetHealthCheckService()->SetServingStatus(Lab::service_full_name(), true);
+    }
     if (!d->server || d->port == 0) {
         if (error)
             *error = "lab server could not listen on 127.0.0.1";
@@ -420,6 +538,35 @@ std::vector<Arrival> LabServer::arrivals() const
 std::vector<Arrival> LabServer::arrivalsFor(const std::string &callId) const
 {
     return d->log.forCall(callId);
+}
+
+int LabServer::sideEffectsFor(const std::string &callId) const
+{
+    std::lock_guard lk(d->effectsMu);
+    auto it = d->sideEffects.find(callId);
+    return it == d->sideEffects.end() ? 0 : it->second;
+}
+
+int LabServer::deduplicatedFor(const std::string &callId) const
+{
+    std::lock_guard lk(d->effectsMu);
+    auto it = d->deduplicated.find(callId);
+    return it == d->deduplicated.end() ? 0 : it->second;
+}
+
+void LabServer::setDeduplicationListener(std::function<void(const std::string &, const std::string &)> fn)
+{
+    std::lock_guard lk(d->effectsMu);
+    d->dedupListener = std::move(fn);
+}
+
+void LabServer::setServing(bool serving)
+{
+    if (!d->server || !d->server->GetHealthCheckService())
+        return;
+    // One update per service, so a watcher sees one message per change.
+    d->server->GetHealthCheckService()->SetServingStatus("", serving);
+    d->server->GetHealthCheckService()->SetServingStatus(Lab::service_full_name(), serving);
 }
 
 } // namespace rpcscope::lab

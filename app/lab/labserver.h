@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,19 @@ struct Arrival
     std::optional<int> previousAttempts;
 };
 
+// How a lab server differs from the default one; scenarios that need it start a second server.
+struct LabServerOptions
+{
+    int maxConcurrentStreams = 0; // SETTINGS_MAX_CONCURRENT_STREAMS; 0: gRPC's default (unlimited)
+    // > 0: Call and Search are served by this many workers, first come first served; a request waits for a
+    // free worker, then holds it for its delay_ms. A shared handler pool, as in a thread-per-request server.
+    int handlerPool = 0;
+    // Accept keepalive PINGs at any rate, also on a connection without calls (C-core's server otherwise
+    // answers a third early PING with GOAWAY too_many_pings).
+    bool permitIdlePings = false;
+    bool healthService = false; // grpc.health.v1 (grpc++'s default health service), SERVING at start
+};
+
 // A grpc++ callback server for the Lab service on 127.0.0.1 (port 0 picks a free port).
 class LabServer
 {
@@ -25,12 +39,22 @@ public:
     LabServer();
     ~LabServer();
 
+    void setOptions(const LabServerOptions &options); // before start()
     bool start(std::string *error);
     void stop();
     int port() const;
 
     std::vector<Arrival> arrivals() const;
     std::vector<Arrival> arrivalsFor(const std::string &callId) const;
+
+    // Side effects (CallRequest.side_effect) applied for a call id, and repeats answered from the
+    // idempotency-key cache instead. The listener runs on a gRPC thread for every de-duplicated arrival.
+    int sideEffectsFor(const std::string &callId) const;
+    int deduplicatedFor(const std::string &callId) const;
+    void setDeduplicationListener(std::function<void(const std::string &callId, const std::string &key)> fn);
+
+    // With healthService: the status of the whole server and of rpcscope.lab.Lab.
+    void setServing(bool serving);
 
 private:
     struct Impl;
