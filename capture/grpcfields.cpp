@@ -1,5 +1,6 @@
 #include "grpcfields.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace rpcscope {
@@ -51,7 +52,39 @@ void parseRetryPolicy(std::string_view text, GrpcFields *f)
         f->retryMaxMs = max;
     }
 }
+// Lower-case hex only: the spec tells receivers to ignore a traceparent with upper-case digits.
+bool isLowerHex(std::string_view s)
+{
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool allZero(std::string_view s)
+{
+    return s.find_first_not_of('0') == std::string_view::npos;
+}
 } // namespace
+
+bool parseTraceparent(std::string_view value, std::string *traceId, std::string *parentId)
+{
+    // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55. A later version may
+    // append "-" and more fields, which a version-00 reader skips.
+    constexpr size_t kLength = 55;
+    if (value.size() < kLength || value[2] != '-' || value[35] != '-' || value[52] != '-')
+        return false;
+    const std::string_view version = value.substr(0, 2), trace = value.substr(3, 32),
+                           parent = value.substr(36, 16), flags = value.substr(53, 2);
+    if (!isLowerHex(version) || version == "ff" || !isLowerHex(trace) || !isLowerHex(parent) ||
+        !isLowerHex(flags))
+        return false;
+    if (value.size() > kLength && (version == "00" || value[kLength] != '-'))
+        return false;
+    if (allZero(trace) || allZero(parent))
+        return false;
+    *traceId = std::string(trace);
+    *parentId = std::string(parent);
+    return true;
+}
 
 std::optional<std::int64_t> parseGrpcTimeout(std::string_view value)
 {
@@ -117,6 +150,8 @@ GrpcFields extractGrpcFields(const std::vector<Header> &headers)
             f.encoding = h.value;
         else if (n == "rpcscope-retry-policy")
             parseRetryPolicy(h.value, &f);
+        else if (n == "traceparent")
+            parseTraceparent(h.value, &f.traceId, &f.parentSpanId);
     }
     return f;
 }

@@ -80,6 +80,44 @@ private slots:
         // C-core treats a malformed pushback like a negative one: stop retrying.
         QCOMPARE(extractGrpcFields({{"grpc-retry-pushback-ms", "soon"}}).pushbackMs.value_or(0), std::int64_t(-1));
     }
+
+    void traceparent_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("trace"); // empty: rejected
+        QTest::addColumn<QString>("parent");
+        const QString t = QStringLiteral("4bf92f3577b34da6a3ce929d0e0e4736"),
+                      p = QStringLiteral("00f067aa0ba902b7");
+        QTest::newRow("w3c example") << "00-" + t + "-" + p + "-01" << t << p;
+        QTest::newRow("not sampled") << "00-" + t + "-" + p + "-00" << t << p;
+        QTest::newRow("future version, extra field") << "01-" + t + "-" + p + "-01-what-ever" << t << p;
+        QTest::newRow("future version, glued field")
+            << "01-" + t + "-" + p + "-01x" << QString() << QString();
+        QTest::newRow("version 00 is exactly 55") << "00-" + t + "-" + p + "-01-x" << QString() << QString();
+        QTest::newRow("version ff") << "ff-" + t + "-" + p + "-01" << QString() << QString();
+        QTest::newRow("upper case") << "00-" + t.toUpper() + "-" + p + "-01" << QString() << QString();
+        QTest::newRow("zero trace") << "00-" + QString(32, '0') + "-" + p + "-01" << QString() << QString();
+        QTest::newRow("zero parent") << "00-" + t + "-" + QString(16, '0') + "-01" << QString() << QString();
+        QTest::newRow("short trace") << "00-" + t.left(31) + "-" + p + "-01" << QString() << QString();
+        QTest::newRow("not hex") << "00-" + t + "-" + p.left(15) + "g-01" << QString() << QString();
+        QTest::newRow("wrong separator") << "00_" + t + "-" + p + "-01" << QString() << QString();
+        QTest::newRow("empty") << QString() << QString() << QString();
+    }
+    void traceparent()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, trace);
+        QFETCH(QString, parent);
+        std::string traceId = "untouched", parentId = "untouched";
+        QCOMPARE(parseTraceparent(text.toStdString(), &traceId, &parentId), !trace.isEmpty());
+        QCOMPARE(traceId, trace.isEmpty() ? std::string("untouched") : trace.toStdString());
+        QCOMPARE(parentId, parent.isEmpty() ? std::string("untouched") : parent.toStdString());
+
+        // As metadata of a request: the fields land in GrpcFields, and a malformed header leaves them empty.
+        const GrpcFields f = extractGrpcFields({{":path", "/a/B"}, {"traceparent", text.toStdString()}});
+        QCOMPARE(f.traceId, trace.toStdString());
+        QCOMPARE(f.parentSpanId, parent.toStdString());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestGrpcFields)

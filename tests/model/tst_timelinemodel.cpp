@@ -7,6 +7,9 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <algorithm>
+#include <map>
+
 using namespace rpcscope;
 
 namespace {
@@ -77,6 +80,64 @@ WireEvent message(std::uint32_t conn, std::uint32_t stream, std::int64_t t, Dire
     e.dir = dir;
     e.length = len;
     return e;
+}
+
+WireEvent hopOpened(std::uint32_t conn, const std::string &label)
+{
+    WireEvent e = opened(conn, 0, "127.0.0.1:" + std::to_string(6000 + conn));
+    e.label = label;
+    return e;
+}
+
+// A request in trace `trace` made by span `span` (what the capture takes from its traceparent).
+WireEvent traced(std::uint32_t conn, std::uint32_t stream, std::int64_t t, const std::string &callId,
+                 const std::string &trace, const std::string &span, std::optional<std::int64_t> timeout)
+{
+    WireEvent e = request(conn, stream, t, "/rpcscope.lab.Chain/Hop", std::nullopt, callId, timeout);
+    e.grpc.traceId = trace;
+    e.grpc.parentSpanId = span;
+    return e;
+}
+
+const std::string kTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+// A chain client->A->B->C->D as four relays see it, one batch per relay. B resets the deadline to 1 s, C
+// drops it. Besides the chain: the client's second call on its own connection, A's second call to B after the
+// first ended, and a call of another trace.
+std::vector<EventBatch> chainByRelay()
+{
+    return {
+        {hopOpened(1, "client->A"), traced(1, 1, 10 * ms, "a", kTrace, "00000000000000a1", 1000 * ms),
+         traced(1, 3, 50 * ms, "a2", kTrace, "00000000000000a2", 900 * ms), trailers(1, 3, 60 * ms, 0),
+         trailers(1, 1, 600 * ms, 0)},
+        {hopOpened(2, "A->B"), traced(2, 1, 110 * ms, "b", kTrace, "00000000000000b1", 899 * ms),
+         trailers(2, 1, 402 * ms, 0), traced(2, 3, 500 * ms, "b2", kTrace, "00000000000000b2", 509 * ms),
+         trailers(2, 3, 550 * ms, 0)},
+        {hopOpened(3, "B->C"), traced(3, 1, 210 * ms, "c", kTrace, "00000000000000c1", 1000 * ms),
+         trailers(3, 1, 401 * ms, 0)},
+        {hopOpened(4, "C->D"), traced(4, 1, 310 * ms, "d", kTrace, "00000000000000d1", std::nullopt),
+         trailers(4, 1, 400 * ms, 0)},
+        {hopOpened(5, "other"),
+         traced(5, 1, 150 * ms, "x", "0af7651916cd43dd8448eb211c80319c", "00000000000000e1", 1000 * ms),
+         trailers(5, 1, 160 * ms, 0)},
+    };
+}
+
+struct Link
+{
+    std::string parent; // its key, empty for a root
+    std::optional<std::int64_t> parentBudgetNs;
+    std::vector<std::string> flags;
+    bool operator==(const Link &) const = default;
+};
+
+std::map<std::string, Link> linksByKey(const TimelineStore &store)
+{
+    std::map<std::string, Link> out;
+    for (const Call &c : store.calls())
+        out[c.key] = {c.parentCall ? store.calls()[*c.parentCall].key : std::string(), c.parentBudgetNs,
+                      c.deadlineFlags()};
+    return out;
 }
 
 // retry-basic as it looks on the wire: three attempts of one call, the first two UNAVAILABLE.
@@ -277,6 +338,119 @@ private slots:
         QVERIFY(doc["connections"].toArray()[0].toObject()["decode_error"].isNull());
         QVERIFY(doc["frames"].isArray());
         QVERIFY(!timelineToJson(model.store(), false).contains("frames"));
+    }
+
+    void nestsChainsByTrace()
+    {
+        TimelineModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        // Events in time order, as one batch.
+        EventBatch all;
+        for (const EventBatch &b : chainByRelay())
+            all.insert(all.end(), b.begin(), b.end());
+        std::stable_sort(all.begin(), all.end(),
+                         [](const WireEvent &x, const WireEvent &y) { return x.tNs < y.tNs; });
+        model.appendBatch(all);
+        const TimelineStore &store = model.store();
+        const auto links = linksByKey(store);
+        QCOMPARE(int(links.size()), 7);
+
+        // The chain: each hop under the one before, with the parent's remaining budget at the child's start.
+        QCOMPARE(links.at("a"), (Link{"", std::nullopt, {}}));
+        QCOMPARE(links.at("b"), (Link{"a", 900 * ms, {}}));
+        QCOMPARE(links.at("c"), (Link{"b", 799 * ms, {"reset"}})); // 1210 ms is 201 ms past B's 1009 ms
+        QCOMPARE(links.at("d"), (Link{"c", 900 * ms, {"dropped"}}));
+        // Same connection as the in-flight call: a sibling, not a child.
+        QCOMPARE(links.at("a2"), (Link{"", std::nullopt, {}}));
+        // The first A->B and B->C had ended by 500 ms; the client->A call had not.
+        QCOMPARE(links.at("b2"), (Link{"a", 510 * ms, {}}));
+        // Another trace never nests.
+        QCOMPARE(links.at("x"), (Link{"", std::nullopt, {}}));
+
+        const auto row = [&](const std::string &key) {
+            for (size_t i = 0; i < store.calls().size(); ++i)
+                if (store.calls()[i].key == key)
+                    return int(i);
+            return -1;
+        };
+        const Call &d = store.calls()[size_t(row("d"))];
+        QCOMPARE(d.traceId, kTrace);
+        QCOMPARE(d.spanId, std::string("00000000000000d1"));
+        QCOMPARE(d.hop, std::string("C->D"));
+        QCOMPARE(store.nestingDepth(size_t(row("d"))), 3);
+        QCOMPARE(store.nestingDepth(size_t(row("a"))), 0);
+        const QModelIndex di = model.index(row("d"), 0);
+        QCOMPARE(model.data(di, TimelineModel::ParentCallRole).toInt(), row("c"));
+        QCOMPARE(model.data(di, TimelineModel::NestingDepthRole).toInt(), 3);
+        QCOMPARE(model.data(di, TimelineModel::HopRole).toString(), QStringLiteral("C->D"));
+        QCOMPARE(model.data(di, TimelineModel::DeadlineFlagsRole).toStringList(), QStringList{"dropped"});
+        QCOMPARE(model.data(di, TimelineModel::ParentBudgetNsRole).toLongLong(), 900 * ms);
+        QVERIFY(!model.data(model.index(row("a"), 0), TimelineModel::ParentCallRole).isValid());
+
+        const QJsonArray calls = timelineToJson(store, false)["calls"].toArray();
+        const QJsonObject c = calls[row("c")].toObject();
+        QCOMPARE(c["trace_id"].toString(), QString::fromStdString(kTrace));
+        QCOMPARE(c["span_id"].toString(), QStringLiteral("00000000000000c1"));
+        QCOMPARE(c["parent_call"].toInteger(), qint64(row("b")));
+        QCOMPARE(c["hop"].toString(), QStringLiteral("B->C"));
+        QCOMPARE(c["parent_budget_ns"].toInteger(), qint64(799 * ms));
+        QCOMPARE(c["deadline_flags"].toArray(), QJsonArray{"reset"});
+        const QJsonObject a = calls[row("a")].toObject();
+        QVERIFY(a["parent_call"].isNull());
+        QVERIFY(a["parent_budget_ns"].isNull());
+        QCOMPARE(a["deadline_flags"].toArray(), QJsonArray{});
+        QVERIFY(calls[row("x")].toObject()["trace_id"].isString());
+    }
+
+    void nestingDoesNotDependOnArrivalOrder()
+    {
+        // Every relay flushes on its own, so a child's HEADERS may reach the store before its parent's, and
+        // the trailers that end a candidate may come after a later call. The links must come out the same.
+        TimelineModel inOrder;
+        for (const EventBatch &b : chainByRelay())
+            inOrder.appendBatch(b);
+        const auto expected = linksByKey(inOrder.store());
+        QCOMPARE(expected.at("d").parent, std::string("c"));
+
+        TimelineModel reversed;
+        QAbstractItemModelTester tester(&reversed, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy changed(&reversed, &QAbstractItemModel::dataChanged);
+        auto batches = chainByRelay();
+        for (auto it = batches.rbegin(); it != batches.rend(); ++it)
+            reversed.appendBatch(*it);
+        QCOMPARE(linksByKey(reversed.store()), expected);
+        QVERIFY(changed.count() > 0); // relinked calls were announced
+
+        // Event by event, each relay's events in turn (the A->B trailers at 402 ms arrive after the calls
+        // that started while it was open had been linked under it).
+        TimelineModel interleaved;
+        QAbstractItemModelTester tester2(&interleaved,
+                                         QAbstractItemModelTester::FailureReportingMode::QtTest);
+        for (size_t i = 0;; ++i) {
+            bool any = false;
+            for (const EventBatch &b : batches)
+                if (i < b.size()) {
+                    interleaved.appendBatch({b[i]});
+                    any = true;
+                }
+            if (!any)
+                break;
+        }
+        QCOMPARE(linksByKey(interleaved.store()), expected);
+    }
+
+    void propagatedDeadlineIsNotAReset()
+    {
+        // grpc-timeout is rounded up and each relay stamps a little late: a child deadline some ms past its
+        // parent's is still propagation (up to 50 ms + 2 % of the child's timeout).
+        TimelineModel model;
+        model.appendBatch({hopOpened(1, "client->A"), hopOpened(2, "A->B"),
+                           traced(1, 1, 0, "p", kTrace, "00000000000000a1", 1000 * ms),
+                           traced(2, 1, 100 * ms, "k", kTrace, "00000000000000b1", 960 * ms),
+                           traced(2, 3, 110 * ms, "r", kTrace, "00000000000000b2", 1000 * ms)});
+        const auto links = linksByKey(model.store());
+        QCOMPARE(links.at("k"), (Link{"p", 900 * ms, {}}));          // 60 ms later: within 50 + 19.2 ms
+        QCOMPARE(links.at("r"), (Link{"p", 890 * ms, {"reset"}})); // 110 ms later: beyond 50 + 20 ms
     }
 
     void clearResets()
