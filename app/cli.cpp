@@ -1,5 +1,6 @@
 // rpcscope-cli: headless capture and lab runs. Links no QtWidgets.
 
+#include "captureio.h"
 #include "clock.h"
 #include "jsonexport.h"
 #include "labsession.h"
@@ -29,16 +30,27 @@ const char kUsage[] =
     "  rpcscope-cli list\n"
     "      List the lab scenarios and their parameters.\n"
     "  rpcscope-cli run NAME [--set KEY=VALUE ...] [--json FILE] [--png FILE] [--svg FILE] [--frames]\n"
+    "                   [--out FILE [--to FORMAT]]\n"
     "      Run a lab scenario headless through the capture proxy, with its parameters changed by --set.\n"
-    "      Exits 1 if its expected outcome did not hold.\n"
-    "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE.json [--duration SECONDS]\n"
+    "      Exits 1 if its expected outcome did not hold. --out also writes the capture in any format below.\n"
+    "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [--to FORMAT] [--duration SECONDS]\n"
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep BYTES]\n"
-    "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE.json.\n"
+    "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE (FILE.json: the JSON,\n"
+    "      FILE.rpcscope: a capture file to reopen or convert later).\n"
     "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
     "      Listening on a non-loopback address needs --allow-remote.\n"
     "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
     "      (default 65536) bounds the bytes of each gRPC message kept for inspection.\n"
-    "  --frames   also write every HTTP/2 frame into the JSON\n";
+    "  rpcscope-cli convert IN OUT [--to FORMAT] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
+    "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext HTTP/2)\n"
+    "      traffic, whose TCP connections are reassembled and decoded; --port names the HTTP/2 server port\n"
+    "      (detected from the client preface otherwise).\n"
+    "  --frames   also write every HTTP/2 frame into the JSON\n"
+    "  --to FORMAT  rpcscope, json (rpcscope-json), chrome (Chrome trace event JSON for Perfetto and\n"
+    "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark); without it the name of\n"
+    "             OUT decides: .rpcscope, .json, .chrome.json or .trace.json, .otlp.json, .pcapng\n"
+    "  --redact NAME  also mask this header's values (repeatable); authorization, proxy-authorization, cookie\n"
+    "             and set-cookie are always masked in what is written, unless --no-redact\n";
 
 std::atomic<bool> g_stop{false};
 void onSignal(int)
@@ -93,14 +105,64 @@ bool writeFile(const QString &name, const QByteArray &bytes, std::string *error)
     return true;
 }
 
-bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::string> &opts, const QString &title,
-                  std::string *error)
+// --to, or else the name of --out; empty error when it is known.
+FileFormat outputFormat(const std::map<std::string, std::string> &opts, std::string *error)
 {
-    for (const char *flag : {"--json", "--out"}) // run writes --json, capture --out: the same document
-        if (auto it = opts.find(flag); it != opts.end())
-            if (!writeFile(QString::fromStdString(it->second),
-                           timelineToJsonBytes(model.store(), opts.count("--frames")), error))
-                return false;
+    if (auto to = opts.find("--to"); to != opts.end()) {
+        const FileFormat f = formatFromName(to->second);
+        if (f == FileFormat::Unknown)
+            *error = "unknown format '" + to->second + "' (known: " + formatNames() + ")";
+        return f;
+    }
+    auto out = opts.find("--out");
+    if (out == opts.end())
+        return FileFormat::Unknown;
+    const FileFormat f = formatFromPath(QString::fromStdString(out->second));
+    if (f == FileFormat::Unknown)
+        *error = "cannot tell the format of '" + out->second + "' from its name; add --to FORMAT (" + formatNames() +
+                 ")";
+    return f;
+}
+
+// "--redact NAME" may repeat: taken out of args before the other options are parsed.
+Redaction takeRedaction(std::vector<std::string> *args, std::string *error)
+{
+    Redaction r;
+    std::vector<std::string> rest;
+    for (size_t i = 0; i < args->size(); ++i) {
+        const std::string &a = (*args)[i];
+        if (a == "--redact") {
+            if (i + 1 >= args->size() || (*args)[i + 1].rfind("--", 0) == 0 || (*args)[i + 1].empty()) {
+                *error = "option --redact needs a header name";
+                return r;
+            }
+            r.extraNames.push_back((*args)[++i]);
+        } else if (a == "--no-redact") {
+            r.enabled = false;
+        } else {
+            rest.push_back(a);
+        }
+    }
+    *args = std::move(rest);
+    return r;
+}
+
+bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::string> &opts, const QString &title,
+                  const Redaction &redaction, std::string *error)
+{
+    if (auto it = opts.find("--json"); it != opts.end())
+        if (!writeFile(QString::fromStdString(it->second), timelineToJsonBytes(model.store(), opts.count("--frames")),
+                       error))
+            return false;
+    if (auto it = opts.find("--out"); it != opts.end()) {
+        const FileFormat format = outputFormat(opts, error);
+        ExportOptions options;
+        options.redaction = redaction;
+        options.withFrames = opts.count("--frames");
+        if (!exportSession(model.store(), model.eventLog(), format, QString::fromStdString(it->second), options,
+                           error, "rpcscope-cli"))
+            return false;
+    }
     if (auto it = opts.find("--png"); it != opts.end()) {
         const QImage image = TimelinePainter::renderImage(model.store(), 1400, {title, true});
         if (!image.save(QString::fromStdString(it->second), "PNG")) {
@@ -158,7 +220,14 @@ int cmdRun(const std::vector<std::string> &args)
             return usageError("--set needs KEY=VALUE, got '" + kv + "'");
         overrides[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    if (!parseOptions(rest, {"--json", "--png", "--svg"}, {"--frames"}, &opts, &error))
+    const Redaction redaction = takeRedaction(&rest, &error);
+    if (!error.empty())
+        return usageError(error);
+    if (!parseOptions(rest, {"--json", "--png", "--svg", "--out", "--to"}, {"--frames"}, &opts, &error))
+        return usageError(error);
+    if (opts.count("--to") && !opts.count("--out"))
+        return usageError("--to needs --out");
+    if (outputFormat(opts, &error), !error.empty())
         return usageError(error);
     lab::ScenarioParams params;
     if (!scenario->resolveParams(overrides, &params, &error))
@@ -176,7 +245,7 @@ int cmdRun(const std::vector<std::string> &args)
     QCoreApplication::sendPostedEvents();
 
     if (!writeOutputs(model, opts, QStringLiteral("rpcscope — %1").arg(QString::fromStdString(scenario->name)),
-                      &error)) {
+                      redaction, &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
@@ -189,11 +258,15 @@ int cmdRun(const std::vector<std::string> &args)
     return 0;
 }
 
-int cmdCapture(const std::vector<std::string> &args)
+int cmdCapture(std::vector<std::string> args)
 {
     std::map<std::string, std::string> opts;
     std::string error;
-    if (!parseOptions(args, {"--listen", "--target", "--out", "--duration", "--max-header-list", "--max-message-keep"},
+    const Redaction redaction = takeRedaction(&args, &error);
+    if (!error.empty())
+        return usageError(error);
+    if (!parseOptions(args,
+                      {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list", "--max-message-keep"},
                       {"--frames", "--allow-remote"}, &opts, &error))
         return usageError(error);
     DecoderLimits limits;
@@ -210,6 +283,8 @@ int cmdCapture(const std::vector<std::string> &args)
     for (const char *required : {"--target", "--out"})
         if (!opts.count(required))
             return usageError(std::string("capture needs ") + required);
+    if (outputFormat(opts, &error), !error.empty())
+        return usageError(error);
     HostPort listen, target;
     if (!parseHostPort(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0", &listen, &error) ||
         !parseHostPort(opts["--target"], &target, &error))
@@ -260,12 +335,70 @@ int cmdCapture(const std::vector<std::string> &args)
 
     relay.stop();
     QCoreApplication::sendPostedEvents();
-    if (!writeOutputs(model, opts, {}, &error)) {
+    if (!writeOutputs(model, opts, {}, redaction, &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
     std::printf("captured %zu calls on %zu connections into %s\n", model.store().calls().size(),
                 model.store().connections().size(), opts["--out"].c_str());
+    return 0;
+}
+
+int cmdConvert(std::vector<std::string> args)
+{
+    std::string error;
+    const Redaction redaction = takeRedaction(&args, &error);
+    if (!error.empty())
+        return usageError(error);
+    std::vector<std::string> files, rest;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if ((args[i] == "--to" || args[i] == "--port") && i + 1 < args.size()) {
+            rest.push_back(args[i]);
+            rest.push_back(args[++i]);
+        } else if (args[i].rfind("--", 0) == 0 || args[i].empty()) {
+            rest.push_back(args[i]);
+        } else {
+            files.push_back(args[i]);
+        }
+    }
+    if (files.size() != 2)
+        return usageError("convert needs an input and an output file, got " + std::to_string(files.size()) +
+                          (files.size() == 1 ? " file" : " files"));
+    std::map<std::string, std::string> opts;
+    if (!parseOptions(rest, {"--to", "--port"}, {"--frames"}, &opts, &error))
+        return usageError(error);
+    LoadOptions load;
+    if (opts.count("--port")) {
+        bool ok = false;
+        const uint port = QString::fromStdString(opts["--port"]).toUInt(&ok);
+        if (!ok || port == 0 || port > 65535)
+            return usageError("--port needs a TCP port (1-65535), got '" + opts["--port"] + "'");
+        load.serverPort = std::uint16_t(port);
+    }
+    opts["--out"] = files[1];
+    const FileFormat format = outputFormat(opts, &error);
+    if (!error.empty())
+        return usageError(error);
+
+    CaptureData data;
+    const CaptureReadResult read = loadCapture(QString::fromStdString(files[0]), &data, {}, load);
+    if (!read.usable()) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", read.message.c_str());
+        return 1;
+    }
+    if (read.status == CaptureReadResult::Truncated)
+        std::fprintf(stderr, "rpcscope-cli: warning: %s\n", read.message.c_str());
+    for (const std::string &note : read.notes)
+        std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
+    ExportOptions options;
+    options.redaction = redaction;
+    options.withFrames = opts.count("--frames");
+    if (!exportCapture(data, format, QString::fromStdString(files[1]), options, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf("converted %s (%zu events) to %s (%s)\n", files[0].c_str(), data.eventCount(), files[1].c_str(),
+                formatName(format));
     return 0;
 }
 
@@ -294,5 +427,7 @@ int main(int argc, char **argv)
         return cmdRun(args);
     if (cmd == "capture")
         return cmdCapture(args);
+    if (cmd == "convert")
+        return cmdConvert(args);
     return usageError("unknown command '" + cmd + "'");
 }

@@ -1,0 +1,172 @@
+#include "captureio.h"
+
+#include "chrometrace.h"
+#include "jsonexport.h"
+#include "otlpexport.h"
+#include "pcapimport.h"
+#include "pcapngwriter.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QSaveFile>
+
+namespace rpcscope {
+
+namespace {
+bool writeBytes(const QString &path, const QByteArray &bytes, std::string *error)
+{
+    QSaveFile f(path); // atomic: a temporary file renamed over the target
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
+        *error = "cannot write " + path.toStdString() + ": " + f.errorString().toStdString();
+        return false;
+    }
+    return true;
+}
+} // namespace
+
+const char *formatName(FileFormat format)
+{
+    switch (format) {
+    case FileFormat::Rpcscope: return "rpcscope";
+    case FileFormat::Json: return "json";
+    case FileFormat::Chrome: return "chrome";
+    case FileFormat::Otlp: return "otlp";
+    case FileFormat::Pcapng: return "pcapng";
+    case FileFormat::Unknown: break;
+    }
+    return "unknown";
+}
+
+std::string formatNames()
+{
+    return "rpcscope, json, chrome, otlp, pcapng";
+}
+
+FileFormat formatFromName(const std::string &name)
+{
+    for (FileFormat f :
+         {FileFormat::Rpcscope, FileFormat::Json, FileFormat::Chrome, FileFormat::Otlp, FileFormat::Pcapng})
+        if (name == formatName(f))
+            return f;
+    return FileFormat::Unknown;
+}
+
+FileFormat formatFromPath(const QString &path)
+{
+    const QString p = path.toLower();
+    if (p.endsWith(QLatin1String(".rpcscope")))
+        return FileFormat::Rpcscope;
+    if (p.endsWith(QLatin1String(".pcapng")))
+        return FileFormat::Pcapng;
+    if (p.endsWith(QLatin1String(".otlp.json")))
+        return FileFormat::Otlp;
+    if (p.endsWith(QLatin1String(".chrome.json")) || p.endsWith(QLatin1String(".trace.json")))
+        return FileFormat::Chrome;
+    if (p.endsWith(QLatin1String(".json")))
+        return FileFormat::Json;
+    return FileFormat::Unknown;
+}
+
+bool exportCapture(const CaptureData &data, FileFormat format, const QString &path,
+                   const ExportOptions &options, std::string *error, const TimelineStore *live,
+                   const CaptureProgress &progress)
+{
+    switch (format) {
+    case FileFormat::Rpcscope: return writeCaptureFile(path, data, options.redaction, error, progress);
+    case FileFormat::Pcapng: {
+        CaptureData redacted = data;
+        for (EventBatch &b : redacted.batches)
+            options.redaction.apply(b);
+        return writePcapng(path.toStdString(), redacted, error);
+    }
+    case FileFormat::Json:
+    case FileFormat::Chrome:
+    case FileFormat::Otlp: {
+        // These carry no header values, so there is nothing to redact in them.
+        TimelineStore replayed;
+        if (!live)
+            replayCapture(data, replayed);
+        const TimelineStore &store = live ? *live : replayed;
+        const QByteArray bytes = format == FileFormat::Json ? timelineToJsonBytes(store, options.withFrames)
+                                 : format == FileFormat::Chrome ? timelineToChromeTraceBytes(store)
+                                                                : timelineToOtlpBytes(store);
+        return writeBytes(path, bytes, error);
+    }
+    case FileFormat::Unknown: break;
+    }
+    *error = "cannot write " + path.toStdString() + ": unknown format (known: " + formatNames() + ")";
+    return false;
+}
+
+namespace {
+bool isPacketCapture(const QByteArray &head)
+{
+    static const char *const magics[] = {"\x0a\x0d\x0d\x0a", "\xd4\xc3\xb2\xa1", "\xa1\xb2\xc3\xd4",
+                                         "\x4d\x3c\xb2\xa1", "\xa1\xb2\x3c\x4d"};
+    for (const char *m : magics)
+        if (head.startsWith(QByteArray(m, 4)))
+            return true;
+    return false;
+}
+
+// Batches of this many events, so an imported capture saved as .rpcscope has records of a sane size.
+constexpr size_t kImportBatch = 1024;
+
+CaptureReadResult importPacketCapture(const QString &path, CaptureData *out, const CaptureProgress &progress,
+                                      const LoadOptions &options)
+{
+    const std::int64_t size = QFileInfo(path).size();
+    PcapImportOptions o;
+    if (options.serverPort)
+        o.serverPort = options.serverPort;
+    if (progress)
+        o.progress = [&](double fraction) { return progress(std::int64_t(fraction * double(size)), size); };
+    PcapImportResult r;
+    std::string error;
+    if (!importPcap(path.toStdString(), o, &r, &error))
+        return {CaptureReadResult::Failed, "cannot import " + path.toStdString() + ": " + error};
+    if (r.cancelled)
+        return {CaptureReadResult::Cancelled, "importing " + path.toStdString() + " was cancelled"};
+    out->info.hasOrigin = true;
+    out->info.originNs = r.firstPacketWallNs; // imported events are stamped with the packets' wall clock
+    out->info.originWallNs = r.firstPacketWallNs;
+    out->info.recordFrames = true;
+    out->info.writer = "rpcscope pcap import";
+    for (size_t i = 0; i < r.events.size(); i += kImportBatch)
+        out->batches.emplace_back(r.events.begin() + std::ptrdiff_t(i),
+                                  r.events.begin() +
+                                      std::ptrdiff_t(std::min(r.events.size(), i + kImportBatch)));
+    CaptureReadResult result;
+    for (const std::string &note : r.notes)
+        result.notes.push_back(path.toStdString() + ": " + note);
+    return result;
+}
+} // namespace
+
+bool exportSession(const TimelineStore &store, const EventLog &log, FileFormat format, const QString &path,
+                   const ExportOptions &options, std::string *error, const std::string &writer,
+                   const CaptureProgress &progress)
+{
+    if (format == FileFormat::Rpcscope) {
+        CaptureInfo info = captureInfoOf(store);
+        info.writer = writer;
+        return writeCaptureFile(path, info, log, options.redaction, error, progress);
+    }
+    if (format == FileFormat::Json || format == FileFormat::Chrome || format == FileFormat::Otlp)
+        return exportCapture({captureInfoOf(store), {}}, format, path, options, error, &store, progress);
+    CaptureData data = captureFromLog(store, log);
+    data.info.writer = writer;
+    return exportCapture(data, format, path, options, error, &store, progress);
+}
+
+CaptureReadResult loadCapture(const QString &path, CaptureData *out, const CaptureProgress &progress,
+                              const LoadOptions &options)
+{
+    *out = CaptureData{};
+    QFile f(path);
+    if (f.open(QIODevice::ReadOnly) && isPacketCapture(f.read(4)))
+        return importPacketCapture(path, out, progress, options);
+    return readCaptureFile(path, out, progress);
+}
+
+} // namespace rpcscope

@@ -1,0 +1,20 @@
+#pragma once
+
+// The protobuf encoding of one event batch (EventBatch in resources/proto/capture.proto), shared by the
+// capture file and the event log, which keeps a live session in this compact form: a frame event takes
+// about 20 bytes there instead of the 536 of a WireEvent.
+
+#include "events.h"
+#include "redaction.h"
+
+#include <string>
+
+namespace rpcscope {
+
+// `redaction`, when given, masks the header values it names.
+std::string encodeBatch(const EventBatch &batch, const Redaction *redaction = nullptr);
+// False when the bytes are not a batch this version can read (`out` then holds the events before the bad
+// one).
+bool decodeBatch(const char *data, size_t len, EventBatch *out);
+
+} // namespace rpcscope
