@@ -1,6 +1,7 @@
 // rpcscope: the GUI. Starts the built-in lab (demo server behind a capture proxy) and runs a scenario.
 
 #include "clock.h"
+#include "headerlog.h"
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
@@ -9,24 +10,26 @@
 
 #include <QApplication>
 #include <QTimer>
-
 #include <cstdio>
 #include <cstring>
 
 using namespace rpcscope;
 
 namespace {
-const char kUsage[] = "usage: rpcscope [--scenario NAME] [--no-lab] [--screenshot FILE.png]\n"
-                      "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
-                      "  --no-lab            do not start the built-in lab\n"
-                      "  --screenshot FILE   run the scenario, save the window as PNG, and quit\n"
-                      "Headless use: rpcscope-cli --help\n";
+const char kUsage[] =
+    "usage: rpcscope [--scenario NAME] [--no-lab] [--workshop] [--dark] [--screenshot FILE.png]\n"
+    "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
+    "  --no-lab            do not start the built-in lab\n"
+    "  --workshop          large text and thick bars, readable on a projector\n"
+    "  --dark              dark theme\n"
+    "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
+    "                      save the window as PNG, and quit\n"
+    "Headless use: rpcscope-cli --help\n";
 
 bool haveDisplay()
 {
     const QByteArray platform = qgetenv("QT_QPA_PLATFORM");
-    if (!platform.isEmpty())
-        return true;
+    if (!platform.isEmpty()) return true;
     return !qgetenv("DISPLAY").isEmpty() || !qgetenv("WAYLAND_DISPLAY").isEmpty();
 }
 } // namespace
@@ -36,6 +39,8 @@ int main(int argc, char **argv)
     QString scenario = QStringLiteral("retry-basic");
     QString screenshot;
     bool withLab = true;
+    bool workshop = false;
+    bool dark = false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
@@ -43,6 +48,10 @@ int main(int argc, char **argv)
             return 0;
         } else if (!std::strcmp(a, "--no-lab")) {
             withLab = false;
+        } else if (!std::strcmp(a, "--workshop")) {
+            workshop = true;
+        } else if (!std::strcmp(a, "--dark")) {
+            dark = true;
         } else if (!std::strcmp(a, "--scenario") && i + 1 < argc) {
             scenario = QString::fromLocal8Bit(argv[++i]);
         } else if (!std::strcmp(a, "--screenshot") && i + 1 < argc) {
@@ -69,10 +78,21 @@ int main(int argc, char **argv)
 
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
+    // The inspector's header blocks are fed the same batches as the model, on the model's thread.
+    HeaderLog headerLog;
+    const Relay::Sink sink = [&model, &headerLog](EventBatch &&batch) {
+        QMetaObject::invokeMethod(
+            &model,
+            [&model, &headerLog, b = std::move(batch)] {
+                headerLog.record(b);
+                model.appendBatch(b);
+            },
+            Qt::QueuedConnection);
+    };
     lab::LabSession labSession;
     if (withLab) {
         std::string error;
-        if (!labSession.start(queuedSinkTo(&model), &error)) {
+        if (!labSession.start(sink, &error)) {
             std::fprintf(stderr, "rpcscope: could not start the lab: %s\n", error.c_str());
             return 1;
         }
@@ -80,27 +100,32 @@ int main(int argc, char **argv)
 
     int rc = 0;
     {
-        MainWindow window(&model, withLab ? &labSession : nullptr, scenario);
+        MainWindow window(&model, withLab ? &labSession : nullptr, scenario, nullptr, &headerLog);
+        window.setWorkshop(workshop);
+        window.setDark(dark);
         window.show();
         if (!screenshot.isEmpty()) {
-            QObject::connect(&window, &MainWindow::scenarioFinished, &window, [&](bool held, const QString &) {
-                // The decoder flushes within 16 ms; give the last batch and a repaint time to land.
-                QTimer::singleShot(300, &window, [&, held] {
-                    if (!window.grab().save(screenshot)) {
-                        std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
-                        rc = 1;
-                    } else if (!held) {
-                        rc = 1;
-                    }
-                    QApplication::quit();
+            QObject::connect(
+                &window, &MainWindow::scenarioFinished, &window, [&](bool held, const QString &) {
+                    // The decoder flushes within 16 ms; give the last batch and a repaint time to land.
+                    QTimer::singleShot(300, &window, [&, held] {
+                        const auto &calls = model.store().calls();
+                        if (!calls.empty())
+                            window.swimlanes()->selectAttempt(int(calls.size()) - 1,
+                                                              int(calls.back().attempts.size()) - 1);
+                        if (!window.grab().save(screenshot)) {
+                            std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
+                            rc = 1;
+                        } else if (!held) {
+                            rc = 1;
+                        }
+                        QApplication::quit();
+                    });
                 });
-            });
         }
-        if (withLab)
-            QTimer::singleShot(0, &window, &MainWindow::runScenario);
+        if (withLab) QTimer::singleShot(0, &window, &MainWindow::runScenario);
         const int exec = app.exec();
-        if (rc == 0)
-            rc = exec;
+        if (rc == 0) rc = exec;
     }
     labSession.stop();
     return rc;

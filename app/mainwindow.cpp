@@ -1,30 +1,38 @@
 #include "mainwindow.h"
 
+#include "attemptinspector.h"
+#include "headerlog.h"
 #include "labsession.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
 #include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDockWidget>
-#include <QFormLayout>
-#include <QLineEdit>
-#include <QPushButton>
-#include <QSpinBox>
-#include <QVBoxLayout>
 #include <QFileDialog>
+#include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QToolBar>
+#include <QToolButton>
 #include <QTreeView>
+#include <QVBoxLayout>
 
 namespace rpcscope {
 
-MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent)
-    : QMainWindow(parent), m_model(model), m_lab(lab), m_scenario(std::move(scenario))
+MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent,
+                       HeaderLog *headers)
+    : QMainWindow(parent), m_model(model), m_lab(lab), m_scenario(std::move(scenario)), m_headers(headers)
 {
     setWindowTitle(QStringLiteral("rpcscope"));
     m_view = new SwimlaneView(model, this);
@@ -38,13 +46,35 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     dock->setObjectName(QStringLiteral("calls"));
     dock->setWidget(calls);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
+    // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector).
+    connect(calls->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex &i) {
+                if (i.isValid() && i.parent().isValid()) m_view->selectAttempt(i.parent().row(), i.row());
+            });
+
+    m_inspector = new AttemptInspector(&model->store(), m_headers, this);
+    auto *inspectorDock = new QDockWidget(QStringLiteral("Inspector"), this);
+    inspectorDock->setObjectName(QStringLiteral("inspector"));
+    inspectorDock->setWidget(m_inspector);
+    // Beside the calls, below the timeline: the timeline keeps the window's full width.
+    addDockWidget(Qt::BottomDockWidgetArea, inspectorDock);
+    splitDockWidget(dock, inspectorDock, Qt::Horizontal);
+    connect(m_view, &SwimlaneView::attemptSelected, m_inspector, &AttemptInspector::showAttempt);
+    // ... and a click on the timeline shows the attempt's row in the tree (selectAttempt ignores a repeat).
+    connect(m_view, &SwimlaneView::attemptSelected, calls, [calls, model](int call, int attempt) {
+        if (call < 0) return;
+        const QModelIndex row = model->index(attempt, 0, model->index(call, 0));
+        calls->scrollTo(row);
+        calls->setCurrentIndex(row);
+    });
 
     auto *tb = addToolBar(QStringLiteral("Main"));
     tb->setObjectName(QStringLiteral("main"));
     tb->setToolButtonStyle(Qt::ToolButtonTextOnly);
     m_scenarioBox = new QComboBox(this);
     for (const lab::Scenario &s : lab::allScenarios())
-        m_scenarioBox->addItem(QString::fromStdString(s.name + "  —  " + s.title), QString::fromStdString(s.name));
+        m_scenarioBox->addItem(QString::fromStdString(s.name + "  —  " + s.title),
+                               QString::fromStdString(s.name));
     m_scenarioBox->setToolTip(QStringLiteral("Lab scenario"));
     tb->addWidget(m_scenarioBox);
     m_runAction = tb->addAction(QStringLiteral("Run again"), this, &MainWindow::runScenario);
@@ -57,10 +87,42 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     m_stopAction->setEnabled(false);
     QAction *fit = tb->addAction(QStringLiteral("Fit"), m_view, &SwimlaneView::fitAll);
     fit->setToolTip(QStringLiteral("Fit the whole trace (F)"));
-    QAction *exportAction = tb->addAction(QStringLiteral("Export PNG…"), this, &MainWindow::exportPngInteractive);
+    auto *exportMenu = new QMenu(this);
+    QAction *exportAction =
+        exportMenu->addAction(QStringLiteral("PNG…"), this, &MainWindow::exportPngInteractive);
     exportAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
+    exportMenu->addAction(QStringLiteral("SVG…"), this, &MainWindow::exportSvgInteractive);
+    QAction *copy =
+        exportMenu->addAction(QStringLiteral("Copy to clipboard"), this, &MainWindow::copyToClipboard);
+    copy->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+C")));
+    exportMenu->addSeparator();
+    m_exportVisibleOnly = exportMenu->addAction(QStringLiteral("Visible range only"));
+    m_exportVisibleOnly->setCheckable(true);
+    m_exportScale = new QActionGroup(this);
+    for (const auto &[name, scale] :
+         {std::pair{QStringLiteral("PNG at screen pixel ratio"), 0.0},
+          std::pair{QStringLiteral("PNG at 1×"), 1.0}, std::pair{QStringLiteral("PNG at 2×"), 2.0},
+          std::pair{QStringLiteral("PNG at 3× (print)"), 3.0}}) {
+        QAction *a = exportMenu->addAction(name);
+        a->setCheckable(true);
+        a->setData(scale);
+        a->setChecked(scale == 0.0);
+        m_exportScale->addAction(a);
+    }
+    auto *exportButton = new QToolButton(this);
+    exportButton->setText(QStringLiteral("Export"));
+    exportButton->setMenu(exportMenu);
+    exportButton->setPopupMode(QToolButton::InstantPopup);
+    exportButton->setToolTip(
+        QStringLiteral("PNG (Ctrl+E), SVG or clipboard (Ctrl+Shift+C), with title, time range "
+                       "and legend"));
+    tb->addWidget(exportButton);
+    addActions({exportAction, copy});
     QAction *clear = tb->addAction(QStringLiteral("Clear"), model, &TimelineModel::clear);
+    // Stream ids start again after a reset, so the inspector's header blocks go with the model's data.
+    if (m_headers) connect(model, &QAbstractItemModel::modelReset, this, [this] { m_headers->clear(); });
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
+    buildViewControls(tb);
     auto *quit = new QAction(QStringLiteral("Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -88,10 +150,72 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     resize(1400, 820);
 }
 
+void MainWindow::buildViewControls(QToolBar *)
+{
+    addToolBarBreak();
+    QToolBar *tb = addToolBar(QStringLiteral("View"));
+    tb->setObjectName(QStringLiteral("view"));
+    tb->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    auto *filter = new QLineEdit(this);
+    filter->setObjectName(QStringLiteral("filter"));
+    filter->setPlaceholderText(
+        QStringLiteral("Filter: text  method:NAME  status:UNAVAILABLE|failed|ok|inflight"));
+    filter->setClearButtonEnabled(true);
+    filter->setMinimumWidth(300);
+    filter->setToolTip(QStringLiteral("Show only matching calls (Ctrl+F)"));
+    connect(filter, &QLineEdit::textChanged, m_view, &SwimlaneView::setFilterText);
+    tb->addWidget(filter);
+    auto *focusFilter = new QAction(this);
+    focusFilter->setShortcut(QKeySequence::Find);
+    connect(focusFilter, &QAction::triggered, filter, [filter] {
+        filter->setFocus();
+        filter->selectAll();
+    });
+    addAction(focusFilter);
+
+    auto *group = new QComboBox(this);
+    group->setObjectName(QStringLiteral("grouping"));
+    group->addItem(QStringLiteral("One lane per call"), int(LaneGrouping::None));
+    group->addItem(QStringLiteral("Group by method"), int(LaneGrouping::Method));
+    group->addItem(QStringLiteral("Group by connection"), int(LaneGrouping::Connection));
+    connect(group, &QComboBox::currentIndexChanged, this,
+            [this, group](int i) { m_view->setGrouping(LaneGrouping(group->itemData(i).toInt())); });
+    tb->addWidget(group);
+
+    auto toggle = [&](const QString &name, const QString &tip, const QString &key, auto slot) {
+        QAction *a = tb->addAction(name);
+        a->setCheckable(true);
+        a->setToolTip(tip);
+        if (!key.isEmpty()) a->setShortcut(QKeySequence(key));
+        connect(a, &QAction::toggled, m_view, slot);
+        return a;
+    };
+    QAction *live = toggle(QStringLiteral("Live"), QStringLiteral("Follow new calls at the current zoom (L)"),
+                           QString(), &SwimlaneView::setLive);
+    connect(m_view, &SwimlaneView::followChanged, live, [this, live] { live->setChecked(m_view->isLive()); });
+    m_workshopAction = toggle(QStringLiteral("Workshop"),
+                              QStringLiteral("Large text and thick bars for a projector (Ctrl+Shift+W)"),
+                              QStringLiteral("Ctrl+Shift+W"), &SwimlaneView::setWorkshop);
+    m_darkAction = toggle(QStringLiteral("Dark"), QStringLiteral("Dark theme (Ctrl+Shift+D)"),
+                          QStringLiteral("Ctrl+Shift+D"), &SwimlaneView::setDark);
+    toggle(QStringLiteral("Wall clock"),
+           QStringLiteral("Ruler in wall-clock time (UTC) instead of time since start"), QString(),
+           &SwimlaneView::setWallClock);
+}
+
+void MainWindow::setWorkshop(bool on)
+{
+    m_workshopAction->setChecked(on);
+}
+
+void MainWindow::setDark(bool on)
+{
+    m_darkAction->setChecked(on);
+}
+
 MainWindow::~MainWindow()
 {
-    if (m_worker.joinable())
-        m_worker.join();
+    if (m_worker.joinable()) m_worker.join();
 }
 
 QWidget *MainWindow::buildScenarioPanel()
@@ -127,8 +251,7 @@ void MainWindow::showScenario(int index)
 {
     m_scenario = m_scenarioBox->itemData(index).toString();
     const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
-    if (!s)
-        return;
+    if (!s) return;
     m_explanation->setText(QStringLiteral("<b>%1</b><br>%2")
                                .arg(QString::fromStdString(s->title).toHtmlEscaped(),
                                     QString::fromStdString(s->explanation).toHtmlEscaped()));
@@ -147,8 +270,7 @@ void MainWindow::showScenario(int index)
 void MainWindow::runScenario()
 {
     const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
-    if (!m_lab || !s || m_worker.joinable())
-        return;
+    if (!m_lab || !s || m_worker.joinable()) return;
     std::map<std::string, std::string> overrides;
     for (const auto &[key, edit] : m_paramEdits)
         overrides[key] = edit->text().trimmed().toStdString();
@@ -176,36 +298,84 @@ void MainWindow::runScenario()
 
 void MainWindow::onScenarioFinished(bool held, const QString &summary)
 {
-    const QString line = QStringLiteral("%1: %2%3").arg(m_scenario, summary,
-                                                        held ? QStringLiteral(" — as expected")
-                                                             : QStringLiteral(" — NOT as expected"));
+    const QString line =
+        QStringLiteral("%1: %2%3")
+            .arg(m_scenario, summary,
+                 held ? QStringLiteral(" — as expected") : QStringLiteral(" — NOT as expected"));
     statusBar()->showMessage(line);
-    m_result->setText(QStringLiteral("<span style='color:%1'>%2</span>")
-                          .arg(held ? QStringLiteral("#2e7d32") : QStringLiteral("#c62828"), line.toHtmlEscaped()));
+    m_result->setText(
+        QStringLiteral("<span style='color:%1'>%2</span>")
+            .arg(held ? QStringLiteral("#2e7d32") : QStringLiteral("#c62828"), line.toHtmlEscaped()));
 }
 
 void MainWindow::onRunFinished()
 {
-    if (m_worker.joinable())
-        m_worker.join();
+    if (m_worker.joinable()) m_worker.join();
     m_runAction->setEnabled(true);
     m_stopAction->setEnabled(false);
 }
 
+QString MainWindow::exportTitle() const
+{
+    return m_lab ? QStringLiteral("rpcscope — %1").arg(m_scenario) : QStringLiteral("rpcscope");
+}
+
+std::optional<std::pair<qint64, qint64>> MainWindow::exportRange() const
+{
+    if (!m_exportVisibleOnly->isChecked()) return std::nullopt;
+    return std::pair{m_view->timelinePainter().rangeStart(), m_view->timelinePainter().rangeEnd()};
+}
+
+QImage MainWindow::exportImage() const
+{
+    TimelinePainter::Options o = m_view->timelinePainter().options();
+    o.title = exportTitle();
+    o.legend = true;
+    const double chosen =
+        m_exportScale->checkedAction() ? m_exportScale->checkedAction()->data().toDouble() : 0;
+    const qreal scale = chosen > 0 ? chosen : devicePixelRatioF();
+    return TimelinePainter::renderImage(m_model->store(), std::max(1400, m_view->width()), o, scale,
+                                        exportRange());
+}
+
 bool MainWindow::exportPng(const QString &fileName)
 {
-    const QImage image = TimelinePainter::renderImage(
-        m_model->store(), 1400, {QStringLiteral("rpcscope — %1").arg(m_scenario), true}, devicePixelRatioF());
-    return image.save(fileName, "PNG");
+    return exportImage().save(fileName, "PNG");
+}
+
+bool MainWindow::exportSvg(const QString &fileName)
+{
+    TimelinePainter::Options o = m_view->timelinePainter().options();
+    o.title = exportTitle();
+    return TimelinePainter::renderSvg(m_model->store(), std::max(1400, m_view->width()), o, fileName,
+                                      exportRange());
+}
+
+void MainWindow::copyToClipboard()
+{
+    QApplication::clipboard()->setImage(exportImage());
+    statusBar()->showMessage(QStringLiteral("Timeline copied to the clipboard"), 5000);
+}
+
+void MainWindow::exportSvgInteractive()
+{
+    const QString file =
+        QFileDialog::getSaveFileName(this, QStringLiteral("Export SVG"), QStringLiteral("rpcscope.svg"),
+                                     QStringLiteral("SVG images (*.svg)"));
+    if (file.isEmpty()) return;
+    if (!exportSvg(file))
+        QMessageBox::warning(this, QStringLiteral("Export failed"),
+                             QStringLiteral("Could not write %1.").arg(file));
+    else
+        statusBar()->showMessage(QStringLiteral("Exported %1").arg(file), 5000);
 }
 
 void MainWindow::exportPngInteractive()
 {
-    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"),
-                                                      QStringLiteral("rpcscope.png"),
-                                                      QStringLiteral("PNG images (*.png)"));
-    if (file.isEmpty())
-        return;
+    const QString file =
+        QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"), QStringLiteral("rpcscope.png"),
+                                     QStringLiteral("PNG images (*.png)"));
+    if (file.isEmpty()) return;
     if (!exportPng(file))
         QMessageBox::warning(this, QStringLiteral("Export failed"),
                              QStringLiteral("Could not write %1.").arg(file));

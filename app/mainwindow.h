@@ -1,19 +1,23 @@
 #pragma once
 
 #include <QMainWindow>
-
 #include <atomic>
+#include <optional>
 #include <thread>
 
 class QAction;
+class QActionGroup;
 class QComboBox;
 class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QToolBar;
 
 namespace rpcscope {
 
+class AttemptInspector;
+class HeaderLog;
 class SwimlaneView;
 class TimelineModel;
 
@@ -26,14 +30,21 @@ class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent = nullptr);
+    // headers (may be null) keeps the decoded header blocks the inspector shows; main() feeds it the batches.
+    MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent = nullptr,
+               HeaderLog *headers = nullptr);
     ~MainWindow() override;
 
     SwimlaneView *swimlanes() const { return m_view; }
+    AttemptInspector *inspector() const { return m_inspector; }
 
 public slots:
     void runScenario();
     bool exportPng(const QString &fileName);
+    bool exportSvg(const QString &fileName);
+    void setWorkshop(bool on);
+    void setDark(bool on);
+    void copyToClipboard();
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -45,6 +56,11 @@ private:
     void onScenarioFinished(bool held, const QString &summary);
     void onRunFinished();
     void exportPngInteractive();
+    void exportSvgInteractive();
+    QImage exportImage() const;
+    std::optional<std::pair<qint64, qint64>> exportRange() const;
+    QString exportTitle() const;
+    void buildViewControls(QToolBar *tb);
     void showScenario(int index);
     QWidget *buildScenarioPanel();
 
@@ -61,6 +77,12 @@ private:
     std::vector<std::pair<std::string, QLineEdit *>> m_paramEdits;
     QSpinBox *m_repeat;
     QLabel *m_result;
+    HeaderLog *m_headers;
+    AttemptInspector *m_inspector;
+    QAction *m_exportVisibleOnly;
+    QActionGroup *m_exportScale;
+    QAction *m_workshopAction = nullptr;
+    QAction *m_darkAction = nullptr;
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
 };

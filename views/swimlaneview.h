@@ -5,12 +5,20 @@
 #include <QPoint>
 #include <QWidget>
 
+class QScrollBar;
+
+#include <functional>
+#include <limits>
+
 namespace rpcscope {
 
 class TimelineModel;
 
-// The live swimlane widget. Wheel zooms at the cursor, dragging pans, F fits the whole trace. Until the user
-// zooms or pans, the view keeps fitting the trace as calls arrive (follow mode).
+// The live swimlane widget.
+// - Wheel zooms at the cursor, Shift+wheel scrolls, dragging pans, Shift+drag or right-drag zooms to a span.
+// - Keys: +/- zoom, arrows pan, F fits the whole trace and keeps fitting it as calls arrive, L follows live
+//   (keeps the zoom and scrolls with the newest calls), Home/End jump to the start/end of the trace.
+// - Hovering an attempt shows its details; clicking selects it (attemptSelected).
 class SwimlaneView : public QWidget
 {
     Q_OBJECT
@@ -18,14 +26,37 @@ public:
     explicit SwimlaneView(TimelineModel *model, QWidget *parent = nullptr);
 
     TimelinePainter &timelinePainter() { return m_painter; }
-    bool followsLive() const { return m_follow; }
+    // True while the view fits the trace (F) or follows it live (L) as calls arrive.
+    bool followsLive() const { return m_follow || m_live; }
+    bool isLive() const { return m_live; }
+    std::optional<std::pair<size_t, size_t>> selectedAttempt() const { return m_selection; }
+    // The text shown in the tooltip over an attempt.
+    QString attemptToolTip(size_t call, size_t attempt) const;
+    QString connectionToolTip(size_t connection) const;
+    QString labEventToolTip(const LabEventRecord &event) const;
+    // Where the painter draws: the widget minus the vertical scroll bar when there is one.
+    QRectF canvas() const;
 
 public slots:
     void fitAll();
+    void setLive(bool on);
     void zoomBy(double factor, double anchorX);
+    void setRange(qint64 startNs, qint64 endNs);
+    void goToStart();
+    void goToEnd();
+    void selectAttempt(int call, int attempt);
+    void setFilterText(const QString &text);
+    void setGrouping(rpcscope::LaneGrouping grouping);
+    void setDark(bool on);
+    void setWorkshop(bool on);
+    void setWallClock(bool on);
 
 signals:
     void followChanged(bool following);
+    // The visible time range changed (zoom, pan, fit, live follow), in absolute steady ns.
+    void rangeChanged(qint64 startNs, qint64 endNs);
+    // The user selected an attempt, or cleared the selection (call = attempt = -1).
+    void attemptSelected(int call, int attempt);
 
 protected:
     void paintEvent(QPaintEvent *) override;
@@ -33,21 +64,40 @@ protected:
     void mousePressEvent(QMouseEvent *) override;
     void mouseMoveEvent(QMouseEvent *) override;
     void mouseReleaseEvent(QMouseEvent *) override;
+    void leaveEvent(QEvent *) override;
     void keyPressEvent(QKeyEvent *) override;
     void resizeEvent(QResizeEvent *) override;
+    bool event(QEvent *) override;
 
 private:
     void onTimelineChanged();
+    void onModelReset();
     void setFollow(bool on);
+    void applyRange(qint64 lo, qint64 hi);
     void panPixels(double dx, double dy);
     void clampScroll();
+    void updateOptions(const std::function<void(TimelinePainter::Options &)> &change);
 
     TimelineModel *m_model;
     TimelinePainter m_painter;
     bool m_follow = true;
-    bool m_dragging = false;
+    bool m_live = false;
+    enum class Drag
+    {
+        None,
+        Pan,
+        RubberBand
+    } m_drag = Drag::None;
+    QPoint m_pressPos;
     QPoint m_lastPos;
+    bool m_moved = false;
+    qint64 m_bandStart = 0;
     int m_scrollY = 0;
+    std::optional<std::pair<size_t, size_t>> m_hover;
+    std::optional<std::pair<size_t, size_t>> m_selection;
+    QScrollBar *m_vbar = nullptr;
+    StoreChanges m_batchChanges{
+        std::numeric_limits<size_t>::max(), {}, {}, false}; // gathered from row signals
 };
 
 } // namespace rpcscope

@@ -1,8 +1,14 @@
+#include "attemptinspector.h"
+#include "headerlog.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
 #include <QPainter>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QXmlStreamReader>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -76,6 +82,47 @@ int countDark(const QImage &img, const QRect &r)
             n += qGray(img.pixel(x, y)) < 140;
     return n;
 }
+
+WireEvent frame(std::uint32_t stream, std::int64_t t, Direction dir, std::uint8_t type,
+                std::uint32_t value = 0)
+{
+    WireEvent e;
+    e.kind = EventKind::Frame;
+    e.connection = 1;
+    e.stream = stream;
+    e.tNs = t;
+    e.dir = dir;
+    e.frameType = type;
+    e.errorCode = value;
+    return e;
+}
+
+WireEvent labEvent(std::int64_t t, const std::string &kind, const std::string &detail,
+                   const std::string &call = {})
+{
+    WireEvent e;
+    e.kind = EventKind::LabEvent;
+    e.tNs = t;
+    e.text = kind;
+    e.text2 = detail;
+    e.grpc.callId = call;
+    return e;
+}
+
+QImage render(TimelinePainter &painter, const QRectF &rect)
+{
+    QImage img(rect.size().toSize(), QImage::Format_RGB32);
+    img.fill(Qt::white);
+    QPainter p(&img);
+    painter.paint(&p, rect);
+    return img;
+}
+
+// The fraction of pixels of colour c in r (exact match).
+bool hasColor(const QImage &img, const QRect &r, QColor c, int atLeast = 1)
+{
+    return countColor(img, r, c) >= atLeast;
+}
 } // namespace
 
 class TestRender : public QObject
@@ -115,7 +162,8 @@ private slots:
         QVERIFY(labels[0].rect.center().x() > ax.timeToX(12 * ms));
         QVERIFY(labels[0].rect.center().x() < ax.timeToX(62 * ms));
 
-        // Status colours where the bars are: attempt 3 is OK, attempt 1 UNAVAILABLE, call 2 DEADLINE_EXCEEDED.
+        // Status colours where the bars are: attempt 3 is OK, attempt 1 UNAVAILABLE, call 2
+        // DEADLINE_EXCEEDED.
         const QColor ok = TimelinePainter::statusColor(call.attempts[2]);
         const QColor unavailable = TimelinePainter::statusColor(call.attempts[0]);
         const QColor deadline = TimelinePainter::statusColor(model.store().calls()[1].attempts[0]);
@@ -127,7 +175,10 @@ private slots:
         QVERIFY(countColor(img, img.rect(), deadline) > 100);
         // An in-flight colour must not appear: every attempt has ended.
         Attempt open;
-        QCOMPARE(countColor(img, QRect(0, 60, img.width(), int(rect.height()) - 100), TimelinePainter::statusColor(open)),
+        QCOMPARE(countColor(
+                     img,
+                     QRect(0, 60, img.width(), int(rect.height()) - 60 - painter.legendHeight(rect.width())),
+                     TimelinePainter::statusColor(open)),
                  0);
     }
 
@@ -160,14 +211,14 @@ private slots:
 
         // Wheel up zooms in around the cursor and leaves follow mode.
         const QPointF at(600, 200);
-        const qint64 anchor = view.timelinePainter().axis(view.rect()).xToTime(at.x());
+        const qint64 anchor = view.timelinePainter().axis(view.canvas()).xToTime(at.x());
         QWheelEvent wheel(at, view.mapToGlobal(at), {}, {0, 120}, Qt::NoButton, Qt::NoModifier,
                           Qt::NoScrollPhase, false);
         QApplication::sendEvent(&view, &wheel);
         const qint64 zoomed = view.timelinePainter().rangeEnd() - view.timelinePainter().rangeStart();
         QVERIFY(zoomed < span);
         QVERIFY(!view.followsLive());
-        QVERIFY(std::abs(view.timelinePainter().axis(view.rect()).xToTime(at.x()) - anchor) < zoomed / 500);
+        QVERIFY(std::abs(view.timelinePainter().axis(view.canvas()).xToTime(at.x()) - anchor) < zoomed / 500);
 
         // Dragging right moves the range to earlier times.
         const qint64 before = view.timelinePainter().rangeStart();
@@ -182,7 +233,8 @@ private slots:
         QCOMPARE(view.timelinePainter().rangeEnd() - view.timelinePainter().rangeStart(), span);
 
         const QImage shot = view.grab().toImage();
-        QVERIFY(countColor(shot, shot.rect(), TimelinePainter::statusColor(model.store().calls()[0].attempts[2])) > 10);
+        QVERIFY(countColor(shot, shot.rect(),
+                           TimelinePainter::statusColor(model.store().calls()[0].attempts[2])) > 10);
     }
 
     void timeAxisRoundTrip()
@@ -196,8 +248,544 @@ private slots:
         QCOMPARE(formatTick(300'000'000, 100'000'000), QStringLiteral("300 ms"));
         QCOMPARE(formatTick(2'500'000, 500'000), QStringLiteral("2.5 ms"));
         QCOMPARE(formatTick(7'000, 1'000), QStringLiteral("7 µs"));
-        QCOMPARE(ax.tickStepNs(100), qint64(500'000));          // 250 µs raw -> 500 µs
+        QCOMPARE(ax.tickStepNs(100), qint64(500'000));                        // 250 µs raw -> 500 µs
         QCOMPARE(TimeAxis({0, 1e6, 0}).tickStepNs(110), qint64(200'000'000)); // 110 ms raw -> 200 ms
+    }
+
+    void layoutBinarySearchAndFilter()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        const LaneMetrics m = LaneMetrics::scaled(1.0);
+        TimelineLayout layout;
+        layout.build(model.store(), LaneGrouping::None, {}, m, true);
+        // One connection lane, then the two calls in start order.
+        QCOMPARE(int(layout.blocks().size()), 3);
+        QCOMPARE(layout.blocks()[0].kind, LaneBlock::ConnectionLane);
+        QCOMPARE(layout.blocks()[1].kind, LaneBlock::CallLane);
+        QCOMPARE(layout.callLanes(), size_t(2));
+        const LaneBlock &second = layout.blocks()[2];
+        QCOMPARE(second.h, double(m.callHeader + m.attemptHeight));
+        QCOMPARE(layout.blockAt(second.y + 1), size_t(2));
+        QCOMPARE(layout.firstVisible(second.y - 1), size_t(2)); // in the spacing above it
+        QCOMPARE(layout.firstVisible(layout.height() + 100), layout.blocks().size());
+        QCOMPARE(layout.blockOfCall(1), size_t(2));
+
+        layout.build(model.store(), LaneGrouping::None, LaneFilter::parse(QStringLiteral("status:deadline")),
+                     m, false);
+        QCOMPARE(layout.callLanes(), size_t(1));
+        QCOMPARE(layout.blocks()[0].index, 1u);
+        QCOMPARE(layout.blockOfCall(0), layout.blocks().size());
+        layout.build(model.store(), LaneGrouping::None, LaneFilter::parse(QStringLiteral("status:failed")), m,
+                     false);
+        QCOMPARE(layout.callLanes(), size_t(1));
+        layout.build(model.store(), LaneGrouping::None, LaneFilter::parse(QStringLiteral("retry-basic")), m,
+                     false);
+        QCOMPARE(layout.callLanes(), size_t(1));
+        layout.build(model.store(), LaneGrouping::None, LaneFilter::parse(QStringLiteral("method:Nope")), m,
+                     false);
+        QCOMPARE(layout.callLanes(), size_t(0));
+
+        layout.build(model.store(), LaneGrouping::Method, {}, m, true);
+        QCOMPARE(int(layout.groups().size()), 1);
+        QCOMPARE(layout.groups()[0].calls, size_t(2));
+        QCOMPARE(layout.groups()[0].failed, size_t(1));
+        QCOMPARE(layout.blocks()[0].kind, LaneBlock::GroupHeader);
+        layout.build(model.store(), LaneGrouping::Connection, {}, m, true);
+        QCOMPARE(layout.blocks()[0].kind, LaneBlock::ConnectionLane); // the connection heads its calls
+        QCOMPARE(layout.callLanes(), size_t(2));
+
+        const LaneFilter f = LaneFilter::parse(QStringLiteral("method:Call status:OK slow path"));
+        QCOMPARE(f.method, QStringLiteral("Call"));
+        QCOMPARE(f.status, QStringLiteral("OK"));
+        QCOMPARE(f.text, QStringLiteral("slow path"));
+    }
+
+    void hitTesting()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, 700);
+        for (size_t k = 0; k < 3; ++k) {
+            const QRectF bar = painter.attemptRect(0, k, rect);
+            QVERIFY(!bar.isEmpty());
+            const auto hit = painter.hitTest(bar.center(), rect);
+            QCOMPARE(hit.kind, TimelinePainter::Hit::Attempt);
+            QCOMPARE(hit.call, size_t(0));
+            QCOMPARE(hit.attempt, k);
+            // Over the label column, the whole row is the target.
+            const auto label = painter.hitTest(QPointF(40, bar.center().y()), rect);
+            QCOMPARE(label.kind, TimelinePainter::Hit::Attempt);
+            QCOMPARE(label.attempt, k);
+        }
+        // Between the bars of one row (in the gap) there is nothing to hit.
+        const TimeAxis ax = painter.axis(rect);
+        const QRectF second = painter.attemptRect(0, 1, rect);
+        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect).kind,
+                 TimelinePainter::Hit::None);
+        QCOMPARE(painter.hitTest(QPointF(600, painter.attemptRect(0, 0, rect).top() - 20), rect).kind,
+                 TimelinePainter::Hit::CallHeader);
+        QCOMPARE(painter.hitTest(QPointF(600, 5), rect).kind, TimelinePainter::Hit::None); // the ruler
+        // Scrolling moves the targets with the lanes.
+        painter.setScrollY(40);
+        const QRectF scrolled = painter.attemptRect(0, 0, rect);
+        painter.setScrollY(0);
+        QCOMPARE(painter.attemptRect(0, 0, rect).top() - 40, scrolled.top());
+        // A filtered-out lane cannot be hit.
+        TimelinePainter::Options o;
+        o.filter = LaneFilter::parse(QStringLiteral("status:deadline"));
+        painter.setOptions(o);
+        QVERIFY(painter.attemptRect(0, 0, rect).isEmpty());
+        QCOMPARE(painter.hitTest(painter.attemptRect(1, 0, rect).center(), rect).call, size_t(1));
+    }
+
+    void zoomControlSignals()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        SwimlaneView view(&model);
+        view.resize(1000, 500);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QSignalSpy range(&view, &SwimlaneView::rangeChanged);
+        QSignalSpy follow(&view, &SwimlaneView::followChanged);
+        QSignalSpy selected(&view, &SwimlaneView::attemptSelected);
+        model.appendBatch(scene());
+        QCOMPARE(range.count(), 1); // following: the new data widened the range
+        const auto [lo, hi] = view.timelinePainter().fullRange();
+        QCOMPARE(range.last().at(0).toLongLong(), lo);
+        QCOMPARE(range.last().at(1).toLongLong(), hi);
+
+        // Rubber band (right-drag) zooms to exactly the dragged span and stops following.
+        const TimeAxis ax = view.timelinePainter().axis(view.canvas());
+        const qint64 t1 = ax.xToTime(400), t2 = ax.xToTime(700);
+        QTest::mousePress(&view, Qt::RightButton, {}, QPoint(400, 300));
+        QTest::mouseMove(&view, QPoint(550, 300));
+        QTest::mouseMove(&view, QPoint(700, 300));
+        QTest::mouseRelease(&view, Qt::RightButton, {}, QPoint(700, 300));
+        QCOMPARE(range.count(), 2);
+        QCOMPARE(range.last().at(0).toLongLong(), t1);
+        QCOMPARE(range.last().at(1).toLongLong(), t2);
+        QCOMPARE(follow.count(), 1);
+        QCOMPARE(follow.last().at(0).toBool(), false);
+
+        // Home keeps the zoom and goes to the start; F fits again; L follows live at the current zoom.
+        QTest::keyClick(&view, Qt::Key_Home);
+        QCOMPARE(range.last().at(0).toLongLong(), lo);
+        QCOMPARE(range.last().at(1).toLongLong() - range.last().at(0).toLongLong(), t2 - t1);
+        QTest::keyClick(&view, Qt::Key_End);
+        QCOMPARE(range.last().at(1).toLongLong(), hi);
+        QTest::keyClick(&view, Qt::Key_F);
+        QCOMPARE(follow.last().at(0).toBool(), true);
+        QCOMPARE(range.last().at(1).toLongLong() - range.last().at(0).toLongLong(), hi - lo);
+        QTest::keyClick(&view, Qt::Key_Minus);
+        QVERIFY(!view.followsLive());
+        QTest::keyClick(&view, Qt::Key_L);
+        QVERIFY(view.isLive());
+        QCOMPARE(follow.last().at(0).toBool(), true);
+        const int before = range.count();
+        model.appendBatch({req(9, 400 * ms, std::nullopt, "late-1", 1000 * ms), end(9, 410 * ms, 0)});
+        QVERIFY(range.count() > before);
+        QVERIFY(range.last().at(1).toLongLong() > 410 * ms); // the newest call is in view
+        QTest::keyClick(&view, Qt::Key_L);
+        QVERIFY(!view.followsLive());
+
+        // A click on a bar selects that attempt; a click on empty space clears the selection.
+        QTest::keyClick(&view, Qt::Key_F);
+        const QRectF bar = view.timelinePainter().attemptRect(0, 2, view.canvas());
+        QTest::mouseClick(&view, Qt::LeftButton, {}, bar.center().toPoint());
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(selected.last().at(0).toInt(), 0);
+        QCOMPARE(selected.last().at(1).toInt(), 2);
+        QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(600, 10));
+        QCOMPARE(selected.last().at(0).toInt(), -1);
+
+        // Taller content than the widget: a scroll bar appears beside the lanes, and the painter leaves it
+        // room.
+        view.resize(1000, 250);
+        QCoreApplication::processEvents();
+        QVERIFY(view.canvas().width() < 1000);
+        QTest::keyClick(&view, Qt::Key_Down);
+        QVERIFY(view.timelinePainter().scrollY() > 0);
+        QVERIFY(view.connectionToolTip(0).contains(QStringLiteral("connection 1")));
+
+        // The filter field's text reaches the painter's lanes.
+        view.setFilterText(QStringLiteral("status:deadline"));
+        QCOMPARE(view.timelinePainter().layout().callLanes(), size_t(1));
+        view.setFilterText(QString());
+        QCOMPARE(view.timelinePainter().layout().callLanes(), size_t(3));
+
+        const QString tip = view.attemptToolTip(0, 0);
+        QVERIFY(tip.contains(QStringLiteral("attempt 1 of 3")));
+        QVERIFY(tip.contains(QStringLiteral("UNAVAILABLE")));
+        QVERIFY(tip.contains(QStringLiteral("grpc-timeout 5.000 s")));
+    }
+
+    void gapBracketBetweenAttempts()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const QColor gap = TimelineTheme::light().gap;
+        // The bracket of gap 1 runs along the middle of attempt 2's row, from the end of attempt 1 (12 ms) to
+        // the start of attempt 2 (62 ms), with its ends as short vertical ticks.
+        const QRectF bar2 = painter.attemptRect(0, 1, rect);
+        const int cy = int(bar2.center().y());
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(37 * ms)) - 3, cy - 1, 7, 3), gap, 3));
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(12 * ms)) - 1, cy - 6, 3, 4), gap, 2));
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(62 * ms)) - 2, cy - 6, 3, 4), gap, 2));
+        // ... and not beyond its ends.
+        QVERIFY(!hasColor(img, QRect(int(ax.timeToX(5 * ms)), cy, 1, 1), gap));
+    }
+
+    void breakerSpanInItsColour()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch b = scene();
+        b.push_back(labEvent(30 * ms, "breaker", "closed -> open"));
+        b.push_back(labEvent(100 * ms, "breaker", "open -> half-open"));
+        b.push_back(labEvent(110 * ms, "breaker", "half-open -> closed"));
+        b.push_back(labEvent(50 * ms, "fast-fail", "breaker open", "ff-1"));
+        model.appendBatch(b);
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const TimelineTheme &th = TimelineTheme::light();
+        const int bandMid = TimelinePainter::kRulerHeight + TimelinePainter::kBandHeight / 2;
+        QCOMPARE(QColor(img.pixel(int(ax.timeToX(75 * ms)), bandMid)).rgb(), th.breakerOpen.rgb());
+        QCOMPARE(QColor(img.pixel(int(ax.timeToX(20 * ms)), bandMid)).rgb(), th.breakerClosed.rgb());
+        QCOMPARE(QColor(img.pixel(int(ax.timeToX(140 * ms)), bandMid)).rgb(), th.breakerClosed.rgb());
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(104 * ms)), bandMid - 2, 2, 4), th.breakerHalfOpen));
+        // The fast failure is a red tick at the bottom of the band.
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(50 * ms)) - 1, bandMid, 3, 12), th.deadline, 3));
+    }
+
+    void connectionLaneMarkers()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch b = scene();
+        b.push_back(frame(0, 90 * ms, Direction::ServerToClient, FrameGoaway));
+        WireEvent ack = frame(0, 120 * ms, Direction::ServerToClient, FramePing);
+        ack.flags = FlagAck;
+        ack.rttNs = 4 * ms;
+        b.push_back(ack);
+        b.push_back(frame(3, 64 * ms, Direction::ServerToClient, FrameRstStream, 7));
+        std::stable_sort(b.begin(), b.end(),
+                         [](const WireEvent &x, const WireEvent &y) { return x.tNs < y.tNs; });
+        model.appendBatch(b);
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const TimelineTheme &th = TimelineTheme::light();
+        const LaneBlock &lane = painter.layout().blocks()[0];
+        QCOMPARE(lane.kind, LaneBlock::ConnectionLane);
+        const int top = painter.headerHeight() + int(lane.y);
+        const int h = int(lane.h);
+        const int gx = int(std::floor(ax.timeToX(90 * ms)));
+        QVERIFY(hasColor(img, QRect(gx, top + 2, 3, h - 4), th.goaway, h));
+        QVERIFY(!hasColor(img, QRect(gx - 30, top + 2, 20, h - 4), th.goaway));
+        const int px = int(std::floor(ax.timeToX(120 * ms)));
+        QVERIFY(hasColor(img, QRect(px, top + h / 2, 1, h / 2), th.ping, 4));
+        // The PING's round trip is drawn back from its ACK.
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(118 * ms)), top + h - 8, 1, 4), th.ping));
+        QVERIFY(hasColor(img, QRect(int(std::floor(ax.timeToX(64 * ms))), top + 3, 2, h - 6), th.rst, 8));
+    }
+
+    void attemptTimeoutMarkerAndTransparentRetry()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        WireEvent open;
+        open.kind = EventKind::ConnectionOpened;
+        open.connection = 1;
+        // Attempt 2 carries its own, shorter grpc-timeout (40 ms) than the call's deadline (1 s).
+        model.appendBatch({open, req(1, 10 * ms, std::nullopt, "t-1", 1000 * ms), end(1, 20 * ms, 14),
+                           req(3, 40 * ms, 1, "t-1", 40 * ms), end(3, 80 * ms, 4)});
+        // A refused stream repeated without a higher grpc-previous-rpc-attempts: a transparent retry.
+        WireEvent rst = frame(5, 110 * ms, Direction::ServerToClient, FrameRstStream, 7);
+        model.appendBatch({req(5, 100 * ms, std::nullopt, "tr-1", 1000 * ms), rst,
+                           req(7, 112 * ms, std::nullopt, "tr-1", 1000 * ms), end(7, 130 * ms, 0)});
+        const Call &tr = model.store().calls()[1];
+        QVERIFY(!TimelinePainter::isTransparentRetry(tr, 0));
+        QVERIFY(TimelinePainter::isTransparentRetry(tr, 1));
+        QVERIFY(!TimelinePainter::isTransparentRetry(model.store().calls()[0], 1));
+
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, 140 * ms);
+        const QRectF rect(0, 0, 1200, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const QRectF bar = painter.attemptRect(0, 1, rect);
+        const int tx = int(ax.timeToX(80 * ms));
+        QVERIFY(hasColor(img, QRect(tx - 1, int(bar.top()) - 5, 6, 4), TimelineTheme::light().deadline, 6));
+        // The transparent retry's bar is hatched: OK green with white stripes.
+        const QRectF tbar = painter.attemptRect(1, 1, rect);
+        const QRect inner = tbar.toRect().adjusted(2, 2, -2, -2);
+        QVERIFY(hasColor(img, inner, TimelinePainter::statusColor(tr.attempts[1]), 5));
+        QVERIFY(countColor(img, inner, TimelinePainter::statusColor(tr.attempts[1])) <
+                inner.width() * inner.height());
+    }
+
+    void policyMarkersOnLanesAndBand()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch b = scene();
+        b.push_back(labEvent(15 * ms, "hedge-fired", "after 5 ms", "retry-basic-1"));
+        b.push_back(labEvent(25 * ms, "bulkhead-rejected", "3 in flight", "never-sent"));
+        model.appendBatch(b);
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const QColor marker = TimelineTheme::light().labMarker;
+        // The bulkhead rejection never reached the wire: it goes on the policy band below the ruler.
+        QVERIFY(hasColor(img,
+                         QRect(int(ax.timeToX(25 * ms)) - 3, TimelinePainter::kRulerHeight, 7,
+                               TimelinePainter::kBandHeight),
+                         marker, 5));
+        // The hedge is on its call's lane.
+        const double laneTop = painter.headerHeight() + painter.laneY(0);
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(15 * ms)) - 3, int(laneTop), 7, 140), marker, 5));
+        // Both can be pointed at (their tooltips say what they are).
+        const auto band =
+            painter.hitTest(QPointF(ax.timeToX(25 * ms) + 2,
+                                    TimelinePainter::kRulerHeight + TimelinePainter::kBandHeight / 2),
+                            rect);
+        QCOMPARE(band.kind, TimelinePainter::Hit::LabEvent);
+        QCOMPARE(band.labEvent->kind, std::string("bulkhead-rejected"));
+        const auto lane = painter.hitTest(
+            QPointF(ax.timeToX(15 * ms), laneTop + TimelinePainter::kCallHeaderHeight + 6), rect);
+        QCOMPARE(lane.kind, TimelinePainter::Hit::LabEvent);
+        QCOMPARE(lane.labEvent->detail, std::string("after 5 ms"));
+    }
+
+    void exportSizesAndSvg()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter::Options o;
+        o.title = QStringLiteral("export test");
+        const QImage one = TimelinePainter::renderImage(model.store(), 800, o, 1.0);
+        const QImage two = TimelinePainter::renderImage(model.store(), 800, o, 2.0);
+        QCOMPARE(one.width(), 800);
+        QCOMPARE(two.width(), 1600);
+        QCOMPARE(two.height(), one.height() * 2);
+        QCOMPARE(two.devicePixelRatio(), 2.0);
+        // Exports always carry the title, time range and legend.
+        TimelinePainter check(&model.store());
+        TimelinePainter::Options withLegend = o;
+        withLegend.legend = true;
+        check.setOptions(withLegend);
+        QCOMPARE(one.height(), check.contentHeight(800) + 8);
+        // The visible range only: the same size, another time span in the title.
+        const QImage part =
+            TimelinePainter::renderImage(model.store(), 800, o, 1.0, std::pair{0 * ms, 70 * ms});
+        QCOMPARE(part.size(), one.size());
+        QVERIFY(part != one);
+
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("t.svg"));
+        QVERIFY(TimelinePainter::renderSvg(model.store(), 1000, o, file));
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray svg = f.readAll();
+        QXmlStreamReader xml(svg);
+        int elements = 0;
+        while (!xml.atEnd())
+            if (xml.readNext() == QXmlStreamReader::StartElement) ++elements;
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QVERIFY(elements > 50);
+        for (const char *label : {"export test", "retry-basic-1", "backoff 50.0 ms", "deadline +120.0 ms",
+                                  "UNAVAILABLE", "call deadline", "from capture start"})
+            QVERIFY2(svg.contains(label), label);
+    }
+
+    void themesAndWorkshop()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        const int normal = [&] {
+            painter.setOptions(o);
+            return painter.contentHeight();
+        }();
+        o.workshop = true;
+        o.dark = true;
+        painter.setOptions(o);
+        QVERIFY(painter.contentHeight() > normal * 3 / 2);
+        QVERIFY(painter.labelWidth() > TimelinePainter::kLabelWidth);
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1400, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        QCOMPARE(QColor(img.pixel(int(rect.width()) - 3, int(rect.height()) - 3)).rgb(),
+                 TimelineTheme::dark().background.rgb());
+        // Bars are thicker: the OK bar of attempt 3 is at least 24 px tall.
+        const QRectF bar = painter.attemptRect(0, 2, rect);
+        QVERIFY(bar.height() >= 24);
+        QCOMPARE(QColor(img.pixel(int(bar.right()) - 3, int(bar.top()) + 2)).rgb(),
+                 TimelinePainter::statusColor(model.store().calls()[0].attempts[2]).rgb());
+    }
+
+    void highDpiCachedPaintMatches()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 900, 500);
+        // At a device pixel ratio of 2 the cached image has twice the pixels, and the bar lands where paint()
+        // puts it.
+        QImage screen(QSize(1800, 1000), QImage::Format_ARGB32_Premultiplied);
+        screen.setDevicePixelRatio(2.0);
+        {
+            QPainter p(&screen);
+            painter.paintCached(&p, rect, 2.0);
+        }
+        const QRectF bar = painter.attemptRect(0, 2, rect);
+        QCOMPARE(QColor(screen.pixel(int(bar.right() * 2) - 4, int(bar.top() * 2) + 3)).rgb(),
+                 TimelinePainter::statusColor(model.store().calls()[0].attempts[2]).rgb());
+    }
+
+    void inspectorShowsHeadersAndFrames()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        HeaderLog log;
+        WireEvent open;
+        open.kind = EventKind::ConnectionOpened;
+        open.connection = 1;
+        WireEvent r = req(1, 10 * ms, std::nullopt, "i-1", 500 * ms);
+        r.headers = {
+            {":path", "/rpcscope.lab.Lab/Call"}, {"grpc-timeout", "500m"}, {"rpcscope-call-id", "i-1"}};
+        WireEvent t = end(1, 20 * ms, 14);
+        t.headers = {{"grpc-status", "14"}, {"grpc-message", "down"}};
+        const EventBatch b{open, frame(1, 10 * ms, Direction::ClientToServer, FrameHeaders), r,
+                           frame(1, 20 * ms, Direction::ServerToClient, FrameHeaders), t};
+        log.record(b);
+        model.appendBatch(b);
+        AttemptInspector inspector(&model.store(), &log);
+        inspector.showAttempt(0, 0);
+        QTreeWidget *tree = inspector.tree();
+        auto find = [&](const QString &text) {
+            return !tree->findItems(text, Qt::MatchStartsWith | Qt::MatchRecursive, 0).isEmpty();
+        };
+        QVERIFY(find(QStringLiteral("Request headers")));
+        QVERIFY(find(QStringLiteral("Trailers-Only response")));
+        QVERIFY(find(QStringLiteral("rpcscope-call-id")));
+        QVERIFY(find(QStringLiteral("grpc-status")));
+        QVERIFY(find(QStringLiteral("Frames (2")));
+        QVERIFY(find(QStringLiteral("duration")));
+        inspector.showAttempt(-1, -1);
+        QCOMPARE(tree->topLevelItemCount(), 0);
+
+        // The log forgets the oldest streams first.
+        HeaderLog small(1);
+        small.record(b);
+        WireEvent other = r;
+        other.stream = 3;
+        small.record({other});
+        QVERIFY(!small.blocks(1, 1));
+        QVERIFY(small.blocks(1, 3));
+    }
+
+    void incrementalCachesMatchRebuild()
+    {
+        // The widget's painter follows each batch from the calls it touched; a fresh painter rebuilds from
+        // every call. Both must draw the same picture, including a call that gains attempts in a later batch.
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        SwimlaneView view(&model);
+        view.resize(1200, 700);
+        const EventBatch all = scene();
+        const std::vector<EventBatch> batches = {{all[0], all[1], all[2], all[7]},
+                                                 {all[3]},
+                                                 {all[4], all[5]},
+                                                 {all[6], all[8]},
+                                                 {req(9, 400 * ms, std::nullopt, "late-1", 1000 * ms)},
+                                                 {end(9, 410 * ms, 0)}};
+        for (const EventBatch &b : batches) {
+            model.appendBatch(b);
+            TimelinePainter fresh(&model.store());
+            TimelinePainter &live = view.timelinePainter();
+            QCOMPARE(live.fullRange(), fresh.fullRange());
+            fresh.setOptions(live.options());
+            fresh.setRange(live.rangeStart(), live.rangeEnd());
+            QCOMPARE(live.layout().blocks().size(), fresh.layout().blocks().size());
+            for (size_t i = 0; i < fresh.layout().blocks().size(); ++i) {
+                QCOMPARE(live.layout().blocks()[i].y, fresh.layout().blocks()[i].y);
+                QCOMPARE(live.layout().blocks()[i].h, fresh.layout().blocks()[i].h);
+            }
+            const QRectF rect(0, 0, 1200, 700);
+            QCOMPARE(render(live, rect), render(fresh, rect));
+        }
+    }
+
+    void phasesAndFrameTicksWhenZoomedIn()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        WireEvent open;
+        open.kind = EventKind::ConnectionOpened;
+        open.connection = 1;
+        WireEvent respHeaders = headers(1, 40 * ms, Direction::ServerToClient);
+        WireEvent trailerFrame = frame(1, 80 * ms, Direction::ServerToClient, FrameHeaders);
+        trailerFrame.flags = FlagEndStream | FlagEndHeaders;
+        // Request headers and message by 20 ms, the server works until 40 ms, responds until 80 ms.
+        model.appendBatch({open, frame(1, 0, Direction::ClientToServer, FrameHeaders),
+                           req(1, 0, std::nullopt, "p-1", 1000 * ms),
+                           frame(1, 20 * ms, Direction::ClientToServer, FrameData),
+                           frame(1, 40 * ms, Direction::ServerToClient, FrameHeaders), respHeaders,
+                           frame(1, 60 * ms, Direction::ServerToClient, FrameData), trailerFrame,
+                           end(1, 80 * ms, 0)});
+        TimelinePainter painter(&model.store());
+        painter.setRange(-5 * ms, 85 * ms);
+        const QRectF rect(0, 0, 1200, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const TimelineTheme &th = TimelineTheme::light();
+        const QRectF bar = painter.attemptRect(0, 0, rect);
+        const int stripY = int(bar.bottom()) - 2;
+        QCOMPARE(QColor(img.pixel(int(ax.timeToX(10 * ms)), stripY)).rgb(), th.phaseRequest.rgb());
+        QCOMPARE(QColor(img.pixel(int(ax.timeToX(70 * ms)), stripY)).rgb(), th.phaseResponse.rgb());
+        // Server working: the status colour lightened, neither request nor response.
+        const QRgb working = img.pixel(int(ax.timeToX(30 * ms)), stripY);
+        QVERIFY(working != th.phaseRequest.rgb() && working != th.phaseResponse.rgb());
+        QVERIFY(working != TimelinePainter::statusColor(model.store().calls()[0].attempts[0]).rgb());
+        // Frame ticks: the request's above the bar, the response's below it.
+        QVERIFY(hasColor(img, QRect(int(ax.timeToX(20 * ms)) - 1, int(bar.top()) - 4, 3, 3), th.frameTick));
+        QVERIFY(
+            hasColor(img, QRect(int(ax.timeToX(60 * ms)) - 1, int(bar.bottom()) + 1, 3, 3), th.frameTick));
+        QVERIFY(
+            !hasColor(img, QRect(int(ax.timeToX(50 * ms)) - 1, int(bar.bottom()) + 1, 3, 3), th.frameTick));
     }
 };
 

@@ -1,0 +1,229 @@
+#include "timelinelayout.h"
+
+#include <QStringList>
+#include <algorithm>
+#include <unordered_map>
+
+namespace rpcscope {
+
+namespace {
+QString outcomeName(const Call &call)
+{
+    const Attempt *a = call.outcomeAttempt();
+    if (!a) return QStringLiteral("inflight");
+    return a->status ? QString::fromLatin1(grpcStatusName(*a->status)) : QStringLiteral("no status");
+}
+} // namespace
+
+LaneFilter LaneFilter::parse(const QString &line)
+{
+    LaneFilter f;
+    QStringList words;
+    for (const QString &w : line.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        if (w.startsWith(QLatin1String("method:"), Qt::CaseInsensitive))
+            f.method = w.mid(7);
+        else if (w.startsWith(QLatin1String("status:"), Qt::CaseInsensitive))
+            f.status = w.mid(7);
+        else
+            words << w;
+    }
+    f.text = words.join(QLatin1Char(' '));
+    return f;
+}
+
+bool LaneFilter::matches(const Call &call) const
+{
+    if (!method.isEmpty() && !QString::fromStdString(call.method).contains(method, Qt::CaseInsensitive))
+        return false;
+    const QString outcome = outcomeName(call);
+    if (!status.isEmpty()) {
+        const Attempt *a = call.outcomeAttempt();
+        if (status.compare(QLatin1String("failed"), Qt::CaseInsensitive) == 0) {
+            if (!a || a->status.value_or(-1) == 0) return false;
+        } else if (status.compare(QLatin1String("ok"), Qt::CaseInsensitive) == 0) {
+            if (!a || a->status.value_or(-1) != 0) return false;
+        } else if (!outcome.contains(status, Qt::CaseInsensitive)) {
+            return false;
+        }
+    }
+    if (!text.isEmpty()) {
+        const Attempt *a = call.outcomeAttempt();
+        const bool hit = QString::fromStdString(call.key).contains(text, Qt::CaseInsensitive) ||
+                         QString::fromStdString(call.method).contains(text, Qt::CaseInsensitive) ||
+                         outcome.contains(text, Qt::CaseInsensitive) ||
+                         (a && a->statusMessage &&
+                          QString::fromStdString(*a->statusMessage).contains(text, Qt::CaseInsensitive));
+        if (!hit) return false;
+    }
+    return true;
+}
+
+LaneMetrics LaneMetrics::scaled(double s)
+{
+    LaneMetrics m;
+    m.scale = s;
+    m.labelWidth = m.px(230);
+    m.rulerHeight = m.px(30);
+    m.titleHeight = m.px(30);
+    m.callHeader = m.px(24);
+    m.attemptHeight = m.px(34);
+    m.callSpacing = m.px(10);
+    m.bandHeight = m.px(28);
+    m.overviewHeight = m.px(52);
+    m.groupHeader = m.px(26);
+    m.connectionHeight = m.px(34);
+    m.barHeight = 15 * s;
+    return m;
+}
+
+void TimelineLayout::addCall(const TimelineStore &store, size_t call, const LaneMetrics &m)
+{
+    const double h = m.callHeader + double(store.calls()[call].attempts.size()) * m.attemptHeight;
+    m_blockOfCall[call] = std::uint32_t(m_blocks.size());
+    m_blocks.push_back({LaneBlock::CallLane, std::uint32_t(call), m_y, h});
+    m_y += h + m_spacing;
+    ++m_callLanes;
+}
+
+void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, const LaneFilter &filter,
+                           const LaneMetrics &m, bool connectionLanes)
+{
+    m_blocks.clear();
+    m_groups.clear();
+    m_callLanes = 0;
+    m_y = 0;
+    m_spacing = m.callSpacing;
+    const auto &calls = store.calls();
+    m_blockOfCall.assign(calls.size(), ~std::uint32_t(0));
+    const bool all = filter.isEmpty();
+    auto failed = [](const Call &c) {
+        const Attempt *a = c.outcomeAttempt();
+        return a && a->status.value_or(-1) != 0;
+    };
+
+    if (grouping == LaneGrouping::None) {
+        // A few connections get a lane each; more share one lane (grouping by connection separates them), so
+        // the calls stay on the first screen.
+        const size_t conns = connectionLanes ? store.connections().size() : 0;
+        for (size_t i = 0; i < (conns > kMaxSeparateConnections ? 1 : conns); ++i) {
+            const std::uint32_t index = conns > kMaxSeparateConnections ? kAllConnections : std::uint32_t(i);
+            m_blocks.push_back({LaneBlock::ConnectionLane, index, m_y, double(m.connectionHeight)});
+            m_y += m.connectionHeight + m_spacing;
+        }
+        for (size_t i = 0; i < calls.size(); ++i)
+            if (all || filter.matches(calls[i])) addCall(store, i, m);
+    } else {
+        // Groups in order of their first call, calls in start order within a group.
+        std::vector<std::vector<std::uint32_t>> members;
+        std::unordered_map<std::string, size_t> byMethod;
+        std::unordered_map<std::uint32_t, size_t> byConnection;
+        std::vector<std::uint32_t> groupConnection;
+        for (size_t i = 0; i < calls.size(); ++i) {
+            const Call &c = calls[i];
+            if (!all && !filter.matches(c)) continue;
+            size_t g;
+            if (grouping == LaneGrouping::Method) {
+                auto [it, added] = byMethod.try_emplace(c.method, members.size());
+                g = it->second;
+                if (added) {
+                    members.emplace_back();
+                    m_groups.push_back({QString::fromStdString(c.method), 0, 0});
+                }
+            } else {
+                const std::uint32_t conn = c.attempts.empty() ? 0 : c.attempts.front().connection;
+                auto [it, added] = byConnection.try_emplace(conn, members.size());
+                g = it->second;
+                if (added) {
+                    members.emplace_back();
+                    m_groups.push_back({QStringLiteral("connection %1").arg(conn), 0, 0});
+                    groupConnection.push_back(conn);
+                }
+            }
+            members[g].push_back(std::uint32_t(i));
+            ++m_groups[g].calls;
+            m_groups[g].failed += failed(c);
+        }
+        std::unordered_map<std::uint32_t, size_t> connectionIndex;
+        for (size_t k = 0; k < store.connections().size(); ++k)
+            connectionIndex.emplace(store.connections()[k].id, k);
+        for (size_t g = 0; g < members.size(); ++g) {
+            if (grouping == LaneGrouping::Connection) {
+                // The connection's own lane heads its group: its SETTINGS, PINGs and stalls above its calls.
+                const auto found = connectionIndex.find(groupConnection[g]);
+                const size_t conn =
+                    found == connectionIndex.end() ? store.connections().size() : found->second;
+                if (conn < store.connections().size()) {
+                    m_blocks.push_back(
+                        {LaneBlock::ConnectionLane, std::uint32_t(conn), m_y, double(m.connectionHeight)});
+                    m_y += m.connectionHeight + m_spacing;
+                    for (std::uint32_t call : members[g])
+                        addCall(store, call, m);
+                    continue;
+                }
+            }
+            m_blocks.push_back({LaneBlock::GroupHeader, std::uint32_t(g), m_y, double(m.groupHeader)});
+            m_y += m.groupHeader + m_spacing / 2;
+            for (std::uint32_t call : members[g])
+                addCall(store, call, m);
+        }
+    }
+    m_height = m_y;
+    m_incrementable = grouping == LaneGrouping::None && all;
+    m_scale = m.scale;
+    m_connections = store.connections().size();
+}
+
+bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &changes, const LaneMetrics &m)
+{
+    if (!m_incrementable || m.scale != m_scale || store.connections().size() != m_connections ||
+        changes.firstNewCall != m_blockOfCall.size() || store.calls().size() < m_blockOfCall.size())
+        return false;
+    // One pass from the first lane that grew, carrying the growth of every lane above.
+    std::vector<std::pair<size_t, double>> grown; // (block, new height)
+    for (size_t call : changes.callsWithNewAttempts) {
+        const size_t b = blockOfCall(call);
+        if (b >= m_blocks.size()) return false;
+        const double h = m.callHeader + double(store.calls()[call].attempts.size()) * m.attemptHeight;
+        if (h != m_blocks[b].h) grown.emplace_back(b, h);
+    }
+    std::sort(grown.begin(), grown.end());
+    double shift = 0;
+    size_t next = 0;
+    for (size_t b = grown.empty() ? m_blocks.size() : grown.front().first; b < m_blocks.size(); ++b) {
+        m_blocks[b].y += shift;
+        if (next < grown.size() && grown[next].first == b) {
+            shift += grown[next].second - m_blocks[b].h;
+            m_blocks[b].h = grown[next].second;
+            ++next;
+        }
+    }
+    m_y += shift;
+    m_spacing = m.callSpacing;
+    m_blockOfCall.resize(store.calls().size(), ~std::uint32_t(0));
+    for (size_t i = changes.firstNewCall; i < store.calls().size(); ++i)
+        addCall(store, i, m);
+    m_height = m_y;
+    return true;
+}
+
+size_t TimelineLayout::firstVisible(double y) const
+{
+    return size_t(std::partition_point(m_blocks.begin(), m_blocks.end(),
+                                       [y](const LaneBlock &b) { return b.y + b.h < y; }) -
+                  m_blocks.begin());
+}
+
+size_t TimelineLayout::blockAt(double y) const
+{
+    const size_t i = firstVisible(y);
+    if (i < m_blocks.size() && m_blocks[i].y <= y && y <= m_blocks[i].y + m_blocks[i].h) return i;
+    return m_blocks.size();
+}
+
+size_t TimelineLayout::blockOfCall(size_t call) const
+{
+    if (call >= m_blockOfCall.size() || m_blockOfCall[call] == ~std::uint32_t(0)) return m_blocks.size();
+    return m_blockOfCall[call];
+}
+
+} // namespace rpcscope

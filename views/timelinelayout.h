@@ -1,0 +1,121 @@
+#pragma once
+
+#include "timelinestore.h"
+
+#include <QString>
+#include <cstdint>
+#include <vector>
+
+namespace rpcscope {
+
+// How call lanes are ordered and headed. Chains (calls nested under the call that made them) slot in as one
+// more value: build() orders a chain's calls under their parent, and paintCall() can indent by nesting depth.
+enum class LaneGrouping : std::uint8_t
+{
+    None,
+    Method,
+    Connection
+};
+
+// Which calls get a lane. Parsed from one line of text: "method:Echo status:UNAVAILABLE slow" keeps calls
+// whose method contains "Echo", whose outcome is UNAVAILABLE, and that mention "slow" in their id, method,
+// status or status message. Every part is case-insensitive; status:failed matches every non-OK outcome and
+// status:inflight the calls that have not ended.
+struct LaneFilter
+{
+    QString method;
+    QString status;
+    QString text;
+
+    static LaneFilter parse(const QString &line);
+    bool isEmpty() const { return method.isEmpty() && status.isEmpty() && text.isEmpty(); }
+    bool matches(const Call &call) const;
+    bool operator==(const LaneFilter &) const = default;
+};
+
+// Sizes in pixels at one scale (workshop mode scales everything up for a projector).
+struct LaneMetrics
+{
+    double scale = 1.0;
+    int labelWidth = 230;
+    int rulerHeight = 30;
+    int titleHeight = 30;
+    int callHeader = 24;
+    int attemptHeight = 34;
+    int callSpacing = 10;
+    int bandHeight = 28;
+    int overviewHeight = 52;
+    int groupHeader = 26;
+    int connectionHeight = 34;
+    double barHeight = 15;
+
+    static LaneMetrics scaled(double s);
+    int px(double v) const { return int(v * scale + 0.5); }
+};
+
+// One vertical block of the content: a group header, a connection lane, or a call lane (header + attempts).
+// LaneBlock::index of a connection lane that shows every connection at once.
+constexpr std::uint32_t kAllConnections = ~std::uint32_t(0);
+// Beyond this many connections, the ungrouped view shows them in one lane.
+constexpr size_t kMaxSeparateConnections = 4;
+
+struct LaneBlock
+{
+    enum Kind : std::uint8_t
+    {
+        GroupHeader,
+        ConnectionLane,
+        CallLane
+    };
+    Kind kind = CallLane;
+    std::uint32_t index = 0; // call index, connection index in the store, or group index
+    double y = 0;            // top, in content coordinates (0 = first block)
+    double h = 0;            // without the spacing below it
+};
+
+// The vertical layout of every lane, rebuilt only when the store, the filter, the grouping or the sizes
+// change. Blocks are sorted by y, so the painter and hit-testing binary-search the visible slice instead of
+// walking 100,000 lanes.
+class TimelineLayout
+{
+public:
+    struct Group
+    {
+        QString title;
+        size_t calls = 0;
+        size_t failed = 0;
+    };
+
+    void build(const TimelineStore &store, LaneGrouping grouping, const LaneFilter &filter,
+               const LaneMetrics &m, bool connectionLanes);
+    // Follows one applied batch without rebuilding: new calls get lanes at the end, calls that gained
+    // attempts grow and push the lanes below them down. Only for one lane per call without a filter (a filter
+    // or a group can move any lane); returns false when a build() is needed instead.
+    bool update(const TimelineStore &store, const StoreChanges &changes, const LaneMetrics &m);
+    const std::vector<LaneBlock> &blocks() const { return m_blocks; }
+    const std::vector<Group> &groups() const { return m_groups; }
+    double height() const { return m_height; }
+    size_t callLanes() const { return m_callLanes; }
+    // The first block whose bottom is at or below y (content coordinates); blocks().size() when none.
+    size_t firstVisible(double y) const;
+    // The block containing y, or blocks().size().
+    size_t blockAt(double y) const;
+    // Where call `call` has its lane, or blocks().size() when it is filtered out.
+    size_t blockOfCall(size_t call) const;
+
+private:
+    void addCall(const TimelineStore &store, size_t call, const LaneMetrics &m);
+
+    std::vector<LaneBlock> m_blocks;
+    std::vector<Group> m_groups;
+    std::vector<std::uint32_t> m_blockOfCall; // per store call; ~0u when hidden
+    double m_height = 0;
+    size_t m_callLanes = 0;
+    double m_y = 0;
+    double m_spacing = 0;
+    bool m_incrementable = false;
+    double m_scale = 0;
+    size_t m_connections = 0;
+};
+
+} // namespace rpcscope
