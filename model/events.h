@@ -69,6 +69,10 @@ struct GrpcFields
     std::string encoding;                        // grpc-encoding
     // rpcscope-retry-policy (the lab client tells its retryPolicy): backoff parameters in ms; 0 when absent
     double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;
+    // W3C traceparent (requests): the trace this call belongs to and the caller's span that made it, as the
+    // lower-case hex on the wire; both empty when absent or malformed.
+    std::string traceId;      // 32 hex digits
+    std::string parentSpanId; // 16 hex digits
     bool operator==(const GrpcFields &) const = default;
 };
 

@@ -19,6 +19,12 @@ QJsonArray notes(const std::vector<std::string> &list)
     return a;
 }
 
+// Empty text is absent: null.
+QJsonValue text(const std::string &s)
+{
+    return s.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(s));
+}
+
 const char *dirName(Direction d)
 {
     return d == Direction::ClientToServer ? "c2s" : "s2c";
@@ -85,6 +91,9 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             expectedGaps.append(range ? QJsonValue(QJsonArray{qint64(range->first), qint64(range->second)})
                                       : QJsonValue(QJsonValue::Null));
         }
+        QJsonArray flags;
+        for (const std::string &f : call.deadlineFlags())
+            flags.append(QString::fromStdString(f));
         const Attempt *outcome = call.outcomeAttempt();
         calls.append(QJsonObject{
             {"id", qint64(i)},
@@ -95,6 +104,12 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"outcome", outcome ? status(outcome->status, outcome->statusMessage) : QJsonValue()},
             {"gaps_ns", gaps},
             {"expected_gaps_ns", expectedGaps},
+            {"trace_id", text(call.traceId)},
+            {"span_id", text(call.spanId)},
+            {"parent_call", call.parentCall ? QJsonValue(qint64(*call.parentCall)) : QJsonValue()},
+            {"hop", text(call.hop)},
+            {"parent_budget_ns", opt(call.parentBudgetNs)},
+            {"deadline_flags", flags},
             {"attempts", attempts}});
     }
 
@@ -113,11 +128,18 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                                  {"rtt_ns", qint64(p.rttNs)}});
 
     QJsonArray labEvents;
-    for (const LabEventRecord &l : store.labEvents())
+    for (const LabEventRecord &l : store.labEvents()) {
+        // The attempt it concerns: the one of its call in flight (or last started) at that moment, 1-based.
+        QJsonValue attempt;
+        if (const auto call = store.callIndex(l.callId))
+            if (const auto a = store.attemptAt(*call, l.tNs))
+                attempt = qint64(*a + 1);
         labEvents.append(QJsonObject{{"t_ns", qint64(l.tNs - origin)},
                                      {"kind", QString::fromStdString(l.kind)},
                                      {"call", l.callId.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(l.callId))},
+                                     {"attempt", attempt},
                                      {"detail", QString::fromStdString(l.detail)}});
+    }
 
     QJsonObject doc{{"format", "rpcscope-json"},
                     {"version", 1},

@@ -62,16 +62,6 @@ QJsonObject spanStatus(const Attempt *a)
 }
 } // namespace
 
-bool isTransparentRetry(const Call &call, size_t i)
-{
-    if (i == 0 || i >= call.attempts.size())
-        return false;
-    const Attempt &prev = call.attempts[i - 1];
-    const Attempt &a = call.attempts[i];
-    return a.previousAttempts.value_or(0) <= prev.previousAttempts.value_or(0) && prev.ended() &&
-           !prev.status;
-}
-
 QJsonObject timelineToOtlp(const TimelineStore &store)
 {
     const std::int64_t origin = store.originNs();
@@ -124,7 +114,7 @@ QJsonObject timelineToOtlp(const TimelineStore &store)
         for (size_t i = 0; i < call.attempts.size(); ++i) {
             const Attempt &a = call.attempts[i];
             QJsonArray attrs{attr("previous-rpc-attempts", qint64(a.previousAttempts.value_or(0))),
-                             attr("transparent-retry", isTransparentRetry(call, i)),
+                             attr("transparent-retry", call.transparentRetry(i)),
                              attr("rpc.system", "grpc"),
                              attr("rpc.service", service),
                              attr("rpc.method", rpcMethod),

@@ -14,9 +14,4 @@ namespace rpcscope {
 QJsonObject timelineToOtlp(const TimelineStore &store);
 QByteArray timelineToOtlpBytes(const TimelineStore &store);
 
-// Whether attempt i of the call repeats a request the transport refused without counting it as a retry:
-// no grpc-previous-rpc-attempts increase over the attempt before, which ended with no gRPC status
-// (REFUSED_STREAM, or a GOAWAY or closed connection before it was processed).
-bool isTransparentRetry(const Call &call, size_t i);
-
 } // namespace rpcscope

@@ -95,17 +95,34 @@ struct Call
     std::string method;       // :path
     std::string clientPeer;   // client address of the first attempt's connection
     bool inferred = false;    // grouped without a call id
+    bool pinned = false;      // never evicted by retention (TimelineStore::enforce)
     std::vector<Attempt> attempts;
     // The client's retryPolicy when it told us (rpcscope-retry-policy), in ms; 0 when unknown.
     double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;
+
+    // Chains (DESIGN.md): a call made while serving another nests under it. Set by TimelineStore from the
+    // first attempt's traceparent; see TimelineStore for the nesting rule. Empty / nullopt outside a trace.
+    std::string traceId; // W3C trace-id of the first attempt
+    std::string spanId;  // its traceparent parent-id: the caller's span that made this call
+    std::string hop;     // label of the first attempt's connection: the capturing relay's hop name
+    // Index in TimelineStore::calls() of the call this one was made while serving; nullopt for a root.
+    std::optional<size_t> parentCall;
+    // The parent's deadline minus this call's start: what the serving hop had left when it made this call
+    // (its incoming budget), beside budgetNs() (what it gave away). nullopt when the parent had no deadline.
+    std::optional<std::int64_t> parentBudgetNs;
+    // This call's deadline lies later than its parent's by more than the timeout's rounding and the capture's
+    // timing explain (50 ms + 2 %): a hop started a fresh timeout instead of propagating, the budget grew.
+    bool deadlineReset = false;
+    // The parent carried grpc-timeout and this call carries none: a hop (a gateway, say) dropped it.
+    bool deadlineDropped = false;
 
     // The range C-core 1.51 allows for gap i (before attempt i+1), in ns, when the policy is known.
     // Pushback >= 0 replaces the backoff exactly and resets it; the first retry (after a reset too) waits
     // initialBackoff exactly; later ones min(initial * multiplier^n, max) times a uniform factor in [0.8, 1.2].
     std::optional<std::pair<std::int64_t, std::int64_t>> expectedGapNs(size_t i) const
     {
-        if (i + 1 >= attempts.size())
-            return std::nullopt;
+        if (i + 1 >= attempts.size() || transparentRetry(i + 1))
+            return std::nullopt; // a transparent retry follows at once, without backoff
         if (const auto &p = attempts[i].pushbackMs; p && *p >= 0)
             return std::pair{*p * 1'000'000, *p * 1'000'000};
         if (retryInitialMs <= 0)
@@ -115,19 +132,56 @@ struct Call
         for (size_t k = 0; k < i; ++k)
             if (attempts[k].pushbackMs && *attempts[k].pushbackMs >= 0)
                 since = k + 1;
-        double base = retryInitialMs;
+        // Transparent retries are not counted (C-core: they never bump grpc-previous-rpc-attempts).
+        size_t retries = 0;
         for (size_t k = since; k < i; ++k)
+            retries += !transparentRetry(k + 1);
+        double base = retryInitialMs;
+        for (size_t k = 0; k < retries; ++k)
             base *= retryMultiplier;
         base = std::min(base, retryMaxMs);
-        if (i == since)
+        if (retries == 0)
             return std::pair{std::int64_t(base * 1e6), std::int64_t(base * 1e6)};
         return std::pair{std::int64_t(base * 0.8e6), std::int64_t(base * 1.2e6)};
+    }
+
+    // Attempt i replays attempt i-1 transparently (C-core: a stream the server never saw). It carries no higher
+    // grpc-previous-rpc-attempts, and the previous attempt got no response at all: refused (RST_STREAM
+    // REFUSED_STREAM), or beyond a GOAWAY's last-stream-id (C-core then resets it with NO_ERROR, or its connection
+    // just closes, often after this attempt started). A hedged sibling ends with a status or is cancelled
+    // (RST_STREAM CANCEL), so it is never taken for one.
+    bool transparentRetry(size_t i) const
+    {
+        if (i == 0 || i >= attempts.size())
+            return false;
+        const Attempt &a = attempts[i], &p = attempts[i - 1];
+        constexpr std::uint32_t kNoError = 0, kRefusedStream = 7;
+        if (a.previousAttempts.value_or(0) > p.previousAttempts.value_or(0) || !p.endNs || p.startNs > a.startNs)
+            return false;
+        const bool noReset = !p.rstErrorCode || *p.rstErrorCode == kNoError;
+        return (p.rstErrorCode && *p.rstErrorCode == kRefusedStream) ||
+               (!p.status && !p.responseHeadersNs && noReset);
     }
 
     std::int64_t startNs() const { return attempts.empty() ? 0 : attempts.front().startNs; }
     std::optional<std::int64_t> endNs() const
     {
         return attempts.empty() ? std::nullopt : attempts.back().endNs;
+    }
+    // The budget this call was given: its first attempt's grpc-timeout.
+    std::optional<std::int64_t> budgetNs() const
+    {
+        return attempts.empty() ? std::nullopt : attempts.front().timeoutNs;
+    }
+    // The deadline flags by name ("reset", "dropped"), as the JSON export and the item model give them.
+    std::vector<std::string> deadlineFlags() const
+    {
+        std::vector<std::string> flags;
+        if (deadlineReset)
+            flags.emplace_back("reset");
+        if (deadlineDropped)
+            flags.emplace_back("dropped");
+        return flags;
     }
     // Absolute deadline: first attempt's start plus its grpc-timeout.
     std::optional<std::int64_t> deadlineNs() const

@@ -84,6 +84,22 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
         const Attempt *a = isCall ? call.outcomeAttempt() : (attempt->ended() ? attempt : nullptr);
         return (a && a->status) ? QVariant(*a->status) : QVariant();
     }
+    if (isCall) {
+        switch (role) {
+        case ParentCallRole: return call.parentCall ? QVariant(int(*call.parentCall)) : QVariant();
+        case NestingDepthRole: return m_store.nestingDepth(size_t(index.row()));
+        case TraceIdRole: return QString::fromStdString(call.traceId);
+        case HopRole: return QString::fromStdString(call.hop);
+        case DeadlineFlagsRole: {
+            QStringList flags;
+            for (const std::string &f : call.deadlineFlags())
+                flags << QString::fromStdString(f);
+            return flags;
+        }
+        case ParentBudgetNsRole:
+            return call.parentBudgetNs ? QVariant(qint64(*call.parentBudgetNs)) : QVariant();
+        }
+    }
     if (role != Qt::DisplayRole)
         return {};
 
@@ -120,6 +136,7 @@ void TimelineModel::appendBatch(const EventBatch &batch)
 {
     StoreChanges ch;
     m_store.apply(batch, &ch);
+    m_log.append(batch);
 
     // Existing calls that gained attempts: one insertion per call.
     for (size_t call : ch.callsWithNewAttempts) {
@@ -150,10 +167,30 @@ void TimelineModel::appendBatch(const EventBatch &batch)
     emit timelineChanged();
 }
 
+void TimelineModel::replay(const CaptureData &data)
+{
+    beginResetModel();
+    m_store.clear();
+    m_log.clear();
+    m_store.setRecordFrames(data.info.recordFrames);
+    if (data.info.hasOrigin)
+        m_store.setOrigin(data.info.originNs, data.info.originWallNs);
+    for (const EventBatch &batch : data.batches) {
+        m_store.apply(batch);
+        m_log.append(batch);
+    }
+    m_publishedAttempts.clear();
+    for (const Call &call : m_store.calls())
+        m_publishedAttempts.push_back(int(call.attempts.size()));
+    endResetModel();
+    emit timelineChanged();
+}
+
 void TimelineModel::clear()
 {
     beginResetModel();
     m_store.clear();
+    m_log.clear();
     m_publishedAttempts.clear();
     endResetModel();
     emit timelineChanged();

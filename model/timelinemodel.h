@@ -1,5 +1,7 @@
 #pragma once
 
+#include "capturedata.h"
+#include "eventlog.h"
 #include "timelinestore.h"
 
 #include <QAbstractItemModel>
@@ -14,11 +16,28 @@ class TimelineModel : public QAbstractItemModel
     Q_OBJECT
 public:
     enum Column { ColName, ColMethod, ColStatus, ColStart, ColDuration, ColumnCount };
-    enum Role { StartNsRole = Qt::UserRole + 1, EndNsRole, StatusCodeRole };
+    enum Role {
+        StartNsRole = Qt::UserRole + 1,
+        EndNsRole,
+        StatusCodeRole,
+        // Chains, on call rows only. The nesting is not the tree's: a call's parent can change when a relay's
+        // events arrive late (see TimelineStore), which a tree could only follow with row moves.
+        ParentCallRole,     // row of the call it was made while serving; invalid for a root
+        NestingDepthRole,   // 0 for a root
+        TraceIdRole,        // W3C trace-id, empty outside a trace
+        HopRole,            // the capturing relay's label, empty for the main proxy
+        DeadlineFlagsRole,  // QStringList: "reset", "dropped"
+        ParentBudgetNsRole, // the parent's deadline minus this call's start; invalid without one
+    };
 
     explicit TimelineModel(QObject *parent = nullptr);
 
     const TimelineStore &store() const { return m_store; }
+    // Every batch applied since the last clear(), for saving the session as a capture file (capturefile.h).
+    const EventLog &eventLog() const { return m_log; }
+    // Replaces everything with an opened capture file (one model reset, however large), keeping its batches
+    // in the event log so it can be saved again.
+    void replay(const CaptureData &data);
     void setOrigin(qint64 steadyNs, qint64 wallNs);
 
     QModelIndex index(int row, int column, const QModelIndex &parent = {}) const override;
@@ -38,6 +57,7 @@ signals:
 
 private:
     TimelineStore m_store;
+    EventLog m_log;
     std::vector<int> m_publishedAttempts; // per published call
 };
 

@@ -19,6 +19,14 @@ struct StoreChanges
     bool connectionsChanged = false;
 };
 
+// How much a live session keeps (retention). Zero means no limit of that kind.
+struct RetentionPolicy
+{
+    size_t maxBytes = 0;       // the store's approximate memory (approxBytes())
+    std::int64_t maxAgeNs = 0; // calls that started longer ago than this before the latest event
+    size_t maxCalls = 0;
+};
+
 // Plain data and call assembly. No Qt, no locks: it lives on one thread (see DESIGN.md, Threads).
 class TimelineStore
 {
@@ -32,6 +40,12 @@ public:
     const std::vector<FlowStall> &stalls() const { return m_stalls; }
     const std::vector<PingRecord> &pings() const { return m_pings; }
     const std::vector<LabEventRecord> &labEvents() const { return m_labEvents; }
+    // The call with this call id, if any.
+    std::optional<size_t> callIndex(const std::string &callId) const;
+    // A lab event's attempt: the 0-based attempt of `call` in flight (or last started) at `tNs`.
+    std::optional<size_t> attemptAt(size_t call, std::int64_t tNs) const;
+    // How many calls up the parentCall links go from `call` (0: a root, or not in a trace).
+    int nestingDepth(size_t call) const;
 
     // The capture's origins: the steady ns that JSON and the ruler count from, and the wall clock at that
     // moment. Set by whoever starts the capture; otherwise the first event's time.
@@ -45,7 +59,19 @@ public:
     // Increments on every change, so views can key caches on it.
     std::uint64_t generation() const { return m_generation; }
 
+    // Retention. enforce() evicts the oldest calls whole - never one still in flight, never a pinned one - until
+    // the policy holds again (down to 90% of a limit, so it works in chunks), together with the frames, pings,
+    // stalls and lab events older than every call that stays. Returns the evicted calls' former indices, in
+    // order. O(calls): run it now and then (TimelineModel does, at most once a second).
+    std::vector<size_t> enforce(const RetentionPolicy &policy);
+    size_t approxBytes() const;
+    void setPinned(size_t call, bool pinned);
+    // The end of the latest call evicted so far (0 when none was): the timeline marks it.
+    std::int64_t retentionCutNs() const { return m_retentionCutNs; }
+    size_t evictedCalls() const { return m_evictedCalls; }
+
     void setRecordFrames(bool on) { m_recordFrames = on; }
+    bool recordFrames() const { return m_recordFrames; }
 
 private:
     struct AttemptRef
@@ -59,7 +85,9 @@ private:
     }
     void onRequestHeaders(const WireEvent &e, StoreChanges &ch);
     void onResponseHeaders(const WireEvent &e, StoreChanges &ch);
-    void endAttempt(Attempt &a, std::int64_t t);
+    void endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch);
+    void linkTrace(size_t call, StoreChanges &ch);
+    void linkCall(const std::vector<size_t> &members, size_t pos, StoreChanges &ch);
     size_t findInferredCall(const std::string &method, const std::string &peer, int previous,
                             std::int64_t t) const;
     Connection *connection(std::uint32_t id);
@@ -75,12 +103,16 @@ private:
     std::vector<LabEventRecord> m_labEvents;
     std::unordered_map<std::uint64_t, AttemptRef> m_openStreams; // (conn, stream) -> attempt, while open
     std::map<std::string, size_t> m_callsByKey;
+    std::unordered_map<std::string, std::vector<size_t>> m_traces; // trace id -> its calls, sorted by start
     std::int64_t m_originNs = 0;
     std::int64_t m_originWallNs = 0;
     bool m_hasOrigin = false;
     std::int64_t m_latestNs = 0;
     std::uint64_t m_generation = 0;
     bool m_recordFrames = true;
+    static size_t callBytes(const Call &c);
+    std::int64_t m_retentionCutNs = 0;
+    size_t m_evictedCalls = 0;
 };
 
 } // namespace rpcscope

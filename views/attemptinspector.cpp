@@ -94,7 +94,7 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     if (a.ended())
         row(status, QStringLiteral("Trailers-Only"),
             a.trailersOnly ? QStringLiteral("yes") : QStringLiteral("no"));
-    if (TimelinePainter::isTransparentRetry(call, size_t(attemptIndex)))
+    if (call.transparentRetry(size_t(attemptIndex)))
         row(status, QStringLiteral("retry"),
             QStringLiteral("transparent (the transport refused the previous stream)"));
 

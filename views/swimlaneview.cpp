@@ -380,7 +380,7 @@ QString SwimlaneView::attemptToolTip(size_t callIndex, size_t k) const
     if (a.timeoutNs) html += QStringLiteral("<br>grpc-timeout %1").arg(formatDuration(*a.timeoutNs));
     if (a.previousAttempts)
         html += QStringLiteral("<br>grpc-previous-rpc-attempts %1").arg(*a.previousAttempts);
-    if (TimelinePainter::isTransparentRetry(call, k))
+    if (call.transparentRetry(k))
         html += QStringLiteral("<br><i>transparent retry: the transport refused the previous stream</i>");
     if (a.pushbackMs) html += QStringLiteral("<br>grpc-retry-pushback-ms %1").arg(*a.pushbackMs);
     html += QStringLiteral("<br>connection %1, stream %2 · %3 B out, %4 B in")

@@ -181,18 +181,6 @@ QColor TimelinePainter::statusColor(const Attempt &a)
     return kGroupColors[statusGroup(a)];
 }
 
-bool TimelinePainter::isTransparentRetry(const Call &call, size_t k)
-{
-    if (k == 0 || k >= call.attempts.size()) return false;
-    const Attempt &prev = call.attempts[k - 1];
-    const Attempt &a = call.attempts[k];
-    if (a.previousAttempts.value_or(0) > prev.previousAttempts.value_or(0)) return false;
-    constexpr std::uint32_t kRefusedStream = 7;
-    // Refused by the server's RST_STREAM, or never answered on a connection that went away (GOAWAY, close).
-    return (prev.rstErrorCode && *prev.rstErrorCode == kRefusedStream) ||
-           (prev.ended() && !prev.status && !prev.responseHeadersNs && !prev.rstErrorCode);
-}
-
 const TimelineTheme &TimelinePainter::theme() const
 {
     return m_options.dark ? TimelineTheme::dark() : TimelineTheme::light();
@@ -286,7 +274,7 @@ void TimelinePainter::absorbAttempt(size_t call, size_t k) const
     if (a.responseHeadersNs) use |= 1u << kUsePhases;
     if (k > 0) {
         use |= 1u << kUseGap;
-        if (isTransparentRetry(c, k))
+        if (c.transparentRetry(k))
             use |= 1u << kUseTransparent;
         else if (c.attempts[k - 1].endNs && c.expectedGapNs(k - 1))
             use |= 1u << kUseExpected;
@@ -1230,7 +1218,7 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
         const Attempt &a = call.attempts[k];
         const double barTop = top + m.callHeader + double(k) * m.attemptHeight + m.attemptHeight * 0.44;
         QString label = QStringLiteral("attempt %1").arg(k + 1);
-        if (isTransparentRetry(call, k))
+        if (call.transparentRetry(k))
             label += QStringLiteral("  ·  transparent");
         else if (a.previousAttempts)
             label += QStringLiteral("  ·  prev %1").arg(*a.previousAttempts);
@@ -1246,7 +1234,7 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
         const double rowTop = top + m.callHeader + double(k) * m.attemptHeight;
         const double barTop = rowTop + m.attemptHeight * 0.44;
         const double barH = m.barHeight;
-        const bool transparent = isTransparentRetry(call, k);
+        const bool transparent = call.transparentRetry(k);
         // The range the client's policy allows for the gap before this attempt, under everything else.
         std::optional<std::pair<std::int64_t, std::int64_t>> expected;
         if (k > 0 && call.attempts[k - 1].endNs && !transparent) {

@@ -122,7 +122,6 @@ public:
     static QColor statusColor(const Attempt &a);
     // A new stream repeating a request the transport refused (REFUSED_STREAM, or a stream GOAWAY cut) without
     // a higher grpc-previous-rpc-attempts: gRPC retries those transparently, outside the retry policy.
-    static bool isTransparentRetry(const Call &call, size_t attempt);
 
     // The whole trace (or [range]) at the given width, height as needed; the CLI's --png and exports use
     // this. scale multiplies every pixel (2 for a high-DPI or print copy) without changing the layout.

@@ -128,6 +128,14 @@ private slots:
         QCOMPARE(call->attempts[2].previousAttempts.value_or(-1), 1);
         QCOMPARE(call->attempts[1].status.value_or(-1), 14);
         QCOMPARE(call->outcomeAttempt()->status.value_or(-1), 0);
+        // The model names it: attempt 2 is transparent, attempt 3 a configured retry. No backoff is expected
+        // before a transparent retry, and the configured retry after it is the first one: exactly initialBackoff.
+        QVERIFY(call->transparentRetry(1));
+        QVERIFY(!call->transparentRetry(2));
+        QVERIFY(!call->expectedGapNs(0));
+        const auto expected = call->expectedGapNs(1);
+        QVERIFY(expected);
+        QCOMPARE(expected->first, expected->second);
         // The refusing connection carried one request stream and one GOAWAY with last-stream-id 0.
         int goaways = 0, streams = 0;
         for (const WireEvent &e : run.events) {
@@ -415,6 +423,7 @@ private slots:
         QCOMPARE(hedge.status.value_or(-1), 0);
         // The loser was cancelled on the wire (RST_STREAM CANCEL) right after the winner's reply.
         QCOMPARE(primary.rstErrorCode.value_or(0), 8u);
+        QVERIFY2(!hedged->transparentRetry(1), "a hedge overlaps its sibling: not a transparent retry");
         QVERIFY(!primary.status.has_value());
         QVERIFY(*primary.endNs >= *hedge.endNs);
         QVERIFY(*primary.endNs - *hedge.endNs < 50 * ms);

@@ -525,9 +525,9 @@ private slots:
         model.appendBatch({req(5, 100 * ms, std::nullopt, "tr-1", 1000 * ms), rst,
                            req(7, 112 * ms, std::nullopt, "tr-1", 1000 * ms), end(7, 130 * ms, 0)});
         const Call &tr = model.store().calls()[1];
-        QVERIFY(!TimelinePainter::isTransparentRetry(tr, 0));
-        QVERIFY(TimelinePainter::isTransparentRetry(tr, 1));
-        QVERIFY(!TimelinePainter::isTransparentRetry(model.store().calls()[0], 1));
+        QVERIFY(!tr.transparentRetry(0));
+        QVERIFY(tr.transparentRetry(1));
+        QVERIFY(!model.store().calls()[0].transparentRetry(1));
 
         TimelinePainter painter(&model.store());
         const auto [lo, hi] = painter.fullRange();

@@ -1,0 +1,192 @@
+// Retention: a live session left running for hours keeps only what its budget allows, evicting the oldest
+// calls whole (never half a call) and keeping pinned ones.
+
+#include "timelinestore.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace rpcscope {
+
+namespace {
+
+size_t stringBytes(const std::string &s)
+{
+    return s.capacity() > 15 ? s.capacity() + 1 : 0; // beyond the small-string buffer
+}
+
+} // namespace
+
+size_t TimelineStore::callBytes(const Call &c)
+{
+    size_t n = sizeof(Call) + c.attempts.capacity() * sizeof(Attempt) + stringBytes(c.key) + stringBytes(c.method) +
+               stringBytes(c.clientPeer) + stringBytes(c.traceId) + stringBytes(c.spanId) + stringBytes(c.hop);
+    for (const Attempt &a : c.attempts) {
+        n += stringBytes(a.encoding);
+        if (a.statusMessage)
+            n += stringBytes(*a.statusMessage);
+    }
+    return n;
+}
+
+size_t TimelineStore::approxBytes() const
+{
+    size_t n = m_frames.capacity() * sizeof(FrameRecord) +
+               m_pings.capacity() * sizeof(PingRecord) + m_stalls.capacity() * sizeof(FlowStall);
+    // Index structures: a map node per call key, a hash node per trace member (roughly).
+    n += m_callsByKey.size() * 96 + m_calls.size() * 16;
+    for (const Call &c : m_calls)
+        n += callBytes(c);
+    for (const LabEventRecord &e : m_labEvents)
+        n += sizeof(LabEventRecord) + stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId);
+    return n;
+}
+
+std::optional<size_t> TimelineStore::callIndex(const std::string &callId) const
+{
+    const auto it = m_callsByKey.find(callId);
+    return it == m_callsByKey.end() ? std::nullopt : std::optional(it->second);
+}
+
+std::optional<size_t> TimelineStore::attemptAt(size_t call, std::int64_t tNs) const
+{
+    if (call >= m_calls.size())
+        return std::nullopt;
+    const auto &attempts = m_calls[call].attempts;
+    std::optional<size_t> found;
+    for (size_t i = 0; i < attempts.size() && attempts[i].startNs <= tNs; ++i)
+        found = i;
+    return found;
+}
+
+void TimelineStore::setPinned(size_t call, bool pinned)
+{
+    if (call < m_calls.size() && m_calls[call].pinned != pinned) {
+        m_calls[call].pinned = pinned;
+        ++m_generation;
+    }
+}
+
+std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy)
+{
+    std::vector<size_t> evicted;
+    if (m_calls.empty())
+        return evicted;
+    // A cheap lower bound first, so a session far below its budget costs nothing here.
+    const size_t floor = m_calls.size() * (sizeof(Call) + sizeof(Attempt)) + m_frames.size() * sizeof(FrameRecord);
+    const bool nearBytes = policy.maxBytes && floor > policy.maxBytes / 10 * 8;
+    if (!nearBytes && !(policy.maxCalls && m_calls.size() > policy.maxCalls) &&
+        !(policy.maxAgeNs && m_calls.front().startNs() < m_latestNs - policy.maxAgeNs))
+        return evicted;
+    const size_t bytes = approxBytes();
+    const bool overBytes = policy.maxBytes && bytes > policy.maxBytes;
+    const bool overCalls = policy.maxCalls && m_calls.size() > policy.maxCalls;
+    const std::int64_t ageCut = policy.maxAgeNs ? m_latestNs - policy.maxAgeNs : INT64_MIN;
+    const bool overAge = policy.maxAgeNs && m_calls.front().startNs() < ageCut;
+    if (!overBytes && !overCalls && !overAge)
+        return evicted;
+
+    // Evict down to 90% of the limits, so eviction runs in chunks rather than on every batch.
+    const size_t bytesTarget = overBytes ? policy.maxBytes / 10 * 9 : SIZE_MAX;
+    const size_t callsTarget = overCalls ? policy.maxCalls / 10 * 9 : SIZE_MAX;
+    size_t bytesLeft = bytes, callsLeft = m_calls.size();
+    // What evicting a call frees besides the call itself: its share of the frames, its index entries.
+    const size_t sharePerCall = m_frames.size() * sizeof(FrameRecord) / m_calls.size() + 96 + 16;
+    std::vector<bool> gone(m_calls.size(), false);
+    for (size_t i = 0; i < m_calls.size(); ++i) {
+        const Call &c = m_calls[i];
+        const bool oldEnough = overAge && c.startNs() < ageCut;
+        if (!oldEnough && bytesLeft <= bytesTarget && callsLeft <= callsTarget)
+            break;
+        // Whole calls only: one still in flight (or waiting for a retry) stays, and so does everything after
+        // it that would otherwise leave it stranded at the front.
+        if (c.pinned || !c.endNs() || !c.attempts.back().ended())
+            continue;
+        gone[i] = true;
+        evicted.push_back(i);
+        const size_t cb = callBytes(c) + sharePerCall;
+        bytesLeft -= std::min(bytesLeft, cb);
+        --callsLeft;
+        m_retentionCutNs = std::max(m_retentionCutNs, *c.endNs());
+    }
+    if (evicted.empty())
+        return evicted;
+
+    // New index of every call that stays.
+    std::vector<size_t> remap(m_calls.size(), SIZE_MAX);
+    size_t next = 0;
+    for (size_t i = 0; i < m_calls.size(); ++i)
+        if (!gone[i])
+            remap[i] = next++;
+    // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what belongs
+    // to a pinned call.
+    std::int64_t keepFrom = INT64_MAX;
+    std::unordered_set<std::uint64_t> pinnedStreams;
+    std::unordered_set<std::string> pinnedKeys;
+    for (size_t i = 0; i < m_calls.size(); ++i) {
+        if (gone[i])
+            continue;
+        const Call &c = m_calls[i];
+        if (c.pinned) {
+            for (const Attempt &a : c.attempts)
+                pinnedStreams.insert(streamKey(a.connection, a.stream));
+            pinnedKeys.insert(c.key);
+        } else {
+            keepFrom = std::min(keepFrom, c.startNs());
+        }
+    }
+    keepFrom = std::min(keepFrom, m_retentionCutNs + 1);
+
+    std::vector<Call> calls;
+    calls.reserve(next);
+    for (size_t i = 0; i < m_calls.size(); ++i) {
+        if (gone[i])
+            continue;
+        Call &c = m_calls[i];
+        if (c.parentCall)
+            c.parentCall = remap[*c.parentCall] == SIZE_MAX ? std::nullopt : std::optional(remap[*c.parentCall]);
+        calls.push_back(std::move(c));
+    }
+    m_calls = std::move(calls);
+    m_evictedCalls += evicted.size();
+
+    for (auto it = m_callsByKey.begin(); it != m_callsByKey.end();) {
+        if (remap[it->second] == SIZE_MAX) {
+            it = m_callsByKey.erase(it);
+        } else {
+            it->second = remap[it->second];
+            ++it;
+        }
+    }
+    for (auto it = m_traces.begin(); it != m_traces.end();) {
+        std::vector<size_t> &members = it->second;
+        std::erase_if(members, [&](size_t c) { return remap[c] == SIZE_MAX; });
+        for (size_t &c : members)
+            c = remap[c];
+        it = members.empty() ? m_traces.erase(it) : std::next(it);
+    }
+    for (auto &[key, ref] : m_openStreams)
+        ref.call = remap[ref.call]; // open streams belong to calls still in flight, which always stay
+
+    std::erase_if(m_frames, [&](const FrameRecord &f) {
+        return f.tNs < keepFrom && !pinnedStreams.count(streamKey(f.connection, f.stream));
+    });
+    std::erase_if(m_pings, [&](const PingRecord &p) { return p.tNs < keepFrom; });
+    std::erase_if(m_stalls, [&](const FlowStall &s) { return s.endNs && *s.endNs < keepFrom; });
+    m_openStalls.clear();
+    for (size_t i = 0; i < m_stalls.size(); ++i)
+        if (!m_stalls[i].endNs)
+            m_openStalls[{m_stalls[i].connection, m_stalls[i].dir, m_stalls[i].stream}] = i;
+    std::erase_if(m_labEvents, [&](const LabEventRecord &e) {
+        return e.tNs < keepFrom && (e.callId.empty() || !pinnedKeys.count(e.callId));
+    });
+    // Give the memory back: erasing alone keeps the vectors' capacity.
+    m_frames.shrink_to_fit();
+    m_pings.shrink_to_fit();
+    m_stalls.shrink_to_fit();
+    m_labEvents.shrink_to_fit();
+    ++m_generation;
+    return evicted;
+}
+
+} // namespace rpcscope

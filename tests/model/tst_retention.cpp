@@ -1,0 +1,160 @@
+// Retention: feed a live store more than its budget; memory stays bounded, whole calls are evicted (never one
+// in flight, never a pinned one), what stays still assembles correctly, and the cut is recorded.
+
+#include "timelinemodel.h"
+
+#include <QAbstractItemModelTester>
+#include <QtTest>
+
+using namespace rpcscope;
+
+namespace {
+constexpr std::int64_t ms = 1'000'000;
+
+WireEvent opened(std::uint32_t conn, std::int64_t t)
+{
+    WireEvent e;
+    e.kind = EventKind::ConnectionOpened;
+    e.connection = conn;
+    e.tNs = t;
+    e.text = "127.0.0.1:5000";
+    e.text2 = "127.0.0.1:9000";
+    return e;
+}
+
+WireEvent headers(std::uint32_t stream, std::int64_t t, Direction dir, const std::string &callId, int prev,
+                  std::optional<int> status = {})
+{
+    WireEvent e;
+    e.kind = EventKind::Headers;
+    e.connection = 1;
+    e.stream = stream;
+    e.tNs = t;
+    e.dir = dir;
+    if (dir == Direction::ClientToServer) {
+        e.grpc.path = "/shop.Cart/Get";
+        e.grpc.callId = callId;
+        e.grpc.previousAttempts = prev ? std::optional(prev) : std::nullopt;
+    } else {
+        e.endStream = true;
+        e.grpc.status = status;
+    }
+    return e;
+}
+
+WireEvent frame(std::uint32_t stream, std::int64_t t)
+{
+    WireEvent e;
+    e.kind = EventKind::Frame;
+    e.connection = 1;
+    e.stream = stream;
+    e.tNs = t;
+    e.frameType = FrameData;
+    e.length = 100;
+    return e;
+}
+
+// Call i: two attempts (UNAVAILABLE, then OK) 1 ms apart, each with a frame, starting at i ms.
+EventBatch call(int i, bool finish = true)
+{
+    const std::string id = "call-" + std::to_string(i);
+    const std::uint32_t s1 = std::uint32_t(4 * i + 1), s2 = s1 + 2;
+    const std::int64_t t = std::int64_t(i) * ms + 10 * ms;
+    EventBatch b{headers(s1, t, Direction::ClientToServer, id, 0), frame(s1, t + 1000),
+                 headers(s1, t + 2000, Direction::ServerToClient, id, 0, 14)};
+    b.push_back(headers(s2, t + 500'000, Direction::ClientToServer, id, 1));
+    b.push_back(frame(s2, t + 501'000));
+    if (finish)
+        b.push_back(headers(s2, t + 502'000, Direction::ServerToClient, id, 0, 0));
+    return b;
+}
+
+const Call *byKey(const TimelineStore &s, const std::string &key)
+{
+    for (const Call &c : s.calls())
+        if (c.key == key)
+            return &c;
+    return nullptr;
+}
+} // namespace
+
+class TestRetention : public QObject
+{
+    Q_OBJECT
+private slots:
+    void boundedByBytesWholeCallsPinnedSurvive()
+    {
+        TimelineStore store;
+        store.apply({opened(1, 0)});
+        // Calls 0..4999, except call 3 stays in flight and call 7 is pinned.
+        for (int i = 0; i < 5000; ++i)
+            store.apply(call(i, i != 3));
+        store.setPinned(7, true);
+        const size_t full = store.approxBytes();
+        qInfo("5000 calls, 10000 attempts: %zu bytes, %.0f per attempt", full, double(full) / 10000);
+        RetentionPolicy policy;
+        policy.maxBytes = full / 4;
+        const auto evicted = store.enforce(policy);
+        QVERIFY(!evicted.empty());
+        QVERIFY2(store.approxBytes() <= policy.maxBytes, qPrintable(QString::number(store.approxBytes())));
+        QVERIFY(std::is_sorted(evicted.begin(), evicted.end()));
+        QCOMPARE(store.evictedCalls(), evicted.size());
+
+        // Whole calls: every call left has both its attempts; the in-flight and the pinned one are still there.
+        for (const Call &c : store.calls())
+            QCOMPARE(c.attempts.size(), size_t(2));
+        QVERIFY(byKey(store, "call-3"));
+        QVERIFY(byKey(store, "call-7"));
+        QVERIFY(byKey(store, "call-7")->pinned);
+        QVERIFY(!byKey(store, "call-0"));
+        QVERIFY(byKey(store, "call-4999"));
+        QVERIFY(store.retentionCutNs() > 0);
+        // Frames older than every call that stays went (the in-flight call 3 holds them from its start on).
+        for (const FrameRecord &f : store.frames())
+            QVERIFY(f.tNs >= byKey(store, "call-3")->startNs());
+        QVERIFY(store.frames().size() < 10000);
+
+        // Assembly goes on against the compacted store: call 3's last attempt ends, a new call arrives.
+        store.apply({headers(4 * 3 + 3, 6000 * ms, Direction::ServerToClient, "call-3", 0, 0)});
+        QVERIFY(byKey(store, "call-3")->attempts.back().status == 0);
+        store.apply(call(6000));
+        QCOMPARE(byKey(store, "call-6000")->attempts.size(), size_t(2));
+        // The in-flight call, now finished, can be evicted by a later pass; the pinned one still cannot.
+        policy.maxBytes = store.approxBytes() / 8;
+        store.enforce(policy);
+        QVERIFY(!byKey(store, "call-3"));
+        QVERIFY(byKey(store, "call-7"));
+        // Now only the pinned call keeps frames from before the cut.
+        for (const FrameRecord &f : store.frames())
+            QVERIFY(f.tNs > store.retentionCutNs() || f.stream == 4 * 7 + 1 || f.stream == 4 * 7 + 3);
+        QVERIFY(std::any_of(store.frames().begin(), store.frames().end(),
+                            [](const FrameRecord &f) { return f.stream == 4 * 7 + 1; }));
+    }
+
+    void byCallsAndByAge()
+    {
+        TimelineStore store;
+        store.apply({opened(1, 0)});
+        for (int i = 0; i < 1000; ++i)
+            store.apply(call(i));
+        RetentionPolicy byCount;
+        byCount.maxCalls = 500;
+        store.enforce(byCount);
+        QVERIFY(store.calls().size() <= 500);
+        QCOMPARE(store.calls().back().key, std::string("call-999"));
+
+        RetentionPolicy byAge;
+        byAge.maxAgeNs = 100 * ms; // latest event at ~1010 ms: calls that started before ~910 ms go
+        store.enforce(byAge);
+        for (const Call &c : store.calls())
+            QVERIFY(c.startNs() >= store.latestNs() - byAge.maxAgeNs);
+        QVERIFY(store.calls().size() >= 95);
+        // Nothing to do: nothing changes.
+        const auto generation = store.generation();
+        QVERIFY(store.enforce(byAge).empty());
+        QCOMPARE(store.generation(), generation);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRetention)
+#include "tst_retention.moc"
