@@ -2,6 +2,9 @@
 
 #include "capturecodec.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 namespace rpcscope {
 
 void EventLog::append(const EventBatch &batch)
@@ -32,7 +35,10 @@ void EventLog::append(const EventBatch &batch)
         encoded = encodeBatch(trimmed);
     }
     m_encodedBytes += encoded.size();
-    m_batches.push_back({std::move(encoded), batch.size()});
+    std::int64_t minNs = INT64_MAX;
+    for (const WireEvent &e : batch)
+        minNs = std::min(minNs, e.tNs);
+    m_batches.push_back({std::move(encoded), batch.size(), minNs});
     m_events += batch.size();
     ++m_generation;
 }
@@ -43,6 +49,51 @@ EventBatch EventLog::batch(size_t i) const
     // The log encoded it itself, so it decodes.
     decodeBatch(m_batches[i].encoded.data(), m_batches[i].encoded.size(), &out);
     return out;
+}
+
+void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
+                     std::int64_t keepFromNs, std::int64_t untilNs)
+{
+    const std::unordered_set<std::uint64_t> goneStreams(streams.begin(), streams.end());
+    const std::unordered_set<std::string> goneKeys(keys.begin(), keys.end());
+    auto drop = [&](const WireEvent &e) {
+        switch (e.kind) {
+        case EventKind::ConnectionOpened:
+        case EventKind::ConnectionClosed:
+        case EventKind::DecodeError:
+        case EventKind::Notice:
+            return false;
+        case EventKind::LabEvent:
+            return goneKeys.count(e.grpc.callId) || (e.tNs < keepFromNs && e.grpc.callId.empty());
+        default:
+            if (e.stream && goneStreams.count((std::uint64_t(e.connection) << 32) | e.stream))
+                return true;
+            return e.tNs < keepFromNs && e.stream == 0;
+        }
+    };
+    std::vector<Batch> kept;
+    kept.reserve(m_batches.size());
+    for (size_t i = 0; i < m_batches.size(); ++i) {
+        if (m_batches[i].minNs > untilNs) {
+            kept.push_back(std::move(m_batches[i]));
+            continue;
+        }
+        EventBatch events = batch(i);
+        const size_t before = events.size();
+        std::erase_if(events, drop);
+        m_events -= before - events.size();
+        m_encodedBytes -= m_batches[i].encoded.size();
+        if (events.empty())
+            continue;
+        std::int64_t minNs = INT64_MAX;
+        for (const WireEvent &e : events)
+            minNs = std::min(minNs, e.tNs);
+        Batch b{encodeBatch(events), events.size(), minNs};
+        m_encodedBytes += b.encoded.size();
+        kept.push_back(std::move(b));
+    }
+    m_batches = std::move(kept);
+    ++m_generation;
 }
 
 void EventLog::clear()

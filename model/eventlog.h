@@ -25,6 +25,12 @@ public:
 
     void append(const EventBatch &batch);
     void clear();
+    // Retention: drops the events of evicted calls (their streams and call keys) and the frames, pings and lab
+    // events before keepFromNs that belong to no call kept; connection opens and closes always stay, so a
+    // saved file still replays to exactly what the store kept. Only batches holding events up to `untilNs`
+    // (the latest evicted call's end) are rewritten.
+    void evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
+               std::int64_t keepFromNs, std::int64_t untilNs);
 
     size_t batchCount() const { return m_batches.size(); }
     size_t batchEventCount(size_t i) const { return m_batches[i].events; }
@@ -46,6 +52,7 @@ private:
     {
         std::string encoded;
         size_t events = 0;
+        std::int64_t minNs = 0; // its earliest event, so retention can skip batches it cannot touch
     };
     std::vector<Batch> m_batches;
     size_t m_events = 0;

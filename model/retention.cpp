@@ -67,14 +67,21 @@ void TimelineStore::setPinned(size_t call, bool pinned)
     }
 }
 
-std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy)
+std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy, Evicted *gone)
+{
+    std::vector<size_t> calls = planEviction(policy);
+    evict(calls, gone);
+    return calls;
+}
+
+std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy) const
 {
     std::vector<size_t> evicted;
     if (m_calls.empty())
         return evicted;
     // A cheap lower bound first, so a session far below its budget costs nothing here.
     const size_t floor = m_calls.size() * (sizeof(Call) + sizeof(Attempt)) + m_frames.size() * sizeof(FrameRecord);
-    const bool nearBytes = policy.maxBytes && floor > policy.maxBytes / 10 * 8;
+    const bool nearBytes = policy.maxBytes && floor > policy.maxBytes / 2;
     if (!nearBytes && !(policy.maxCalls && m_calls.size() > policy.maxCalls) &&
         !(policy.maxAgeNs && m_calls.front().startNs() < m_latestNs - policy.maxAgeNs))
         return evicted;
@@ -92,31 +99,37 @@ std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy)
     size_t bytesLeft = bytes, callsLeft = m_calls.size();
     // What evicting a call frees besides the call itself: its share of the frames, its index entries.
     const size_t sharePerCall = m_frames.size() * sizeof(FrameRecord) / m_calls.size() + 96 + 16;
-    std::vector<bool> gone(m_calls.size(), false);
     for (size_t i = 0; i < m_calls.size(); ++i) {
         const Call &c = m_calls[i];
         const bool oldEnough = overAge && c.startNs() < ageCut;
         if (!oldEnough && bytesLeft <= bytesTarget && callsLeft <= callsTarget)
             break;
-        // Whole calls only: one still in flight (or waiting for a retry) stays, and so does everything after
-        // it that would otherwise leave it stranded at the front.
+        // Whole calls only: one still in flight (or waiting for a retry) stays, and so does a pinned one.
         if (c.pinned || !c.endNs() || !c.attempts.back().ended())
             continue;
-        gone[i] = true;
         evicted.push_back(i);
         const size_t cb = callBytes(c) + sharePerCall;
         bytesLeft -= std::min(bytesLeft, cb);
         --callsLeft;
-        m_retentionCutNs = std::max(m_retentionCutNs, *c.endNs());
     }
+    return evicted;
+}
+
+void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
+{
     if (evicted.empty())
-        return evicted;
+        return;
+    std::vector<bool> goneCall(m_calls.size(), false);
+    for (size_t i : evicted) {
+        goneCall[i] = true;
+        m_retentionCutNs = std::max(m_retentionCutNs, m_calls[i].endNs().value_or(0));
+    }
 
     // New index of every call that stays.
     std::vector<size_t> remap(m_calls.size(), SIZE_MAX);
     size_t next = 0;
     for (size_t i = 0; i < m_calls.size(); ++i)
-        if (!gone[i])
+        if (!goneCall[i])
             remap[i] = next++;
     // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what belongs
     // to a pinned call.
@@ -124,7 +137,7 @@ std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy)
     std::unordered_set<std::uint64_t> pinnedStreams;
     std::unordered_set<std::string> pinnedKeys;
     for (size_t i = 0; i < m_calls.size(); ++i) {
-        if (gone[i])
+        if (goneCall[i])
             continue;
         const Call &c = m_calls[i];
         if (c.pinned) {
@@ -136,11 +149,19 @@ std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy)
         }
     }
     keepFrom = std::min(keepFrom, m_retentionCutNs + 1);
+    if (gone) {
+        gone->keepFromNs = keepFrom;
+        for (size_t i : evicted) {
+            for (const Attempt &a : m_calls[i].attempts)
+                gone->streams.push_back(streamKey(a.connection, a.stream));
+            gone->keys.push_back(m_calls[i].key);
+        }
+    }
 
     std::vector<Call> calls;
     calls.reserve(next);
     for (size_t i = 0; i < m_calls.size(); ++i) {
-        if (gone[i])
+        if (goneCall[i])
             continue;
         Call &c = m_calls[i];
         if (c.parentCall)
@@ -186,7 +207,6 @@ std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy)
     m_stalls.shrink_to_fit();
     m_labEvents.shrink_to_fit();
     ++m_generation;
-    return evicted;
 }
 
 } // namespace rpcscope

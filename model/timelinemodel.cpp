@@ -1,5 +1,7 @@
 #include "timelinemodel.h"
 
+#include <QDateTime>
+
 namespace rpcscope {
 
 namespace {
@@ -164,6 +166,55 @@ void TimelineModel::appendBatch(const EventBatch &batch)
             m_publishedAttempts.push_back(int(m_store.calls()[i].attempts.size()));
         endInsertRows();
     }
+    if (m_retention.maxBytes || m_retention.maxCalls || m_retention.maxAgeNs) {
+        const qint64 now = QDateTime::currentMSecsSinceEpoch();
+        const size_t calls = m_store.calls().size();
+        if (now - m_lastRetentionCheckMs >= 1000 || calls >= m_callsAtLastCheck + std::max<size_t>(64, m_callsAtLastCheck / 10))
+            enforceRetention();
+    }
+    emit timelineChanged();
+}
+
+void TimelineModel::setRetention(const RetentionPolicy &policy)
+{
+    m_retention = policy;
+    enforceRetention();
+}
+
+bool TimelineModel::enforceRetention()
+{
+    m_lastRetentionCheckMs = QDateTime::currentMSecsSinceEpoch();
+    m_callsAtLastCheck = m_store.calls().size();
+    RetentionPolicy storePolicy = m_retention;
+    if (m_retention.maxBytes) {
+        // The budget covers the store and the log; the log shrinks with the store, so give the store its share.
+        const size_t store = m_store.approxBytes(), log = m_log.encodedBytes();
+        if (store + log <= m_retention.maxBytes && !m_retention.maxCalls && !m_retention.maxAgeNs)
+            return false;
+        storePolicy.maxBytes = std::max<size_t>(1, size_t(double(m_retention.maxBytes) * double(store) /
+                                                          double(std::max<size_t>(1, store + log))));
+    }
+    const std::vector<size_t> evicted = m_store.planEviction(storePolicy);
+    if (evicted.empty())
+        return false;
+    TimelineStore::Evicted gone;
+    beginResetModel();
+    m_store.evict(evicted, &gone);
+    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs());
+    m_publishedAttempts.clear();
+    for (const Call &call : m_store.calls())
+        m_publishedAttempts.push_back(int(call.attempts.size()));
+    m_callsAtLastCheck = m_store.calls().size();
+    endResetModel();
+    return true;
+}
+
+void TimelineModel::setPinned(int callRow, bool pinned)
+{
+    if (callRow < 0 || size_t(callRow) >= m_store.calls().size())
+        return;
+    m_store.setPinned(size_t(callRow), pinned);
+    emit dataChanged(index(callRow, 0), index(callRow, ColumnCount - 1));
     emit timelineChanged();
 }
 

@@ -40,6 +40,18 @@ public:
     void replay(const CaptureData &data);
     void setOrigin(qint64 steadyNs, qint64 wallNs);
 
+    // Retention for live sessions: checked after batches, at most once a second (or when the calls grew by a
+    // tenth); maxBytes counts the store and the event log together. Evicting calls resets the model (rarely:
+    // eviction works in chunks of a tenth of the budget). Default: no limit.
+    void setRetention(const RetentionPolicy &policy);
+    const RetentionPolicy &retention() const { return m_retention; }
+    // Applies the policy now; true when anything was evicted.
+    bool enforceRetention();
+    // The store and the event log, approximately.
+    size_t memoryBytes() const { return m_store.approxBytes() + m_log.encodedBytes(); }
+    // Keeps a call from eviction (and shows it as pinned).
+    void setPinned(int callRow, bool pinned);
+
     QModelIndex index(int row, int column, const QModelIndex &parent = {}) const override;
     QModelIndex parent(const QModelIndex &child) const override;
     int rowCount(const QModelIndex &parent = {}) const override;
@@ -59,6 +71,9 @@ private:
     TimelineStore m_store;
     EventLog m_log;
     std::vector<int> m_publishedAttempts; // per published call
+    RetentionPolicy m_retention;
+    qint64 m_lastRetentionCheckMs = 0;
+    size_t m_callsAtLastCheck = 0;
 };
 
 } // namespace rpcscope

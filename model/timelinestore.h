@@ -63,7 +63,17 @@ public:
     // the policy holds again (down to 90% of a limit, so it works in chunks), together with the frames, pings,
     // stalls and lab events older than every call that stays. Returns the evicted calls' former indices, in
     // order. O(calls): run it now and then (TimelineModel does, at most once a second).
-    std::vector<size_t> enforce(const RetentionPolicy &policy);
+    // `gone`, when given, receives what the evicted calls left behind elsewhere (the event log trims with it).
+    struct Evicted
+    {
+        std::vector<std::uint64_t> streams; // (connection << 32 | stream) of every evicted attempt
+        std::vector<std::string> keys;      // evicted call keys
+        std::int64_t keepFromNs = 0;        // frames, pings, stalls and lab events before this went too
+    };
+    std::vector<size_t> enforce(const RetentionPolicy &policy, Evicted *gone = nullptr);
+    // enforce() in two steps, so an item model can announce the change between them.
+    std::vector<size_t> planEviction(const RetentionPolicy &policy) const;
+    void evict(const std::vector<size_t> &calls, Evicted *gone = nullptr);
     size_t approxBytes() const;
     void setPinned(size_t call, bool pinned);
     // The end of the latest call evicted so far (0 when none was): the timeline marks it.

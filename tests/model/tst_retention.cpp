@@ -1,6 +1,7 @@
 // Retention: feed a live store more than its budget; memory stays bounded, whole calls are evicted (never one
 // in flight, never a pinned one), what stays still assembles correctly, and the cut is recorded.
 
+#include "capturefile.h"
 #include "timelinemodel.h"
 
 #include <QAbstractItemModelTester>
@@ -129,6 +130,65 @@ private slots:
             QVERIFY(f.tNs > store.retentionCutNs() || f.stream == 4 * 7 + 1 || f.stream == 4 * 7 + 3);
         QVERIFY(std::any_of(store.frames().begin(), store.frames().end(),
                             [](const FrameRecord &f) { return f.stream == 4 * 7 + 1; }));
+    }
+
+    // Through the item model, as the GUI runs it: bounded by the budget (store and event log together),
+    // announced as a model reset, and a session saved after eviction replays to exactly the calls kept.
+    void itemModelAndEventLog()
+    {
+        TimelineModel model;
+        {
+            // The item model stays consistent across evictions (the tester is slow, so at a small scale).
+            QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+            model.appendBatch({opened(1, 0)});
+            for (int i = 0; i < 300; ++i)
+                model.appendBatch(call(i));
+            RetentionPolicy small;
+            small.maxBytes = model.memoryBytes() / 3;
+            model.setRetention(small);
+            for (int i = 300; i < 600; ++i)
+                model.appendBatch(call(i));
+            QVERIFY(model.store().evictedCalls() > 300);
+            model.setRetention({});
+        }
+        for (int i = 600; i < 4000; ++i)
+            model.appendBatch(call(i));
+        const size_t full = model.memoryBytes();
+        QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        RetentionPolicy policy;
+        policy.maxBytes = full / 3;
+        model.setRetention(policy);
+        QCOMPARE(reset.count(), 1);
+        model.setPinned(model.rowCount() - 1, true);
+        for (int i = 4000; i < 12000; ++i) {
+            model.appendBatch(call(i));
+            // Checked once a second or every tenth more calls: it may overshoot a little in between.
+            QVERIFY2(model.memoryBytes() <= policy.maxBytes * 3 / 2,
+                     qPrintable(QStringLiteral("%1 (store %3, log %4, %5 calls) > %2 at call %6")
+                                    .arg(model.memoryBytes())
+                                    .arg(policy.maxBytes)
+                                    .arg(model.store().approxBytes())
+                                    .arg(model.eventLog().encodedBytes())
+                                    .arg(model.store().calls().size())
+                                    .arg(i)));
+        }
+        model.enforceRetention();
+        QVERIFY(model.memoryBytes() <= policy.maxBytes);
+        QVERIFY(reset.count() > 1);
+        QVERIFY(model.store().evictedCalls() > 9000);
+        QCOMPARE(model.rowCount(), int(model.store().calls().size()));
+        QVERIFY(byKey(model.store(), "call-3999")); // pinned
+        QVERIFY(byKey(model.store(), "call-3999")->pinned);
+
+        // The event log kept exactly what the store kept.
+        TimelineStore replayed;
+        replayCapture(captureFromLog(model.store(), model.eventLog()), replayed);
+        QCOMPARE(replayed.calls().size(), model.store().calls().size());
+        for (size_t i = 0; i < replayed.calls().size(); ++i) {
+            QCOMPARE(replayed.calls()[i].key, model.store().calls()[i].key);
+            QCOMPARE(replayed.calls()[i].attempts.size(), model.store().calls()[i].attempts.size());
+        }
+        QCOMPARE(replayed.connections().size(), size_t(1)); // its opening survived
     }
 
     void byCallsAndByAge()
