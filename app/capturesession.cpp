@@ -15,7 +15,10 @@
 
 namespace rpcscope {
 
-CaptureSession::CaptureSession(TimelineModel *model, QObject *parent) : QObject(parent), m_model(model) {}
+CaptureSession::CaptureSession(TimelineModel *model, QObject *parent, Sink toModel)
+    : QObject(parent), m_model(model), m_toModel(toModel ? std::move(toModel) : Sink(queuedSinkTo(model)))
+{
+}
 
 CaptureSession::~CaptureSession()
 {
@@ -101,7 +104,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     }
     auto stats = m_stats = std::make_shared<Stats>();
     auto pauses = m_pauses = std::make_shared<Pauses>();
-    auto forward = queuedSinkTo(m_model);
+    auto forward = m_toModel;
     auto sink = [forward, stats, pauses](EventBatch &&batch) {
         // Connection opens and closes are kept, so a paused stretch never leaves a connection dangling.
         std::erase_if(batch, [&](const WireEvent &e) {

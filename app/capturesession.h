@@ -1,10 +1,13 @@
 #pragma once
 
+#include "events.h"
+
 #include <QObject>
 #include <QString>
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -38,7 +41,10 @@ class CaptureSession : public QObject
 {
     Q_OBJECT
 public:
-    explicit CaptureSession(TimelineModel *model, QObject *parent = nullptr);
+    // `toModel` hands batches to the model's thread (default: queued straight into `model`); the GUI also feeds
+    // its header log there.
+    using Sink = std::function<void(std::vector<WireEvent> &&)>;
+    explicit CaptureSession(TimelineModel *model, QObject *parent = nullptr, Sink toModel = {});
     ~CaptureSession() override;
 
     // Syntax, loopback-only binding unless allowRemote, port in use, target reachable (a TCP connect).
@@ -89,6 +95,7 @@ private:
     void sample();
 
     TimelineModel *m_model;
+    Sink m_toModel;
     std::vector<std::unique_ptr<Relay>> m_relays;
     std::unique_ptr<IngestServer> m_ingest;
     std::vector<RunningHop> m_hops;

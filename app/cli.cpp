@@ -163,15 +163,20 @@ bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::s
                            error, "rpcscope-cli"))
             return false;
     }
+    // Pictures nest chains (calls made while serving another under it) whenever the capture has any.
+    TimelinePainter::Options picture{title, true};
+    for (const Call &c : model.store().calls())
+        if (c.parentCall)
+            picture.grouping = LaneGrouping::Chain;
     if (auto it = opts.find("--png"); it != opts.end()) {
-        const QImage image = TimelinePainter::renderImage(model.store(), 1400, {title, true});
+        const QImage image = TimelinePainter::renderImage(model.store(), 1400, picture);
         if (!image.save(QString::fromStdString(it->second), "PNG")) {
             *error = "cannot write " + it->second;
             return false;
         }
     }
     if (auto it = opts.find("--svg"); it != opts.end())
-        if (!TimelinePainter::renderSvg(model.store(), 1400, {title, true}, QString::fromStdString(it->second))) {
+        if (!TimelinePainter::renderSvg(model.store(), 1400, picture, QString::fromStdString(it->second))) {
             *error = "cannot write " + it->second;
             return false;
         }

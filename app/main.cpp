@@ -17,9 +17,14 @@ using namespace rpcscope;
 
 namespace {
 const char kUsage[] =
-    "usage: rpcscope [--scenario NAME] [--no-lab] [--workshop] [--dark] [--screenshot FILE.png]\n"
+    "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ...] [--workshop] [--dark]\n"
+    "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap]\n"
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
+    "  --capture SPEC      start capturing your own service at once: a proxy on LISTEN relaying to TARGET,\n"
+    "                      named LABEL on the timeline (repeat it for every hop of a chain); the lab scenario\n"
+    "                      is then not run at start\n"
+    "  FILE                open a capture file instead of running a scenario\n"
     "  --workshop          large text and thick bars, readable on a projector\n"
     "  --dark              dark theme\n"
     "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
@@ -41,6 +46,8 @@ int main(int argc, char **argv)
     bool withLab = true;
     bool workshop = false;
     bool dark = false;
+    std::vector<HopSpec> hops;
+    QString openPath;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
@@ -56,6 +63,16 @@ int main(int argc, char **argv)
             scenario = QString::fromLocal8Bit(argv[++i]);
         } else if (!std::strcmp(a, "--screenshot") && i + 1 < argc) {
             screenshot = QString::fromLocal8Bit(argv[++i]);
+        } else if (!std::strcmp(a, "--capture") && i + 1 < argc) {
+            HopSpec hop;
+            QString error;
+            if (!CaptureSession::parseHopSpec(QString::fromLocal8Bit(argv[++i]), &hop, &error)) {
+                std::fprintf(stderr, "rpcscope: %s\n", qPrintable(error));
+                return 2;
+            }
+            hops.push_back(hop);
+        } else if (a[0] != '-' && openPath.isEmpty()) {
+            openPath = QString::fromLocal8Bit(a);
         } else {
             std::fprintf(stderr, "rpcscope: unknown or incomplete option '%s'\n%s", a, kUsage);
             return 2;
@@ -103,6 +120,7 @@ int main(int argc, char **argv)
         MainWindow window(&model, withLab ? &labSession : nullptr, scenario, nullptr, &headerLog);
         window.setWorkshop(workshop);
         window.setDark(dark);
+        window.setPromptOnClose(screenshot.isEmpty());
         window.show();
         if (!screenshot.isEmpty()) {
             QObject::connect(
@@ -123,7 +141,33 @@ int main(int argc, char **argv)
                     });
                 });
         }
-        if (withLab) QTimer::singleShot(0, &window, &MainWindow::runScenario);
+        if (!hops.empty()) {
+            QString error;
+            if (!window.startCapture(hops, &error)) {
+                std::fprintf(stderr, "rpcscope: cannot start the capture: %s\n", qPrintable(error));
+                return 1;
+            }
+            for (const CaptureSession::RunningHop &h : window.captureSession()->hops())
+                std::printf("capturing %s: point clients at %s (relays to %s)\n", qPrintable(h.label),
+                            qPrintable(h.listen), qPrintable(h.target));
+            std::fflush(stdout);
+        } else if (!openPath.isEmpty()) {
+            QString error;
+            if (!window.openFile(openPath, &error, !screenshot.isEmpty())) {
+                std::fprintf(stderr, "rpcscope: %s\n", qPrintable(error));
+                return 1;
+            }
+            if (!screenshot.isEmpty())
+                QTimer::singleShot(300, &window, [&] {
+                    if (!window.grab().save(screenshot)) {
+                        std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
+                        rc = 1;
+                    }
+                    QApplication::quit();
+                });
+        } else if (withLab) {
+            QTimer::singleShot(0, &window, &MainWindow::runScenario);
+        }
         const int exec = app.exec();
         if (rc == 0) rc = exec;
     }

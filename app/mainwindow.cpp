@@ -123,6 +123,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     if (m_headers) connect(model, &QAbstractItemModel::modelReset, this, [this] { m_headers->clear(); });
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
     buildViewControls(tb);
+    buildFileAndCapture(tb);
     auto *quit = new QAction(QStringLiteral("Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -148,6 +149,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     m_scenarioBox->setCurrentIndex(initial < 0 ? 0 : initial);
     showScenario(m_scenarioBox->currentIndex());
     resize(1400, 820);
+    restoreLayout();
 }
 
 void MainWindow::buildViewControls(QToolBar *)
@@ -178,6 +180,7 @@ void MainWindow::buildViewControls(QToolBar *)
     group->addItem(QStringLiteral("One lane per call"), int(LaneGrouping::None));
     group->addItem(QStringLiteral("Group by method"), int(LaneGrouping::Method));
     group->addItem(QStringLiteral("Group by connection"), int(LaneGrouping::Connection));
+    group->addItem(QStringLiteral("Nest by chain"), int(LaneGrouping::Chain));
     connect(group, &QComboBox::currentIndexChanged, this,
             [this, group](int i) { m_view->setGrouping(LaneGrouping(group->itemData(i).toInt())); });
     tb->addWidget(group);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "capturesession.h"
+
 #include <QMainWindow>
 #include <atomic>
 #include <optional>
@@ -10,6 +12,7 @@ class QActionGroup;
 class QComboBox;
 class QFormLayout;
 class QLabel;
+class QMenu;
 class QLineEdit;
 class QSpinBox;
 class QToolBar;
@@ -17,6 +20,7 @@ class QToolBar;
 namespace rpcscope {
 
 class AttemptInspector;
+class CapturePanel;
 class HeaderLog;
 class SwimlaneView;
 class TimelineModel;
@@ -37,6 +41,9 @@ public:
 
     SwimlaneView *swimlanes() const { return m_view; }
     AttemptInspector *inspector() const { return m_inspector; }
+    CaptureSession *captureSession() const { return m_capture; }
+    // The status bar's live line: connections, events/s, calls, memory, decode problems.
+    QString statusText() const;
 
 public slots:
     void runScenario();
@@ -46,13 +53,36 @@ public slots:
     void setDark(bool on);
     void copyToClipboard();
 
+    // Capture files (mainwindow_files.cpp). Open replaces the timeline; errors are shown in a dialog unless
+    // `quiet`, and always returned in *error.
+    bool openFile(const QString &path, QString *error = nullptr, bool quiet = false);
+    bool saveFile(const QString &path, QString *error = nullptr);
+    // `rpcscope --capture`: starts a capture session with these hops; false with the reason.
+    bool startCapture(const std::vector<HopSpec> &hops, QString *error);
+    void togglePinSelected();
+    // Off for unattended runs (--screenshot): closing never asks about an unsaved session.
+    void setPromptOnClose(bool on) { m_promptOnClose = on; }
+
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
     void scenarioFinished(bool expectationHeld, const QString &summary);
     // Every requested run ended (or Stop cut the repeats short).
     void runFinished();
 
+protected:
+    void closeEvent(QCloseEvent *event) override;
+    void dragEnterEvent(QDragEnterEvent *event) override;
+    void dropEvent(QDropEvent *event) override;
+
 private:
+    void buildFileAndCapture(QToolBar *tb);
+    void restoreLayout();
+    void openInteractive();
+    void saveInteractive();
+    void rememberRecent(const QString &path);
+    void rebuildRecentMenu();
+    void updateStatus();
+    bool hasUnsavedEvents() const;
     void onScenarioFinished(bool held, const QString &summary);
     void onRunFinished();
     void exportPngInteractive();
@@ -83,6 +113,13 @@ private:
     QActionGroup *m_exportScale;
     QAction *m_workshopAction = nullptr;
     QAction *m_darkAction = nullptr;
+    CaptureSession *m_capture = nullptr;
+    CapturePanel *m_capturePanel = nullptr;
+    QLabel *m_statusLabel = nullptr;
+    QMenu *m_recentMenu = nullptr;
+    std::uint64_t m_savedGeneration = 0;
+    int m_selectedCall = -1;
+    bool m_promptOnClose = true;
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
 };

@@ -101,7 +101,26 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
         return a && a->status.value_or(-1) != 0;
     };
 
-    if (grouping == LaneGrouping::None) {
+    if (grouping == LaneGrouping::Chain) {
+        // Roots in start order, each followed by the calls made while serving it, depth first.
+        std::vector<std::vector<std::uint32_t>> children(calls.size());
+        std::vector<std::uint32_t> roots;
+        for (size_t i = 0; i < calls.size(); ++i) {
+            const auto parent = calls[i].parentCall;
+            if (parent && *parent < calls.size() && *parent != i)
+                children[*parent].push_back(std::uint32_t(i));
+            else
+                roots.push_back(std::uint32_t(i));
+        }
+        std::vector<std::uint32_t> stack(roots.rbegin(), roots.rend());
+        size_t guard = 0;
+        while (!stack.empty() && guard++ <= calls.size()) {
+            const std::uint32_t c = stack.back();
+            stack.pop_back();
+            if (all || filter.matches(calls[c])) addCall(store, c, m);
+            stack.insert(stack.end(), children[c].rbegin(), children[c].rend());
+        }
+    } else if (grouping == LaneGrouping::None) {
         // A few connections get a lane each; more share one lane (grouping by connection separates them), so
         // the calls stay on the first screen.
         const size_t conns = connectionLanes ? store.connections().size() : 0;

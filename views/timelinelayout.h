@@ -8,13 +8,14 @@
 
 namespace rpcscope {
 
-// How call lanes are ordered and headed. Chains (calls nested under the call that made them) slot in as one
-// more value: build() orders a chain's calls under their parent, and paintCall() can indent by nesting depth.
+// How call lanes are ordered and headed. Chain puts every call made while serving another right under it
+// (depth first, in start order), and the painter indents it by its nesting depth.
 enum class LaneGrouping : std::uint8_t
 {
     None,
     Method,
-    Connection
+    Connection,
+    Chain
 };
 
 // Which calls get a lane. Parsed from one line of text: "method:Echo status:UNAVAILABLE slow" keeps calls

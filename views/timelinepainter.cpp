@@ -1190,12 +1190,23 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
     p->fillRect(header, th.headerBand);
     const Attempt *outcome = call.outcomeAttempt();
     const QString outcomeText = outcome ? statusText(*outcome) : QStringLiteral("in flight");
+    // A call made while serving another is indented under it, with a hook to show the nesting.
+    const int depth = std::min(m_store->nestingDepth(index), 6);
+    const double indent = depth * 14 * m.scale;
+    if (depth > 0) {
+        p->setPen(QPen(th.text, 1));
+        const double x = header.left() + 4 + indent - 8 * m.scale;
+        p->drawLine(QPointF(x, top + 2), QPointF(x, top + m.callHeader / 2));
+        p->drawLine(QPointF(x, top + m.callHeader / 2), QPointF(x + 6 * m.scale, top + m.callHeader / 2));
+    }
     p->setPen(th.text);
     p->setFont(font(13, true));
-    p->drawText(QRectF(header.left() + 10, top, m.labelWidth - 14, m.callHeader),
+    QString name = QString::fromStdString(call.key);
+    if (call.pinned)
+        name = QStringLiteral("★ ") + name;
+    p->drawText(QRectF(header.left() + 10 + indent, top, m.labelWidth - 14 - indent, m.callHeader),
                 Qt::AlignVCenter | Qt::AlignLeft,
-                QFontMetricsF(p->font()).elidedText(QString::fromStdString(call.key), Qt::ElideMiddle,
-                                                    m.labelWidth - 14));
+                QFontMetricsF(p->font()).elidedText(name, Qt::ElideMiddle, m.labelWidth - 14 - indent));
     QString summary = QStringLiteral("%1   →  %2 · %3 attempt%4")
                           .arg(QString::fromStdString(call.method), outcomeText)
                           .arg(call.attempts.size())
@@ -1203,10 +1214,38 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
     if (outcome && call.endNs())
         summary += QStringLiteral(" · %1").arg(formatDuration(*call.endNs() - call.startNs()));
     if (call.inferred) summary += QStringLiteral(" · grouped by inference");
+    // In a chain: which hop carried it and the budget it was given, against what its caller had left.
+    QString chain;
+    if (!call.hop.empty())
+        chain = QStringLiteral("hop %1").arg(QString::fromStdString(call.hop));
+    if (call.parentCall || call.budgetNs()) {
+        if (const auto budget = call.budgetNs())
+            chain += (chain.isEmpty() ? QString() : QStringLiteral(" · ")) +
+                     QStringLiteral("budget %1").arg(formatDuration(*budget));
+        else if (call.parentCall)
+            chain += (chain.isEmpty() ? QString() : QStringLiteral(" · ")) + QStringLiteral("no deadline");
+        if (call.parentBudgetNs)
+            chain += QStringLiteral(" (caller had %1 left)").arg(formatDuration(*call.parentBudgetNs));
+    }
+    QString warning;
+    if (call.deadlineReset)
+        warning = QStringLiteral("⚠ deadline reset: the budget grew");
+    else if (call.deadlineDropped)
+        warning = QStringLiteral("⚠ deadline dropped by this hop");
+    if (!chain.isEmpty() && (call.parentCall || !call.hop.empty()))
+        summary += QStringLiteral(" · ") + chain;
     p->setFont(font(13));
     p->drawText(QRectF(ax.left, top, right - ax.left - 8, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
                 summary);
-    const double summaryRight = ax.left + QFontMetricsF(p->font()).horizontalAdvance(summary) + 8;
+    double summaryRight = ax.left + QFontMetricsF(p->font()).horizontalAdvance(summary) + 8;
+    if (!warning.isEmpty()) {
+        p->setFont(font(13, true));
+        p->setPen(th.deadline);
+        p->drawText(QRectF(summaryRight + 6, top, std::max(0.0, right - summaryRight - 14), m.callHeader),
+                    Qt::AlignVCenter | Qt::AlignLeft, warning);
+        summaryRight += 6 + QFontMetricsF(p->font()).horizontalAdvance(warning) + 8;
+        p->setPen(th.text);
+    }
 
     const QFont small = font(12);
     const QFont barFont = font(11, true);

@@ -2,6 +2,7 @@
 
 #include "labclient.h"
 #include "labserver.h"
+#include "testnet.h"
 
 #include <QImage>
 #include <QJsonArray>
@@ -259,6 +260,45 @@ private slots:
         const QImage image(shot);
         QVERIFY(!image.isNull());
         QVERIFY(image.width() >= 640);
+    }
+
+    // The GUI opens a capture file given on its command line, and says clearly when it cannot.
+    void guiOpensCaptureFile()
+    {
+        QTemporaryDir dir;
+        const QString capture = dir.filePath("chain.rpcscope");
+        const Result run = runTool(QStringLiteral(RPCSCOPE_CLI), {"run", "deadline-chain", "--out", capture});
+        QVERIFY2(run.code == 0, qPrintable(run.err));
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        const QString shot = dir.filePath("opened.png");
+        const Result r = runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, capture}, env);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(!QImage(shot).isNull());
+
+        const QString junk = dir.filePath("junk.rpcscope");
+        QFile f(junk);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("definitely not a capture\n");
+        f.close();
+        const Result bad = runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, junk}, env);
+        QCOMPARE(bad.code, 1);
+        QVERIFY2(bad.err.contains("junk.rpcscope"), qPrintable(bad.err));
+    }
+
+    void guiCaptureFlag()
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        const Result r = runTool(QStringLiteral(RPCSCOPE_GUI), {"--capture", "127.0.0.1:7000"}, env);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("expects [LABEL@]LISTEN=TARGET"), qPrintable(r.err));
+        const Result unreachable = runTool(
+            QStringLiteral(RPCSCOPE_GUI),
+            {"--no-lab", "--capture", QStringLiteral("api@127.0.0.1:0=127.0.0.1:%1").arg(testnet::closedPort())}, env);
+        QCOMPARE(unreachable.code, 1);
+        QVERIFY2(unreachable.err.contains("api: target") && unreachable.err.contains("unreachable"),
+                 qPrintable(unreachable.err));
     }
 };
 

@@ -1,0 +1,408 @@
+// MainWindow: capture files (Open, Save, recent files, drag and drop, the unsaved-session prompt), live
+// capture sessions of the user's own services, retention and the status bar.
+
+#include "mainwindow.h"
+
+#include "capturedialog.h"
+#include "captureio.h"
+#include "capturesession.h"
+#include "headerlog.h"
+#include "swimlaneview.h"
+#include "timelinemodel.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressDialog>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace rpcscope {
+
+namespace {
+
+const char *const kRecentFiles = "files/recent";
+const char *const kRetention = "capture/retention";
+
+// The retention choices of the Capture dock: a memory budget by default, or minutes, or calls.
+struct RetentionChoice
+{
+    const char *label;
+    RetentionPolicy policy;
+};
+const RetentionChoice kRetentionChoices[] = {
+    {"keep 256 MB", {size_t(256) << 20, 0, 0}},
+    {"keep 512 MB", {size_t(512) << 20, 0, 0}},
+    {"keep 2 GB", {size_t(2) << 30, 0, 0}},
+    {"keep 10 minutes", {0, 600'000'000'000, 0}},
+    {"keep 60 minutes", {0, 3'600'000'000'000, 0}},
+    {"keep 100,000 calls", {0, 0, 100'000}},
+    {"keep 1,000,000 calls", {0, 0, 1'000'000}},
+    {"keep everything", {0, 0, 0}},
+};
+constexpr int kDefaultRetention = 1; // 512 MB
+
+QString megabytes(size_t bytes)
+{
+    return QStringLiteral("%1 MB").arg(double(bytes) / (1 << 20), 0, 'f', 1);
+}
+
+} // namespace
+
+void MainWindow::buildFileAndCapture(QToolBar *tb)
+{
+    setAcceptDrops(true);
+
+    // File: Open, Save, recent files.
+    auto *fileMenu = new QMenu(this);
+    QAction *open = fileMenu->addAction(QStringLiteral("Open…"), this, &MainWindow::openInteractive);
+    open->setShortcut(QKeySequence::Open);
+    QAction *save = fileMenu->addAction(QStringLiteral("Save as…"), this, &MainWindow::saveInteractive);
+    save->setShortcut(QKeySequence::Save);
+    m_recentMenu = fileMenu->addMenu(QStringLiteral("Open recent"));
+    rebuildRecentMenu();
+    auto *fileButton = new QToolButton(this);
+    fileButton->setText(QStringLiteral("File"));
+    fileButton->setMenu(fileMenu);
+    fileButton->setPopupMode(QToolButton::InstantPopup);
+    fileButton->setToolTip(QStringLiteral("Open a capture (.rpcscope, pcap, pcapng) with Ctrl+O or by dropping it "
+                                          "here; save the session with Ctrl+S"));
+    tb->insertWidget(tb->actions().value(0), fileButton);
+    addActions({open, save});
+
+    // Capture: your own services.
+    const CaptureSession::Sink toModel = [this](EventBatch &&batch) {
+        QMetaObject::invokeMethod(
+            m_model,
+            [this, b = std::move(batch)] {
+                if (m_headers)
+                    m_headers->record(b);
+                m_model->appendBatch(b);
+            },
+            Qt::QueuedConnection);
+    };
+    m_capture = new CaptureSession(m_model, this, toModel);
+    m_capturePanel = new CapturePanel(m_capture, this);
+    connect(m_capturePanel, &CapturePanel::clearRequested, m_model, &TimelineModel::clear);
+    auto *panel = new QWidget(this);
+    auto *v = new QVBoxLayout(panel);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->addWidget(m_capturePanel);
+    auto *retention = new QComboBox(panel);
+    retention->setObjectName(QStringLiteral("retention"));
+    retention->setToolTip(QStringLiteral("How much a live session keeps: the oldest calls are evicted whole; "
+                                         "pinned calls (P) stay"));
+    for (const RetentionChoice &c : kRetentionChoices)
+        retention->addItem(QString::fromLatin1(c.label));
+    connect(retention, &QComboBox::currentIndexChanged, this, [this](int i) {
+        if (i < 0 || i >= int(std::size(kRetentionChoices)))
+            return;
+        m_model->setRetention(kRetentionChoices[i].policy);
+        QSettings().setValue(QLatin1String(kRetention), i);
+        updateStatus();
+    });
+    v->addWidget(retention);
+    auto *dock = new QDockWidget(QStringLiteral("Capture"), this);
+    dock->setObjectName(QStringLiteral("capture"));
+    dock->setWidget(panel);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+    QAction *newCapture = new QAction(QStringLiteral("New capture…"), this);
+    newCapture->setShortcut(QKeySequence::New);
+    connect(newCapture, &QAction::triggered, this, [this, dock] {
+        dock->show();
+        m_capturePanel->newCapture();
+    });
+    addAction(newCapture);
+    const int saved = QSettings().value(QLatin1String(kRetention), kDefaultRetention).toInt();
+    retention->setCurrentIndex(saved >= 0 && saved < int(std::size(kRetentionChoices)) ? saved : kDefaultRetention);
+    m_model->setRetention(kRetentionChoices[retention->currentIndex()].policy);
+
+    // Pin: keep the selected call whatever retention evicts.
+    QAction *pin = new QAction(QStringLiteral("Pin call"), this);
+    pin->setShortcut(QKeySequence(QStringLiteral("P")));
+    connect(pin, &QAction::triggered, this, &MainWindow::togglePinSelected);
+    addAction(pin);
+    connect(m_view, &SwimlaneView::attemptSelected, this, [this](int call, int) { m_selectedCall = call; });
+    connect(m_model, &QAbstractItemModel::modelReset, this, [this] { m_selectedCall = -1; });
+
+    // Status bar: refreshed once a second.
+    m_statusLabel = new QLabel(this);
+    m_statusLabel->setObjectName(QStringLiteral("sessionStatus"));
+    statusBar()->addWidget(m_statusLabel, 1);
+    auto *timer = new QTimer(this);
+    connect(timer, &QTimer::timeout, this, &MainWindow::updateStatus);
+    timer->start(1000);
+    connect(m_capture, &CaptureSession::runningChanged, this, &MainWindow::updateStatus);
+    m_savedGeneration = m_model->eventLog().generation();
+}
+
+void MainWindow::restoreLayout()
+{
+    // The window's layout as it was left (after every dock exists).
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+}
+
+QString MainWindow::statusText() const
+{
+    QStringList parts;
+    const QString capture = m_capturePanel ? m_capturePanel->statusText() : QString();
+    if (!capture.isEmpty())
+        parts << capture;
+    const auto &store = m_model->store();
+    parts << QStringLiteral("%1 calls").arg(store.calls().size());
+    parts << megabytes(m_model->memoryBytes());
+    if (store.evictedCalls())
+        parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
+    int undecodable = 0;
+    std::uint32_t which = 0;
+    for (const Connection &c : store.connections())
+        if (!c.decodeError.empty()) {
+            ++undecodable;
+            which = c.id;
+        }
+    if (undecodable)
+        parts << QStringLiteral("%1 connection%2 not decodable (last: connection %3)")
+                     .arg(undecodable)
+                     .arg(undecodable == 1 ? "" : "s")
+                     .arg(which);
+    return parts.join(QStringLiteral(" · "));
+}
+
+void MainWindow::updateStatus()
+{
+    if (m_statusLabel)
+        m_statusLabel->setText(statusText());
+}
+
+bool MainWindow::startCapture(const std::vector<HopSpec> &hops, QString *error)
+{
+    for (const HopSpec &h : hops) {
+        const HopCheck c = CaptureSession::check(h, false);
+        if (!c.ok()) {
+            *error = QStringLiteral("%1: %2").arg(h.label, c.listenError.isEmpty() ? c.targetError : c.listenError);
+            return false;
+        }
+    }
+    if (!m_capture->start(hops, false, error))
+        return false;
+    CaptureDialog::rememberTargets(hops);
+    updateStatus();
+    return true;
+}
+
+void MainWindow::togglePinSelected()
+{
+    if (m_selectedCall < 0 || size_t(m_selectedCall) >= m_model->store().calls().size()) {
+        statusBar()->showMessage(QStringLiteral("Select a call to pin it (click an attempt)"), 3000);
+        return;
+    }
+    const bool pinned = !m_model->store().calls()[size_t(m_selectedCall)].pinned;
+    m_model->setPinned(m_selectedCall, pinned);
+    statusBar()->showMessage(pinned ? QStringLiteral("Pinned: retention will keep this call")
+                                    : QStringLiteral("Unpinned"),
+                             3000);
+}
+
+bool MainWindow::hasUnsavedEvents() const
+{
+    return !m_model->eventLog().isEmpty() && m_model->eventLog().generation() != m_savedGeneration;
+}
+
+bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
+{
+    QString dummy;
+    QString *error = errorOut ? errorOut : &dummy;
+    QProgressDialog progress(QStringLiteral("Opening %1…").arg(QFileInfo(path).fileName()),
+                             QStringLiteral("Cancel"), 0, 1000, this);
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(400);
+    CaptureData data;
+    const CaptureReadResult r = loadCapture(path, &data, [&](std::int64_t done, std::int64_t total) {
+        progress.setValue(total > 0 ? int(1000 * done / total) : 0);
+        QCoreApplication::processEvents();
+        return !progress.wasCanceled();
+    });
+    progress.reset();
+    if (r.status == CaptureReadResult::Cancelled) {
+        *error = QStringLiteral("cancelled");
+        return false;
+    }
+    if (r.status == CaptureReadResult::Failed) {
+        *error = QString::fromStdString(r.message);
+        if (!quiet)
+            QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
+        return false;
+    }
+    if (m_capture->isRunning())
+        m_capture->stop();
+    m_model->replay(data);
+    if (m_headers) {
+        m_headers->clear();
+        for (const EventBatch &b : data.batches)
+            m_headers->record(b);
+    }
+    m_savedGeneration = m_model->eventLog().generation();
+    m_view->fitAll();
+    rememberRecent(path);
+    setWindowTitle(QStringLiteral("rpcscope — %1").arg(QFileInfo(path).fileName()));
+    QStringList notes;
+    if (r.status != CaptureReadResult::Ok)
+        notes << QString::fromStdString(r.message);
+    for (const std::string &n : r.notes)
+        notes << QString::fromStdString(n);
+    if (!notes.isEmpty()) {
+        *error = notes.join('\n');
+        if (!quiet)
+            QMessageBox::information(this, QStringLiteral("Opened with notes"), *error);
+    }
+    statusBar()->showMessage(QStringLiteral("Opened %1: %2 calls").arg(path).arg(m_model->store().calls().size()),
+                             5000);
+    updateStatus();
+    return true;
+}
+
+bool MainWindow::saveFile(const QString &path, QString *errorOut)
+{
+    QString dummy;
+    QString *error = errorOut ? errorOut : &dummy;
+    FileFormat format = formatFromPath(path);
+    if (format == FileFormat::Unknown)
+        format = FileFormat::Rpcscope;
+    QProgressDialog progress(QStringLiteral("Saving %1…").arg(QFileInfo(path).fileName()), QStringLiteral("Cancel"),
+                             0, 1000, this);
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(400);
+    std::string why;
+    const bool ok = exportSession(m_model->store(), m_model->eventLog(), format, path, {}, &why, "rpcscope",
+                                  [&](std::int64_t done, std::int64_t total) {
+                                      progress.setValue(total > 0 ? int(1000 * done / total) : 0);
+                                      QCoreApplication::processEvents();
+                                      return !progress.wasCanceled();
+                                  });
+    progress.reset();
+    if (!ok) {
+        *error = QString::fromStdString(why);
+        return false;
+    }
+    if (format == FileFormat::Rpcscope) {
+        m_savedGeneration = m_model->eventLog().generation();
+        rememberRecent(path);
+    }
+    statusBar()->showMessage(QStringLiteral("Saved %1").arg(path), 5000);
+    return true;
+}
+
+void MainWindow::openInteractive()
+{
+    const QString path = QFileDialog::getOpenFileName(
+        this, QStringLiteral("Open capture"), QString(),
+        QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
+    if (!path.isEmpty())
+        openFile(path);
+}
+
+void MainWindow::saveInteractive()
+{
+    QString path = QFileDialog::getSaveFileName(
+        this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
+        QStringLiteral("rpcscope capture (*.rpcscope);;rpcscope JSON (*.json);;Chrome trace (*.chrome.json);;"
+                       "OTLP JSON (*.otlp.json);;pcapng for Wireshark (*.pcapng)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!saveFile(path, &error) && error != QLatin1String("cancelled"))
+        QMessageBox::warning(this, QStringLiteral("Cannot save"), error);
+}
+
+void MainWindow::rememberRecent(const QString &path)
+{
+    QSettings settings;
+    QStringList recent = settings.value(QLatin1String(kRecentFiles)).toStringList();
+    const QString full = QFileInfo(path).absoluteFilePath();
+    recent.removeAll(full);
+    recent.prepend(full);
+    while (recent.size() > 10)
+        recent.removeLast();
+    settings.setValue(QLatin1String(kRecentFiles), recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    if (!m_recentMenu)
+        return;
+    m_recentMenu->clear();
+    const QStringList recent = QSettings().value(QLatin1String(kRecentFiles)).toStringList();
+    for (const QString &path : recent)
+        m_recentMenu->addAction(QFileInfo(path).fileName() + QStringLiteral("  —  ") + path, this,
+                                [this, path] { openFile(path); });
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent *event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.front().isLocalFile())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent *event)
+{
+    const auto urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.front().isLocalFile()) {
+        event->acceptProposedAction();
+        const QString path = urls.front().toLocalFile();
+        QTimer::singleShot(0, this, [this, path] { openFile(path); }); // not inside the drag's event loop
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (m_promptOnClose && hasUnsavedEvents()) {
+        const auto answer = QMessageBox::question(
+            this, QStringLiteral("Unsaved session"),
+            QStringLiteral("This session recorded %1 calls that are not saved. Save them first?")
+                .arg(m_model->store().calls().size()),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+        if (answer == QMessageBox::Cancel) {
+            event->ignore();
+            return;
+        }
+        if (answer == QMessageBox::Save) {
+            const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save session"),
+                                                              QStringLiteral("session.rpcscope"),
+                                                              QStringLiteral("rpcscope capture (*.rpcscope)"));
+            QString error;
+            if (path.isEmpty() || !saveFile(path, &error)) {
+                if (!path.isEmpty())
+                    QMessageBox::warning(this, QStringLiteral("Cannot save"), error);
+                event->ignore();
+                return;
+            }
+        }
+    }
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    if (m_capture)
+        m_capture->stop();
+    event->accept();
+}
+
+} // namespace rpcscope
