@@ -59,6 +59,41 @@ std::optional<size_t> TimelineStore::attemptAt(size_t call, std::int64_t tNs) co
     return found;
 }
 
+std::string TimelineStore::callForTraceparent(const std::string &traceparent, std::int64_t tNs,
+                                              bool exactOnly) const
+{
+    // version-traceid-parentid-flags
+    if (traceparent.size() < 55)
+        return {};
+    const std::string traceId = traceparent.substr(3, 32), spanId = traceparent.substr(36, 16);
+    const auto it = m_traces.find(traceId);
+    if (it == m_traces.end())
+        return {};
+    const Call *latest = nullptr;
+    for (size_t c : it->second) {
+        const Call &call = m_calls[c];
+        if (call.spanId == spanId)
+            return call.key;
+        if (call.startNs() <= tNs && (!latest || call.startNs() >= latest->startNs()))
+            latest = &call;
+    }
+    return latest && !exactOnly ? latest->key : std::string();
+}
+
+void TimelineStore::resolveLabEvents()
+{
+    std::erase_if(m_unresolvedLabEvents, [this](size_t i) {
+        if (i >= m_labEvents.size())
+            return true;
+        LabEventRecord &e = m_labEvents[i];
+        // Wait a while for the very call that carried it (relays deliver in their own time), then settle for
+        // the latest call of its trace.
+        constexpr std::int64_t kWaitNs = 5'000'000'000;
+        e.callId = callForTraceparent(e.traceparent, e.tNs, m_latestNs - e.tNs < kWaitNs);
+        return !e.callId.empty();
+    });
+}
+
 void TimelineStore::setPinned(size_t call, bool pinned)
 {
     if (call < m_calls.size() && m_calls[call].pinned != pinned) {
@@ -74,7 +109,7 @@ std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy, Evicte
     return calls;
 }
 
-std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy) const
+std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, size_t knownBytes) const
 {
     std::vector<size_t> evicted;
     if (m_calls.empty())
@@ -85,7 +120,7 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy) c
     if (!nearBytes && !(policy.maxCalls && m_calls.size() > policy.maxCalls) &&
         !(policy.maxAgeNs && m_calls.front().startNs() < m_latestNs - policy.maxAgeNs))
         return evicted;
-    const size_t bytes = approxBytes();
+    const size_t bytes = knownBytes ? knownBytes : approxBytes();
     const bool overBytes = policy.maxBytes && bytes > policy.maxBytes;
     const bool overCalls = policy.maxCalls && m_calls.size() > policy.maxCalls;
     const std::int64_t ageCut = policy.maxAgeNs ? m_latestNs - policy.maxAgeNs : INT64_MIN;
@@ -201,6 +236,10 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     std::erase_if(m_labEvents, [&](const LabEventRecord &e) {
         return e.tNs < keepFrom && (e.callId.empty() || !pinnedKeys.count(e.callId));
     });
+    m_unresolvedLabEvents.clear();
+    for (size_t i = 0; i < m_labEvents.size(); ++i)
+        if (m_labEvents[i].callId.empty() && !m_labEvents[i].traceparent.empty())
+            m_unresolvedLabEvents.push_back(i);
     // Give the memory back: erasing alone keeps the vectors' capacity.
     m_frames.shrink_to_fit();
     m_pings.shrink_to_fit();

@@ -43,6 +43,7 @@ struct LabEventRecord
     std::string kind;
     std::string detail;
     std::string callId; // empty when it concerns no single call
+    std::string traceparent; // as reported (ingestion endpoint); callId is filled in once that call is seen
 };
 
 struct PingRecord

@@ -169,7 +169,11 @@ void TimelineModel::appendBatch(const EventBatch &batch)
     if (m_retention.maxBytes || m_retention.maxCalls || m_retention.maxAgeNs) {
         const qint64 now = QDateTime::currentMSecsSinceEpoch();
         const size_t calls = m_store.calls().size();
-        if (now - m_lastRetentionCheckMs >= 1000 || calls >= m_callsAtLastCheck + std::max<size_t>(64, m_callsAtLastCheck / 10))
+        // Once a second, when the calls grew by a tenth, or when they may have filled the room the last check
+        // saw left in the budget.
+        const size_t step = std::max<size_t>(64, m_callsAtLastCheck / 10);
+        if (now - m_lastRetentionCheckMs >= 1000 || calls >= m_callsAtLastCheck + step ||
+            (m_nextCheckCalls && calls >= m_nextCheckCalls))
             enforceRetention();
     }
     emit timelineChanged();
@@ -185,16 +189,24 @@ bool TimelineModel::enforceRetention()
 {
     m_lastRetentionCheckMs = QDateTime::currentMSecsSinceEpoch();
     m_callsAtLastCheck = m_store.calls().size();
+    m_nextCheckCalls = 0;
     RetentionPolicy storePolicy = m_retention;
+    size_t storeBytes = 0;
     if (m_retention.maxBytes) {
         // The budget covers the store and the log; the log shrinks with the store, so give the store its share.
-        const size_t store = m_store.approxBytes(), log = m_log.encodedBytes();
-        if (store + log <= m_retention.maxBytes && !m_retention.maxCalls && !m_retention.maxAgeNs)
+        storeBytes = m_store.approxBytes();
+        const size_t total = storeBytes + m_log.encodedBytes();
+        storePolicy.maxBytes = std::max<size_t>(
+            1, size_t(double(m_retention.maxBytes) * double(storeBytes) / double(std::max<size_t>(1, total))));
+        // Check again before the budget can be reached: after the calls that would fill the room left.
+        const size_t calls = std::max<size_t>(1, m_store.calls().size());
+        const double perCall = double(total) / double(calls);
+        if (total < m_retention.maxBytes)
+            m_nextCheckCalls = calls + size_t(double(m_retention.maxBytes - total) / perCall * 0.8);
+        if (total <= m_retention.maxBytes && !m_retention.maxCalls && !m_retention.maxAgeNs)
             return false;
-        storePolicy.maxBytes = std::max<size_t>(1, size_t(double(m_retention.maxBytes) * double(store) /
-                                                          double(std::max<size_t>(1, store + log))));
     }
-    const std::vector<size_t> evicted = m_store.planEviction(storePolicy);
+    const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);
     if (evicted.empty())
         return false;
     TimelineStore::Evicted gone;
@@ -205,6 +217,7 @@ bool TimelineModel::enforceRetention()
     for (const Call &call : m_store.calls())
         m_publishedAttempts.push_back(int(call.attempts.size()));
     m_callsAtLastCheck = m_store.calls().size();
+    m_nextCheckCalls = 0;
     endResetModel();
     return true;
 }

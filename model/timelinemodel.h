@@ -74,6 +74,7 @@ private:
     RetentionPolicy m_retention;
     qint64 m_lastRetentionCheckMs = 0;
     size_t m_callsAtLastCheck = 0;
+    size_t m_nextCheckCalls = 0; // 0: none predicted
 };
 
 } // namespace rpcscope

@@ -56,6 +56,7 @@ void TimelineStore::clear()
     m_traces.clear();
     m_retentionCutNs = 0;
     m_evictedCalls = 0;
+    m_unresolvedLabEvents.clear();
     m_latestNs = m_originNs;
     ++m_generation;
 }
@@ -317,9 +318,18 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 c->notes.push_back(e.text);
             ch.connectionsChanged = true;
             break;
-        case EventKind::LabEvent:
-            m_labEvents.push_back({e.tNs, e.text, e.text2, e.grpc.callId});
+        case EventKind::LabEvent: {
+            // An event reported with a traceparent (the ingestion endpoint) concerns the call that carried it.
+            LabEventRecord r{e.tNs, e.text, e.text2, e.grpc.callId, {}};
+            if (r.callId.empty())
+                for (const Header &h : e.headers)
+                    if (h.name == "traceparent")
+                        r.traceparent = h.value;
+            if (!r.traceparent.empty())
+                m_unresolvedLabEvents.push_back(m_labEvents.size()); // its call may not have arrived yet
+            m_labEvents.push_back(std::move(r));
             break;
+        }
         case EventKind::FlowStallBegin:
             if (m_openStalls.try_emplace({e.connection, e.dir, e.stream}, m_stalls.size()).second)
                 m_stalls.push_back({e.connection, e.dir, e.stream, e.tNs, std::nullopt});
@@ -375,6 +385,8 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
         }
         }
     }
+    if (!m_unresolvedLabEvents.empty())
+        resolveLabEvents();
     ++m_generation;
 }
 

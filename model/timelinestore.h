@@ -72,7 +72,8 @@ public:
     };
     std::vector<size_t> enforce(const RetentionPolicy &policy, Evicted *gone = nullptr);
     // enforce() in two steps, so an item model can announce the change between them.
-    std::vector<size_t> planEviction(const RetentionPolicy &policy) const;
+    // `knownBytes`: approxBytes() when the caller just computed it (it is O(calls)).
+    std::vector<size_t> planEviction(const RetentionPolicy &policy, size_t knownBytes = 0) const;
     void evict(const std::vector<size_t> &calls, Evicted *gone = nullptr);
     size_t approxBytes() const;
     void setPinned(size_t call, bool pinned);
@@ -97,6 +98,11 @@ private:
     void onResponseHeaders(const WireEvent &e, StoreChanges &ch);
     void endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch);
     void linkTrace(size_t call, StoreChanges &ch);
+    // The key of the call a W3C traceparent points at: the one that carried exactly it, else (unless exactOnly)
+    // the latest call of that trace started by tNs; empty when none.
+    std::string callForTraceparent(const std::string &traceparent, std::int64_t tNs, bool exactOnly) const;
+    void resolveLabEvents();
+    std::vector<size_t> m_unresolvedLabEvents; // lab events with a traceparent whose call is not known yet
     void linkCall(const std::vector<size_t> &members, size_t pos, StoreChanges &ch);
     size_t findInferredCall(const std::string &method, const std::string &peer, int previous,
                             std::int64_t t) const;

@@ -2,10 +2,16 @@
 # Install what is missing (socat included), build, and run the benchmark: one table of rpcscope against
 # direct and socat baselines measured in the same run. About 2 minutes; pass --quick for about 20 s.
 # --views runs the swimlane painter's benchmark instead (100,000 calls on a 1920x1080 image; --views --quick).
+# --retention feeds a one-hour-equivalent session (1,000,000 calls) under the retention budget
+# (--retention --quick: 200,000 calls).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
 
+if [ "${1:-}" = "--retention" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-retentionbench" "$@"
+fi
 if [ "${1:-}" = "--views" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-viewbench" "$@"

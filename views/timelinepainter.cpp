@@ -763,6 +763,24 @@ void TimelinePainter::paintRuler(QPainter *p, const QRectF &rect, const TimeAxis
         p->drawText(QRectF(x + 3, ruler.top(), 160 * m.scale, ruler.height() - 6),
                     Qt::AlignLeft | Qt::AlignBottom, tickLabel(t, step));
     }
+    // Where retention cut: everything before it was evicted (pinned calls excepted).
+    if (m_store->evictedCalls() > 0) {
+        const double x = ax.timeToX(m_store->retentionCutNs());
+        if (x >= ax.left) {
+            p->fillRect(QRectF(ax.left, ruler.top(), std::min(x, right) - ax.left, ruler.height() - 1),
+                        QColor(128, 128, 128, 70));
+            p->setPen(QPen(th.deadline, 2 * m.scale));
+            if (x <= right)
+                p->drawLine(QPointF(x, ruler.top()), QPointF(x, ruler.bottom()));
+        }
+        const QString cut = QStringLiteral("◀ retention: %1 older calls evicted").arg(m_store->evictedCalls());
+        p->setPen(th.deadline);
+        p->setFont(font(11, true));
+        const double at = std::clamp(x + 4, ax.left + 4, right - 320 * m.scale);
+        p->drawText(QRectF(at, ruler.top(), 320 * m.scale, ruler.height() / 2), Qt::AlignLeft | Qt::AlignVCenter,
+                    cut);
+        p->setFont(font(12));
+    }
     p->fillRect(QRectF(ruler.left(), ruler.top(), m.labelWidth, ruler.height() - 1), th.headerBand);
     p->setPen(th.muted);
     p->drawText(QRectF(ruler.left() + 10, ruler.top(), m.labelWidth - 20, ruler.height()),

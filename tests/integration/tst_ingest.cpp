@@ -116,6 +116,11 @@ private slots:
         req.set_call_id("ingest-call-1");
         const auto r = client.call(req, std::chrono::seconds(5));
         QCOMPARE(r.code, 0);
+        // A second call carries a W3C traceparent, as a traced service's call would.
+        const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        lab::CallRequest traced;
+        traced.set_call_id("ingest-call-2");
+        QCOMPARE(client.call(traced, std::chrono::seconds(5), {{"traceparent", traceparent}}).code, 0);
 
         const std::int64_t before = wallNowNs();
         auto open = makeEvent("breaker", "closed -> open", "ingest-call-1");
@@ -124,7 +129,7 @@ private slots:
         auto rejected = makeEvent("rejection", "pool full (10/10)", "ingest-call-1");
         auto custom = makeEvent("custom", "token bucket at 3/10");
         custom.set_label("retry budget");
-        custom.set_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        custom.set_traceparent(traceparent);
         std::int64_t accepted = 0;
         const grpc::Status s = report(ingestServer.grpcPort(), {open, rejected, custom}, &accepted);
         QVERIFY2(s.ok(), s.error_message().c_str());
@@ -149,6 +154,8 @@ private slots:
         QVERIFY(call != store.calls().end());
         QCOMPARE(events[0].callId, call->key);
         QCOMPARE(events[1].callId, call->key);
+        // The one reported with a traceparent is tied to the call that carried it.
+        QCOMPARE(QString::fromStdString(events[2].callId), QStringLiteral("ingest-call-2"));
 
         // The reported wall time became the capture's steady time: 5 ms before the report was sent.
         const std::int64_t sentSteady = store.latestNs();

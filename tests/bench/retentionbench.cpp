@@ -1,0 +1,212 @@
+// rpcscope-retentionbench (scripts/bench.sh --retention): a live session left running for an hour, compressed.
+// One million calls (two attempts each, with their frames) are fed at full speed, in batches the way the relay
+// flushes them, into the GUI's item model with the default retention budget. It prints the memory the model
+// reports and the process's peak RSS, against an unbounded run of a tenth of the calls measured in the same
+// run, and how long each batch keeps the GUI thread busy (that is what decides whether the GUI stays
+// responsive), with the evictions included.
+
+#include "stats.h"
+#include "timelinemodel.h"
+
+#include <QCoreApplication>
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace rpcscope;
+
+namespace {
+
+constexpr std::int64_t ms = 1'000'000;
+
+WireEvent headers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, bool request, const std::string &id,
+                  int prev, int status)
+{
+    WireEvent e;
+    e.kind = EventKind::Headers;
+    e.connection = conn;
+    e.stream = stream;
+    e.tNs = t;
+    e.dir = request ? Direction::ClientToServer : Direction::ServerToClient;
+    e.frameType = FrameHeaders;
+    if (request) {
+        e.grpc.path = "/shop.Cart/Get";
+        e.grpc.callId = id;
+        e.grpc.timeoutNs = 1000 * ms;
+        if (prev)
+            e.grpc.previousAttempts = prev;
+        e.headers = {{":method", "POST"}, {":path", "/shop.Cart/Get"}, {"rpcscope-call-id", id}};
+    } else {
+        e.endStream = true;
+        e.grpc.status = status;
+        e.headers = {{"grpc-status", std::to_string(status)}};
+    }
+    return e;
+}
+
+WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, std::uint8_t type, Direction dir)
+{
+    WireEvent e;
+    e.kind = EventKind::Frame;
+    e.connection = conn;
+    e.stream = stream;
+    e.tNs = t;
+    e.dir = dir;
+    e.frameType = type;
+    e.length = 105;
+    return e;
+}
+
+// Call i on one of 8 connections: an UNAVAILABLE attempt, a 50 ms backoff, an OK one; 3.6 ms apart, so a
+// million calls span an hour.
+void appendCall(EventBatch &b, std::uint64_t i)
+{
+    const std::uint32_t conn = std::uint32_t(1 + i % 8);
+    const std::uint32_t stream = std::uint32_t(1 + 4 * (i / 8)) & 0x7FFFFFFF;
+    const std::int64_t t = std::int64_t(i) * 3'600'000;
+    const std::string id = "c" + std::to_string(i);
+    for (int a = 0; a < 2; ++a) {
+        const std::uint32_t s = stream + 2 * std::uint32_t(a);
+        const std::int64_t t0 = t + a * 50 * ms;
+        b.push_back(frame(conn, s, t0, FrameHeaders, Direction::ClientToServer));
+        b.push_back(headers(conn, s, t0, true, id, a, 0));
+        b.push_back(frame(conn, s, t0 + 20'000, FrameData, Direction::ClientToServer));
+        b.push_back(frame(conn, s, t0 + 900'000, FrameHeaders, Direction::ServerToClient));
+        b.push_back(headers(conn, s, t0 + 900'000, false, id, 0, a == 0 ? 14 : 0));
+    }
+}
+
+long peakRssKb()
+{
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
+long currentRssKb()
+{
+    std::ifstream f("/proc/self/statm");
+    long pages = 0, resident = 0;
+    f >> pages >> resident;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+struct Run
+{
+    std::uint64_t calls = 0;
+    double seconds = 0;
+    std::vector<double> batchMs;
+    size_t peakModelBytes = 0;
+    size_t finalModelBytes = 0;
+    size_t keptCalls = 0;
+    size_t evicted = 0;
+    long rssKb = 0;
+};
+
+Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch)
+{
+    Run r;
+    r.calls = calls;
+    model.appendBatch({[] {
+        WireEvent e;
+        e.kind = EventKind::ConnectionOpened;
+        e.connection = 1;
+        return e;
+    }()});
+    for (std::uint32_t c = 2; c <= 8; ++c) {
+        WireEvent e;
+        e.kind = EventKind::ConnectionOpened;
+        e.connection = c;
+        model.appendBatch({e});
+    }
+    const auto start = std::chrono::steady_clock::now();
+    EventBatch batch;
+    for (std::uint64_t i = 0; i < calls; i += callsPerBatch) {
+        batch.clear();
+        for (std::uint64_t k = i; k < std::min(calls, i + callsPerBatch); ++k)
+            appendCall(batch, k);
+        const auto t0 = std::chrono::steady_clock::now();
+        model.appendBatch(batch);
+        r.batchMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if ((i / callsPerBatch) % 64 == 0)
+            r.peakModelBytes = std::max(r.peakModelBytes, model.memoryBytes());
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.finalModelBytes = model.memoryBytes();
+    r.peakModelBytes = std::max(r.peakModelBytes, r.finalModelBytes);
+    r.keptCalls = model.store().calls().size();
+    r.evicted = model.store().evictedCalls();
+    r.rssKb = currentRssKb();
+    return r;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QCoreApplication app(argc, argv);
+    std::uint64_t calls = 1'000'000;
+    size_t budgetMb = 256;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--quick")) {
+            calls = 200'000;
+        } else if (!std::strcmp(argv[i], "--budget-mb") && i + 1 < argc) {
+            budgetMb = size_t(std::atol(argv[++i]));
+        } else {
+            std::fprintf(stderr, "usage: rpcscope-retentionbench [--quick] [--budget-mb N]\n");
+            return 2;
+        }
+    }
+    const size_t callsPerBatch = 256; // ~16 ms of a busy relay
+    std::fprintf(stderr, "feeding %llu calls (2 attempts each) with a %zu MB budget...\n",
+                 (unsigned long long)calls, budgetMb);
+
+    // Baseline in the same run: a tenth of the calls, no retention at all.
+    Run unbounded;
+    {
+        TimelineModel model;
+        unbounded = feed(model, calls / 10, callsPerBatch);
+    }
+    const long rssAfterBaseline = currentRssKb();
+    Run bounded;
+    TimelineModel model;
+    RetentionPolicy policy;
+    policy.maxBytes = budgetMb << 20;
+    model.setRetention(policy);
+    bounded = feed(model, calls, callsPerBatch);
+
+    std::vector<double> sorted = bounded.batchMs;
+    std::sort(sorted.begin(), sorted.end());
+    auto pct = [&](double p) { return sorted[size_t(p * double(sorted.size() - 1))]; };
+    const double perCallUnbounded = double(unbounded.finalModelBytes) / double(unbounded.calls);
+    std::printf("measurement                                              | value\n");
+    std::printf("---------------------------------------------------------+--------------------------------\n");
+    std::printf("unbounded baseline: %8llu calls, model memory            | %.0f MB (%.0f B per call)\n",
+                (unsigned long long)unbounded.calls, double(unbounded.finalModelBytes) / (1 << 20),
+                perCallUnbounded);
+    std::printf("unbounded, projected to %llu calls                     | %.0f MB\n",
+                (unsigned long long)calls, perCallUnbounded * double(calls) / (1 << 20));
+    std::printf("with retention (budget %zu MB): peak model memory        | %.0f MB (%.2f of the budget)\n",
+                budgetMb, double(bounded.peakModelBytes) / (1 << 20),
+                double(bounded.peakModelBytes) / double(policy.maxBytes));
+    std::printf("with retention: calls kept at the end / evicted          | %zu / %zu\n", bounded.keptCalls,
+                bounded.evicted);
+    std::printf("process peak RSS (both runs) / RSS before the long run   | %ld MB / %ld MB\n", peakRssKb() / 1024,
+                rssAfterBaseline / 1024);
+    std::printf("process RSS at the end of the long run                   | %ld MB\n", bounded.rssKb / 1024);
+    std::printf("feed rate                                                | %.0f calls/s (%.1f s)\n",
+                double(bounded.calls) / bounded.seconds, bounded.seconds);
+    std::printf("GUI thread per batch of %zu calls: p50 / p99 / max         | %.2f / %.2f / %.1f ms\n",
+                callsPerBatch, pct(0.5), pct(0.99), sorted.back());
+    std::printf("batches over 16 ms (one frame)                           | %zu of %zu\n",
+                size_t(std::count_if(sorted.begin(), sorted.end(), [](double v) { return v > 16; })),
+                sorted.size());
+
+    return 0;
+}
