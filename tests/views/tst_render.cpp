@@ -197,6 +197,36 @@ private slots:
         QVERIFY(countColor(img, QRect(int(x) - 2, 0, 5, img.height()), red) > 10);
     }
 
+    // Where retention cut is marked on the ruler, in the deadline red, at the end of the latest evicted call.
+    void retentionCutMarked()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        WireEvent open;
+        open.kind = EventKind::ConnectionOpened;
+        open.connection = 1;
+        EventBatch b{open};
+        for (int i = 0; i < 40; ++i) {
+            b.push_back(req(std::uint32_t(2 * i + 1), i * 10 * ms, std::nullopt, "c" + std::to_string(i), 5000 * ms));
+            b.push_back(end(std::uint32_t(2 * i + 1), i * 10 * ms + 5 * ms, 0));
+        }
+        model.appendBatch(b);
+        const QImage before = TimelinePainter::renderImage(model.store(), 1200, {});
+        RetentionPolicy keep10;
+        keep10.maxCalls = 10;
+        model.setRetention(keep10);
+        QVERIFY(model.store().evictedCalls() >= 30);
+        TimelinePainter painter(&model.store());
+        const qint64 lo = model.store().retentionCutNs() - 20 * ms, hi = painter.fullRange().second;
+        painter.setRange(lo, hi);
+        const QImage img = TimelinePainter::renderImage(model.store(), 1200, {}, 1.0, std::pair{lo, hi});
+        const QColor red(0xc6, 0x28, 0x28);
+        const double x = painter.axis(QRectF(0, 0, 1200, img.height())).timeToX(model.store().retentionCutNs());
+        // The ruler (below the title) carries the red cut line and its label; before eviction there was none.
+        QVERIFY(countColor(img, QRect(int(x) - 2, 0, 5, 70), red) >= 10);
+        QVERIFY(countColor(before, QRect(0, 0, 1200, 70), red) == 0);
+    }
+
     void widgetZoomPanFit()
     {
         TimelineModel model;
