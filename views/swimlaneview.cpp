@@ -237,6 +237,19 @@ void SwimlaneView::setFilterText(const QString &text)
     updateOptions([&](TimelinePainter::Options &o) { o.filter = LaneFilter::parse(text); });
 }
 
+// Nested by chain: double-clicking a call's header folds (or unfolds) the calls made while serving it.
+void SwimlaneView::mouseDoubleClickEvent(QMouseEvent *e)
+{
+    const TimelinePainter::Hit hit = m_painter.hitTest(e->position(), canvas());
+    if (hit.kind != TimelinePainter::Hit::CallHeader || hit.call >= m_model->store().calls().size())
+        return QWidget::mouseDoubleClickEvent(e);
+    const std::string key = m_model->store().calls()[hit.call].key;
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (!o.filter.collapsed.erase(key))
+            o.filter.collapsed.insert(key);
+    });
+}
+
 void SwimlaneView::setGrouping(LaneGrouping grouping)
 {
     updateOptions([&](TimelinePainter::Options &o) { o.grouping = grouping; });

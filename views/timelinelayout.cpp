@@ -118,7 +118,8 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
             const std::uint32_t c = stack.back();
             stack.pop_back();
             if (all || filter.matches(calls[c])) addCall(store, c, m);
-            stack.insert(stack.end(), children[c].rbegin(), children[c].rend());
+            if (!filter.collapsed.count(calls[c].key))
+                stack.insert(stack.end(), children[c].rbegin(), children[c].rend());
         }
     } else if (grouping == LaneGrouping::None) {
         // A few connections get a lane each; more share one lane (grouping by connection separates them), so

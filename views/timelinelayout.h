@@ -4,6 +4,8 @@
 
 #include <QString>
 #include <cstdint>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace rpcscope {
@@ -27,6 +29,8 @@ struct LaneFilter
     QString method;
     QString status;
     QString text;
+    // Nested by chain: the calls (by key) whose nested calls are folded away (double-click a call's header).
+    std::set<std::string> collapsed;
 
     static LaneFilter parse(const QString &line);
     bool isEmpty() const { return method.isEmpty() && status.isEmpty() && text.isEmpty(); }

@@ -88,6 +88,7 @@ constexpr MarkerKind kMarkerKinds[] = {
     {"budget-check-failed", "budget check failed"},
     {"health", "health"},
     {"deduplicated", "deduplicated"},
+    {"custom", "event"}, // reported through the ingestion endpoint; its detail starts with its label
 };
 const char *markerLabel(const std::string &kind)
 {
@@ -858,7 +859,9 @@ void TimelinePainter::paintPolicyBand(QPainter *p, const QRectF &band, const Tim
             QPolygonF({QPointF(x, cy - r), QPointF(x + r, cy), QPointF(x, cy + r), QPointF(x - r, cy)}));
         p->setRenderHint(QPainter::Antialiasing, false);
         p->setBrush(Qt::NoBrush);
-        const QString text = QString::fromLatin1(markerLabel(e->kind));
+        // A custom event (ingestion endpoint) says what it is itself: "label: detail".
+        const QString text = e->kind == "custom" && !e->detail.empty() ? QString::fromStdString(e->detail)
+                                                                        : QString::fromLatin1(markerLabel(e->kind));
         const double tw = QFontMetricsF(p->font()).horizontalAdvance(text);
         if (x + r + 2 > lastTextRight && x + r + 2 + tw < right) {
             p->setPen(th.labMarker);
@@ -1252,6 +1255,8 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
         warning = QStringLiteral("⚠ deadline dropped by this hop");
     if (!chain.isEmpty() && (call.parentCall || !call.hop.empty()))
         summary += QStringLiteral(" · ") + chain;
+    if (m_options.grouping == LaneGrouping::Chain && m_options.filter.collapsed.count(call.key))
+        summary += QStringLiteral(" · ▸ nested calls folded (double-click)");
     p->setFont(font(13));
     p->drawText(QRectF(ax.left, top, right - ax.left - 8, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
                 summary);
@@ -1459,7 +1464,10 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
             p->setRenderHint(QPainter::Antialiasing, false);
             p->setBrush(Qt::NoBrush);
             QString text = QString::fromLatin1(markerLabel(e->kind));
-            if (!e->detail.empty()) text += QStringLiteral(": ") + QString::fromStdString(e->detail);
+            if (e->kind == "custom" && !e->detail.empty())
+                text = QString::fromStdString(e->detail);
+            else if (!e->detail.empty())
+                text += QStringLiteral(": ") + QString::fromStdString(e->detail);
             const double tw = smallFm.horizontalAdvance(text);
             if (x + r + 3 > lastTextRight && x + r + 3 + tw < right) {
                 p->setPen(th.labMarker);

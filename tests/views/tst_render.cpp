@@ -227,6 +227,67 @@ private slots:
         QVERIFY(countColor(before, QRect(0, 0, 1200, 70), red) == 0);
     }
 
+    // Nested by chain: calls made while serving another follow it, indented; double-clicking its header folds
+    // them away and back.
+    void chainNestingFolds()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch b;
+        for (std::uint32_t c = 1; c <= 3; ++c) {
+            WireEvent open;
+            open.kind = EventKind::ConnectionOpened;
+            open.connection = c;
+            b.push_back(open);
+        }
+        auto hop = [](std::uint32_t conn, std::int64_t t0, std::int64_t t1, const std::string &id, const char *span) {
+            WireEvent r = req(1, t0, std::nullopt, id, 500 * ms);
+            r.connection = conn;
+            r.grpc.traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+            r.grpc.parentSpanId = span;
+            WireEvent e = end(1, t1, 0);
+            e.connection = conn;
+            return EventBatch{r, e};
+        };
+        for (const auto &part : {hop(1, 10 * ms, 100 * ms, "A", "00f067aa0ba902b7"),
+                                 hop(2, 20 * ms, 90 * ms, "B", "00f067aa0ba902b8"),
+                                 hop(3, 30 * ms, 80 * ms, "C", "00f067aa0ba902b9")})
+            b.insert(b.end(), part.begin(), part.end());
+        // An unrelated call that starts between them.
+        b.push_back(req(3, 25 * ms, std::nullopt, "other", 500 * ms));
+        b.push_back(end(3, 26 * ms, 0));
+        model.appendBatch(b);
+        QCOMPARE(model.store().nestingDepth(2), 2);
+
+        SwimlaneView view(&model);
+        view.resize(1200, 500);
+        view.setGrouping(LaneGrouping::Chain);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        // Lanes in chain order: A, B, C (nested), then the unrelated call.
+        auto order = [&] {
+            std::vector<std::string> keys;
+            for (int y = 0; y < view.height(); ++y) {
+                const auto hit = view.timelinePainter().hitTest(QPointF(20, y), view.canvas());
+                if (hit.kind == TimelinePainter::Hit::CallHeader &&
+                    (keys.empty() || keys.back() != model.store().calls()[hit.call].key))
+                    keys.push_back(model.store().calls()[hit.call].key);
+            }
+            return keys;
+        };
+        QCOMPARE(order(), (std::vector<std::string>{"A", "B", "C", "other"}));
+        // Fold A: B and C go, the unrelated call stays; unfold again.
+        int headerY = -1;
+        for (int y = 0; y < view.height() && headerY < 0; ++y)
+            if (view.timelinePainter().hitTest(QPointF(20, y), view.canvas()).kind == TimelinePainter::Hit::CallHeader)
+                headerY = y;
+        QVERIFY(headerY >= 0);
+        QTest::mouseDClick(&view, Qt::LeftButton, {}, QPoint(20, headerY + 2));
+        QTRY_COMPARE(order(), (std::vector<std::string>{"A", "other"}));
+        QTest::mouseDClick(&view, Qt::LeftButton, {}, QPoint(20, headerY + 2));
+        QTRY_COMPARE(order(), (std::vector<std::string>{"A", "B", "C", "other"}));
+    }
+
     void widgetZoomPanFit()
     {
         TimelineModel model;
