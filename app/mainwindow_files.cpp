@@ -142,6 +142,14 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     // Status bar: refreshed once a second.
     m_statusLabel = new QLabel(this);
     m_statusLabel->setObjectName(QStringLiteral("sessionStatus"));
+    m_statusLabel->setTextFormat(Qt::RichText);
+    connect(m_statusLabel, &QLabel::linkActivated, this, [this](const QString &link) {
+        bool ok = false;
+        const size_t index = link.section(QLatin1Char(':'), 1).toULongLong(&ok);
+        if (ok && index < m_model->store().connections().size())
+            QMessageBox::information(this, QStringLiteral("Connection %1").arg(m_model->store().connections()[index].id),
+                                     m_view->connectionToolTip(index));
+    });
     statusBar()->addWidget(m_statusLabel, 1);
     auto *timer = new QTimer(this);
     connect(timer, &QTimer::timeout, this, &MainWindow::updateStatus);
@@ -165,21 +173,28 @@ QString MainWindow::statusText() const
     if (!capture.isEmpty())
         parts << capture;
     const auto &store = m_model->store();
-    parts << QStringLiteral("%1 calls").arg(store.calls().size());
+    // Calls in view: those overlapping the visible time range.
+    const qint64 from = m_view->timelinePainter().rangeStart(), to = m_view->timelinePainter().rangeEnd();
+    size_t inView = 0;
+    for (const Call &c : store.calls())
+        inView += c.startNs() <= to && c.endNs().value_or(store.latestNs()) >= from;
+    parts << QStringLiteral("%1 calls (%2 in view)").arg(store.calls().size()).arg(inView);
     parts << megabytes(m_model->memoryBytes());
     if (store.evictedCalls())
         parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
     int undecodable = 0;
-    std::uint32_t which = 0;
-    for (const Connection &c : store.connections())
-        if (!c.decodeError.empty()) {
+    size_t which = 0;
+    for (size_t i = 0; i < store.connections().size(); ++i)
+        if (!store.connections()[i].decodeError.empty()) {
             ++undecodable;
-            which = c.id;
+            which = i;
         }
+    // A link: clicking it shows what went wrong on that connection.
     if (undecodable)
-        parts << QStringLiteral("%1 connection%2 not decodable (last: connection %3)")
+        parts << QStringLiteral("<a href=\"connection:%4\">%1 connection%2 not decodable (last: connection %3)</a>")
                      .arg(undecodable)
                      .arg(undecodable == 1 ? "" : "s")
+                     .arg(store.connections()[which].id)
                      .arg(which);
     return parts.join(QStringLiteral(" · "));
 }
