@@ -35,8 +35,16 @@ size_t TimelineStore::approxBytes() const
                m_pings.capacity() * sizeof(PingRecord) + m_stalls.capacity() * sizeof(FlowStall);
     // Index structures: a map node per call key, a hash node per trace member (roughly).
     n += m_callsByKey.size() * 96 + m_calls.size() * 16;
-    for (const Call &c : m_calls)
-        n += callBytes(c);
+    // Calls and attempts by count; their strings and spare capacity from a sample of one call in 64, so this
+    // stays cheap enough to run on the GUI thread every few batches.
+    n += m_calls.size() * sizeof(Call) + m_attemptCount * sizeof(Attempt);
+    size_t sampled = 0, extra = 0;
+    for (size_t i = 0; i < m_calls.size(); i += 64, ++sampled) {
+        const Call &c = m_calls[i];
+        extra += callBytes(c) - sizeof(Call) - c.attempts.size() * sizeof(Attempt);
+    }
+    if (sampled)
+        n += size_t(double(extra) / double(sampled) * double(m_calls.size()));
     for (const LabEventRecord &e : m_labEvents)
         n += sizeof(LabEventRecord) + stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId);
     return n;
@@ -157,6 +165,7 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     std::vector<bool> goneCall(m_calls.size(), false);
     for (size_t i : evicted) {
         goneCall[i] = true;
+        m_attemptCount -= m_calls[i].attempts.size();
         m_retentionCutNs = std::max(m_retentionCutNs, m_calls[i].endNs().value_or(0));
     }
 

@@ -194,16 +194,18 @@ bool TimelineModel::enforceRetention()
     size_t storeBytes = 0;
     if (m_retention.maxBytes) {
         // The budget covers the store and the log; the log shrinks with the store, so give the store its share.
+        // Evict from 95% of the budget on, so the calls arriving between two checks still fit in it.
+        const size_t limit = m_retention.maxBytes / 20 * 19;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.encodedBytes();
-        storePolicy.maxBytes = std::max<size_t>(
-            1, size_t(double(m_retention.maxBytes) * double(storeBytes) / double(std::max<size_t>(1, total))));
-        // Check again before the budget can be reached: after the calls that would fill the room left.
+        storePolicy.maxBytes =
+            std::max<size_t>(1, size_t(double(limit) * double(storeBytes) / double(std::max<size_t>(1, total))));
+        // Check again before the limit can be reached: after half the calls that would fill the room left.
         const size_t calls = std::max<size_t>(1, m_store.calls().size());
         const double perCall = double(total) / double(calls);
-        if (total < m_retention.maxBytes)
-            m_nextCheckCalls = calls + size_t(double(m_retention.maxBytes - total) / perCall * 0.8);
-        if (total <= m_retention.maxBytes && !m_retention.maxCalls && !m_retention.maxAgeNs)
+        if (total < limit)
+            m_nextCheckCalls = calls + size_t(double(limit - total) / perCall * 0.5);
+        if (total <= limit && !m_retention.maxCalls && !m_retention.maxAgeNs)
             return false;
     }
     const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);

@@ -57,6 +57,7 @@ void TimelineStore::clear()
     m_retentionCutNs = 0;
     m_evictedCalls = 0;
     m_unresolvedLabEvents.clear();
+    m_attemptCount = 0;
     m_latestNs = m_originNs;
     ++m_generation;
 }
@@ -230,6 +231,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
     }
     Call &call = m_calls[callIndex];
     call.attempts.push_back(std::move(a));
+    ++m_attemptCount;
     m_openStreams[key] = {callIndex, call.attempts.size() - 1};
     if (call.traceId.empty())
         return;

@@ -128,6 +128,7 @@ private:
     bool m_recordFrames = true;
     static size_t callBytes(const Call &c);
     std::int64_t m_retentionCutNs = 0;
+    size_t m_attemptCount = 0; // in m_calls, kept up to date so approxBytes() need not walk every call
     size_t m_evictedCalls = 0;
 };
 
