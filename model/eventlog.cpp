@@ -35,10 +35,7 @@ void EventLog::append(const EventBatch &batch)
         encoded = encodeBatch(trimmed);
     }
     m_encodedBytes += encoded.size();
-    std::int64_t minNs = INT64_MAX;
-    for (const WireEvent &e : batch)
-        minNs = std::min(minNs, e.tNs);
-    m_batches.push_back({std::move(encoded), batch.size(), minNs});
+    m_batches.push_back(describe(std::move(encoded), batch));
     m_events += batch.size();
     ++m_generation;
 }
@@ -51,8 +48,20 @@ EventBatch EventLog::batch(size_t i) const
     return out;
 }
 
+EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events)
+{
+    Batch b{std::move(encoded), events.size(), INT64_MAX, INT64_MIN, false};
+    for (const WireEvent &e : events) {
+        b.minNs = std::min(b.minNs, e.tNs);
+        b.maxNs = std::max(b.maxNs, e.tNs);
+        b.mustKeep = b.mustKeep || e.kind == EventKind::ConnectionOpened || e.kind == EventKind::ConnectionClosed ||
+                     e.kind == EventKind::DecodeError || e.kind == EventKind::Notice || e.kind == EventKind::LabEvent;
+    }
+    return b;
+}
+
 void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
-                     std::int64_t keepFromNs, std::int64_t untilNs)
+                     std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept)
 {
     const std::unordered_set<std::uint64_t> goneStreams(streams.begin(), streams.end());
     const std::unordered_set<std::string> goneKeys(keys.begin(), keys.end());
@@ -78,6 +87,12 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
             kept.push_back(std::move(m_batches[i]));
             continue;
         }
+        // Wholly older than everything kept, and nothing in it that always stays: dropped without decoding.
+        if (m_batches[i].maxNs < keepFromNs && !m_batches[i].mustKeep && !pinnedKept) {
+            m_events -= m_batches[i].events;
+            m_encodedBytes -= m_batches[i].encoded.size();
+            continue;
+        }
         EventBatch events = batch(i);
         const size_t before = events.size();
         std::erase_if(events, drop);
@@ -85,10 +100,7 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         m_encodedBytes -= m_batches[i].encoded.size();
         if (events.empty())
             continue;
-        std::int64_t minNs = INT64_MAX;
-        for (const WireEvent &e : events)
-            minNs = std::min(minNs, e.tNs);
-        Batch b{encodeBatch(events), events.size(), minNs};
+        Batch b = describe(encodeBatch(events), events);
         m_encodedBytes += b.encoded.size();
         kept.push_back(std::move(b));
     }

@@ -29,8 +29,9 @@ public:
     // events before keepFromNs that belong to no call kept; connection opens and closes always stay, so a
     // saved file still replays to exactly what the store kept. Only batches holding events up to `untilNs`
     // (the latest evicted call's end) are rewritten.
+    // `pinnedKept`: some pinned call stayed, so old batches must be looked into rather than dropped whole.
     void evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
-               std::int64_t keepFromNs, std::int64_t untilNs);
+               std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept = false);
 
     size_t batchCount() const { return m_batches.size(); }
     size_t batchEventCount(size_t i) const { return m_batches[i].events; }
@@ -53,7 +54,10 @@ private:
         std::string encoded;
         size_t events = 0;
         std::int64_t minNs = 0; // its earliest event, so retention can skip batches it cannot touch
+        std::int64_t maxNs = 0; // its latest
+        bool mustKeep = false;  // holds events retention always keeps (connections, notices, lab events)
     };
+    static Batch describe(std::string encoded, const EventBatch &events);
     std::vector<Batch> m_batches;
     size_t m_events = 0;
     size_t m_encodedBytes = 0;

@@ -195,6 +195,7 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     keepFrom = std::min(keepFrom, m_retentionCutNs + 1);
     if (gone) {
         gone->keepFromNs = keepFrom;
+        gone->pinnedKept = !pinnedKeys.empty();
         for (size_t i : evicted) {
             for (const Attempt &a : m_calls[i].attempts)
                 gone->streams.push_back(streamKey(a.connection, a.stream));

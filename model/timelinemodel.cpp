@@ -214,7 +214,7 @@ bool TimelineModel::enforceRetention()
     TimelineStore::Evicted gone;
     beginResetModel();
     m_store.evict(evicted, &gone);
-    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs());
+    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs(), gone.pinnedKept);
     m_publishedAttempts.clear();
     for (const Call &call : m_store.calls())
         m_publishedAttempts.push_back(int(call.attempts.size()));

@@ -69,6 +69,7 @@ public:
         std::vector<std::uint64_t> streams; // (connection << 32 | stream) of every evicted attempt
         std::vector<std::string> keys;      // evicted call keys
         std::int64_t keepFromNs = 0;        // frames, pings, stalls and lab events before this went too
+        bool pinnedKept = false;            // some pinned call stayed (its old events must too)
     };
     std::vector<size_t> enforce(const RetentionPolicy &policy, Evicted *gone = nullptr);
     // enforce() in two steps, so an item model can announce the change between them.
