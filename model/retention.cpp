@@ -31,8 +31,10 @@ size_t TimelineStore::callBytes(const Call &c)
 
 size_t TimelineStore::approxBytes() const
 {
-    size_t n = m_frames.capacity() * sizeof(FrameRecord) +
-               m_pings.capacity() * sizeof(PingRecord) + m_stalls.capacity() * sizeof(FlowStall);
+    // Sizes, not capacities: after an eviction the spare capacity is what the next calls fill, so a session's
+    // real footprint settles at its budget plus that slack instead of growing.
+    size_t n = m_frames.size() * sizeof(FrameRecord) + m_pings.size() * sizeof(PingRecord) +
+               m_stalls.size() * sizeof(FlowStall);
     // Index structures: a map node per call key, a hash node per trace member (roughly).
     n += m_callsByKey.size() * 96 + m_calls.size() * 16;
     // Calls and attempts by count; their strings and spare capacity from a sample of one call in 64, so this
@@ -193,27 +195,32 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
         }
     }
     keepFrom = std::min(keepFrom, m_retentionCutNs + 1);
+    // The evicted calls' own frames go whenever they happened (a call still in flight holds keepFrom back).
+    std::unordered_set<std::uint64_t> evictedStreams;
+    for (size_t i : evicted)
+        for (const Attempt &a : m_calls[i].attempts)
+            evictedStreams.insert(streamKey(a.connection, a.stream));
     if (gone) {
         gone->keepFromNs = keepFrom;
         gone->pinnedKept = !pinnedKeys.empty();
-        for (size_t i : evicted) {
-            for (const Attempt &a : m_calls[i].attempts)
-                gone->streams.push_back(streamKey(a.connection, a.stream));
+        gone->streams.assign(evictedStreams.begin(), evictedStreams.end());
+        for (size_t i : evicted)
             gone->keys.push_back(m_calls[i].key);
-        }
     }
 
-    std::vector<Call> calls;
-    calls.reserve(next);
+    // Compacted in place: no second copy of every call while evicting.
+    size_t write = 0;
     for (size_t i = 0; i < m_calls.size(); ++i) {
         if (goneCall[i])
             continue;
         Call &c = m_calls[i];
         if (c.parentCall)
             c.parentCall = remap[*c.parentCall] == SIZE_MAX ? std::nullopt : std::optional(remap[*c.parentCall]);
-        calls.push_back(std::move(c));
+        if (write != i)
+            m_calls[write] = std::move(c);
+        ++write;
     }
-    m_calls = std::move(calls);
+    m_calls.resize(write);
     m_evictedCalls += evicted.size();
 
     for (auto it = m_callsByKey.begin(); it != m_callsByKey.end();) {
@@ -235,7 +242,8 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
         ref.call = remap[ref.call]; // open streams belong to calls still in flight, which always stay
 
     std::erase_if(m_frames, [&](const FrameRecord &f) {
-        return f.tNs < keepFrom && !pinnedStreams.count(streamKey(f.connection, f.stream));
+        const std::uint64_t key = streamKey(f.connection, f.stream);
+        return (f.stream && evictedStreams.count(key)) || (f.tNs < keepFrom && !pinnedStreams.count(key));
     });
     std::erase_if(m_pings, [&](const PingRecord &p) { return p.tNs < keepFrom; });
     std::erase_if(m_stalls, [&](const FlowStall &s) { return s.endNs && *s.endNs < keepFrom; });
@@ -250,11 +258,6 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     for (size_t i = 0; i < m_labEvents.size(); ++i)
         if (m_labEvents[i].callId.empty() && !m_labEvents[i].traceparent.empty())
             m_unresolvedLabEvents.push_back(i);
-    // Give the memory back: erasing alone keeps the vectors' capacity.
-    m_frames.shrink_to_fit();
-    m_pings.shrink_to_fit();
-    m_stalls.shrink_to_fit();
-    m_labEvents.shrink_to_fit();
     ++m_generation;
 }
 
