@@ -128,7 +128,7 @@ void CaptureDialog::removeHop(QPushButton *button)
 void CaptureDialog::relayout()
 {
     while (m_grid->count())
-        m_grid->takeAt(0);
+        delete m_grid->takeAt(0); // the layout's wrapper, not the widget
     const QStringList heads = {QStringLiteral("Label"), QStringLiteral("Listen on"), QStringLiteral("Target")};
     for (int c = 0; c < heads.size(); ++c) {
         auto *h = findChild<QLabel *>(QStringLiteral("head%1").arg(c));

@@ -358,10 +358,15 @@ private:
 struct PcapFile
 {
     pcap_t *p = nullptr;
-    ~PcapFile()
+    PcapFile() = default;
+    PcapFile(const PcapFile &) = delete;
+    PcapFile &operator=(const PcapFile &) = delete;
+    ~PcapFile() { close(); }
+    void close()
     {
         if (p)
             pcap_close(p);
+        p = nullptr;
     }
 };
 
@@ -421,7 +426,7 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
                      "; if the capture began mid-connection, give the server port";
             return false;
         }
-        file = PcapFile{};
+        file.close(); // read it again from the start
         if (!open(path, &file, error))
             return false;
     }

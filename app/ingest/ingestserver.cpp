@@ -236,14 +236,8 @@ struct IngestServer::Impl
                 break;
             if (fds[0].revents)
                 break;
-            if (fds[1].revents & POLLIN) {
-                const int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd >= 0 && clients.size() < 64)
-                    clients.push_back({fd, {}, {}});
-                else if (fd >= 0)
-                    ::close(fd);
-            }
-            for (size_t i = 0; i < clients.size(); ++i) {
+            // Only the clients that were polled: a client accepted below has no entry in fds yet.
+            for (size_t i = 0; i + 2 < fds.size() && i < clients.size(); ++i) {
                 Client &c = clients[i];
                 const short re = fds[i + 2].revents;
                 bool dead = false;
@@ -300,6 +294,13 @@ struct IngestServer::Impl
                     fds.erase(fds.begin() + std::ptrdiff_t(i) + 2);
                     --i;
                 }
+            }
+            if (fds[1].revents & POLLIN) {
+                const int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd >= 0 && clients.size() < 64)
+                    clients.push_back({fd, {}, {}});
+                else if (fd >= 0)
+                    ::close(fd);
             }
         }
         for (Client &c : clients)
