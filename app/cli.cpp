@@ -183,11 +183,6 @@ bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::s
     return true;
 }
 
-bool isLoopback(const std::string &host)
-{
-    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 int cmdList()
 {
     int width = 0;
@@ -294,7 +289,7 @@ int cmdCapture(std::vector<std::string> args)
     if (!parseHostPort(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0", &listen, &error) ||
         !parseHostPort(opts["--target"], &target, &error))
         return usageError(error);
-    if (!isLoopback(listen.host)) {
+    if (!isLoopbackHost(listen.host)) {
         // The proxy forwards anything to the target and records it: on a reachable address that is an open relay.
         if (!opts.count("--allow-remote"))
             return usageError("listening on " + listen.toString() +

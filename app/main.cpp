@@ -97,15 +97,7 @@ int main(int argc, char **argv)
     model.setOrigin(steadyNowNs(), wallNowNs());
     // The inspector's header blocks are fed the same batches as the model, on the model's thread.
     HeaderLog headerLog;
-    const Relay::Sink sink = [&model, &headerLog](EventBatch &&batch) {
-        QMetaObject::invokeMethod(
-            &model,
-            [&model, &headerLog, b = std::move(batch)] {
-                headerLog.record(b);
-                model.appendBatch(b);
-            },
-            Qt::QueuedConnection);
-    };
+    const Relay::Sink sink = queuedSinkTo(&model, [&headerLog](const EventBatch &b) { headerLog.record(b); });
     lab::LabSession labSession;
     if (withLab) {
         std::string error;

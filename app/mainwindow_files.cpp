@@ -7,6 +7,7 @@
 #include "captureio.h"
 #include "capturesession.h"
 #include "headerlog.h"
+#include "modelsink.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
@@ -85,16 +86,10 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     addActions({open, save});
 
     // Capture: your own services.
-    const CaptureSession::Sink toModel = [this](EventBatch &&batch) {
-        QMetaObject::invokeMethod(
-            m_model,
-            [this, b = std::move(batch)] {
-                if (m_headers)
-                    m_headers->record(b);
-                m_model->appendBatch(b);
-            },
-            Qt::QueuedConnection);
-    };
+    const CaptureSession::Sink toModel = queuedSinkTo(m_model, [this](const EventBatch &b) {
+        if (m_headers)
+            m_headers->record(b);
+    });
     m_capture = new CaptureSession(m_model, this, toModel);
     m_capturePanel = new CapturePanel(m_capture, this);
     connect(m_capturePanel, &CapturePanel::clearRequested, m_model, &TimelineModel::clear);

@@ -52,58 +52,6 @@ size_t TimelineStore::approxBytes() const
     return n;
 }
 
-std::optional<size_t> TimelineStore::callIndex(const std::string &callId) const
-{
-    const auto it = m_callsByKey.find(callId);
-    return it == m_callsByKey.end() ? std::nullopt : std::optional(it->second);
-}
-
-std::optional<size_t> TimelineStore::attemptAt(size_t call, std::int64_t tNs) const
-{
-    if (call >= m_calls.size())
-        return std::nullopt;
-    const auto &attempts = m_calls[call].attempts;
-    std::optional<size_t> found;
-    for (size_t i = 0; i < attempts.size() && attempts[i].startNs <= tNs; ++i)
-        found = i;
-    return found;
-}
-
-std::string TimelineStore::callForTraceparent(const std::string &traceparent, std::int64_t tNs,
-                                              bool exactOnly) const
-{
-    // version-traceid-parentid-flags
-    if (traceparent.size() < 55)
-        return {};
-    const std::string traceId = traceparent.substr(3, 32), spanId = traceparent.substr(36, 16);
-    const auto it = m_traces.find(traceId);
-    if (it == m_traces.end())
-        return {};
-    const Call *latest = nullptr;
-    for (size_t c : it->second) {
-        const Call &call = m_calls[c];
-        if (call.spanId == spanId)
-            return call.key;
-        if (call.startNs() <= tNs && (!latest || call.startNs() >= latest->startNs()))
-            latest = &call;
-    }
-    return latest && !exactOnly ? latest->key : std::string();
-}
-
-void TimelineStore::resolveLabEvents()
-{
-    std::erase_if(m_unresolvedLabEvents, [this](size_t i) {
-        if (i >= m_labEvents.size())
-            return true;
-        LabEventRecord &e = m_labEvents[i];
-        // Wait a while for the very call that carried it (relays deliver in their own time), then settle for
-        // the latest call of its trace.
-        constexpr std::int64_t kWaitNs = 5'000'000'000;
-        e.callId = callForTraceparent(e.traceparent, e.tNs, m_latestNs - e.tNs < kWaitNs);
-        return !e.callId.empty();
-    });
-}
-
 void TimelineStore::setPinned(size_t call, bool pinned)
 {
     if (call < m_calls.size() && m_calls[call].pinned != pinned) {

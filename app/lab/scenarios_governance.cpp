@@ -104,6 +104,31 @@ ScenarioResult failed(std::string why)
     return r;
 }
 
+// Starts `server` with `options` and opens a capture hop labelled `label` in front of it; the address to dial,
+// or empty with the reason in *problem.
+std::string serveBehindHop(const ScenarioContext &ctx, LabServer &server, const LabServerOptions &options,
+                           const std::string &label, std::string *problem)
+{
+    server.setOptions(options);
+    if (!server.start(problem))
+        return {};
+    return hop(ctx, label, serverAddress(server), problem);
+}
+
+// A scenario whose calls each made one attempt and should end OK, checked as a whole by `held`.
+ScenarioResult allOk(bool held, std::string summary, std::initializer_list<const std::vector<CallResult> *> runs)
+{
+    ScenarioResult r;
+    r.expectationHeld = held;
+    r.summary = std::move(summary);
+    for (const auto *calls : runs)
+        for (const CallResult &c : *calls) {
+            r.calls.push_back(c);
+            r.expected.push_back({c.callId, 1, kOk});
+        }
+    return r;
+}
+
 double percentile(std::vector<double> v, double p)
 {
     if (v.empty())
@@ -462,12 +487,9 @@ ScenarioResult runBulkhead(const ScenarioContext &ctx, const ScenarioParams &p)
     LabServer server;
     LabServerOptions options;
     options.handlerPool = std::max(1, p.integer("pool"));
-    server.setOptions(options);
     std::string problem;
-    if (!server.start(&problem))
-        return failed(problem);
-    const std::string address = hop(ctx, "pool of " + std::to_string(options.handlerPool) + " workers",
-                                    serverAddress(server), &problem);
+    const std::string address = serveBehindHop(
+        ctx, server, options, "pool of " + std::to_string(options.handlerPool) + " workers", &problem);
     if (address.empty())
         return failed(problem);
     const BulkheadRun shared = runBulkheadPhase(ctx, address, p, false);
@@ -496,15 +518,7 @@ ScenarioResult runBulkhead(const ScenarioContext &ctx, const ScenarioParams &p)
     if (!held)
         s << " (expected the shared p50 at least " << slowMs / 2 << " ms, the bulkhead p99 below "
           << slowMs / 4 << " ms, and " << wantRejected << " rejections)";
-    ScenarioResult r;
-    r.expectationHeld = held;
-    r.summary = s.str();
-    for (const auto *run : {&shared, &isolated})
-        for (const CallResult &c : run->calls) {
-            r.calls.push_back(c);
-            r.expected.push_back({c.callId, 1, kOk});
-        }
-    return r;
+    return allOk(held, s.str(), {&shared.calls, &isolated.calls});
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -670,12 +684,9 @@ ScenarioResult runChannelPool(const ScenarioContext &ctx, const ScenarioParams &
     LabServer server;
     LabServerOptions options;
     options.maxConcurrentStreams = streams;
-    server.setOptions(options);
     std::string problem;
-    if (!server.start(&problem))
-        return failed(problem);
     const std::string address =
-        hop(ctx, "MAX_CONCURRENT_STREAMS " + std::to_string(streams), serverAddress(server), &problem);
+        serveBehindHop(ctx, server, options, "MAX_CONCURRENT_STREAMS " + std::to_string(streams), &problem);
     if (address.empty())
         return failed(problem);
 
@@ -727,15 +738,7 @@ ScenarioResult runChannelPool(const ScenarioContext &ctx, const ScenarioParams &
     if (!held)
         s << " (expected one channel and the equal-argument channels capped at " << streams << " streams in "
           << waves << " waves, the pool above it in " << poolWaves << ")";
-    ScenarioResult r;
-    r.expectationHeld = held;
-    r.summary = s.str();
-    for (const Wave *w : {&one, &same, &many})
-        for (const CallResult &c : w->calls) {
-            r.calls.push_back(c);
-            r.expected.push_back({c.callId, 1, kOk});
-        }
-    return r;
+    return allOk(held, s.str(), {&one.calls, &same.calls, &many.calls});
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -747,11 +750,8 @@ ScenarioResult runHealthCheck(const ScenarioContext &ctx, const ScenarioParams &
     LabServer server;
     LabServerOptions options;
     options.healthService = true;
-    server.setOptions(options);
     std::string problem;
-    if (!server.start(&problem))
-        return failed(problem);
-    const std::string address = hop(ctx, "health", serverAddress(server), &problem);
+    const std::string address = serveBehindHop(ctx, server, options, "health", &problem);
     if (address.empty())
         return failed(problem);
 
