@@ -50,12 +50,14 @@ EventBatch EventLog::batch(size_t i) const
 
 EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events)
 {
-    Batch b{std::move(encoded), events.size(), INT64_MAX, INT64_MIN, false};
+    Batch b{std::move(encoded), events.size(), INT64_MAX, INT64_MIN, false, true};
     for (const WireEvent &e : events) {
         b.minNs = std::min(b.minNs, e.tNs);
         b.maxNs = std::max(b.maxNs, e.tNs);
-        b.mustKeep = b.mustKeep || e.kind == EventKind::ConnectionOpened || e.kind == EventKind::ConnectionClosed ||
-                     e.kind == EventKind::DecodeError || e.kind == EventKind::Notice || e.kind == EventKind::LabEvent;
+        const bool always = e.kind == EventKind::ConnectionOpened || e.kind == EventKind::ConnectionClosed ||
+                            e.kind == EventKind::DecodeError || e.kind == EventKind::Notice;
+        b.mustKeep = b.mustKeep || always || e.kind == EventKind::LabEvent;
+        b.onlyKept = b.onlyKept && always;
     }
     return b;
 }
@@ -63,8 +65,13 @@ EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events
 void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
                      std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept)
 {
-    const std::unordered_set<std::uint64_t> goneStreams(streams.begin(), streams.end());
-    const std::unordered_set<std::string> goneKeys(keys.begin(), keys.end());
+    // `streams` is sorted; the keys are only hashed once a lab event needs them.
+    std::unordered_set<std::string> goneKeys;
+    auto keyGone = [&](const std::string &key) {
+        if (goneKeys.empty() && !keys.empty())
+            goneKeys.insert(keys.begin(), keys.end());
+        return goneKeys.count(key) > 0;
+    };
     auto drop = [&](const WireEvent &e) {
         switch (e.kind) {
         case EventKind::ConnectionOpened:
@@ -73,9 +80,10 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         case EventKind::Notice:
             return false;
         case EventKind::LabEvent:
-            return goneKeys.count(e.grpc.callId) || (e.tNs < keepFromNs && e.grpc.callId.empty());
+            return (e.tNs < keepFromNs && e.grpc.callId.empty()) || keyGone(e.grpc.callId);
         default:
-            if (e.stream && goneStreams.count((std::uint64_t(e.connection) << 32) | e.stream))
+            if (e.stream && std::binary_search(streams.begin(), streams.end(),
+                                               (std::uint64_t(e.connection) << 32) | e.stream))
                 return true;
             return e.tNs < keepFromNs && e.stream == 0;
         }
@@ -83,7 +91,7 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
     std::vector<Batch> kept;
     kept.reserve(m_batches.size());
     for (size_t i = 0; i < m_batches.size(); ++i) {
-        if (m_batches[i].minNs > untilNs) {
+        if (m_batches[i].minNs > untilNs || m_batches[i].onlyKept) {
             kept.push_back(std::move(m_batches[i]));
             continue;
         }

@@ -25,7 +25,7 @@ public:
 
     void append(const EventBatch &batch);
     void clear();
-    // Retention: drops the events of evicted calls (their streams and call keys) and the frames, pings and lab
+    // Retention: drops the events of evicted calls (their streams, sorted, and call keys) and the frames, pings and lab
     // events before keepFromNs that belong to no call kept; connection opens and closes always stay, so a
     // saved file still replays to exactly what the store kept. Only batches holding events up to `untilNs`
     // (the latest evicted call's end) are rewritten.
@@ -56,6 +56,7 @@ private:
         std::int64_t minNs = 0; // its earliest event, so retention can skip batches it cannot touch
         std::int64_t maxNs = 0; // its latest
         bool mustKeep = false;  // holds events retention always keeps (connections, notices, lab events)
+        bool onlyKept = false;  // holds nothing else (connections, notices): retention never rewrites it
     };
     static Batch describe(std::string encoded, const EventBatch &events);
     std::vector<Batch> m_batches;

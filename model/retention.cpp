@@ -56,6 +56,7 @@ void TimelineStore::setPinned(size_t call, bool pinned)
 {
     if (call < m_calls.size() && m_calls[call].pinned != pinned) {
         m_calls[call].pinned = pinned;
+        m_pinnedCalls += pinned ? 1 : -1;
         ++m_generation;
     }
 }
@@ -86,9 +87,11 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
     if (!overBytes && !overCalls && !overAge)
         return evicted;
 
-    // Evict down to 90% of the limits, so eviction runs in chunks rather than on every batch.
-    const size_t bytesTarget = overBytes ? policy.maxBytes / 10 * 9 : SIZE_MAX;
-    const size_t callsTarget = overCalls ? policy.maxCalls / 10 * 9 : SIZE_MAX;
+    // Evict down to a fraction of the limits (90% by default), so eviction runs in chunks rather than on every
+    // batch.
+    const double to = std::clamp(policy.evictTo, 0.5, 1.0);
+    const size_t bytesTarget = overBytes ? size_t(double(policy.maxBytes) * to) : SIZE_MAX;
+    const size_t callsTarget = overCalls ? size_t(double(policy.maxCalls) * to) : SIZE_MAX;
     size_t bytesLeft = bytes, callsLeft = m_calls.size();
     // What evicting a call frees besides the call itself: its share of the frames, its index entries.
     const size_t sharePerCall = m_frames.size() * sizeof(FrameRecord) / m_calls.size() + 96 + 16;
@@ -112,87 +115,149 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
 {
     if (evicted.empty())
         return;
-    std::vector<bool> goneCall(m_calls.size(), false);
+    // The work is proportional to the region the evicted calls span - the oldest calls, planEviction walks
+    // from the front - not to everything the store keeps: calls and frames are deques, and the key and trace
+    // indices hold ids that evicting the oldest calls leaves valid.
+    const size_t region = evicted.back() + 1; // evicted is sorted
+    std::vector<bool> goneCall(region, false);
     for (size_t i : evicted) {
         goneCall[i] = true;
         m_attemptCount -= m_calls[i].attempts.size();
         m_retentionCutNs = std::max(m_retentionCutNs, m_calls[i].endNs().value_or(0));
     }
-
-    // New index of every call that stays.
-    std::vector<size_t> remap(m_calls.size(), SIZE_MAX);
-    size_t next = 0;
-    for (size_t i = 0; i < m_calls.size(); ++i)
+    // The region's survivors (pinned, or still in flight) move up to just before the calls after the region.
+    std::vector<size_t> keptInRegion;
+    for (size_t i = 0; i < region; ++i)
         if (!goneCall[i])
-            remap[i] = next++;
-    // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what belongs
-    // to a pinned call.
-    std::int64_t keepFrom = INT64_MAX;
-    std::unordered_set<std::uint64_t> pinnedStreams;
-    std::unordered_set<std::string> pinnedKeys;
-    for (size_t i = 0; i < m_calls.size(); ++i) {
+            keptInRegion.push_back(i);
+    const size_t removed = evicted.size();
+    auto remap = [&](size_t i) -> size_t {
+        if (i >= region)
+            return i - removed;
         if (goneCall[i])
+            return SIZE_MAX;
+        return size_t(std::lower_bound(keptInRegion.begin(), keptInRegion.end(), i) - keptInRegion.begin());
+    };
+
+    // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what belongs
+    // to a pinned call. Calls are in (nearly) start order, so the earliest start is among the first ones kept.
+    std::int64_t keepFrom = INT64_MAX;
+    for (size_t i = 0, unpinnedSeen = 0; i < m_calls.size() && unpinnedSeen < 256; ++i) {
+        if (i < region && goneCall[i])
             continue;
-        const Call &c = m_calls[i];
-        if (c.pinned) {
-            for (const Attempt &a : c.attempts)
-                pinnedStreams.insert(streamKey(a.connection, a.stream));
-            pinnedKeys.insert(c.key);
-        } else {
-            keepFrom = std::min(keepFrom, c.startNs());
+        if (!m_calls[i].pinned) {
+            keepFrom = std::min(keepFrom, m_calls[i].startNs());
+            ++unpinnedSeen;
         }
     }
     keepFrom = std::min(keepFrom, m_retentionCutNs + 1);
+    std::vector<std::uint64_t> pinnedStreams;
+    std::unordered_set<std::string> pinnedKeys;
+    if (m_pinnedCalls) {
+        for (const Call &c : m_calls) {
+            if (!c.pinned)
+                continue;
+            for (const Attempt &a : c.attempts)
+                pinnedStreams.push_back(streamKey(a.connection, a.stream));
+            pinnedKeys.insert(c.key);
+        }
+        std::sort(pinnedStreams.begin(), pinnedStreams.end());
+    }
     // The evicted calls' own frames go whenever they happened (a call still in flight holds keepFrom back).
-    std::unordered_set<std::uint64_t> evictedStreams;
+    std::vector<std::uint64_t> evictedStreams;
+    std::int64_t evictedUntil = INT64_MIN;
     for (size_t i : evicted)
-        for (const Attempt &a : m_calls[i].attempts)
-            evictedStreams.insert(streamKey(a.connection, a.stream));
+        for (const Attempt &a : m_calls[i].attempts) {
+            evictedStreams.push_back(streamKey(a.connection, a.stream));
+            evictedUntil = std::max(evictedUntil, a.endNs.value_or(a.startNs));
+        }
+    std::sort(evictedStreams.begin(), evictedStreams.end());
     if (gone) {
         gone->keepFromNs = keepFrom;
         gone->pinnedKept = !pinnedKeys.empty();
-        gone->streams.assign(evictedStreams.begin(), evictedStreams.end());
+        gone->streams = evictedStreams;
         for (size_t i : evicted)
             gone->keys.push_back(m_calls[i].key);
     }
 
-    // Compacted in place: no second copy of every call while evicting.
-    size_t write = 0;
-    for (size_t i = 0; i < m_calls.size(); ++i) {
-        if (goneCall[i])
+    // Indices: the evicted calls' entries go; the region's survivors get new ids; every other id stays.
+    const size_t newBase = m_callBase + removed;
+    std::vector<std::string> touchedTraces;
+    for (size_t i : evicted) {
+        const Call &c = m_calls[i];
+        if (auto it = m_callsByKey.find(c.key); it != m_callsByKey.end() && it->second == i + m_callBase)
+            m_callsByKey.erase(it);
+        if (!c.traceId.empty())
+            touchedTraces.push_back(c.traceId);
+    }
+    // Each trace the evicted calls were in loses them in one pass.
+    std::sort(touchedTraces.begin(), touchedTraces.end());
+    touchedTraces.erase(std::unique(touchedTraces.begin(), touchedTraces.end()), touchedTraces.end());
+    for (const std::string &trace : touchedTraces) {
+        const auto it = m_traces.find(trace);
+        if (it == m_traces.end())
             continue;
-        Call &c = m_calls[i];
-        if (c.parentCall)
-            c.parentCall = remap[*c.parentCall] == SIZE_MAX ? std::nullopt : std::optional(remap[*c.parentCall]);
-        if (write != i)
-            m_calls[write] = std::move(c);
-        ++write;
+        m_tracedCalls -= std::erase_if(it->second, [&](size_t id) {
+            const size_t i = id - m_callBase;
+            return i < region && goneCall[i];
+        });
+        if (it->second.empty())
+            m_traces.erase(it);
     }
-    m_calls.resize(write);
-    m_evictedCalls += evicted.size();
-
-    for (auto it = m_callsByKey.begin(); it != m_callsByKey.end();) {
-        if (remap[it->second] == SIZE_MAX) {
-            it = m_callsByKey.erase(it);
-        } else {
-            it->second = remap[it->second];
-            ++it;
-        }
-    }
-    for (auto it = m_traces.begin(); it != m_traces.end();) {
-        std::vector<size_t> &members = it->second;
-        std::erase_if(members, [&](size_t c) { return remap[c] == SIZE_MAX; });
-        for (size_t &c : members)
-            c = remap[c];
-        it = members.empty() ? m_traces.erase(it) : std::next(it);
+    for (size_t k = 0; k < keptInRegion.size(); ++k) {
+        const size_t i = keptInRegion[k], oldId = i + m_callBase, newId = k + newBase;
+        const Call &c = m_calls[i];
+        if (auto it = m_callsByKey.find(c.key); it != m_callsByKey.end() && it->second == oldId)
+            it->second = newId;
+        if (!c.traceId.empty())
+            if (auto it = m_traces.find(c.traceId); it != m_traces.end())
+                std::replace(it->second.begin(), it->second.end(), oldId, newId);
     }
     for (auto &[key, ref] : m_openStreams)
-        ref.call = remap[ref.call]; // open streams belong to calls still in flight, which always stay
+        ref.call = remap(ref.call); // open streams belong to calls still in flight, which always stay
 
-    std::erase_if(m_frames, [&](const FrameRecord &f) {
+    // Calls: the survivors move up, the evicted ones leave the front of the deque.
+    for (size_t k = keptInRegion.size(); k-- > 0;)
+        if (keptInRegion[k] != removed + k)
+            m_calls[removed + k] = std::move(m_calls[keptInRegion[k]]);
+    m_calls.erase(m_calls.begin(), m_calls.begin() + std::ptrdiff_t(removed));
+    m_callBase = newBase;
+    // Parent links are indices: every nested call's shifts (links into the evicted calls are cut). Only calls
+    // of a trace have one.
+    auto relink = [&](Call &c) {
+        if (c.parentCall)
+            c.parentCall = remap(*c.parentCall) == SIZE_MAX ? std::nullopt : std::optional(remap(*c.parentCall));
+    };
+    if (m_tracedCalls < m_calls.size() / 4) {
+        for (const auto &[trace, members] : m_traces)
+            for (size_t id : members)
+                relink(callById(id));
+    } else {
+        for (Call &c : m_calls)
+            relink(c);
+    }
+    m_evictedCalls += removed;
+
+    // Frames are in (nearly) time order: only the front ones, up to the last evicted attempt's end and a second
+    // of slack for batches that arrived out of order, can go.
+    auto isIn = [](const std::vector<std::uint64_t> &sorted, std::uint64_t key) {
+        return std::binary_search(sorted.begin(), sorted.end(), key);
+    };
+    const std::int64_t frameHorizon = std::max(evictedUntil, keepFrom) + 1'000'000'000;
+    size_t scan = 0;
+    while (scan < m_frames.size() && m_frames[scan].tNs <= frameHorizon)
+        ++scan;
+    const auto frameGone = [&](const FrameRecord &f) {
         const std::uint64_t key = streamKey(f.connection, f.stream);
-        return (f.stream && evictedStreams.count(key)) || (f.tNs < keepFrom && !pinnedStreams.count(key));
-    });
+        return (f.stream && isIn(evictedStreams, key)) || (f.tNs < keepFrom && !isIn(pinnedStreams, key));
+    };
+    // Survivors of the scanned front move to its end; the front then leaves the deque.
+    size_t write = scan;
+    for (size_t i = scan; i-- > 0;)
+        if (!frameGone(m_frames[i]))
+            m_frames[--write] = m_frames[i];
+    m_frames.erase(m_frames.begin(), m_frames.begin() + std::ptrdiff_t(write));
+    m_lastFrameTrim = {scan, scan - write};
     std::erase_if(m_pings, [&](const PingRecord &p) { return p.tNs < keepFrom; });
     std::erase_if(m_stalls, [&](const FlowStall &s) { return s.endNs && *s.endNs < keepFrom; });
     m_openStalls.clear();

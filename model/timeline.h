@@ -97,6 +97,7 @@ struct Call
     std::string clientPeer;   // client address of the first attempt's connection
     bool inferred = false;    // grouped without a call id
     bool pinned = false;      // never evicted by retention (TimelineStore::enforce)
+    std::uint64_t serial = 0; // unique in its store, rising with the index; stays when older calls are evicted
     std::vector<Attempt> attempts;
     // The client's retryPolicy when it told us (rpcscope-retry-policy), in ms; 0 when unknown.
     double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;

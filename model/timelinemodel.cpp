@@ -5,7 +5,8 @@
 namespace rpcscope {
 
 namespace {
-// internalId 0 marks a call row; k > 0 marks an attempt of call k - 1.
+// internalId 0 marks a call row; k > 0 marks an attempt of the call with serial k - 1 (Call::serial), which
+// stays right while retention removes the rows above it.
 constexpr quintptr kCallRow = 0;
 
 QString statusText(const Attempt *a)
@@ -30,6 +31,25 @@ void TimelineModel::setOrigin(qint64 steadyNs, qint64 wallNs)
     m_store.setOrigin(steadyNs, wallNs);
 }
 
+size_t TimelineModel::storeRow(int row) const
+{
+    // While evicted rows are being announced, the store still holds them: skip the runs already removed.
+    size_t r = size_t(row);
+    for (const auto &[first, count] : m_removedRuns)
+        if (first <= r)
+            r += count;
+    return r;
+}
+
+int TimelineModel::modelRow(size_t storeRow) const
+{
+    size_t r = storeRow;
+    for (const auto &[first, count] : m_removedRuns)
+        if (first + count <= storeRow)
+            r -= count;
+    return int(r);
+}
+
 QModelIndex TimelineModel::index(int row, int column, const QModelIndex &parent) const
 {
     if (row < 0 || column < 0 || column >= ColumnCount)
@@ -43,14 +63,15 @@ QModelIndex TimelineModel::index(int row, int column, const QModelIndex &parent)
         return {};
     if (parent.row() >= int(m_publishedAttempts.size()) || row >= m_publishedAttempts[parent.row()])
         return {};
-    return createIndex(row, column, quintptr(parent.row()) + 1);
+    return createIndex(row, column, quintptr(m_store.calls()[storeRow(parent.row())].serial) + 1);
 }
 
 QModelIndex TimelineModel::parent(const QModelIndex &child) const
 {
     if (!child.isValid() || child.internalId() == kCallRow)
         return {};
-    return createIndex(int(child.internalId() - 1), 0, kCallRow);
+    const auto call = m_store.indexOfSerial(child.internalId() - 1);
+    return call ? createIndex(modelRow(*call), 0, kCallRow) : QModelIndex();
 }
 
 int TimelineModel::rowCount(const QModelIndex &parent) const
@@ -72,7 +93,11 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
     if (!index.isValid())
         return {};
     const bool isCall = index.internalId() == kCallRow;
-    const Call &call = m_store.calls()[isCall ? index.row() : index.internalId() - 1];
+    const std::optional<size_t> row =
+        isCall ? std::optional(storeRow(index.row())) : m_store.indexOfSerial(index.internalId() - 1);
+    if (!row)
+        return {};
+    const Call &call = m_store.calls()[*row];
     const Attempt *attempt = isCall ? nullptr : &call.attempts[index.row()];
     const qint64 origin = m_store.originNs();
     const qint64 start = isCall ? call.startNs() : attempt->startNs;
@@ -89,7 +114,7 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
     if (isCall) {
         switch (role) {
         case ParentCallRole: return call.parentCall ? QVariant(int(*call.parentCall)) : QVariant();
-        case NestingDepthRole: return m_store.nestingDepth(size_t(index.row()));
+        case NestingDepthRole: return m_store.nestingDepth(*row);
         case TraceIdRole: return QString::fromStdString(call.traceId);
         case HopRole: return QString::fromStdString(call.hop);
         case DeadlineFlagsRole: {
@@ -169,10 +194,14 @@ void TimelineModel::appendBatch(const EventBatch &batch)
     if (m_retention.maxBytes || m_retention.maxCalls || m_retention.maxAgeNs) {
         const qint64 now = QDateTime::currentMSecsSinceEpoch();
         const size_t calls = m_store.calls().size();
-        // Once a second, when the calls grew by a tenth, or when they may have filled the room the last check
-        // saw left in the budget.
+        // The call count and the oldest call's age cost nothing to check; the memory (O(calls / 64)) once a
+        // second, when the calls grew by a tenth, or when they may have filled the room the last check saw
+        // left in the budget.
         const size_t step = std::max<size_t>(64, m_callsAtLastCheck / 10);
-        if (now - m_lastRetentionCheckMs >= 1000 || calls >= m_callsAtLastCheck + step ||
+        const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
+        const bool overAge = m_retention.maxAgeNs && calls &&
+                             m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
+        if (overCalls || overAge || now - m_lastRetentionCheckMs >= 1000 || calls >= m_callsAtLastCheck + step ||
             (m_nextCheckCalls && calls >= m_nextCheckCalls))
             enforceRetention();
     }
@@ -191,6 +220,9 @@ bool TimelineModel::enforceRetention()
     m_callsAtLastCheck = m_store.calls().size();
     m_nextCheckCalls = 0;
     RetentionPolicy storePolicy = m_retention;
+    // Small chunks: each eviction's work on the GUI thread is proportional to the calls it evicts, and the
+    // views follow it without rebuilding, so frequent small steps keep every frame short.
+    storePolicy.evictTo = 0.985;
     size_t storeBytes = 0;
     if (m_retention.maxBytes) {
         // The budget covers the store and the log; the log shrinks with the store, so give the store its share.
@@ -211,16 +243,37 @@ bool TimelineModel::enforceRetention()
     const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);
     if (evicted.empty())
         return false;
+    // Announced as row removals, not a reset: a view keeps its place, its selection and its caches. Runs of
+    // consecutive evicted rows go from the last one up, so the rows above a run keep their numbers; the store
+    // evicts once they are all announced.
+    emit aboutToEvictCalls(evicted);
+    std::vector<std::pair<size_t, size_t>> runs;
+    for (size_t i : evicted) {
+        if (!runs.empty() && runs.back().first + runs.back().second == i)
+            ++runs.back().second;
+        else
+            runs.emplace_back(i, 1);
+    }
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+        beginRemoveRows({}, int(run->first), int(run->first + run->second - 1));
+        m_publishedAttempts.erase(m_publishedAttempts.begin() + std::ptrdiff_t(run->first),
+                                  m_publishedAttempts.begin() + std::ptrdiff_t(run->first + run->second));
+        m_removedRuns.insert(m_removedRuns.begin(), *run);
+        endRemoveRows();
+    }
     TimelineStore::Evicted gone;
-    beginResetModel();
     m_store.evict(evicted, &gone);
+    m_removedRuns.clear();
     m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs(), gone.pinnedKept);
-    m_publishedAttempts.clear();
-    for (const Call &call : m_store.calls())
-        m_publishedAttempts.push_back(int(call.attempts.size()));
     m_callsAtLastCheck = m_store.calls().size();
     m_nextCheckCalls = 0;
-    endResetModel();
+    if (m_retention.maxBytes) {
+        // Small steps leave little room: check again after half the calls that would fill it.
+        const size_t limit = m_retention.maxBytes / 20 * 19, total = memoryBytes();
+        const double perCall = double(total) / double(std::max<size_t>(1, m_store.calls().size()));
+        m_nextCheckCalls = m_callsAtLastCheck + (total < limit ? size_t(double(limit - total) / perCall * 0.5) : 0);
+    }
+    emit callsEvicted(evicted);
     return true;
 }
 

@@ -41,8 +41,9 @@ public:
     void setOrigin(qint64 steadyNs, qint64 wallNs);
 
     // Retention for live sessions: checked after batches, at most once a second (or when the calls grew by a
-    // tenth); maxBytes counts the store and the event log together. Evicting calls resets the model (rarely:
-    // eviction works in chunks of a tenth of the budget). Default: no limit.
+    // tenth, or may have filled the budget); maxBytes counts the store and the event log together. Evicted
+    // calls are announced as removed rows, in small chunks, between aboutToEvictCalls and callsEvicted.
+    // Default: no limit.
     void setRetention(const RetentionPolicy &policy);
     const RetentionPolicy &retention() const { return m_retention; }
     // Applies the policy now; true when anything was evicted.
@@ -66,11 +67,20 @@ public slots:
 signals:
     // Emitted once per applied batch, after the rows are published.
     void timelineChanged();
+    // Retention: before the store evicts these calls (store indices, ascending; the store is still whole),
+    // and after (the remaining calls moved up; a call's new index is its old one minus the evicted ones
+    // before it). The rows are removed in between.
+    void aboutToEvictCalls(const std::vector<size_t> &calls);
+    void callsEvicted(const std::vector<size_t> &calls);
 
 private:
     TimelineStore m_store;
     EventLog m_log;
     std::vector<int> m_publishedAttempts; // per published call
+    // Runs (first store index, count) of evicted rows already announced while the store still holds them.
+    std::vector<std::pair<size_t, size_t>> m_removedRuns;
+    size_t storeRow(int row) const;
+    int modelRow(size_t storeRow) const;
     RetentionPolicy m_retention;
     qint64 m_lastRetentionCheckMs = 0;
     size_t m_callsAtLastCheck = 0;

@@ -54,6 +54,9 @@ void TimelineStore::clear()
     m_openStreams.clear();
     m_callsByKey.clear();
     m_traces.clear();
+    m_callBase = 0;
+    m_pinnedCalls = 0;
+    m_tracedCalls = 0;
     m_retentionCutNs = 0;
     m_evictedCalls = 0;
     m_unresolvedLabEvents.clear();
@@ -114,9 +117,9 @@ void TimelineStore::linkTrace(size_t call, StoreChanges &ch)
     const std::int64_t start = m_calls[call].startNs();
     size_t pos =
         size_t(std::lower_bound(members.begin(), members.end(), start,
-                                [this](size_t c, std::int64_t t) { return m_calls[c].startNs() < t; }) -
+                                [this](size_t c, std::int64_t t) { return callById(c).startNs() < t; }) -
                members.begin());
-    while (pos < members.size() && members[pos] != call)
+    while (pos < members.size() && members[pos] != call + m_callBase)
         ++pos;
     if (pos == members.size())
         return;
@@ -127,18 +130,18 @@ void TimelineStore::linkTrace(size_t call, StoreChanges &ch)
 
 void TimelineStore::linkCall(const std::vector<size_t> &members, size_t pos, StoreChanges &ch)
 {
-    Call &c = m_calls[members[pos]];
+    Call &c = callById(members[pos]);
     const std::int64_t start = c.startNs();
     const std::uint32_t conn = c.attempts.front().connection;
     std::optional<size_t> parent;
     const size_t stop = pos > kNestSearchDepth ? pos - kNestSearchDepth : 0;
     for (size_t i = pos; i-- > stop;) {
-        const Call &p = m_calls[members[i]];
+        const Call &p = callById(members[i]);
         if (p.startNs() >= start || p.attempts.front().connection == conn)
             continue;
         if (const auto end = p.endNs(); end && *end <= start)
             continue;
-        parent = members[i];
+        parent = members[i] - m_callBase;
         break;
     }
     std::optional<std::int64_t> parentBudget;
@@ -159,7 +162,7 @@ void TimelineStore::linkCall(const std::vector<size_t> &members, size_t pos, Sto
     c.parentBudgetNs = parentBudget;
     c.deadlineReset = reset;
     c.deadlineDropped = dropped;
-    markChanged(ch, members[pos]);
+    markChanged(ch, members[pos] - m_callBase);
 }
 
 size_t TimelineStore::findInferredCall(const std::string &method, const std::string &peer, int previous,
@@ -201,7 +204,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
     if (!e.grpc.callId.empty()) {
         auto it = m_callsByKey.find(e.grpc.callId);
         if (it != m_callsByKey.end())
-            callIndex = it->second;
+            callIndex = it->second - m_callBase;
     } else if (*a.previousAttempts > 0) {
         callIndex = findInferredCall(e.grpc.path, peer, *a.previousAttempts, e.tNs);
     }
@@ -223,7 +226,8 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
             c.inferred = true;
             c.key = "conn" + std::to_string(e.connection) + "/stream" + std::to_string(e.stream);
         }
-        m_callsByKey.emplace(c.key, callIndex);
+        c.serial = m_nextSerial++;
+        m_callsByKey.emplace(c.key, callIndex + m_callBase);
         m_calls.push_back(std::move(c));
     } else if (callIndex < ch.firstNewCall) {
         addUnique(ch.callsWithNewAttempts, callIndex);
@@ -240,8 +244,9 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
         const std::int64_t start = call.startNs();
         members.insert(
             std::upper_bound(members.begin(), members.end(), start,
-                             [this](std::int64_t t, size_t c) { return t < m_calls[c].startNs(); }),
-            callIndex);
+                             [this](std::int64_t t, size_t c) { return t < callById(c).startNs(); }),
+            callIndex + m_callBase);
+        ++m_tracedCalls;
     }
     // A new call may be the parent of calls that arrived before it; a retry puts its call in flight again.
     linkTrace(callIndex, ch);
@@ -395,7 +400,14 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
 std::optional<size_t> TimelineStore::callIndex(const std::string &callId) const
 {
     const auto it = m_callsByKey.find(callId);
-    return it == m_callsByKey.end() ? std::nullopt : std::optional(it->second);
+    return it == m_callsByKey.end() ? std::nullopt : std::optional(it->second - m_callBase);
+}
+
+std::optional<size_t> TimelineStore::indexOfSerial(std::uint64_t serial) const
+{
+    const auto it = std::lower_bound(m_calls.begin(), m_calls.end(), serial,
+                                     [](const Call &c, std::uint64_t s) { return c.serial < s; });
+    return it != m_calls.end() && it->serial == serial ? std::optional(size_t(it - m_calls.begin())) : std::nullopt;
 }
 
 std::optional<size_t> TimelineStore::attemptAt(size_t call, std::int64_t tNs) const
@@ -421,7 +433,7 @@ std::string TimelineStore::callForTraceparent(const std::string &traceparent, st
         return {};
     const Call *latest = nullptr;
     for (size_t c : it->second) {
-        const Call &call = m_calls[c];
+        const Call &call = callById(c);
         if (call.spanId == spanId)
             return call.key;
         if (call.startNs() <= tNs && (!latest || call.startNs() >= latest->startNs()))

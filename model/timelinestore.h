@@ -3,6 +3,7 @@
 #include "timeline.h"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -25,6 +26,8 @@ struct RetentionPolicy
     size_t maxBytes = 0;       // the store's approximate memory (approxBytes())
     std::int64_t maxAgeNs = 0; // calls that started longer ago than this before the latest event
     size_t maxCalls = 0;
+    // Over a limit, evict down to this fraction of it: a smaller step evicts more often, in smaller chunks.
+    double evictTo = 0.9;
 };
 
 // Plain data and call assembly. No Qt, no locks: it lives on one thread (see DESIGN.md, Threads).
@@ -34,9 +37,10 @@ public:
     void apply(const EventBatch &batch, StoreChanges *changes = nullptr);
     void clear();
 
-    const std::vector<Call> &calls() const { return m_calls; }
+    // Deques, so retention drops the oldest without moving every call and frame that stays.
+    const std::deque<Call> &calls() const { return m_calls; }
     const std::vector<Connection> &connections() const { return m_connections; }
-    const std::vector<FrameRecord> &frames() const { return m_frames; }
+    const std::deque<FrameRecord> &frames() const { return m_frames; }
     const std::vector<FlowStall> &stalls() const { return m_stalls; }
     const std::vector<PingRecord> &pings() const { return m_pings; }
     const std::vector<LabEventRecord> &labEvents() const { return m_labEvents; }
@@ -44,6 +48,8 @@ public:
     std::optional<size_t> callIndex(const std::string &callId) const;
     // A lab event's attempt: the 0-based attempt of `call` in flight (or last started) at `tNs`.
     std::optional<size_t> attemptAt(size_t call, std::int64_t tNs) const;
+    // The index of the call with this serial (Call::serial), if it is still kept.
+    std::optional<size_t> indexOfSerial(std::uint64_t serial) const;
     // How many calls up the parentCall links go from `call` (0: a root, or not in a trace).
     int nestingDepth(size_t call) const;
 
@@ -81,6 +87,14 @@ public:
     // The end of the latest call evicted so far (0 when none was): the timeline marks it.
     std::int64_t retentionCutNs() const { return m_retentionCutNs; }
     size_t evictedCalls() const { return m_evictedCalls; }
+    // What the last evict() did to frames(): of the first `scanned` frames, `kept` stayed and are now the first
+    // ones; every later frame moved up by scanned - kept. A view indexing frames follows with it.
+    struct FrameTrim
+    {
+        size_t scanned = 0;
+        size_t kept = 0;
+    };
+    const FrameTrim &lastFrameTrim() const { return m_lastFrameTrim; }
 
     void setRecordFrames(bool on) { m_recordFrames = on; }
     bool recordFrames() const { return m_recordFrames; }
@@ -110,17 +124,26 @@ private:
     Connection *connection(std::uint32_t id);
     void markChanged(StoreChanges &ch, size_t call);
 
-    std::vector<Call> m_calls;
+    std::deque<Call> m_calls;
     std::vector<Connection> m_connections;
     std::unordered_map<std::uint32_t, size_t> m_connectionIndex;
-    std::vector<FrameRecord> m_frames;
+    std::deque<FrameRecord> m_frames;
     std::vector<FlowStall> m_stalls;
     std::map<std::tuple<std::uint32_t, Direction, std::uint32_t>, size_t> m_openStalls;
     std::vector<PingRecord> m_pings;
     std::vector<LabEventRecord> m_labEvents;
     std::unordered_map<std::uint64_t, AttemptRef> m_openStreams; // (conn, stream) -> attempt, while open
-    std::map<std::string, size_t> m_callsByKey;
+    // These two hold call ids, not indices: id = index + m_callBase. Evicting the oldest calls raises the base
+    // instead of renumbering every entry (only calls kept from among the evicted ones get new ids).
+    std::unordered_map<std::string, size_t> m_callsByKey;
     std::unordered_map<std::string, std::vector<size_t>> m_traces; // trace id -> its calls, sorted by start
+    size_t m_callBase = 0;
+    Call &callById(size_t id) { return m_calls[id - m_callBase]; }
+    const Call &callById(size_t id) const { return m_calls[id - m_callBase]; }
+    FrameTrim m_lastFrameTrim;
+    size_t m_pinnedCalls = 0;
+    size_t m_tracedCalls = 0; // members of m_traces
+    std::uint64_t m_nextSerial = 1;
     std::int64_t m_originNs = 0;
     std::int64_t m_originWallNs = 0;
     bool m_hasOrigin = false;

@@ -58,7 +58,37 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
             });
     connect(m_model, &TimelineModel::timelineChanged, this, &SwimlaneView::onTimelineChanged);
     connect(m_model, &QAbstractItemModel::modelReset, this, &SwimlaneView::onModelReset);
+    // Retention: the painter follows the eviction instead of rebuilding (which would cost a frame or more).
+    connect(m_model, &TimelineModel::aboutToEvictCalls, this, [this] {
+        flushBatchChanges();
+        m_painter.prepareEviction();
+    });
+    connect(m_model, &TimelineModel::callsEvicted, this, &SwimlaneView::onCallsEvicted);
     fitAll();
+}
+
+void SwimlaneView::onCallsEvicted(const std::vector<size_t> &evicted)
+{
+    m_painter.applyEviction(evicted);
+    // Hover and selection follow their call up, or go with it.
+    auto follow = [&](std::optional<std::pair<size_t, size_t>> &at) {
+        if (!at) return false;
+        const auto it = std::lower_bound(evicted.begin(), evicted.end(), at->first);
+        if (it != evicted.end() && *it == at->first) {
+            at.reset();
+            return true;
+        }
+        const size_t moved = size_t(it - evicted.begin());
+        at->first -= moved;
+        return moved > 0;
+    };
+    follow(m_hover);
+    m_painter.setHover(m_hover);
+    if (follow(m_selection)) {
+        m_painter.setSelection(m_selection);
+        emit attemptSelected(m_selection ? int(m_selection->first) : -1, m_selection ? int(m_selection->second) : -1);
+    }
+    update();
 }
 
 void SwimlaneView::onModelReset()
@@ -73,20 +103,23 @@ void SwimlaneView::onModelReset()
     }
 }
 
+void SwimlaneView::flushBatchChanges()
+{
+    StoreChanges ch = std::move(m_batchChanges);
+    m_batchChanges = StoreChanges{std::numeric_limits<size_t>::max(), {}, {}, false};
+    ch.firstNewCall = std::min(ch.firstNewCall, m_model->store().calls().size());
+    std::erase_if(ch.changedCalls, [&](size_t c) { return c >= ch.firstNewCall; });
+    std::erase_if(ch.callsWithNewAttempts, [&](size_t c) { return c >= ch.firstNewCall; });
+    for (auto *v : {&ch.changedCalls, &ch.callsWithNewAttempts}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    m_painter.noteChanges(m_model->store().generation() - 1, ch);
+}
+
 void SwimlaneView::onTimelineChanged()
 {
-    {
-        StoreChanges ch = std::move(m_batchChanges);
-        m_batchChanges = StoreChanges{std::numeric_limits<size_t>::max(), {}, {}, false};
-        ch.firstNewCall = std::min(ch.firstNewCall, m_model->store().calls().size());
-        std::erase_if(ch.changedCalls, [&](size_t c) { return c >= ch.firstNewCall; });
-        std::erase_if(ch.callsWithNewAttempts, [&](size_t c) { return c >= ch.firstNewCall; });
-        for (auto *v : {&ch.changedCalls, &ch.callsWithNewAttempts}) {
-            std::sort(v->begin(), v->end());
-            v->erase(std::unique(v->begin(), v->end()), v->end());
-        }
-        m_painter.noteChanges(m_model->store().generation() - 1, ch);
-    }
+    flushBatchChanges();
     if (m_follow) {
         const auto [lo, hi] = m_painter.fullRange();
         applyRange(lo, hi);

@@ -72,6 +72,9 @@ protected:
 
 private:
     void onTimelineChanged();
+    // Hands the changes gathered from the model's row signals to the painter (once per batch).
+    void flushBatchChanges();
+    void onCallsEvicted(const std::vector<size_t> &evicted);
     void onModelReset();
     void setFollow(bool on);
     void applyRange(qint64 lo, qint64 hi);

@@ -244,6 +244,123 @@ void TimelinePainter::noteChanges(std::uint64_t previousGeneration, const StoreC
     m_pending = PendingChanges{previousGeneration, m_store->generation(), changes};
 }
 
+void TimelinePainter::prepareEviction() const
+{
+    refreshLayout();
+    m_evictFrom = m_store->generation();
+}
+
+void TimelinePainter::applyEviction(const std::vector<size_t> &evicted)
+{
+    const std::uint64_t from = std::exchange(m_evictFrom, ~std::uint64_t(0));
+    size_t spans = 0;
+    for (size_t i : evicted)
+        spans += i < m_callSpanCount.size() ? m_callSpanCount[i] : 0;
+    // Only from caches that were current just before, one eviction ago.
+    if (evicted.empty() || from != m_cacheGeneration || from != m_layoutGeneration || m_layoutDirty ||
+        m_store->generation() != from + 1 || m_callFirstSpan.size() != m_store->calls().size() + evicted.size() ||
+        m_deadSpans + spans > m_spans.size()) {
+        invalidate();
+        return;
+    }
+    const size_t region = evicted.back() + 1;
+    std::vector<bool> gone(region, false);
+    for (size_t i : evicted) gone[i] = true;
+    std::vector<std::uint32_t> goneBefore(region + 1, 0);
+    for (size_t i = 0; i < region; ++i) goneBefore[i + 1] = goneBefore[i] + (gone[i] ? 1 : 0);
+    auto remap = [&](size_t call) { return call - (call < region ? goneBefore[call] : evicted.size()); };
+    constexpr Span kDead{std::numeric_limits<qint64>::min(), std::numeric_limits<qint64>::min(), 0};
+
+    for (size_t i : evicted) {
+        for (std::uint32_t k = 0; k < m_callSpanCount[i]; ++k) m_spans[m_callFirstSpan[i] + k] = kDead;
+        m_deadSpans += m_callSpanCount[i];
+    }
+    size_t write = 0;
+    for (size_t i = 0; i < m_callFirstSpan.size(); ++i) {
+        if (i < region && gone[i]) continue;
+        m_callFirstSpan[write] = m_callFirstSpan[i];
+        m_callSpanCount[write] = m_callSpanCount[i];
+        ++write;
+    }
+    m_callFirstSpan.resize(write);
+    m_callSpanCount.resize(write);
+    std::unordered_map<std::uint64_t, std::uint32_t> extra;
+    for (const auto &[key, span] : m_extraSpans) {
+        const size_t call = size_t(key >> 32);
+        if (call < region && gone[call]) {
+            m_spans[span] = kDead;
+            ++m_deadSpans;
+        } else {
+            extra.emplace((std::uint64_t(remap(call)) << 32) | (key & 0xFFFFFFFFu), span);
+        }
+    }
+    m_extraSpans = std::move(extra);
+    std::erase_if(m_openSpans, [&](const std::pair<std::uint32_t, std::uint32_t> &o) {
+        return o.first < region && gone[o.first];
+    });
+    for (auto &o : m_openSpans) o.first = std::uint32_t(remap(o.first));
+    // The trace now starts at the oldest call kept (calls are in nearly start order) or lab event.
+    m_dataLo = std::numeric_limits<qint64>::max();
+    const auto &calls = m_store->calls();
+    for (size_t i = 0; i < std::min<size_t>(calls.size(), 256); ++i) m_dataLo = std::min<qint64>(m_dataLo, calls[i].startNs());
+    for (const LabEventRecord &e : m_store->labEvents()) {
+        m_dataLo = std::min<qint64>(m_dataLo, e.tNs);
+        m_dataHi = std::max<qint64>(m_dataHi, e.tNs);
+    }
+    m_labSeen = m_store->labEvents().size();
+    if (2 * m_deadSpans > m_spans.size()) compactSpans();
+    m_spansCurrent = m_store->generation();
+
+    // Connection markers: the frames the store kept from its trimmed front are now first, the rest moved up.
+    const auto &frames = m_store->frames();
+    const auto trim = m_store->lastFrameTrim();
+    if (m_framesIndexed == frames.size() + trim.scanned - trim.kept && trim.kept <= trim.scanned) {
+        const std::uint32_t shift = std::uint32_t(trim.scanned - trim.kept);
+        for (auto &[conn, index] : m_connIndex) {
+            std::erase_if(index.marks, [&](std::uint32_t f) { return f < trim.scanned; });
+            for (std::uint32_t &f : index.marks) f -= shift;
+            index.pings.clear();
+            index.stalls.clear();
+        }
+        std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> front;
+        for (size_t i = 0; i < trim.kept; ++i)
+            if (isConnectionMark(frames[i])) front[frames[i].connection].push_back(std::uint32_t(i));
+        for (auto &[conn, marks] : front) {
+            auto &to = m_connIndex[conn].marks;
+            to.insert(to.begin(), marks.begin(), marks.end());
+        }
+        m_framesIndexed = frames.size();
+        m_firstFrameNs = frames.empty() ? 0 : frames.front().tNs;
+        // Pings and stalls are few: indexed again at the next refresh.
+        m_pingsIndexed = m_stallsIndexed = 0;
+    }
+    // Lanes move up; a layout that cannot follow is rebuilt at the next paint.
+    if (m_layout.removeCalls(*m_store, evicted, m_metrics))
+        m_layoutGeneration = m_store->generation();
+    else
+        m_layoutDirty = true;
+    m_imageKey.reset();
+    m_overviewKey.reset();
+}
+
+void TimelinePainter::compactSpans() const
+{
+    // Every live span moves down by the dead ones before it; the indices into m_spans follow.
+    std::vector<std::uint32_t> newIndex(m_spans.size());
+    std::uint32_t write = 0;
+    for (size_t i = 0; i < m_spans.size(); ++i) {
+        newIndex[i] = write;
+        if (m_spans[i].start == std::numeric_limits<qint64>::min() &&
+            m_spans[i].end == std::numeric_limits<qint64>::min())
+            continue;
+        m_spans[write++] = m_spans[i];
+    }
+    m_spans.resize(write);
+    for (std::uint32_t &first : m_callFirstSpan) first = first < newIndex.size() ? newIndex[first] : write;
+    for (auto &[key, span] : m_extraSpans) span = newIndex[span];
+    m_deadSpans = 0;
+}
+
 void TimelinePainter::absorbAttempt(size_t call, size_t k) const
 {
     const Call &c = m_store->calls()[call];
@@ -346,11 +463,14 @@ void TimelinePainter::refreshCaches() const
     // The trace's extent, the overview's flat spans, and what the legend has to explain: updated from the
     // calls one batch changed when the view passed them (noteChanges), rebuilt from every call otherwise.
     const auto &calls = m_store->calls();
-    const bool incremental = m_pending && m_pending->generation == m_cacheGeneration &&
+    const bool spansCurrent = m_spansCurrent == m_cacheGeneration; // applyEviction() brought them here
+    const bool incremental = !spansCurrent && m_pending && m_pending->generation == m_cacheGeneration &&
                              m_pending->previous == previousGeneration &&
                              m_pending->changes.firstNewCall == m_callFirstSpan.size() &&
                              m_callFirstSpan.size() <= calls.size();
-    if (!incremental) {
+    if (spansCurrent) {
+    } else if (!incremental) {
+        m_deadSpans = 0;
         m_spans.clear();
         m_callFirstSpan.clear();
         m_callSpanCount.clear();
@@ -416,12 +536,9 @@ void TimelinePainter::refreshCaches() const
         m_framesIndexed = m_pingsIndexed = m_stallsIndexed = 0;
     }
     m_firstFrameNs = frames.empty() ? 0 : frames.front().tNs;
-    for (; m_framesIndexed < frames.size(); ++m_framesIndexed) {
-        const FrameRecord &f = frames[m_framesIndexed];
-        if ((f.type == FrameSettings && !(f.flags & kSettingsAck)) || f.type == FrameRstStream ||
-            f.type == FrameGoaway)
-            m_connIndex[f.connection].marks.push_back(std::uint32_t(m_framesIndexed));
-    }
+    for (; m_framesIndexed < frames.size(); ++m_framesIndexed)
+        if (isConnectionMark(frames[m_framesIndexed]))
+            m_connIndex[frames[m_framesIndexed].connection].marks.push_back(std::uint32_t(m_framesIndexed));
     for (; m_pingsIndexed < m_store->pings().size(); ++m_pingsIndexed)
         m_connIndex[m_store->pings()[m_pingsIndexed].connection].pings.push_back(
             std::uint32_t(m_pingsIndexed));

@@ -118,6 +118,11 @@ public:
     // model's row signals), so the next paint updates its caches from those calls instead of all of them.
     // previousGeneration is the store's generation before the batch. Without it, caches are rebuilt.
     void noteChanges(std::uint64_t previousGeneration, const StoreChanges &changes);
+    // Retention evicting calls (TimelineModel::aboutToEvictCalls / callsEvicted): prepareEviction() while the
+    // store still holds them brings the caches up to date; applyEviction() after drops the evicted calls from
+    // them and moves the rest up, instead of rebuilding from every call.
+    void prepareEviction() const;
+    void applyEviction(const std::vector<size_t> &evicted);
 
     static QColor statusColor(const Attempt &a);
     // A new stream repeating a request the transport refused (REFUSED_STREAM, or a stream GOAWAY cut) without
@@ -166,6 +171,13 @@ private:
     bool hasPolicyBand() const;
     bool hasOverview() const;
     void refreshCaches() const;
+    void compactSpans() const;
+    // A frame the connection lanes mark: SETTINGS (not an ACK), RST_STREAM, GOAWAY.
+    static bool isConnectionMark(const FrameRecord &f)
+    {
+        return (f.type == FrameSettings && !(f.flags & 0x1) /* ACK */) || f.type == FrameRstStream ||
+               f.type == FrameGoaway;
+    }
     void absorbCall(size_t call) const;
     void absorbAttempt(size_t call, size_t attempt) const;
     void refreshLayout() const;
@@ -212,6 +224,10 @@ private:
     mutable std::uint32_t m_callUse = 0;
     mutable size_t m_labSeen = 0;
     mutable std::optional<PendingChanges> m_pending;
+    // Evictions: spans of evicted calls stay in m_spans, emptied, until they are half of it.
+    mutable size_t m_deadSpans = 0;
+    mutable std::uint64_t m_evictFrom = ~std::uint64_t(0);   // the generation prepareEviction() saw
+    mutable std::uint64_t m_spansCurrent = ~std::uint64_t(0); // generation whose spans applyEviction() made
     mutable std::optional<StoreChanges> m_layoutChanges;
     mutable std::unordered_map<std::uint32_t, ConnIndex> m_connIndex;
     mutable size_t m_framesIndexed = 0, m_pingsIndexed = 0, m_stallsIndexed = 0;

@@ -509,29 +509,19 @@ int main(int argc, char **argv)
         std::optional<TimelineStore> callsOnly(std::in_place);
         const size_t callBytes = storeGrowth(events, false, *callsOnly);
         const size_t calls = callsOnly->calls().size();
-        const size_t callCapacity = callsOnly->calls().capacity();
         callsOnly.reset();
         TimelineStore withFrames;
         const size_t allBytes = storeGrowth(events, true, withFrames);
         const size_t frames = withFrames.frames().size();
-        // The vectors grow by doubling, so part of what is measured is capacity not yet used; shown apart.
-        const double callSlack =
-            double(callCapacity - calls) * sizeof(Call) / double(std::max<size_t>(calls, 1));
-        const double frameSlack = double(withFrames.frames().capacity() - frames) * sizeof(FrameRecord) /
-                                  double(std::max<size_t>(frames, 1));
         const double perCall = double(callBytes) / double(std::max<size_t>(calls, 1));
         const double perFrame = (double(allBytes) - double(callBytes)) / double(std::max<size_t>(frames, 1));
         rows.push_back({"TimelineStore, per call (" + std::to_string(calls) + " calls, 1 attempt each)",
                         fmt("%.0f B", perCall), "", "", "", ""});
-        rows.push_back({"TimelineStore, per call, without unused vector capacity",
-                        fmt("%.0f B", perCall - callSlack), "", "", "", ""});
         rows.push_back({"TimelineStore, per recorded frame (" + std::to_string(frames) + " frames)",
                         fmt("%.1f B", perFrame), "", "", "", ""});
-        rows.push_back({"TimelineStore, per recorded frame, without unused vector capacity",
-                        fmt("%.1f B", perFrame - frameSlack), "", "", "", ""});
         notes.push_back(
             "memory: heap in use (mallinfo2 uordblks + hblkhd) before and after applying the decoded "
-            "HEADERS-heavy events; vector capacity slack included (sizeof(FrameRecord) = " +
+            "HEADERS-heavy events; calls and frames live in deques, which grow by fixed blocks (sizeof(FrameRecord) = " +
             std::to_string(sizeof(FrameRecord)) + ", sizeof(Call) = " + std::to_string(sizeof(Call)) +
             ", sizeof(Attempt) = " + std::to_string(sizeof(Attempt)) + ")");
     }

@@ -3,14 +3,18 @@
 // flushes them, into the GUI's item model with the default retention budget. It prints the memory the model
 // reports and the process's peak RSS, against an unbounded run of a tenth of the calls measured in the same
 // run, and how long each batch keeps the GUI thread busy (that is what decides whether the GUI stays
-// responsive), with the evictions included.
+// responsive), with the evictions included: first the model alone, then again with the swimlane widget
+// attached (offscreen) and repainted after every batch, as the GUI does at most once a frame.
 
 #include "stats.h"
+#include "swimlaneview.h"
 #include "timelinemodel.h"
 
-#include <QCoreApplication>
+#include <QApplication>
+#include <QImage>
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -97,11 +101,22 @@ long currentRssKb()
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+// This thread's CPU time: what a batch costs the GUI thread, apart from time lost to other processes on a
+// shared machine (wall time is reported too).
+double threadCpuMs()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
 struct Run
 {
     std::uint64_t calls = 0;
     double seconds = 0;
     std::vector<double> batchMs;
+    std::vector<double> batchCpuMs;
+    std::vector<double> evictionCpuMs; // batches that evicted
     size_t peakModelBytes = 0;
     size_t finalModelBytes = 0;
     size_t keptCalls = 0;
@@ -109,8 +124,9 @@ struct Run
     long rssKb = 0;
 };
 
-Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch)
+Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch, SwimlaneView *view = nullptr)
 {
+    QImage frame(view ? view->size() : QSize(1, 1), QImage::Format_ARGB32_Premultiplied);
     Run r;
     r.calls = calls;
     model.appendBatch({[] {
@@ -132,8 +148,15 @@ Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch)
         for (std::uint64_t k = i; k < std::min(calls, i + callsPerBatch); ++k)
             appendCall(batch, k);
         const auto t0 = std::chrono::steady_clock::now();
+        const double cpu0 = threadCpuMs();
+        const size_t evicted0 = model.store().evictedCalls();
         model.appendBatch(batch);
+        if (view)
+            view->render(&frame);
         r.batchMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        r.batchCpuMs.push_back(threadCpuMs() - cpu0);
+        if (model.store().evictedCalls() != evicted0)
+            r.evictionCpuMs.push_back(r.batchCpuMs.back());
         if ((i / callsPerBatch) % 64 == 0)
             r.peakModelBytes = std::max(r.peakModelBytes, model.memoryBytes());
     }
@@ -150,7 +173,9 @@ Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch)
 
 int main(int argc, char **argv)
 {
-    QCoreApplication app(argc, argv);
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
     std::uint64_t calls = 1'000'000;
     size_t budgetMb = 256;
     for (int i = 1; i < argc; ++i) {
@@ -180,10 +205,23 @@ int main(int argc, char **argv)
     policy.maxBytes = budgetMb << 20;
     model.setRetention(policy);
     bounded = feed(model, calls, callsPerBatch);
+    // The same session with the swimlane widget following it.
+    Run withView;
+    {
+        TimelineModel viewModel;
+        viewModel.setRetention(policy);
+        SwimlaneView view(&viewModel);
+        view.resize(1920, 1080);
+        withView = feed(viewModel, calls, callsPerBatch, &view);
+    }
 
     std::vector<double> sorted = bounded.batchMs;
     std::sort(sorted.begin(), sorted.end());
     auto pct = [&](double p) { return sorted[size_t(p * double(sorted.size() - 1))]; };
+    auto pctOf = [](std::vector<double> v, double p) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v[size_t(p * double(v.size() - 1))];
+    };
     const double perCallUnbounded = double(unbounded.finalModelBytes) / double(unbounded.calls);
     std::printf("measurement                                              | value\n");
     std::printf("---------------------------------------------------------+--------------------------------\n");
@@ -207,6 +245,24 @@ int main(int argc, char **argv)
     std::printf("batches over 16 ms (one frame)                           | %zu of %zu\n",
                 size_t(std::count_if(sorted.begin(), sorted.end(), [](double v) { return v > 16; })),
                 sorted.size());
+    std::printf("GUI thread CPU per batch: p50 / p99 / max                | %.2f / %.2f / %.1f ms\n",
+                pctOf(bounded.batchCpuMs, 0.5), pctOf(bounded.batchCpuMs, 0.99), pctOf(bounded.batchCpuMs, 1.0));
+    std::printf("batches that evicted: count, CPU p50 / max                | %zu, %.2f / %.1f ms\n",
+                bounded.evictionCpuMs.size(), pctOf(bounded.evictionCpuMs, 0.5),
+                pctOf(bounded.evictionCpuMs, 1.0));
+    auto over16 = [](const std::vector<double> &v) {
+        return size_t(std::count_if(v.begin(), v.end(), [](double x) { return x > 16; }));
+    };
+    std::printf("batches over 16 ms of CPU                                | %zu of %zu\n",
+                over16(bounded.batchCpuMs), bounded.batchCpuMs.size());
+    std::printf("with the swimlane view, per batch + repaint: p50 / p99 / max | %.2f / %.2f / %.1f ms wall\n",
+                pctOf(withView.batchMs, 0.5), pctOf(withView.batchMs, 0.99), pctOf(withView.batchMs, 1.0));
+    std::printf("with the swimlane view, CPU: p50 / p99 / max              | %.2f / %.2f / %.1f ms\n",
+                pctOf(withView.batchCpuMs, 0.5), pctOf(withView.batchCpuMs, 0.99), pctOf(withView.batchCpuMs, 1.0));
+    std::printf("with the swimlane view, batches that evicted: CPU p50 / max | %.2f / %.1f ms (%zu)\n",
+                pctOf(withView.evictionCpuMs, 0.5), pctOf(withView.evictionCpuMs, 1.0), withView.evictionCpuMs.size());
+    std::printf("with the swimlane view, over 16 ms: wall / CPU            | %zu / %zu of %zu\n",
+                over16(withView.batchMs), over16(withView.batchCpuMs), withView.batchMs.size());
 
     return 0;
 }

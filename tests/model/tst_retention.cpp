@@ -139,7 +139,8 @@ private slots:
     }
 
     // Through the item model, as the GUI runs it: bounded by the budget (store and event log together),
-    // announced as a model reset, and a session saved after eviction replays to exactly the calls kept.
+    // announced as removed rows (never a reset), persistent indexes on kept calls and their attempts follow
+    // them, and a session saved after eviction replays to exactly the calls kept.
     void itemModelAndEventLog()
     {
         TimelineModel model;
@@ -149,23 +150,35 @@ private slots:
             model.appendBatch({opened(1, 0)});
             for (int i = 0; i < 300; ++i)
                 model.appendBatch(call(i));
+            // A pinned call among the oldest: the rows around it go in separate runs.
+            model.setPinned(5, true);
             RetentionPolicy small;
             small.maxBytes = model.memoryBytes() / 3;
             model.setRetention(small);
             for (int i = 300; i < 600; ++i)
                 model.appendBatch(call(i));
             QVERIFY(model.store().evictedCalls() > 300);
+            QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("call-5"));
+            model.setPinned(0, false);
             model.setRetention({});
         }
         for (int i = 600; i < 4000; ++i)
             model.appendBatch(call(i));
         const size_t full = model.memoryBytes();
         QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+        QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);
+        QSignalSpy evicted(&model, &TimelineModel::callsEvicted);
         RetentionPolicy policy;
         policy.maxBytes = full / 3;
         model.setRetention(policy);
-        QCOMPARE(reset.count(), 1);
+        QCOMPARE(evicted.count(), 1);
+        QVERIFY(removed.count() >= 1);
+        QCOMPARE(removed.first().at(1).toInt(), 0); // the oldest rows go first
         model.setPinned(model.rowCount() - 1, true);
+        // Indexes held across evictions (a selection in the calls list) follow their call.
+        const QPersistentModelIndex pinnedRow = model.index(model.rowCount() - 1, 0);
+        const QPersistentModelIndex pinnedAttempt = model.index(1, 0, pinnedRow);
+        QCOMPARE(pinnedRow.data().toString(), QStringLiteral("call-3999"));
         for (int i = 4000; i < 12000; ++i) {
             model.appendBatch(call(i));
             // Checked before the calls arriving in between could fill the room left.
@@ -180,7 +193,14 @@ private slots:
         }
         model.enforceRetention();
         QVERIFY(model.memoryBytes() <= policy.maxBytes);
-        QVERIFY(reset.count() > 1);
+        QCOMPARE(reset.count(), 0);
+        QVERIFY(evicted.count() > 1);
+        QVERIFY(pinnedRow.isValid());
+        QCOMPARE(pinnedRow.row(), 0); // every older call went; it moved up to the top
+        QCOMPARE(pinnedRow.data().toString(), QStringLiteral("call-3999"));
+        QVERIFY(pinnedAttempt.isValid());
+        QCOMPARE(pinnedAttempt.parent(), QModelIndex(pinnedRow));
+        QCOMPARE(pinnedAttempt.data().toString(), QStringLiteral("attempt 2"));
         QVERIFY(model.store().evictedCalls() > 9000);
         QCOMPARE(model.rowCount(), int(model.store().calls().size()));
         QVERIFY(byKey(model.store(), "call-3999")); // pinned

@@ -227,6 +227,108 @@ private slots:
         QVERIFY(countColor(before, QRect(0, 0, 1200, 70), red) == 0);
     }
 
+    // Retention evicting calls under a live view: the view follows each eviction without rebuilding, and what
+    // it then shows - lanes, ranges, connection marks, selection - is exactly what a view built afresh on the
+    // same store shows. A pinned call and one still in flight stay among the evicted ones.
+    void viewFollowsEviction()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        SwimlaneView view(&model);
+        view.resize(1200, 700);
+        WireEvent open;
+        open.kind = EventKind::ConnectionOpened;
+        open.connection = 1;
+        auto frame = [](std::uint8_t type, std::uint32_t stream, std::int64_t t) {
+            WireEvent f;
+            f.kind = EventKind::Frame;
+            f.connection = 1;
+            f.stream = stream;
+            f.tNs = t;
+            f.frameType = type;
+            f.length = 10;
+            return f;
+        };
+        // A call still in flight through every eviction.
+        model.appendBatch({open, req(1, 0, std::nullopt, "long", 100000 * ms), frame(FrameHeaders, 1, 0)});
+        RetentionPolicy policy;
+        policy.maxCalls = 60;
+        model.setRetention(policy);
+        QImage img(view.size(), QImage::Format_ARGB32_Premultiplied);
+        std::uint32_t stream = 3;
+        QSignalSpy evictions(&model, &TimelineModel::callsEvicted);
+        for (int batch = 0; batch < 30; ++batch) {
+            EventBatch b;
+            b.push_back(frame(FrameSettings, 0, batch * 100 * ms)); // a mark on the connection lane
+            for (int i = 0; i < 10; ++i) {
+                const int n = batch * 10 + i;
+                const std::int64_t t = batch * 100 * ms + i * 9 * ms;
+                const std::string id = "c" + std::to_string(n);
+                b.push_back(frame(FrameHeaders, stream, t));
+                b.push_back(req(stream, t, std::nullopt, id, 500 * ms));
+                b.push_back(frame(FrameData, stream, t + ms));
+                b.push_back(end(stream, t + 2 * ms, 14));
+                stream += 2;
+                if (n % 3 == 0) { // a retry
+                    b.push_back(frame(FrameHeaders, stream, t + 5 * ms));
+                    b.push_back(req(stream, t + 5 * ms, 1, id, 495 * ms));
+                    b.push_back(end(stream, t + 7 * ms, 0));
+                    stream += 2;
+                }
+            }
+            model.appendBatch(b);
+            if (batch == 1) {
+                // Pin c12 and select an attempt of c19: both must be followed up the list.
+                model.setPinned(int(*model.store().callIndex("c12")), true);
+                view.selectAttempt(int(*model.store().callIndex("c18")), 1);
+            }
+            view.render(&img); // paints (and so brings the view's caches up to date) after every batch
+        }
+        QVERIFY(evictions.count() >= 10);
+        QVERIFY(model.store().evictedCalls() > 200);
+        QVERIFY(model.store().callIndex("long"));
+        QVERIFY(model.store().callIndex("c12"));
+        QVERIFY(!model.store().callIndex("c0"));
+        QVERIFY(!model.store().callIndex("c18")); // evicted with the selection on it
+        QVERIFY(!view.selectedAttempt());
+
+        // A selection on a call that stays moves up with it.
+        view.selectAttempt(int(*model.store().callIndex("c295")), 0);
+        for (int batch = 30; batch < 33; ++batch) {
+            EventBatch b;
+            for (int i = 0; i < 10; ++i) {
+                const int n = batch * 10 + i;
+                const std::int64_t t = batch * 100 * ms + i * 9 * ms;
+                b.push_back(req(stream, t, std::nullopt, "c" + std::to_string(n), 500 * ms));
+                b.push_back(end(stream, t + 2 * ms, 0));
+                stream += 2;
+            }
+            model.appendBatch(b);
+            view.render(&img);
+        }
+        QVERIFY(view.selectedAttempt());
+        QCOMPARE(model.store().calls()[view.selectedAttempt()->first].key, std::string("c295"));
+        view.selectAttempt(-1, -1);
+        view.render(&img);
+
+        // The followed view shows exactly what a view built afresh on the same store shows.
+        SwimlaneView fresh(&model);
+        fresh.resize(view.size());
+        TimelinePainter rebuilt(&model.store());
+        const auto range = rebuilt.fullRange();
+        view.setRange(range.first, range.second);
+        fresh.setRange(range.first, range.second);
+        QImage freshImg(fresh.size(), QImage::Format_ARGB32_Premultiplied);
+        view.render(&img);
+        fresh.render(&freshImg);
+        QCOMPARE(img, freshImg);
+        // The survivors lead: the in-flight call and the pinned one, then the rest in order.
+        const auto &blocks = rebuilt.layout().blocks();
+        QCOMPARE(int(blocks.size()), int(model.store().calls().size()) + 1); // + the connection lane
+        QCOMPARE(model.store().calls()[0].key, std::string("long"));
+        QCOMPARE(model.store().calls()[1].key, std::string("c12"));
+    }
+
     // Nested by chain: calls made while serving another follow it, indented; double-clicking its header folds
     // them away and back.
     void chainNestingFolds()
