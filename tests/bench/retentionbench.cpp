@@ -178,13 +178,17 @@ int main(int argc, char **argv)
     QApplication app(argc, argv);
     std::uint64_t calls = 1'000'000;
     size_t budgetMb = 256;
+    const char *png = nullptr;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--quick")) {
             calls = 200'000;
+        } else if (!std::strcmp(argv[i], "--png") && i + 1 < argc) {
+            png = argv[++i];
         } else if (!std::strcmp(argv[i], "--budget-mb") && i + 1 < argc) {
             budgetMb = size_t(std::atol(argv[++i]));
         } else {
-            std::fprintf(stderr, "usage: rpcscope-retentionbench [--quick] [--budget-mb N]\n");
+            std::fprintf(stderr, "usage: rpcscope-retentionbench [--quick] [--budget-mb N] [--png FILE]\n"
+                                 "  --png FILE  save the swimlane view's last frame of the run with the view\n");
             return 2;
         }
     }
@@ -213,6 +217,13 @@ int main(int argc, char **argv)
         SwimlaneView view(&viewModel);
         view.resize(1920, 1080);
         withView = feed(viewModel, calls, callsPerBatch, &view);
+        if (png) {
+            // A few seconds around the retention cut, so the lanes are readable and the cut is on the ruler.
+            const qint64 cut = viewModel.store().retentionCutNs();
+            view.setRange(cut - 2'000'000'000, cut + 1'500'000'000);
+            if (!view.grab().save(QString::fromLocal8Bit(png)))
+                std::fprintf(stderr, "rpcscope-retentionbench: cannot write %s\n", png);
+        }
     }
 
     std::vector<double> sorted = bounded.batchMs;
