@@ -1,11 +1,90 @@
 #include "eventlog.h"
 
+#include "capture.pb.h"
 #include "capturecodec.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
 #include <unordered_set>
 
 namespace rpcscope {
+
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::internal::WireFormatLite;
+
+// The fields of one encoded capture::Event that decide whether retention drops it.
+struct EventHead
+{
+    EventKind kind = EventKind::ConnectionOpened;
+    std::uint32_t connection = 0;
+    std::uint32_t stream = 0;
+    std::int64_t tNs = 0;
+};
+
+bool readHead(const std::uint8_t *data, int len, EventHead *h)
+{
+    CodedInputStream in(data, len);
+    while (const std::uint32_t tag = in.ReadTag()) {
+        std::uint64_t v = 0;
+        switch (WireFormatLite::GetTagFieldNumber(tag)) {
+        case 1:
+        case 2:
+        case 4:
+        case 5:
+            if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_VARINT || !in.ReadVarint64(&v))
+                return false;
+            if (WireFormatLite::GetTagFieldNumber(tag) == 1)
+                h->kind = EventKind(v);
+            else if (WireFormatLite::GetTagFieldNumber(tag) == 2)
+                h->connection = std::uint32_t(v);
+            else if (WireFormatLite::GetTagFieldNumber(tag) == 4)
+                h->tNs = std::int64_t(v);
+            else
+                h->stream = std::uint32_t(v);
+            break;
+        default:
+            if (!WireFormatLite::SkipField(&in, tag))
+                return false;
+        }
+    }
+    return in.ConsumedEntireMessage();
+}
+
+// Copies the events of an encoded batch that `drop` keeps, byte for byte, without decoding them: retention
+// rewrites the batches its cut runs through on the GUI thread. False when the bytes are not a batch.
+template<typename Drop>
+bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t *kept)
+{
+    const auto *data = reinterpret_cast<const std::uint8_t *>(batch.data());
+    CodedInputStream in(data, int(batch.size()));
+    *kept = 0;
+    while (true) {
+        const int recordStart = in.CurrentPosition();
+        const std::uint32_t tag = in.ReadTag();
+        if (!tag)
+            break;
+        std::uint32_t len = 0;
+        if (tag != WireFormatLite::MakeTag(capture::EventBatch::kEventsFieldNumber,
+                                           WireFormatLite::WIRETYPE_LENGTH_DELIMITED) ||
+            !in.ReadVarint32(&len) || len > batch.size() - size_t(in.CurrentPosition()))
+            return false;
+        const int eventStart = in.CurrentPosition();
+        EventHead head;
+        if (!readHead(data + eventStart, int(len), &head) || !in.Skip(int(len)))
+            return false;
+        if (!drop(head, data + eventStart, int(len))) {
+            out->append(batch, size_t(recordStart), size_t(in.CurrentPosition() - recordStart));
+            ++*kept;
+        }
+    }
+    return true;
+}
+
+} // namespace
 
 void EventLog::append(const EventBatch &batch)
 {
@@ -72,15 +151,19 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
             goneKeys.insert(keys.begin(), keys.end());
         return goneKeys.count(key) > 0;
     };
-    auto drop = [&](const WireEvent &e) {
+    auto drop = [&](const EventHead &e, const std::uint8_t *bytes, int len) {
         switch (e.kind) {
         case EventKind::ConnectionOpened:
         case EventKind::ConnectionClosed:
         case EventKind::DecodeError:
         case EventKind::Notice:
             return false;
-        case EventKind::LabEvent:
-            return (e.tNs < keepFromNs && e.grpc.callId.empty()) || keyGone(e.grpc.callId);
+        case EventKind::LabEvent: {
+            // Rare enough to decode whole for its call id.
+            capture::Event event;
+            const std::string callId = event.ParseFromArray(bytes, len) ? event.grpc().call_id() : std::string();
+            return (e.tNs < keepFromNs && callId.empty()) || keyGone(callId);
+        }
         default:
             if (e.stream && std::binary_search(streams.begin(), streams.end(),
                                                (std::uint64_t(e.connection) << 32) | e.stream))
@@ -101,14 +184,21 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
             m_encodedBytes -= m_batches[i].encoded.size();
             continue;
         }
-        EventBatch events = batch(i);
-        const size_t before = events.size();
-        std::erase_if(events, drop);
-        m_events -= before - events.size();
-        m_encodedBytes -= m_batches[i].encoded.size();
-        if (events.empty())
+        // The log encoded every batch itself, so the filter cannot fail; a batch it could not read stays.
+        std::string filtered;
+        size_t keptEvents = 0;
+        if (!filterEncoded(m_batches[i].encoded, drop, &filtered, &keptEvents)) {
+            kept.push_back(std::move(m_batches[i]));
             continue;
-        Batch b = describe(encodeBatch(events), events);
+        }
+        m_events -= m_batches[i].events - keptEvents;
+        m_encodedBytes -= m_batches[i].encoded.size();
+        if (!keptEvents)
+            continue;
+        // Its time range and flags stay those of the whole batch: wider than what is left, which only means
+        // a later eviction may look at it again.
+        Batch b{std::move(filtered), keptEvents, m_batches[i].minNs, m_batches[i].maxNs, m_batches[i].mustKeep,
+                m_batches[i].onlyKept};
         m_encodedBytes += b.encoded.size();
         kept.push_back(std::move(b));
     }
