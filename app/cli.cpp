@@ -1,6 +1,7 @@
 // rpcscope-cli: headless capture and lab runs. Links no QtWidgets.
 
 #include "captureio.h"
+#include "clidecode.h"
 #include "clock.h"
 #include "jsonexport.h"
 #include "labsession.h"
@@ -45,6 +46,13 @@ const char kUsage[] =
     "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext HTTP/2)\n"
     "      traffic, whose TCP connections are reassembled and decoded; --port names the HTTP/2 server port\n"
     "      (detected from the client preface otherwise).\n"
+    "  rpcscope-cli decode IN [--proto FILE ...] [--proto-path DIR ...] [--reflect HOST:PORT ...] [--out FILE]\n"
+    "  rpcscope-cli decode --method /PKG.SERVICE/METHOD [--response] --hex HEX [--proto ...] [--reflect ...]\n"
+    "      Decode the gRPC messages kept in capture IN (or one message given in hex) to a JSON document on\n"
+    "      stdout or in FILE: JSON with the schemas of --proto files (imports found in the --proto-path\n"
+    "      directories, as protoc's -I) or fetched by gRPC server reflection from --reflect; raw protobuf fields\n"
+    "      and hex without one. A .proto that does not load exits 2 naming FILE:LINE:COLUMN; a --reflect server\n"
+    "      that cannot be asked exits 1.\n"
     "  --frames   also write every HTTP/2 frame into the JSON\n"
     "  --to FORMAT  rpcscope, json (rpcscope-json), chrome (Chrome trace event JSON for Perfetto and\n"
     "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark); without it the name of\n"
@@ -429,5 +437,7 @@ int main(int argc, char **argv)
         return cmdCapture(args);
     if (cmd == "convert")
         return cmdConvert(args);
+    if (cmd == "decode")
+        return cmdDecode(args);
     return usageError("unknown command '" + cmd + "'");
 }

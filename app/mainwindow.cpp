@@ -124,6 +124,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
     buildViewControls(tb);
     buildFileAndCapture(tb);
+    buildDecoding(tb);
     auto *quit = new QAction(QStringLiteral("Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);

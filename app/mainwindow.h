@@ -22,6 +22,7 @@ namespace rpcscope {
 class AttemptInspector;
 class CapturePanel;
 class HeaderLog;
+class SchemaController;
 class SwimlaneView;
 class TimelineModel;
 
@@ -60,6 +61,8 @@ public slots:
     // `rpcscope --capture`: starts a capture session with these hops; false with the reason.
     bool startCapture(const std::vector<HopSpec> &hops, QString *error);
     void togglePinSelected();
+    // Message schemas (.proto files, server reflection) the inspector decodes with (mainwindow_decode.cpp).
+    SchemaController *schemas() const { return m_schemas; }
     // Off for unattended runs (--screenshot): closing never asks about an unsaved session.
     void setPromptOnClose(bool on) { m_promptOnClose = on; }
 
@@ -76,6 +79,7 @@ protected:
 
 private:
     void buildFileAndCapture(QToolBar *tb);
+    void buildDecoding(QToolBar *tb);
     void restoreLayout();
     void openInteractive();
     void saveInteractive();
@@ -120,6 +124,7 @@ private:
     std::uint64_t m_savedGeneration = 0;
     int m_selectedCall = -1;
     bool m_promptOnClose = true;
+    SchemaController *m_schemas = nullptr;
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
 };

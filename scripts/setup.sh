@@ -10,7 +10,7 @@ BUILD_DIR="${RPCSCOPE_BUILD_DIR:-$ROOT/build}"
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-qpa-plugins libgl-dev
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libprotoc-dev zlib1g-dev
   libnghttp2-dev socat
   libpcap-dev tshark
   fonts-dejavu-core

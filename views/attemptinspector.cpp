@@ -1,14 +1,20 @@
 #include "attemptinspector.h"
 
 #include "headerlog.h"
+#include "messagedecoder.h"
 #include "timelinepainter.h"
 #include "timelinestore.h"
 
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QFontDatabase>
 #include <QHeaderView>
 #include <QLabel>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <functional>
 
 namespace rpcscope {
 
@@ -16,6 +22,20 @@ namespace {
 // Frames are appended in nearly time order (batches of different relays interleave); a margin either side
 // of the attempt absorbs that, as in the painter.
 constexpr qint64 kFrameSearchMarginNs = 50'000'000;
+// A message's rows stay few enough to scroll past: longer JSON and hex are cut, Copy gives it all.
+constexpr int kMaxJsonLines = 300;
+constexpr size_t kMaxHexBytes = 1024;
+constexpr int kMaxLineChars = 240;
+// Up to this many messages open expanded; more start collapsed (a long stream).
+constexpr size_t kExpandMessages = 4;
+constexpr int kMessageTextRole = Qt::UserRole + 1;
+
+QString clipped(const QString &line)
+{
+    return line.size() > kMaxLineChars
+               ? line.left(kMaxLineChars) + QStringLiteral(" … (%1 chars)").arg(line.size())
+               : line;
+}
 
 QString flagsText(const FrameRecord &f)
 {
@@ -47,13 +67,49 @@ AttemptInspector::AttemptInspector(const TimelineStore *store, const HeaderLog *
     m_tree->setColumnWidth(0, 190);
     m_tree->setUniformRowHeights(true);
     layout->addWidget(m_tree);
+    // Ctrl+C copies the row, or on a message its JSON (raw fields without a schema).
+    auto *copy = new QAction(QStringLiteral("Copy (a message: its JSON)"), m_tree);
+    copy->setShortcut(QKeySequence::Copy);
+    copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(copy, &QAction::triggered, this, &AttemptInspector::copyCurrent);
+    m_tree->addAction(copy);
+    m_tree->setContextMenuPolicy(Qt::ActionsContextMenu);
     showAttempt(-1, -1);
+}
+
+QString AttemptInspector::currentMessageText() const
+{
+    for (QTreeWidgetItem *i = m_tree->currentItem(); i; i = i->parent())
+        if (const QVariant v = i->data(0, kMessageTextRole); v.isValid()) return v.toString();
+    return {};
+}
+
+void AttemptInspector::copyCurrent()
+{
+    QString text = currentMessageText();
+    if (text.isEmpty()) {
+        const QTreeWidgetItem *i = m_tree->currentItem();
+        if (!i) return;
+        text = i->text(1).isEmpty() ? i->text(0) : i->text(0) + QStringLiteral(": ") + i->text(1);
+    }
+    QApplication::clipboard()->setText(text);
+}
+
+void AttemptInspector::refresh()
+{
+    const auto &calls = m_store->calls();
+    if (m_call >= 0 && size_t(m_call) < calls.size() && calls[size_t(m_call)].key == m_callKey)
+        showAttempt(m_call, m_attempt);
+    else
+        showAttempt(-1, -1);
 }
 
 void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
 {
     m_tree->clear();
     const auto &calls = m_store->calls();
+    m_call = m_attempt = -1;
+    m_callKey.clear();
     if (callIndex < 0 || size_t(callIndex) >= calls.size() || attemptIndex < 0 ||
         size_t(attemptIndex) >= calls[callIndex].attempts.size()) {
         m_title->setText(
@@ -62,6 +118,9 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     }
     const Call &call = calls[callIndex];
     const Attempt &a = call.attempts[attemptIndex];
+    m_call = callIndex;
+    m_attempt = attemptIndex;
+    m_callKey = call.key;
     const qint64 origin = m_store->originNs();
     m_title->setText(QStringLiteral("<b>%1</b> · attempt %2 of %3<br>%4")
                          .arg(QString::fromStdString(call.key).toHtmlEscaped())
@@ -144,6 +203,8 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
             QStringLiteral("not kept (the inspector keeps the most recent streams)"));
     }
 
+    addMessages(callIndex, attemptIndex);
+
     QTreeWidgetItem *frames = section(QStringLiteral("Frames"));
     const auto &all = m_store->frames();
     const qint64 end = a.endNs.value_or(m_store->latestNs());
@@ -164,6 +225,128 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     }
     frames->setText(0, QStringLiteral("Frames (%1; → client to server, ← server to client)").arg(n));
     if (n == 0) row(frames, QString(), QStringLiteral("no frames recorded for this stream"));
+}
+
+void AttemptInspector::addMessages(int callIndex, int attemptIndex)
+{
+    const Call &call = m_store->calls()[size_t(callIndex)];
+    const Attempt &a = call.attempts[size_t(attemptIndex)];
+    const auto *messages = m_headers ? m_headers->messages(a.connection, a.stream) : nullptr;
+    if (!m_headers || (!messages && a.requestMessages + a.responseMessages == 0)) return;
+    auto *section = new QTreeWidgetItem(m_tree);
+    QFont bold = section->font(0);
+    bold.setBold(true);
+    section->setFont(0, bold);
+    section->setFirstColumnSpanned(true);
+    section->setExpanded(true);
+    if (!messages) {
+        section->setText(0, QStringLiteral("Messages"));
+        new QTreeWidgetItem(section,
+                            {QString(), QStringLiteral("not kept (the inspector keeps the most recent "
+                                                       "streams' messages)")});
+        return;
+    }
+    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+    QColor noteColor = palette().color(QPalette::PlaceholderText);
+    auto spanned = [&](QTreeWidgetItem *parent, const QString &text, bool monospace) {
+        auto *item = new QTreeWidgetItem(parent, {text});
+        item->setFirstColumnSpanned(true);
+        if (monospace) item->setFont(0, mono);
+        return item;
+    };
+    // The response's grpc-encoding, for compressed responses (the request's is the attempt's).
+    std::string responseEncoding;
+    if (const auto *blocks = m_headers->blocks(a.connection, a.stream))
+        for (const HeaderLog::Block &b : *blocks)
+            if (b.dir == Direction::ServerToClient)
+                for (const Header &h : b.headers)
+                    if (h.name == "grpc-encoding") responseEncoding = h.value;
+    const size_t notKept = m_headers->messagesNotKept(a.connection, a.stream);
+    section->setText(0,
+                     QStringLiteral("Messages (%1%2; %3)")
+                         .arg(messages->size())
+                         .arg(notKept ? QStringLiteral(" of %1").arg(messages->size() + notKept) : QString())
+                         .arg(m_decoder && m_decoder->fileCount()
+                                  ? QStringLiteral("%1 schema file(s) loaded").arg(m_decoder->fileCount())
+                                  : QStringLiteral("no schemas: Schemas ▸ Load .proto files or Fetch by "
+                                                   "reflection")));
+    int requests = 0, responses = 0;
+    for (const HeaderLog::Message &m : *messages) {
+        const bool request = m.dir == Direction::ClientToServer;
+        const int n = request ? ++requests : ++responses;
+        DecodedMessage decoded;
+        if (m_decoder) {
+            decoded = m_decoder->decode(call.method, request, m.payload, m.truncated, m.compressed,
+                                        request ? a.encoding : responseEncoding);
+        } else {
+            decoded.bytes = m.payload;
+            decoded.raw = scanRawFields(m.payload);
+        }
+        QString size = QStringLiteral("%1 B").arg(m.length);
+        if (m.truncated) size += QStringLiteral(" (%1 B kept)").arg(m.payload.size());
+        QString value = QStringLiteral("+%1 · %2").arg(formatDuration(m.tNs - a.startNs), size);
+        if (!decoded.typeName.empty())
+            value += QStringLiteral(" · ") + QString::fromStdString(decoded.typeName);
+        auto *item = new QTreeWidgetItem(
+            section, {QStringLiteral("%1 %2 %3")
+                          .arg(request ? QStringLiteral("→") : QStringLiteral("←"),
+                               request ? QStringLiteral("request") : QStringLiteral("response"))
+                          .arg(n),
+                      value});
+        item->setExpanded(messages->size() <= kExpandMessages);
+        item->setData(
+            0, kMessageTextRole,
+            QString::fromStdString(decoded.typed ? decoded.json : formatRawFields(decoded.raw.fields)));
+        if (!decoded.note.empty()) {
+            QTreeWidgetItem *note = spanned(item, QString::fromStdString(decoded.note), false);
+            note->setForeground(0, noteColor);
+            QFont italic = note->font(0);
+            italic.setItalic(true);
+            note->setFont(0, italic);
+        }
+        if (decoded.typed) {
+            const QStringList lines = QString::fromStdString(decoded.json).split(QLatin1Char('\n'));
+            for (int i = 0; i < lines.size() && i < kMaxJsonLines; ++i)
+                spanned(item, clipped(lines[i]), true);
+            if (lines.size() > kMaxJsonLines)
+                spanned(item,
+                        QStringLiteral("… %1 more lines (Ctrl+C copies the whole JSON)")
+                            .arg(lines.size() - kMaxJsonLines),
+                        false);
+        }
+        // Raw fields: the content when there is no schema, a closed fold under the JSON otherwise.
+        auto *raw =
+            new QTreeWidgetItem(item, {QStringLiteral("Raw fields (%1%2)")
+                                           .arg(decoded.raw.fields.size())
+                                           .arg(decoded.raw.capped ? QStringLiteral("+") : QString())});
+        raw->setFirstColumnSpanned(true);
+        raw->setExpanded(!decoded.typed);
+        std::function<void(QTreeWidgetItem *, const std::vector<RawField> &)> addFields =
+            [&](QTreeWidgetItem *parent, const std::vector<RawField> &fields) {
+                for (const RawField &f : fields) {
+                    auto *row = new QTreeWidgetItem(
+                        parent,
+                        {QStringLiteral("#%1 %2").arg(f.number).arg(QLatin1String(wireTypeName(f.wireType))),
+                         clipped(QString::fromStdString(rawFieldValue(f)))});
+                    row->setFont(1, mono);
+                    if (!f.children.empty()) {
+                        row->setExpanded(!decoded.typed);
+                        addFields(row, f.children);
+                    }
+                }
+            };
+        addFields(raw, decoded.raw.fields);
+        if (!decoded.raw.stopped.empty()) {
+            QTreeWidgetItem *stop = spanned(raw, QString::fromStdString(decoded.raw.stopped), false);
+            stop->setForeground(0, noteColor);
+        }
+        auto *hex = new QTreeWidgetItem(item, {QStringLiteral("Hex (%1 B)").arg(decoded.bytes.size())});
+        hex->setFirstColumnSpanned(true);
+        for (const std::string &line : hexDumpLines(decoded.bytes, kMaxHexBytes))
+            spanned(hex, QString::fromStdString(line), true);
+    }
+    if (notKept)
+        spanned(section, QStringLiteral("%1 later message(s) of this stream not kept").arg(notKept), false);
 }
 
 } // namespace rpcscope

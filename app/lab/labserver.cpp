@@ -4,7 +4,9 @@
 #include "lab.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
 
 #include <condition_variable>
 #include <deque>
@@ -464,6 +466,28 @@ struct LabServer::Impl : public Lab::CallbackService
     }
 };
 
+namespace {
+// Server reflection on or off for this server alone. Loading libgrpc++_reflection registers its plugin for
+// every ServerBuilder of the process (a static initializer), and a second plugin is refused ("duplicate
+// registration"): so this drops whatever the builder was given and adds exactly one when asked to.
+class ReflectionOption : public grpc::ServerBuilderOption
+{
+public:
+    explicit ReflectionOption(bool on) : m_on(on) {}
+    void UpdateArguments(grpc::ChannelArguments *) override {}
+    void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>> *plugins) override
+    {
+        auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
+        std::erase_if(*plugins, [&](const auto &p) { return p->name() == reflection->name(); });
+        if (m_on)
+            plugins->push_back(std::move(reflection));
+    }
+
+private:
+    bool m_on;
+};
+} // namespace
+
 LabServer::LabServer() : d(std::make_unique<Impl>()) {}
 
 LabServer::~LabServer()
@@ -483,6 +507,7 @@ bool LabServer::start(std::string *error)
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &d->port);
     builder.RegisterService(d.get());
     builder.SetMaxReceiveMessageSize(64 << 20);
+    builder.SetOption(std::make_unique<ReflectionOption>(d->options.reflection));
     if (d->options.maxConcurrentStreams > 0)
         builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, d->options.maxConcurrentStreams);
     if (d->options.permitIdlePings) {

@@ -30,6 +30,9 @@ struct LabServerOptions
     // answers a third early PING with GOAWAY too_many_pings).
     bool permitIdlePings = false;
     bool healthService = false; // grpc.health.v1 (grpc++'s default health service), SERVING at start
+    // gRPC server reflection (grpc.reflection.v1alpha), so rpcscope can fetch the lab's schemas and decode its
+    // messages with no .proto at hand.
+    bool reflection = true;
 };
 
 // A grpc++ callback server for the Lab service on 127.0.0.1 (port 0 picks a free port).
