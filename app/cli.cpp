@@ -2,6 +2,7 @@
 
 #include "captureio.h"
 #include "clidecode.h"
+#include "climerge.h"
 #include "clock.h"
 #include "jsonexport.h"
 #include "labsession.h"
@@ -46,6 +47,12 @@ const char kUsage[] =
     "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext HTTP/2)\n"
     "      traffic, whose TCP connections are reassembled and decoded; --port names the HTTP/2 server port\n"
     "      (detected from the client preface otherwise).\n"
+    "  rpcscope-cli merge IN1 IN2 ... --out OUT [--to FORMAT] [--offset FILE=OFFSET ...] [--label FILE=NAME ...]\n"
+    "                     [--png FILE] [--svg FILE] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
+    "      Merge captures (from agents on several hosts) onto one timeline, aligned by their wall-clock origins,\n"
+    "      into OUT. Each file's lanes carry its label (its file name, or --label FILE=NAME). --offset moves one\n"
+    "      file's events, e.g. --offset edge.rpcscope=+12.5ms (ns, us, ms, s), to make up for clocks that\n"
+    "      disagree. FILE is an input's path, file name or label. A bad argument or unreadable input exits 2.\n"
     "  rpcscope-cli decode IN [--proto FILE ...] [--proto-path DIR ...] [--reflect HOST:PORT ...] [--out FILE]\n"
     "  rpcscope-cli decode --method /PKG.SERVICE/METHOD [--response] --hex HEX [--proto ...] [--reflect ...]\n"
     "      Decode the gRPC messages kept in capture IN (or one message given in hex) to a JSON document on\n"
@@ -437,6 +444,8 @@ int main(int argc, char **argv)
         return cmdCapture(args);
     if (cmd == "convert")
         return cmdConvert(args);
+    if (cmd == "merge")
+        return cmdMerge(args);
     if (cmd == "decode")
         return cmdDecode(args);
     return usageError("unknown command '" + cmd + "'");

@@ -18,13 +18,14 @@ using namespace rpcscope;
 namespace {
 const char kUsage[] =
     "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ...] [--workshop] [--dark]\n"
-    "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap]\n"
+    "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap ...]\n"
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
     "  --capture SPEC      start capturing your own service at once: a proxy on LISTEN relaying to TARGET,\n"
     "                      named LABEL on the timeline (repeat it for every hop of a chain); the lab scenario\n"
     "                      is then not run at start\n"
-    "  FILE                open a capture file instead of running a scenario\n"
+    "  FILE                open a capture file instead of running a scenario; several files are merged\n"
+    "                      onto one timeline (aligned by their wall-clock origins)\n"
     "  --workshop          large text and thick bars, readable on a projector\n"
     "  --dark              dark theme\n"
     "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
     bool workshop = false;
     bool dark = false;
     std::vector<HopSpec> hops;
-    QString openPath;
+    QStringList openPaths;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
@@ -71,8 +72,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             hops.push_back(hop);
-        } else if (a[0] != '-' && openPath.isEmpty()) {
-            openPath = QString::fromLocal8Bit(a);
+        } else if (a[0] != '-') {
+            openPaths << QString::fromLocal8Bit(a);
         } else {
             std::fprintf(stderr, "rpcscope: unknown or incomplete option '%s'\n%s", a, kUsage);
             return 2;
@@ -143,9 +144,12 @@ int main(int argc, char **argv)
                 std::printf("capturing %s: point clients at %s (relays to %s)\n", qPrintable(h.label),
                             qPrintable(h.listen), qPrintable(h.target));
             std::fflush(stdout);
-        } else if (!openPath.isEmpty()) {
+        } else if (!openPaths.isEmpty()) {
             QString error;
-            if (!window.openFile(openPath, &error, !screenshot.isEmpty())) {
+            const bool opened = openPaths.size() == 1
+                                    ? window.openFile(openPaths.front(), &error, !screenshot.isEmpty())
+                                    : window.addToTimeline(openPaths, &error, !screenshot.isEmpty(), true);
+            if (!opened) {
                 std::fprintf(stderr, "rpcscope: %s\n", qPrintable(error));
                 return 1;
             }

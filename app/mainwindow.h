@@ -4,17 +4,20 @@
 
 #include <QMainWindow>
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <thread>
 
 class QAction;
 class QActionGroup;
 class QComboBox;
+class QDockWidget;
 class QFormLayout;
 class QLabel;
 class QMenu;
 class QLineEdit;
 class QSpinBox;
+class QTimer;
 class QToolBar;
 
 namespace rpcscope {
@@ -22,6 +25,8 @@ namespace rpcscope {
 class AttemptInspector;
 class CapturePanel;
 class HeaderLog;
+class MergePanel;
+class MergeSet;
 class SchemaController;
 class SwimlaneView;
 class TimelineModel;
@@ -61,6 +66,13 @@ public slots:
     // `rpcscope --capture`: starts a capture session with these hops; false with the reason.
     bool startCapture(const std::vector<HopSpec> &hops, QString *error);
     void togglePinSelected();
+    // Merging (mainwindow_merge.cpp): adds capture files to the timeline, aligned by their wall-clock origins
+    // with an offset per file (the "Merged captures" dock). `replace` merges these files alone instead of
+    // adding them to what is on screen. Errors as openFile().
+    bool addToTimeline(const QStringList &paths, QString *error = nullptr, bool quiet = false,
+                       bool replace = false);
+    MergePanel *mergePanel() const { return m_mergePanel; }
+    const MergeSet &mergeSet() const { return *m_merge; }
     // Message schemas (.proto files, server reflection) the inspector decodes with (mainwindow_decode.cpp).
     SchemaController *schemas() const { return m_schemas; }
     // Off for unattended runs (--screenshot): closing never asks about an unsaved session.
@@ -79,7 +91,10 @@ protected:
 
 private:
     void buildFileAndCapture(QToolBar *tb);
+    void buildMerge(QMenu *fileMenu);
     void buildDecoding(QToolBar *tb);
+    void addToTimelineInteractive();
+    bool remerge(QString *error, bool fit, bool refreshPanel);
     void restoreLayout();
     void openInteractive();
     void saveInteractive();
@@ -125,6 +140,14 @@ private:
     int m_selectedCall = -1;
     bool m_promptOnClose = true;
     SchemaController *m_schemas = nullptr;
+    std::shared_ptr<MergeSet> m_merge;
+    MergePanel *m_mergePanel = nullptr;
+    QDockWidget *m_mergeDock = nullptr;
+    QTimer *m_remergeTimer = nullptr;
+    std::uint64_t m_mergedGeneration = 0; // the event log's generation right after the last merge
+    bool m_merging = false;
+    QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
+    std::uint64_t m_openedGeneration = 0;
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
 };

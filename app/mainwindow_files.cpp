@@ -81,7 +81,8 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     fileButton->setMenu(fileMenu);
     fileButton->setPopupMode(QToolButton::InstantPopup);
     fileButton->setToolTip(QStringLiteral("Open a capture (.rpcscope, pcap, pcapng) with Ctrl+O or by dropping it "
-                                          "here; save the session with Ctrl+S"));
+                                          "here; add one to the timeline with Ctrl+Shift+O or Shift+drop; save "
+                                          "the session with Ctrl+S"));
     tb->insertWidget(tb->actions().value(0), fileButton);
     addActions({open, save});
 
@@ -151,6 +152,7 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     timer->start(1000);
     connect(m_capture, &CaptureSession::runningChanged, this, &MainWindow::updateStatus);
     m_savedGeneration = m_model->eventLog().generation();
+    buildMerge(fileMenu); // Add capture to timeline…, the Merged captures dock (a tab beside Capture)
 }
 
 void MainWindow::restoreLayout()
@@ -268,6 +270,8 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
             m_headers->record(b);
     }
     m_savedGeneration = m_model->eventLog().generation();
+    m_openedPath = path; // the first file if another is added to this timeline
+    m_openedGeneration = m_savedGeneration;
     m_view->fitAll();
     rememberRecent(path);
     setWindowTitle(QStringLiteral("rpcscope — %1").arg(QFileInfo(path).fileName()));
@@ -374,12 +378,21 @@ void MainWindow::dragEnterEvent(QDragEnterEvent *event)
 
 void MainWindow::dropEvent(QDropEvent *event)
 {
-    const auto urls = event->mimeData()->urls();
-    if (!urls.isEmpty() && urls.front().isLocalFile()) {
-        event->acceptProposedAction();
-        const QString path = urls.front().toLocalFile();
-        QTimer::singleShot(0, this, [this, path] { openFile(path); }); // not inside the drag's event loop
-    }
+    // One file opens; several are merged onto one timeline; with Shift held they join what is shown.
+    QStringList paths;
+    for (const QUrl &url : event->mimeData()->urls())
+        if (url.isLocalFile())
+            paths << url.toLocalFile();
+    if (paths.isEmpty())
+        return;
+    event->acceptProposedAction();
+    const bool add = event->modifiers() & Qt::ShiftModifier;
+    QTimer::singleShot(0, this, [this, paths, add] { // not inside the drag's event loop
+        if (add || paths.size() > 1)
+            addToTimeline(paths, nullptr, false, !add);
+        else
+            openFile(paths.front());
+    });
 }
 
 void MainWindow::closeEvent(QCloseEvent *event)

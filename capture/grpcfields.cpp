@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace rpcscope {
 
@@ -41,8 +42,8 @@ void parseRetryPolicy(std::string_view text, GrpcFields *f)
         double v = 0;
         const std::string_view value = item.substr(eq + 1);
         auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-        if (ec != std::errc() || p != value.data() + value.size() || v <= 0)
-            return;
+        if (ec != std::errc() || p != value.data() + value.size() || !std::isfinite(v) || v <= 0)
+            return; // from_chars also reads "nan" and "inf"
         const std::string_view key = item.substr(0, eq);
         (key == "initial_ms" ? initial : key == "multiplier" ? multiplier : key == "max_ms" ? max : v) = v;
     }
@@ -103,7 +104,9 @@ std::optional<std::int64_t> parseGrpcTimeout(std::string_view value)
     case 'n': unitNs = 1; break;
     default: return std::nullopt;
     }
-    return *digits * unitNs; // 8 digits of hours still fits in int64 ns
+    // 8 digits of hours (3.6e20 ns) do not fit in int64: longer than the model takes (events.h) is as good as
+    // infinite, as in C-core, which saturates too.
+    return *digits > kMaxTimeoutNs / unitNs ? kMaxTimeoutNs : *digits * unitNs;
 }
 
 std::string percentDecode(std::string_view value)

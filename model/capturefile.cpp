@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 
 namespace rpcscope {
 
@@ -174,8 +176,11 @@ bool fromProto(const capture::Event &p, WireEvent *e)
         const capture::GrpcFields &g = p.grpc();
         GrpcFields &f = e->grpc;
         f.path = g.path();
-        if (g.has_timeout_ns())
+        if (g.has_timeout_ns()) {
+            if (g.timeout_ns() < 0 || g.timeout_ns() > kMaxTimeoutNs) // the decoder caps it (events.h)
+                return false;
             f.timeoutNs = g.timeout_ns();
+        }
         if (g.has_previous_attempts())
             f.previousAttempts = g.previous_attempts();
         if (g.has_http_status())
@@ -188,6 +193,10 @@ bool fromProto(const capture::Event &p, WireEvent *e)
             f.pushbackMs = g.pushback_ms();
         f.callId = g.call_id();
         f.encoding = g.encoding();
+        // The decoder gives a policy of finite positive numbers, or none (zeros).
+        for (double v : {g.retry_initial_ms(), g.retry_multiplier(), g.retry_max_ms()})
+            if (!std::isfinite(v) || v < 0)
+                return false;
         f.retryInitialMs = g.retry_initial_ms();
         f.retryMultiplier = g.retry_multiplier();
         f.retryMaxMs = g.retry_max_ms();
@@ -461,6 +470,8 @@ CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &nameQ
     std::int64_t nextProgress = kProgressStep;
     size_t recordIndex = 0;
     size_t events = 0;
+    size_t batchRecords = 0;
+    std::optional<std::int64_t> timeBase; // what event times count from
     bool haveHeader = false;
     auto loaded = [&] {
         return std::to_string(out->batches.size()) + (out->batches.size() == 1 ? " batch" : " batches") +
@@ -519,6 +530,10 @@ CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &nameQ
             if (!record.has_header())
                 return corrupt("should be the file header");
             const capture::FileHeader &h = record.header();
+            // Beyond these the model's arithmetic would overflow (events.h); no clock gives them.
+            if (h.origin_ns() < -kMaxOriginNs || h.origin_ns() > kMaxOriginNs ||
+                h.origin_wall_ns() < -kMaxOriginNs || h.origin_wall_ns() > kMaxOriginNs)
+                return corrupt("has an origin out of range");
             out->info.hasOrigin = h.has_origin();
             out->info.originNs = h.origin_ns();
             out->info.originWallNs = h.origin_wall_ns();
@@ -534,13 +549,23 @@ CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &nameQ
                 WireEvent e;
                 if (!fromProto(pe, &e))
                     return corrupt("holds an event this version does not know");
+                // Without an origin in the header the timeline counts from the first event, as the store does.
+                if (!timeBase)
+                    timeBase = out->info.hasOrigin ? out->info.originNs : e.tNs;
+                if (__int128(e.tNs) - *timeBase < -kMaxSpanNs || __int128(e.tNs) - *timeBase > kMaxSpanNs ||
+                    *timeBase < -kMaxOriginNs || *timeBase > kMaxOriginNs)
+                    return corrupt("holds an event time (" + std::to_string(e.tNs) +
+                                   " ns) more than 9.5 years from the capture's origin");
                 batch.push_back(std::move(e));
             }
             events += batch.size();
-            out->batches.push_back(std::move(batch));
+            ++batchRecords;
+            // An empty batch changes nothing, and is never written (the footer counts it all the same).
+            if (!batch.empty())
+                out->batches.push_back(std::move(batch));
         } else if (record.has_footer()) {
             const capture::FileFooter &footer = record.footer();
-            if (footer.batches() != out->batches.size() || footer.events() != events)
+            if (footer.batches() != batchRecords || footer.events() != events)
                 return corrupt("(the end record) counts " + std::to_string(footer.batches()) +
                                " batches and " + std::to_string(footer.events()) +
                                " events, but the file holds " + loaded());

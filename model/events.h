@@ -114,6 +114,16 @@ struct WireEvent
 
 using EventBatch = std::vector<WireEvent>;
 
+// Bounds on the times the model takes in. A capture file beyond them is refused, the merge refuses to go
+// beyond them, and the decoder caps a longer grpc-timeout. Within them every sum and difference the model and
+// its exports form fits in int64: a deadline (start + timeout), a budget (deadline - start), deadlines
+// compared, gaps, wall-clock times (wall origin + time since origin). With |origin| <= O, |t - origin| <= S and
+// timeouts <= T: 2O + 2S + T = 8.9e18 < 9.22e18.
+// O = 4e18 ns is 2096 for clocks that count from the epoch (pcap imports); S and T are 9.5 years.
+inline constexpr std::int64_t kMaxOriginNs = 4'000'000'000'000'000'000; // steady and wall-clock origins
+inline constexpr std::int64_t kMaxSpanNs = 300'000'000'000'000'000;     // an event from its capture's origin
+inline constexpr std::int64_t kMaxTimeoutNs = 300'000'000'000'000'000;  // grpc-timeout, and a gap's length
+
 const char *frameTypeName(std::uint8_t type);
 const char *grpcStatusName(int code);
 

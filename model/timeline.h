@@ -125,8 +125,16 @@ struct Call
     {
         if (i + 1 >= attempts.size() || transparentRetry(i + 1))
             return std::nullopt; // a transparent retry follows at once, without backoff
-        if (const auto &p = attempts[i].pushbackMs; p && *p >= 0)
-            return std::pair{*p * 1'000'000, *p * 1'000'000};
+        // The pushback and the policy come off the wire (or a file) unchecked: a gap is clamped to
+        // [0, kMaxTimeoutNs], so that it converts, and adds to a time, without overflow.
+        auto toNs = [](double ms) {
+            const double ns = ms * 1e6;
+            return !(ns > 0) ? std::int64_t(0) : ns >= double(kMaxTimeoutNs) ? kMaxTimeoutNs : std::int64_t(ns);
+        };
+        if (const auto &p = attempts[i].pushbackMs; p && *p >= 0) {
+            const std::int64_t ns = *p >= kMaxTimeoutNs / 1'000'000 ? kMaxTimeoutNs : *p * 1'000'000;
+            return std::pair{ns, ns};
+        }
         if (retryInitialMs <= 0)
             return std::nullopt;
         // A pushback also resets the backoff: count retries since the last one.
@@ -143,8 +151,8 @@ struct Call
             base *= retryMultiplier;
         base = std::min(base, retryMaxMs);
         if (retries == 0)
-            return std::pair{std::int64_t(base * 1e6), std::int64_t(base * 1e6)};
-        return std::pair{std::int64_t(base * 0.8e6), std::int64_t(base * 1.2e6)};
+            return std::pair{toNs(base), toNs(base)};
+        return std::pair{toNs(base * 0.8), toNs(base * 1.2)};
     }
 
     // Attempt i replays attempt i-1 transparently (C-core: a stream the server never saw). It carries no higher

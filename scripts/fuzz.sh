@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
-# Fuzz the passive HTTP/2 decoder with libFuzzer (clang, ASan + UBSan + LeakSanitizer) for a bounded time.
+# Fuzz with libFuzzer (clang, ASan + UBSan + LeakSanitizer) for a bounded time. FUZZ_TARGET picks the target:
+#   h2decoder    (default) the passive HTTP/2 decoder, seeds in tests/fuzz/corpus
+#   capturefile  the .rpcscope capture-file reader, and the replay, merge and exports of what it reads,
+#                seeds in tests/fuzz/capture-corpus
 #
-#   scripts/fuzz.sh              fuzz for FUZZ_SECONDS (default 60; 0 builds only), from tests/fuzz/corpus
+#   scripts/fuzz.sh              fuzz for FUZZ_SECONDS (default 60; 0 builds only), from the target's corpus
 #   scripts/fuzz.sh FILE...      run just these inputs once (reproduce a crash)
 #
-# Builds only the fuzz target, from the decoder's sources, in build-fuzz/ (FUZZ_BUILD_DIR) with clang.
+# Builds only the fuzz target, from the sources it tests, in build-fuzz/ (FUZZ_BUILD_DIR) with clang.
 # The committed corpus is copied to a scratch directory, so a run never grows it. Exits non-zero on a crash,
-# a leak, a timeout, an out-of-memory or a broken decoder property; the input is then in build-fuzz/artifacts/.
+# a leak, a timeout, an out-of-memory or a broken property; the input is then in build-fuzz/artifacts/.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+FUZZ_TARGET="${FUZZ_TARGET:-h2decoder}"
+NEEDS=(clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev qt6-base-dev libprotobuf-dev
+  protobuf-compiler)
+case "$FUZZ_TARGET" in
+  h2decoder) CORPUS="$ROOT/tests/fuzz/corpus" DICT="$ROOT/tests/fuzz/h2.dict" ;;
+  capturefile) CORPUS="$ROOT/tests/fuzz/capture-corpus" DICT="$ROOT/tests/fuzz/capture.dict" ;;
+  *)
+    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile)" >&2
+    exit 2
+    ;;
+esac
+NAME="fuzz_$FUZZ_TARGET"
 
 # clang and its runtimes (libclang_rt.fuzzer, asan, ubsan) are in setup.sh's PACKAGES; setup.sh installs
 # what is missing (and builds the project) only when something here is missing.
-for p in clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev; do
+for p in "${NEEDS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     source "$ROOT/scripts/setup.sh"
     break
@@ -25,8 +40,8 @@ done
 if [ ! -f "$FUZZ_BUILD_DIR/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S "$ROOT/tests/fuzz" -B "$FUZZ_BUILD_DIR" -G Ninja >/dev/null
 fi
-cmake --build "$FUZZ_BUILD_DIR" --target fuzz_h2decoder
-FUZZER="$FUZZ_BUILD_DIR/fuzz_h2decoder"
+cmake --build "$FUZZ_BUILD_DIR" --target "$NAME"
+FUZZER="$FUZZ_BUILD_DIR/$NAME"
 export UBSAN_OPTIONS="print_stacktrace=1:${UBSAN_OPTIONS:-}"
 
 if (($#)); then
@@ -34,29 +49,30 @@ if (($#)); then
 fi
 
 if [ "$FUZZ_SECONDS" = 0 ]; then
-  echo "fuzz_h2decoder: FUZZ_SECONDS=0, not fuzzing"
+  echo "$NAME: FUZZ_SECONDS=0, not fuzzing"
   exit 0
 fi
 
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/rpcscope-fuzz.XXXXXX")"
 trap 'rm -rf "$SCRATCH"' EXIT
 mkdir -p "$SCRATCH/corpus" "$FUZZ_BUILD_DIR/artifacts"
-cp "$ROOT"/tests/fuzz/corpus/* "$SCRATCH/corpus/"
-LOG="$FUZZ_BUILD_DIR/fuzz.log"
+cp "$CORPUS"/* "$SCRATCH/corpus/"
+LOG="$FUZZ_BUILD_DIR/$NAME.log"
 
-echo "fuzz_h2decoder: fuzzing for ${FUZZ_SECONDS}s (log: $LOG)"
+echo "$NAME: fuzzing for ${FUZZ_SECONDS}s (log: $LOG)"
 rc=0
 "$FUZZER" "$SCRATCH/corpus" \
   -max_total_time="$FUZZ_SECONDS" -max_len=16384 -rss_limit_mb=2048 -timeout=25 -detect_leaks=1 \
-  -dict="$ROOT/tests/fuzz/h2.dict" -print_final_stats=1 \
+  -dict="$DICT" -print_final_stats=1 \
   -artifact_prefix="$FUZZ_BUILD_DIR/artifacts/" >"$LOG" 2>&1 || rc=$?
 
 if ((rc != 0)); then
   tail -n 60 "$LOG"
-  echo "fuzz_h2decoder: FAILED (exit $rc); the input is in $FUZZ_BUILD_DIR/artifacts/." >&2
-  echo "  reproduce: scripts/fuzz.sh $FUZZ_BUILD_DIR/artifacts/<file>; once fixed, add it to tests/fuzz/corpus/" >&2
+  echo "$NAME: FAILED (exit $rc); the input is in $FUZZ_BUILD_DIR/artifacts/." >&2
+  echo "  reproduce: FUZZ_TARGET=$FUZZ_TARGET scripts/fuzz.sh $FUZZ_BUILD_DIR/artifacts/<file>; once fixed, add it to" \
+    "${CORPUS#"$ROOT"/}/" >&2
   exit "$rc"
 fi
 # libFuzzer's own summary: the seed corpus loaded, the last status line (runs, coverage), the final stats.
 grep -E '^#[0-9]+[[:space:]]+INITED|^#[0-9]+[[:space:]]+DONE|^Done [0-9]+ runs|^stat::' "$LOG"
-echo "fuzz_h2decoder: no crash, leak or property violation in ${FUZZ_SECONDS}s"
+echo "$NAME: no crash, leak or property violation in ${FUZZ_SECONDS}s"

@@ -21,6 +21,10 @@ private slots:
         QTest::newRow("past deadline") << "1n" << qint64(1);
         QTest::newRow("8 digits") << "99999999S" << qint64(99'999'999'000'000'000);
         QTest::newRow("9 digits") << "999999999S" << qint64(-1);
+        // 8 digits of hours or minutes overflow int64 ns: capped at what the model takes (events.h).
+        QTest::newRow("8 digits of hours") << "99999999H" << qint64(kMaxTimeoutNs);
+        QTest::newRow("8 digits of minutes") << "99999999M" << qint64(kMaxTimeoutNs);
+        QTest::newRow("largest uncapped") << "5000000M" << qint64(300'000'000'000'000'000);
         QTest::newRow("no unit") << "100" << qint64(-1);
         QTest::newRow("bad unit") << "100x" << qint64(-1);
         QTest::newRow("empty") << "" << qint64(-1);
@@ -76,6 +80,11 @@ private slots:
         QCOMPARE(policy.retryMaxMs, 1000.0);
         QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=fast"}}).retryInitialMs, 0.0);
         QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50"}}).retryInitialMs, 0.0);
+        // from_chars reads "nan" and "inf" too: not a policy.
+        QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=nan;multiplier=2;max_ms=1000"}}).retryInitialMs,
+                 0.0);
+        QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50;multiplier=inf;max_ms=1000"}}).retryInitialMs,
+                 0.0);
 
         // C-core treats a malformed pushback like a negative one: stop retrying.
         QCOMPARE(extractGrpcFields({{"grpc-retry-pushback-ms", "soon"}}).pushbackMs.value_or(0), std::int64_t(-1));

@@ -18,6 +18,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -373,6 +376,31 @@ private slots:
         badHeader[14] = char(badHeader[14] ^ 0x01);
         QTest::newRow("corrupt header")
             << badHeader << int(CaptureReadResult::Failed) << "fails its checksum" << 0;
+
+        // Values no clock or decoder gives, well framed and checksummed: the model's arithmetic would overflow
+        // on them (events.h), so they are refused, and the batches before them kept.
+        auto damaged = [&](const std::function<void(CaptureData &)> &change) {
+            TimelineModel m;
+            CaptureData d = sampleCapture(m);
+            change(d);
+            return captureToBytes(d, noRedaction());
+        };
+        QTest::newRow("event decades from the origin")
+            << damaged([](CaptureData &d) { d.batches[1][0].tNs += 20 * 31'557'600'000'000'000; })
+            << int(CaptureReadResult::Corrupt) << "more than 9.5 years from the capture's origin" << 1;
+        QTest::newRow("origin out of range")
+            << damaged([](CaptureData &d) { d.info.originWallNs = std::numeric_limits<std::int64_t>::max(); })
+            << int(CaptureReadResult::Failed) << "has an origin out of range" << 0;
+        QTest::newRow("grpc-timeout out of range") << damaged([](CaptureData &d) {
+            for (WireEvent &e : d.batches[2])
+                if (e.grpc.timeoutNs)
+                    e.grpc.timeoutNs = kMaxTimeoutNs + 1;
+        }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know" << 2;
+        QTest::newRow("retry policy not a number") << damaged([](CaptureData &d) {
+            for (WireEvent &e : d.batches[2])
+                if (e.grpc.retryMultiplier > 0)
+                    e.grpc.retryMultiplier = std::nan("");
+        }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know" << 2;
     }
 
     void badFiles()

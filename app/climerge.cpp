@@ -1,0 +1,199 @@
+// rpcscope-cli merge: several captures (agents on several hosts) onto one timeline, saved as one capture.
+
+#include "climerge.h"
+
+#include "captureio.h"
+#include "mergeset.h"
+#include "timelinemodel.h"
+#include "timelinepainter.h"
+
+#include <QFileInfo>
+#include <QStringList>
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace rpcscope {
+
+namespace {
+
+int usageError(const std::string &message)
+{
+    std::fprintf(stderr, "rpcscope-cli: %s\n(rpcscope-cli --help shows the usage)\n", message.c_str());
+    return 2;
+}
+
+std::string msText(std::int64_t ns)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%+.3f ms", double(ns) / 1e6);
+    return buf;
+}
+
+bool splitAssignment(const std::string &option, const std::string &value, std::string *file, std::string *rhs,
+                     std::string *error)
+{
+    const size_t eq = value.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
+        *error = option + " needs FILE=" +
+                 (option == "--offset" ? "OFFSET, for example edge.rpcscope=+12.5ms"
+                                       : "NAME, for example edge.rpcscope=edge") +
+                 "; got '" + value + "'";
+        return false;
+    }
+    *file = value.substr(0, eq);
+    *rhs = value.substr(eq + 1);
+    return true;
+}
+
+} // namespace
+
+int cmdMerge(const std::vector<std::string> &args)
+{
+    std::vector<std::string> inputs;
+    std::vector<std::pair<std::string, std::string>> offsets, labels; // in the order given
+    std::map<std::string, std::string> opts;
+    Redaction redaction;
+    LoadOptions load;
+    static const char *const kValued[] = {"--out",    "--to",    "--png",    "--svg",
+                                          "--offset", "--label", "--redact", "--port"};
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string &a = args[i];
+        if (a == "--frames" || a == "--no-redact") {
+            opts[a] = "1";
+            continue;
+        }
+        if (a.rfind("--", 0) != 0) {
+            inputs.push_back(a);
+            continue;
+        }
+        if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
+            return usageError("unknown option '" + a + "'");
+        if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1].rfind("--", 0) == 0)
+            return usageError("option " + a + " needs a value");
+        const std::string &v = args[++i];
+        std::string file, rhs, error;
+        if (a == "--offset" || a == "--label") {
+            if (!splitAssignment(a, v, &file, &rhs, &error)) return usageError(error);
+            (a == "--offset" ? offsets : labels).emplace_back(file, rhs);
+        } else if (a == "--redact") {
+            redaction.extraNames.push_back(v);
+        } else {
+            opts[a] = v;
+        }
+    }
+    if (opts.count("--no-redact")) redaction.enabled = false;
+    if (inputs.empty()) return usageError("merge needs the capture files to merge");
+    if (!opts.count("--out")) return usageError("merge needs --out FILE");
+    FileFormat format = FileFormat::Unknown;
+    if (opts.count("--to")) {
+        format = formatFromName(opts["--to"]);
+        if (format == FileFormat::Unknown)
+            return usageError("unknown format '" + opts["--to"] + "' (known: " + formatNames() + ")");
+    } else {
+        format = formatFromPath(QString::fromStdString(opts["--out"]));
+        if (format == FileFormat::Unknown)
+            return usageError("cannot tell the format of '" + opts["--out"] +
+                              "' from its name; add --to FORMAT (" + formatNames() + ")");
+    }
+    if (opts.count("--port")) {
+        bool ok = false;
+        const uint port = QString::fromStdString(opts["--port"]).toUInt(&ok);
+        if (!ok || port == 0 || port > 65535)
+            return usageError("--port needs a TCP port (1-65535), got '" + opts["--port"] + "'");
+        load.serverPort = std::uint16_t(port);
+    }
+    // Offsets are checked before anything is read, so a typo costs no time.
+    std::vector<std::int64_t> offsetNs;
+    for (const auto &[file, text] : offsets) {
+        std::int64_t ns = 0;
+        std::string error;
+        if (!parseMergeOffset(text, &ns, &error))
+            return usageError("--offset " + file + "=" + text + ": " + error);
+        offsetNs.push_back(ns);
+    }
+
+    MergeSet set;
+    for (const std::string &in : inputs) {
+        const CaptureReadResult r = set.add(QString::fromStdString(in), {}, load);
+        if (!r.usable()) return usageError(r.message);
+        if (r.status == CaptureReadResult::Truncated)
+            std::fprintf(stderr, "rpcscope-cli: warning: %s\n", r.message.c_str());
+        for (const std::string &note : r.notes)
+            std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
+    }
+    for (const auto &[file, label] : labels) {
+        std::string error;
+        const auto index = set.find(file, &error);
+        if (!index || !set.setLabel(*index, label, &error))
+            return usageError("--label " + file + "=" + label + ": " + error);
+    }
+    for (size_t k = 0; k < offsets.size(); ++k) {
+        std::string error;
+        const auto index = set.find(offsets[k].first, &error);
+        if (!index)
+            return usageError("--offset " + offsets[k].first + "=" + offsets[k].second + ": " + error);
+        set.setOffset(*index, offsetNs[k]);
+    }
+
+    CaptureData merged;
+    const MergeResult m = set.merge(&merged);
+    if (!m.ok) return usageError(m.error);
+    for (const std::string &note : m.notes)
+        std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
+
+    ExportOptions options;
+    options.redaction = redaction;
+    options.withFrames = opts.count("--frames");
+    std::string error;
+    const QString out = QString::fromStdString(opts["--out"]);
+    if (!exportCapture(merged, format, out, options, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+    if (opts.count("--png") || opts.count("--svg")) {
+        TimelineModel model;
+        model.replay(merged);
+        QStringList names; // "edge + backend (offset -12.5 ms)": the offsets are part of what it shows
+        for (const MergeSet::Source &s : set.sources())
+            names << QString::fromStdString(s.label) +
+                         (s.offsetNs ? QStringLiteral(" (offset %1%2 ms)")
+                                           .arg(s.offsetNs > 0 ? QStringLiteral("+") : QString())
+                                           .arg(double(s.offsetNs) / 1e6, 0, 'g', 9)
+                                     : QString());
+        TimelinePainter::Options picture{
+            QStringLiteral("rpcscope — merged: %1").arg(names.join(QStringLiteral(" + "))), true};
+        for (const Call &c : model.store().calls())
+            if (c.parentCall) picture.grouping = LaneGrouping::Chain;
+        if (opts.count("--png") && !TimelinePainter::renderImage(model.store(), 1400, picture)
+                                        .save(QString::fromStdString(opts["--png"]), "PNG")) {
+            std::fprintf(stderr, "rpcscope-cli: cannot write %s\n", opts["--png"].c_str());
+            return 1;
+        }
+        if (opts.count("--svg") && !TimelinePainter::renderSvg(model.store(), 1400, picture,
+                                                               QString::fromStdString(opts["--svg"]))) {
+            std::fprintf(stderr, "rpcscope-cli: cannot write %s\n", opts["--svg"].c_str());
+            return 1;
+        }
+    }
+
+    std::printf("merged %zu captures (%zu events) into %s (%s)\n", set.size(), merged.eventCount(),
+                opts["--out"].c_str(), formatName(format));
+    const MergeSet::Source &ref = set.sources()[m.reference];
+    for (size_t i = 0; i < set.size(); ++i) {
+        const MergeSet::Source &s = set.sources()[i];
+        std::string where = "the reference (earliest origin)";
+        if (i != m.reference) {
+            if (s.data.info.originWallNs && ref.data.info.originWallNs)
+                where = "origin " + msText(s.data.info.originWallNs - ref.data.info.originWallNs) + " from " +
+                        ref.label + "'s";
+            else
+                where = "no wall-clock origin: placed at " + ref.label + "'s";
+        }
+        std::printf("  %s (%s): %zu events, %s, offset %s\n", s.label.c_str(), s.path.toStdString().c_str(),
+                    s.data.eventCount(), where.c_str(), msText(s.offsetNs).c_str());
+    }
+    return 0;
+}
+
+} // namespace rpcscope
