@@ -951,7 +951,9 @@ void TimelinePainter::paintPolicyBand(QPainter *p, const QRectF &band, const Tim
         if (arrow == std::string::npos) continue;
         if (state.empty()) state = e.detail.substr(0, arrow);
         span(e.tNs, state);
+        // The state is one word: a reported transition carries its source after it ("closed -> open [front]").
         state = e.detail.substr(arrow + 4);
+        state = state.substr(0, state.find(' '));
         from = e.tNs;
     }
     if (!state.empty()) span(std::max<qint64>(m_store->latestNs(), m_endNs), state);
