@@ -10,6 +10,8 @@
 #include "modelsink.h"
 #include "timelinemodel.h"
 
+#include "runtool.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -27,29 +29,9 @@ using namespace rpcscope;
 
 namespace {
 
-struct Result
-{
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-Result runTool(const QString &program, const QStringList &args)
-{
-    QProcess p;
-    p.start(program, args);
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
-
-Result cli(const QStringList &args)
-{
-    return runTool(QStringLiteral(RPCSCOPE_CLI), args);
-}
+using testtool::cli;
+using testtool::Result;
+using testtool::runTool;
 
 // A scenario run through the lab's capture relay into a TimelineModel, the way rpcscope-cli run does it.
 struct LiveRun

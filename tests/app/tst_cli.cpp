@@ -4,6 +4,8 @@
 #include "labserver.h"
 #include "testnet.h"
 
+#include "runtool.h"
+
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -21,31 +23,9 @@
 
 namespace {
 
-struct Result
-{
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-Result runTool(const QString &program, const QStringList &args, const QProcessEnvironment &env = {})
-{
-    QProcess p;
-    if (!env.isEmpty())
-        p.setProcessEnvironment(env);
-    p.start(program, args);
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-}
-
-Result cli(const QStringList &args)
-{
-    return runTool(QStringLiteral(RPCSCOPE_CLI), args);
-}
+using testtool::cli;
+using testtool::Result;
+using testtool::runTool;
 
 // A listening socket on 127.0.0.1 that holds its port for the test's lifetime.
 struct Listener

@@ -2,6 +2,8 @@
 // schemas a lab server in another process gives by reflection; bad .proto files, unreachable servers and
 // bad arguments each give one line and their exit code.
 
+#include "runtool.h"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -16,24 +18,8 @@
 
 namespace {
 
-struct Result
-{
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-Result cli(const QStringList &args)
-{
-    QProcess p;
-    p.start(QStringLiteral(RPCSCOPE_CLI), args);
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+using testtool::cli;
+using testtool::Result;
 
 QJsonObject readJson(const QString &path)
 {

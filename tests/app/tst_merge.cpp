@@ -14,6 +14,8 @@
 #include "mergeset.h"
 #include "timelinemodel.h"
 
+#include "runtool.h"
+
 #include <QAbstractItemModelTester>
 #include <QDoubleSpinBox>
 #include <QImage>
@@ -35,29 +37,8 @@ constexpr int kWorkMs = 60; // each hop's work before it calls the next
 const char *const kKeys[] = {"chain-1", "chain-1>B", "chain-1>C", "chain-1>D"};
 const char *const kHops[] = {"edge: client->A", "edge: A->B", "backend: B->C", "backend: C->D"};
 
-struct Result
-{
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-Result run(const QString &program, const QStringList &args)
-{
-    QProcess p;
-    p.start(program, args);
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
-
-Result cli(const QStringList &args)
-{
-    return run(QStringLiteral(RPCSCOPE_CLI), args);
-}
+using testtool::cli;
+using testtool::Result;
 
 std::optional<size_t> callIndex(const TimelineStore &store, const std::string &key)
 {
@@ -666,7 +647,7 @@ private slots:
     {
         const QString shot = path(QStringLiteral("gui-merged.png"));
         const Result r =
-            run(QStringLiteral(RPCSCOPE_GUI),
+            testtool::runTool(QStringLiteral(RPCSCOPE_GUI),
                 {QStringLiteral("--no-lab"), QStringLiteral("--screenshot"), shot, m_edge, m_backend});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         const QImage image(shot);
