@@ -118,32 +118,24 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     // The work is proportional to the region the evicted calls span - the oldest calls, planEviction walks
     // from the front - not to everything the store keeps: calls and frames are deques, and the key and trace
     // indices hold ids that evicting the oldest calls leaves valid.
-    const size_t region = evicted.back() + 1; // evicted is sorted
-    std::vector<bool> goneCall(region, false);
+    const EvictionShift remap(evicted);
+    const size_t region = remap.region();
     for (size_t i : evicted) {
-        goneCall[i] = true;
         m_attemptCount -= m_calls[i].attempts.size();
         m_retentionCutNs = std::max(m_retentionCutNs, m_calls[i].endNs().value_or(0));
     }
     // The region's survivors (pinned, or still in flight) move up to just before the calls after the region.
     std::vector<size_t> keptInRegion;
     for (size_t i = 0; i < region; ++i)
-        if (!goneCall[i])
+        if (!remap.gone(i))
             keptInRegion.push_back(i);
     const size_t removed = evicted.size();
-    auto remap = [&](size_t i) -> size_t {
-        if (i >= region)
-            return i - removed;
-        if (goneCall[i])
-            return SIZE_MAX;
-        return size_t(std::lower_bound(keptInRegion.begin(), keptInRegion.end(), i) - keptInRegion.begin());
-    };
 
     // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what belongs
     // to a pinned call. Calls are in (nearly) start order, so the earliest start is among the first ones kept.
     std::int64_t keepFrom = INT64_MAX;
     for (size_t i = 0, unpinnedSeen = 0; i < m_calls.size() && unpinnedSeen < 256; ++i) {
-        if (i < region && goneCall[i])
+        if (remap.gone(i))
             continue;
         if (!m_calls[i].pinned) {
             keepFrom = std::min(keepFrom, m_calls[i].startNs());
@@ -197,10 +189,7 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
         const auto it = m_traces.find(trace);
         if (it == m_traces.end())
             continue;
-        m_tracedCalls -= std::erase_if(it->second, [&](size_t id) {
-            const size_t i = id - m_callBase;
-            return i < region && goneCall[i];
-        });
+        m_tracedCalls -= std::erase_if(it->second, [&](size_t id) { return remap.gone(id - m_callBase); });
         if (it->second.empty())
             m_traces.erase(it);
     }

@@ -20,6 +20,35 @@ struct StoreChanges
     bool connectionsChanged = false;
 };
 
+// Where calls move when retention evicts some: `evicted` holds store indices before the eviction, ascending;
+// every call that stays moves up by the number evicted before it (so the order of the rest never changes).
+class EvictionShift
+{
+public:
+    explicit EvictionShift(const std::vector<size_t> &evicted)
+        : m_removed(evicted.size()), m_goneBefore(evicted.empty() ? 1 : evicted.back() + 2, 0)
+    {
+        for (size_t i : evicted)
+            m_goneBefore[i + 1] = 1;
+        for (size_t i = 1; i < m_goneBefore.size(); ++i)
+            m_goneBefore[i] += m_goneBefore[i - 1];
+    }
+    // The calls up to the last evicted one: the only ones whose move differs.
+    size_t region() const { return m_goneBefore.size() - 1; }
+    bool gone(size_t i) const { return i < region() && m_goneBefore[i + 1] != m_goneBefore[i]; }
+    // The call's index after the eviction; SIZE_MAX for an evicted one.
+    size_t operator()(size_t i) const
+    {
+        if (i >= region())
+            return i - m_removed;
+        return gone(i) ? SIZE_MAX : i - m_goneBefore[i];
+    }
+
+private:
+    size_t m_removed;
+    std::vector<std::uint32_t> m_goneBefore; // evicted calls before index i, for i up to region()
+};
+
 // How much a live session keeps (retention). Zero means no limit of that kind.
 struct RetentionPolicy
 {

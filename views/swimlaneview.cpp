@@ -71,16 +71,16 @@ void SwimlaneView::onCallsEvicted(const std::vector<size_t> &evicted)
 {
     m_painter.applyEviction(evicted);
     // Hover and selection follow their call up, or go with it.
+    const EvictionShift shift(evicted);
     auto follow = [&](std::optional<std::pair<size_t, size_t>> &at) {
         if (!at) return false;
-        const auto it = std::lower_bound(evicted.begin(), evicted.end(), at->first);
-        if (it != evicted.end() && *it == at->first) {
+        const size_t to = shift(at->first);
+        if (to == at->first) return false;
+        if (to == SIZE_MAX)
             at.reset();
-            return true;
-        }
-        const size_t moved = size_t(it - evicted.begin());
-        at->first -= moved;
-        return moved > 0;
+        else
+            at->first = to;
+        return true;
     };
     follow(m_hover);
     m_painter.setHover(m_hover);

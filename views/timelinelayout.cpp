@@ -226,30 +226,23 @@ bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &chan
     return true;
 }
 
-bool TimelineLayout::removeCalls(const TimelineStore &store, const std::vector<size_t> &evicted,
+bool TimelineLayout::removeCalls(const TimelineStore &store, const EvictionShift &shift, size_t evicted,
                                  const LaneMetrics &m)
 {
-    if (evicted.empty()) return true;
+    if (!evicted) return true;
     if (!m_incrementable || m.scale != m_scale || store.connections().size() != m_connections ||
-        store.calls().size() + evicted.size() != m_blockOfCall.size())
+        store.calls().size() + evicted != m_blockOfCall.size())
         return false;
-    const size_t region = evicted.back() + 1;
-    std::vector<bool> gone(region, false);
-    for (size_t i : evicted) gone[i] = true;
-    // A call's new index: its old one minus the evicted calls before it.
-    std::vector<std::uint32_t> goneBefore(region + 1, 0);
-    for (size_t i = 0; i < region; ++i) goneBefore[i + 1] = goneBefore[i] + (gone[i] ? 1 : 0);
     size_t write = 0;
     m_y = 0;
     for (size_t b = 0; b < m_blocks.size(); ++b) {
         LaneBlock block = m_blocks[b];
         if (block.kind == LaneBlock::CallLane) {
-            const size_t call = block.index;
-            if (call < region && gone[call]) {
+            if (shift.gone(block.index)) {
                 --m_callLanes;
                 continue;
             }
-            block.index = std::uint32_t(call - (call < region ? goneBefore[call] : evicted.size()));
+            block.index = std::uint32_t(shift(block.index));
         }
         block.y = m_y;
         m_y += block.h + m_spacing;

@@ -97,9 +97,9 @@ public:
     // attempts grow and push the lanes below them down. Only for one lane per call without a filter (a filter
     // or a group can move any lane); returns false when a build() is needed instead.
     bool update(const TimelineStore &store, const StoreChanges &changes, const LaneMetrics &m);
-    // Follows retention evicting `evicted` (store indices before the eviction, ascending; `store` is after it):
-    // their lanes go, the others move up. Same conditions as update().
-    bool removeCalls(const TimelineStore &store, const std::vector<size_t> &evicted, const LaneMetrics &m);
+    // Follows retention evicting `evicted` calls (`store` is after it): their lanes go, the others move up as
+    // `shift` says. Same conditions as update().
+    bool removeCalls(const TimelineStore &store, const EvictionShift &shift, size_t evicted, const LaneMetrics &m);
     const std::vector<LaneBlock> &blocks() const { return m_blocks; }
     const std::vector<Group> &groups() const { return m_groups; }
     double height() const { return m_height; }

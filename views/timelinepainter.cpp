@@ -263,12 +263,7 @@ void TimelinePainter::applyEviction(const std::vector<size_t> &evicted)
         invalidate();
         return;
     }
-    const size_t region = evicted.back() + 1;
-    std::vector<bool> gone(region, false);
-    for (size_t i : evicted) gone[i] = true;
-    std::vector<std::uint32_t> goneBefore(region + 1, 0);
-    for (size_t i = 0; i < region; ++i) goneBefore[i + 1] = goneBefore[i] + (gone[i] ? 1 : 0);
-    auto remap = [&](size_t call) { return call - (call < region ? goneBefore[call] : evicted.size()); };
+    const EvictionShift remap(evicted);
     constexpr Span kDead{std::numeric_limits<qint64>::min(), std::numeric_limits<qint64>::min(), 0};
 
     for (size_t i : evicted) {
@@ -277,7 +272,7 @@ void TimelinePainter::applyEviction(const std::vector<size_t> &evicted)
     }
     size_t write = 0;
     for (size_t i = 0; i < m_callFirstSpan.size(); ++i) {
-        if (i < region && gone[i]) continue;
+        if (remap.gone(i)) continue;
         m_callFirstSpan[write] = m_callFirstSpan[i];
         m_callSpanCount[write] = m_callSpanCount[i];
         ++write;
@@ -287,7 +282,7 @@ void TimelinePainter::applyEviction(const std::vector<size_t> &evicted)
     std::unordered_map<std::uint64_t, std::uint32_t> extra;
     for (const auto &[key, span] : m_extraSpans) {
         const size_t call = size_t(key >> 32);
-        if (call < region && gone[call]) {
+        if (remap.gone(call)) {
             m_spans[span] = kDead;
             ++m_deadSpans;
         } else {
@@ -296,7 +291,7 @@ void TimelinePainter::applyEviction(const std::vector<size_t> &evicted)
     }
     m_extraSpans = std::move(extra);
     std::erase_if(m_openSpans, [&](const std::pair<std::uint32_t, std::uint32_t> &o) {
-        return o.first < region && gone[o.first];
+        return remap.gone(o.first);
     });
     for (auto &o : m_openSpans) o.first = std::uint32_t(remap(o.first));
     // The trace now starts at the oldest call kept (calls are in nearly start order) or lab event.
@@ -335,7 +330,7 @@ void TimelinePainter::applyEviction(const std::vector<size_t> &evicted)
         m_pingsIndexed = m_stallsIndexed = 0;
     }
     // Lanes move up; a layout that cannot follow is rebuilt at the next paint.
-    if (m_layout.removeCalls(*m_store, evicted, m_metrics))
+    if (m_layout.removeCalls(*m_store, remap, evicted.size(), m_metrics))
         m_layoutGeneration = m_store->generation();
     else
         m_layoutDirty = true;
