@@ -12,6 +12,8 @@ namespace {
 constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr size_t kPrefaceLen = sizeof(kPreface) - 1;
 constexpr size_t kFrameHeaderLen = 9;
+// Frames split across reads are assembled in buffers kept for the next one up to this size.
+constexpr size_t kReusedFrameBuffer = 1 << 20;
 // Enough bytes to tell TLS, HTTP/1.x methods and responses apart.
 constexpr size_t kSniffLen = 8;
 // Placeholder entries for an unknown HPACK context (see resetInflater). 64 KiB covers the table sizes gRPC
@@ -295,17 +297,26 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
                 return;
         }
         const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
-        const size_t total = kFrameHeaderLen + be24(hdr);
+        const size_t total = kFrameHeaderLen + be24(hdr); // checked against the limits above
+        // One allocation, not a doubling series, for a large frame split across reads (promised bytes are not
+        // reserved beyond the reuse bound: a peer may announce a big frame and never send it).
+        m_partial.reserve(std::min(total, kReusedFrameBuffer));
         const size_t n = std::min(len, total - m_partial.size());
         m_partial.append(reinterpret_cast<const char *>(data), n);
         data += n;
         len -= n;
         if (m_partial.size() < total)
             return;
-        std::string frame;
-        frame.swap(m_partial);
-        const auto *f = reinterpret_cast<const std::uint8_t *>(frame.data());
+        // The frame moves to m_whole, whose buffer m_partial takes in exchange: while frames keep splitting
+        // across reads (as large DATA frames do) the two buffers are reused instead of allocated each time.
+        // handleFrame may clear m_partial (fail, resync); the frame it reads is m_whole.
+        m_whole.swap(m_partial);
+        m_partial.clear();
+        const auto *f = reinterpret_cast<const std::uint8_t *>(m_whole.data());
         handleFrame(f, f + kFrameHeaderLen, t, out);
+        m_whole.clear();
+        if (m_whole.capacity() > kReusedFrameBuffer || m_state == State::Failed)
+            m_whole.shrink_to_fit(); // an unusually large frame, or nothing more to decode: not kept
     }
 
     // Whole frames straight from the read buffer: no copy on the common path.

@@ -107,6 +107,7 @@ private:
     bool m_sawFirstFrame = false;
     std::uint32_t m_maxFrameSize = 16384; // SETTINGS_MAX_FRAME_SIZE of the receiving side
     std::string m_partial;                // an incomplete frame carried over from the previous feed
+    std::string m_whole;                  // the last frame completed from m_partial: its buffer is reused
 
     // Header block in progress (HEADERS or PUSH_PROMISE followed by CONTINUATION).
     bool m_inBlock = false;

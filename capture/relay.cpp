@@ -10,9 +10,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -37,23 +39,33 @@ constexpr size_t kFlushEvents = 4096;
 // One read takes up to this much: large reads mean fewer system calls and fewer chunks for the decoder when
 // streaming; a small unary RPC still arrives in one read.
 constexpr size_t kReadSize = 256 * 1024;
+// Streaming without copying: once a direction's reads are this large, it is relayed with splice(2) through a
+// pipe (socket -> pipe -> socket, the pages never enter user space) and tee(2) duplicates what passed for the
+// decoder, which is then the only copy. A small read (below kCopyBelow) sends the direction back to recv/send,
+// whose two system calls are cheaper for unary traffic than splice + tee + splice + read.
+constexpr size_t kSpliceFrom = 32 * 1024;
+constexpr size_t kCopyBelow = 4 * 1024;
+constexpr int kPipeSize = 1 << 20;
+// Directions relayed by splice at once, each holding two pipes of kPipeSize: bounded so that pipes never use up
+// descriptors or an unprivileged user's pipe-buffer allowance (by default 64 MiB in all); the others copy.
+constexpr int kMaxSplicedDirections = 16;
+// Pipe-sized buffers the decoder hands back for the next spliced read, instead of a fresh 1 MiB allocation
+// (and its page faults) for each.
+constexpr size_t kSpareBuffers = 8;
 
 std::atomic<std::uint32_t> g_nextConnectionId{1};
 
 std::string peerName(const sockaddr_storage &ss)
 {
     char host[INET6_ADDRSTRLEN] = {};
-    std::uint16_t port = 0;
     if (ss.ss_family == AF_INET) {
         const auto *sin = reinterpret_cast<const sockaddr_in *>(&ss);
         inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
-        port = ntohs(sin->sin_port);
-        return std::string(host) + ":" + std::to_string(port);
+        return HostPort{host, ntohs(sin->sin_port)}.toString();
     }
     const auto *sin6 = reinterpret_cast<const sockaddr_in6 *>(&ss);
     inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
-    port = ntohs(sin6->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    return HostPort{host, ntohs(sin6->sin6_port)}.toString();
 }
 
 void setNonBlocking(int fd)
@@ -215,8 +227,30 @@ struct Relay::Impl
         std::uint32_t conn;
         Direction dir;
         std::int64_t t;
-        std::string bytes; // Data: the bytes read; Open: client peer; Error: reason
+        std::string bytes; // Open: client peer; Error and Close: reason
         std::string extra; // Open: server peer
+        std::unique_ptr<std::uint8_t[]> data = {}; // Data: the bytes read (not zero-filled first)
+        size_t size = 0;
+        bool pipeSized = false; // data holds kPipeSize bytes and goes back to spareBuffers
+    };
+
+    // One direction of a connection: what was read from one side and is on its way to the other.
+    struct Lane
+    {
+        bool eof = false;      // the source side sent EOF
+        bool shut = false;     // ... and it was passed on (shutdown(SHUT_WR) of the destination)
+        std::string queued;    // read with recv(), not yet taken by the destination
+        size_t queuedOff = 0;
+        int pipe[2] = {-1, -1}; // spliced in, not yet spliced out: inPipe bytes
+        int copy[2] = {-1, -1}; // the decoder's duplicate of what was spliced in (tee), read back at once
+        size_t inPipe = 0;
+        size_t pipeCapacity = 0;
+        bool splicing = false;   // the last read was large enough to splice the next one
+        bool spliceFailed = false; // no pipes for this direction: it always copies
+        size_t pending() const { return queued.size() - queuedOff + inPipe; }
+        // More is read only while little waits for the destination. A spliced direction reads only into an
+        // empty pipe, because tee duplicates a pipe from its start.
+        bool wantsRead() const { return !eof && inPipe == 0 && pending() < kMaxPendingPerDirection; }
     };
 
     struct Conn
@@ -225,22 +259,19 @@ struct Relay::Impl
         int cfd = -1;
         int sfd = -1;
         bool connecting = true;
-        bool clientEof = false, serverEof = false;
-        bool shutServer = false, shutClient = false;
+        Lane up;   // client -> server
+        Lane down; // server -> client
         bool decode = true;
         bool dead = false;
         size_t addressIndex = 0; // which of the target's addresses is being tried
         std::string closeReason; // set where the connection's end is first noticed
         int lastConnectError = 0;
-        std::string toServer, toClient;
-        size_t toServerOff = 0, toClientOff = 0;
-        size_t pendingToServer() const { return toServer.size() - toServerOff; }
-        size_t pendingToClient() const { return toClient.size() - toClientOff; }
     };
 
     HostPort listenAddr;
     HostPort target;
     DecoderLimits limits;
+    bool decoding = true;
     std::string label;
     std::vector<sockaddr_storage> targetAddrs;
     Sink sink;
@@ -252,12 +283,15 @@ struct Relay::Impl
     std::list<Conn> conns;
     std::vector<char> readBuffer = std::vector<char>(kReadSize); // relay thread only
     std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint64_t> splicedBytes{0};
     std::atomic<int> open{0};
+    int splicedDirections = 0; // relay thread only
 
     // Decoder queue: the only thing shared between the two threads.
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Chunk> queue;
+    std::vector<std::unique_ptr<std::uint8_t[]>> spareBuffers; // pipe-sized, the decoder is done with them
     bool decoderStopping = false;
     std::atomic<size_t> backlog{0};
     std::atomic<size_t> peakBacklog{0};
@@ -265,7 +299,7 @@ struct Relay::Impl
 
     void push(Chunk &&c)
     {
-        const size_t now = backlog += c.bytes.size();
+        const size_t now = backlog += c.size;
         if (now > peakBacklog.load(std::memory_order_relaxed))
             peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
         {
@@ -279,6 +313,15 @@ struct Relay::Impl
     void acceptAll();
     void startConnect(Conn &c);
     bool readSide(Conn &c, bool fromClient);
+    bool copySide(Conn &c, bool fromClient);
+    bool spliceSide(Conn &c, bool fromClient);
+    bool openPipes(Lane &lane, bool withCopy);
+    void closePipes(Lane &lane);
+    void toDecoder(Conn &c, bool fromClient, std::int64_t t, std::unique_ptr<std::uint8_t[]> data, size_t n,
+                   bool pipeSized);
+    std::unique_ptr<std::uint8_t[]> pipeBuffer();
+    bool readFailed(Conn &c, bool fromClient, int err);
+    bool writeFailed(Conn &c, bool toClient, int err);
     bool flush(Conn &c, bool toClient);
     void closeConn(Conn &c, const std::string &reason);
     void decoderLoop();
@@ -294,6 +337,8 @@ void Relay::Impl::closeConn(Conn &c, const std::string &reason)
     if (c.sfd >= 0)
         close(c.sfd);
     c.cfd = c.sfd = -1;
+    closePipes(c.up);
+    closePipes(c.down);
     c.dead = true;
     --open;
     push({Chunk::Close, c.id, Direction::ClientToServer, t, reason.empty() ? c.closeReason : reason, {}});
@@ -343,17 +388,84 @@ void Relay::Impl::acceptAll()
         Conn &c = conns.emplace_back();
         c.id = g_nextConnectionId++;
         c.cfd = fd;
+        c.decode = decoding;
         ++open;
         push({Chunk::Open, c.id, Direction::ClientToServer, steadyNowNs(), peerName(ss), target.toString()});
         startConnect(c);
     }
 }
 
+bool Relay::Impl::openPipes(Lane &lane, bool withCopy)
+{
+    if (lane.spliceFailed || splicedDirections >= kMaxSplicedDirections)
+        return false;
+    // The pipe's capacity bounds one read; both pipes must hold the same so that tee always copies it all.
+    auto make = [](int p[2]) {
+        if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
+            return 0;
+        const int size = fcntl(p[1], F_SETPIPE_SZ, kPipeSize);
+        if (size < kPipeSize) { // e.g. the user's pipe-buffer allowance is used up
+            close(p[0]);
+            close(p[1]);
+            p[0] = p[1] = -1;
+            return 0;
+        }
+        return size;
+    };
+    const int size = make(lane.pipe);
+    if (size > 0 && (!withCopy || make(lane.copy) == size)) {
+        lane.pipeCapacity = std::min(size_t(size), size_t(kPipeSize));
+        ++splicedDirections;
+        return true;
+    }
+    closePipes(lane);
+    lane.spliceFailed = true;
+    return false;
+}
+
+void Relay::Impl::closePipes(Lane &lane)
+{
+    const bool had = lane.pipe[0] >= 0;
+    for (int *p : {lane.pipe, lane.copy})
+        for (int i = 0; i < 2; ++i)
+            if (p[i] >= 0) {
+                close(p[i]);
+                p[i] = -1;
+            }
+    lane.inPipe = 0;
+    if (had && lane.pipeCapacity)
+        --splicedDirections;
+    lane.pipeCapacity = 0;
+}
+
+bool Relay::Impl::readFailed(Conn &c, bool fromClient, int err)
+{
+    c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
+                    std::strerror(err) + ")";
+    return false;
+}
+
+bool Relay::Impl::writeFailed(Conn &c, bool toClient, int err)
+{
+    if (err == EPIPE) {
+        // splice(2) into a socket whose peer has gone raises SIGPIPE (it has no MSG_NOSIGNAL); it is blocked
+        // on this thread, so take it off the pending set instead of leaving it there.
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGPIPE);
+        const timespec zero{};
+        sigtimedwait(&set, nullptr, &zero);
+    }
+    c.closeReason = std::string("could not write to ") + (toClient ? "client" : "server") + ": " + std::strerror(err);
+    return false;
+}
+
 bool Relay::Impl::flush(Conn &c, bool toClient)
 {
-    std::string &buf = toClient ? c.toClient : c.toServer;
-    size_t &off = toClient ? c.toClientOff : c.toServerOff;
+    Lane &lane = toClient ? c.down : c.up;
     const int fd = toClient ? c.cfd : c.sfd;
+    std::string &buf = lane.queued;
+    size_t &off = lane.queuedOff;
     while (off < buf.size()) {
         const ssize_t n = send(fd, buf.data() + off, buf.size() - off, MSG_NOSIGNAL);
         if (n > 0) {
@@ -369,76 +481,178 @@ bool Relay::Impl::flush(Conn &c, bool toClient)
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else {
-            c.closeReason = std::string("could not write to ") + (toClient ? "client" : "server") + ": " +
-                            std::strerror(errno);
-            return false;
+            return writeFailed(c, toClient, errno);
         }
     }
     buf.clear();
     off = 0;
+    while (lane.inPipe > 0) {
+        const ssize_t n = splice(lane.pipe[0], nullptr, fd, nullptr, lane.inPipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0)
+            lane.inPipe -= size_t(n);
+        else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return writeFailed(c, toClient, n == 0 ? EPIPE : errno);
+    }
     return true;
+}
+
+std::unique_ptr<std::uint8_t[]> Relay::Impl::pipeBuffer()
+{
+    {
+        std::lock_guard lk(mu);
+        if (!spareBuffers.empty()) {
+            std::unique_ptr<std::uint8_t[]> b = std::move(spareBuffers.back());
+            spareBuffers.pop_back();
+            return b;
+        }
+    }
+    return std::make_unique_for_overwrite<std::uint8_t[]>(size_t(kPipeSize));
+}
+
+void Relay::Impl::toDecoder(Conn &c, bool fromClient, std::int64_t t, std::unique_ptr<std::uint8_t[]> data, size_t n,
+                            bool pipeSized)
+{
+    const Direction dir = fromClient ? Direction::ClientToServer : Direction::ServerToClient;
+    if (backlog.load(std::memory_order_relaxed) > kMaxDecoderBacklog) {
+        c.decode = false;
+        push({Chunk::Error, c.id, dir, t, "decoder fell behind (over 256 MiB queued); relaying continues without decoding", {}});
+        return;
+    }
+    Chunk chunk{Chunk::Data, c.id, dir, t, {}, {}};
+    chunk.data = std::move(data);
+    chunk.size = n;
+    chunk.pipeSized = pipeSized;
+    push(std::move(chunk));
 }
 
 bool Relay::Impl::readSide(Conn &c, bool fromClient)
 {
+    Lane &lane = fromClient ? c.up : c.down;
+    // Bytes go out in the order they came in: while either way of relaying still holds some, that way goes on.
+    if (lane.inPipe > 0)
+        return spliceSide(c, fromClient);
+    if (lane.queued.size() > lane.queuedOff || !lane.splicing)
+        return copySide(c, fromClient);
+    if (lane.pipe[0] < 0 && !openPipes(lane, c.decode)) {
+        lane.splicing = false;
+        return copySide(c, fromClient);
+    }
+    if (c.decode && lane.copy[0] < 0) // decoding was on but the pipes were made without a copy: never
+        return copySide(c, fromClient);
+    return spliceSide(c, fromClient);
+}
+
+bool Relay::Impl::copySide(Conn &c, bool fromClient)
+{
+    Lane &lane = fromClient ? c.up : c.down;
     char *buf = readBuffer.data();
     const int src = fromClient ? c.cfd : c.sfd;
     const ssize_t n = recv(src, buf, readBuffer.size(), 0);
     // The read time is the event time: taken before forwarding so relaying cannot skew it.
     const std::int64_t t = steadyNowNs();
     if (n == 0) {
-        (fromClient ? c.clientEof : c.serverEof) = true;
+        lane.eof = true;
         if (c.closeReason.empty())
             c.closeReason = fromClient ? "closed by client" : "closed by server";
         return true;
     }
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-            return true;
-        c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
-                        std::strerror(errno) + ")";
-        return false;
-    }
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? true : readFailed(c, fromClient, errno);
+    lane.splicing = size_t(n) >= kSpliceFrom;
 
     // Forward straight from the read buffer; only what the peer cannot take now is queued for it.
-    std::string &out = fromClient ? c.toServer : c.toClient;
     size_t sent = 0;
-    if (out.size() == (fromClient ? c.toServerOff : c.toClientOff)) {
+    if (lane.pending() == 0) {
         const int dst = fromClient ? c.sfd : c.cfd;
         while (sent < size_t(n)) {
             const ssize_t w = send(dst, buf + sent, size_t(n) - sent, MSG_NOSIGNAL);
-            if (w > 0) {
+            if (w > 0)
                 sent += size_t(w);
-            } else if (w < 0 && errno == EINTR) {
+            else if (w < 0 && errno == EINTR)
                 continue;
-            } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 break;
-            } else {
-                c.closeReason = std::string("could not write to ") + (fromClient ? "server" : "client") + ": " +
-                                std::strerror(errno);
-                return false;
-            }
+            else
+                return writeFailed(c, !fromClient, errno);
         }
     }
     if (sent < size_t(n))
-        out.append(buf + sent, size_t(n) - sent);
+        lane.queued.append(buf + sent, size_t(n) - sent);
     bytes += std::uint64_t(n);
-
     if (c.decode) {
-        if (backlog.load(std::memory_order_relaxed) > kMaxDecoderBacklog) {
-            c.decode = false;
-            push({Chunk::Error, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t,
-                  "decoder fell behind (over 256 MiB queued); relaying continues without decoding", {}});
-        } else {
-            push({Chunk::Data, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t,
-                  std::string(buf, size_t(n)), {}});
-        }
+        auto data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
+        std::memcpy(data.get(), buf, size_t(n));
+        toDecoder(c, fromClient, t, std::move(data), size_t(n), false);
     }
     return true;
 }
 
+bool Relay::Impl::spliceSide(Conn &c, bool fromClient)
+{
+    Lane &lane = fromClient ? c.up : c.down;
+    if (lane.inPipe > 0) // the destination has not taken the last read yet (a hang-up woke the loop)
+        return true;
+    const int src = fromClient ? c.cfd : c.sfd;
+    const ssize_t n = splice(src, nullptr, lane.pipe[1], nullptr, lane.pipeCapacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    const std::int64_t t = steadyNowNs();
+    if (n == 0) {
+        lane.eof = true;
+        if (c.closeReason.empty())
+            c.closeReason = fromClient ? "closed by client" : "closed by server";
+        return true;
+    }
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? true : readFailed(c, fromClient, errno);
+    lane.inPipe = size_t(n);
+    lane.splicing = size_t(n) >= kCopyBelow;
+    bytes += std::uint64_t(n);
+    splicedBytes += std::uint64_t(n);
+    if (c.decode) {
+        // The decoder's copy: duplicate the pipe (page references, no copy), then read the duplicate back.
+        const ssize_t dup = tee(lane.pipe[0], lane.copy[1], size_t(n), SPLICE_F_NONBLOCK);
+        const int teeError = dup < 0 ? errno : 0;
+        size_t got = 0;
+        std::unique_ptr<std::uint8_t[]> data;
+        if (dup > 0) {
+            data = pipeBuffer(); // dup <= pipeCapacity == kPipeSize
+            while (got < size_t(dup)) {
+                const ssize_t r = read(lane.copy[0], data.get() + got, size_t(dup) - got);
+                if (r > 0)
+                    got += size_t(r);
+                else if (!(r < 0 && errno == EINTR))
+                    break;
+            }
+        }
+        if (dup != n || got != size_t(n)) {
+            // Not expected with two pipes of one capacity and an empty copy; if it happens the decoder would see
+            // a gap, so decoding stops rather than guess. The bytes are still in the pipe and go on.
+            const std::string why = dup < 0 ? std::strerror(teeError) : "short copy";
+            c.decode = false;
+            for (int &fd : lane.copy) {
+                close(fd);
+                fd = -1;
+            }
+            push({Chunk::Error, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t,
+                  "could not copy relayed bytes for the decoder (" + why + "); relaying continues without decoding",
+                  {}});
+        } else {
+            toDecoder(c, fromClient, t, std::move(data), size_t(n), true);
+        }
+    }
+    return flush(c, !fromClient);
+}
+
 void Relay::Impl::ioLoop()
 {
+    // splice(2) into a closed socket raises SIGPIPE; writeFailed() takes it back off this thread.
+    sigset_t pipeSignal;
+    sigemptyset(&pipeSignal);
+    sigaddset(&pipeSignal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipeSignal, nullptr);
     std::vector<pollfd> fds;
     std::vector<Conn *> owners;
     while (!ioStopping.load()) {
@@ -452,13 +666,13 @@ void Relay::Impl::ioLoop()
             if (c.connecting) {
                 se = POLLOUT;
             } else {
-                if (!c.clientEof && c.pendingToServer() < kMaxPendingPerDirection)
+                if (c.up.wantsRead())
                     ce |= POLLIN;
-                if (!c.serverEof && c.pendingToClient() < kMaxPendingPerDirection)
+                if (c.down.wantsRead())
                     se |= POLLIN;
-                if (c.pendingToServer())
+                if (c.up.pending())
                     se |= POLLOUT;
-                if (c.pendingToClient())
+                if (c.down.pending())
                     ce |= POLLOUT;
             }
             // A socket we want nothing from is left out: POLLHUP on a half-closed peer would otherwise wake
@@ -500,9 +714,9 @@ void Relay::Impl::ioLoop()
                     c.connecting = false;
                 }
             } else {
-                if (ok && (cr & (POLLIN | POLLHUP | POLLERR)) && !c.clientEof)
+                if (ok && (cr & (POLLIN | POLLHUP | POLLERR)) && !c.up.eof)
                     ok = readSide(c, true);
-                if (ok && (sr & (POLLIN | POLLHUP | POLLERR)) && !c.serverEof)
+                if (ok && (sr & (POLLIN | POLLHUP | POLLERR)) && !c.down.eof)
                     ok = readSide(c, false);
                 if (ok && (sr & POLLOUT))
                     ok = flush(c, false);
@@ -514,15 +728,15 @@ void Relay::Impl::ioLoop()
                 continue;
             }
             // Half-close: pass an EOF on once everything before it has been delivered.
-            if (c.clientEof && !c.shutServer && !c.pendingToServer() && !c.connecting) {
+            if (c.up.eof && !c.up.shut && !c.up.pending() && !c.connecting) {
                 shutdown(c.sfd, SHUT_WR);
-                c.shutServer = true;
+                c.up.shut = true;
             }
-            if (c.serverEof && !c.shutClient && !c.pendingToClient()) {
+            if (c.down.eof && !c.down.shut && !c.down.pending()) {
                 shutdown(c.cfd, SHUT_WR);
-                c.shutClient = true;
+                c.down.shut = true;
             }
-            if (c.shutServer && c.shutClient)
+            if (c.up.shut && c.down.shut)
                 closeConn(c, {});
         }
         conns.remove_if([](const Conn &c) { return c.dead; });
@@ -553,7 +767,7 @@ void Relay::Impl::decoderLoop()
             stopping = decoderStopping;
         }
         for (Chunk &c : work) {
-            backlog -= c.bytes.size();
+            backlog -= c.size;
             const size_t before = batch.size();
             switch (c.kind) {
             case Chunk::Open: {
@@ -570,8 +784,7 @@ void Relay::Impl::decoderLoop()
             }
             case Chunk::Data:
                 if (auto it = decoders.find(c.conn); it != decoders.end())
-                    it->second->feed(c.dir, reinterpret_cast<const std::uint8_t *>(c.bytes.data()),
-                                     c.bytes.size(), c.t, batch);
+                    it->second->feed(c.dir, c.data.get(), c.size, c.t, batch);
                 break;
             case Chunk::Error: {
                 decoders.erase(c.conn);
@@ -599,6 +812,12 @@ void Relay::Impl::decoderLoop()
             }
             if (before == 0 && !batch.empty())
                 firstPending = steadyNowNs();
+        }
+        if (std::any_of(work.begin(), work.end(), [](const Chunk &c) { return c.pipeSized; })) {
+            std::lock_guard lk(mu);
+            for (Chunk &c : work)
+                if (c.pipeSized && spareBuffers.size() < kSpareBuffers)
+                    spareBuffers.push_back(std::move(c.data));
         }
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
@@ -637,6 +856,11 @@ std::int64_t Relay::threadCpuNs() const
         total += std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
     }
     return total;
+}
+
+void Relay::setDecoding(bool on)
+{
+    d->decoding = on;
 }
 
 void Relay::setLabel(const std::string &label)
@@ -706,6 +930,9 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
     d->decoderStopping = false;
     d->decoderThread = std::thread([this] { d->decoderLoop(); });
     d->ioThread = std::thread([this] { d->ioLoop(); });
+    // Named for top -H and profilers (at most 15 characters).
+    pthread_setname_np(d->ioThread.native_handle(), "rpcscope-relay");
+    pthread_setname_np(d->decoderThread.native_handle(), "rpcscope-decode");
     return true;
 }
 
@@ -737,6 +964,11 @@ HostPort Relay::listenAddress() const
 std::uint64_t Relay::bytesRelayed() const
 {
     return d->bytes.load();
+}
+
+std::uint64_t Relay::bytesSpliced() const
+{
+    return d->splicedBytes.load();
 }
 
 size_t Relay::decoderBacklog() const

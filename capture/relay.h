@@ -28,7 +28,8 @@ bool canListen(const HostPort &listen, std::string *error);
 bool probeTarget(const HostPort &target, int timeoutMs, std::string *error);
 
 // A TCP relay that forwards both directions byte-for-byte and hands copies of what it read to a decoder
-// thread. The relay thread never waits for the decoder: if the decoder falls too far behind, decoding of
+// thread. Small reads are copied through a buffer; a direction carrying a stream is spliced from socket to
+// socket through a pipe and duplicated for the decoder with tee(2), so the decoder's copy is the only one. The relay thread never waits for the decoder: if the decoder falls too far behind, decoding of
 // that connection stops (marked undecodable) while relaying goes on.
 class Relay
 {
@@ -43,6 +44,9 @@ public:
 
     // Applies to connections accepted after the next start().
     void setDecoderLimits(const DecoderLimits &limits);
+    // Off: relay only, nothing decoded (connections still open and close on the timeline). The benchmark's
+    // baseline for what decoding costs. Applies to connections accepted after the next start().
+    void setDecoding(bool on);
     // Names this relay's connections on the timeline (for example the hop "A->B" of a chain).
     void setLabel(const std::string &label);
 
@@ -53,6 +57,9 @@ public:
 
     HostPort listenAddress() const;
     std::uint64_t bytesRelayed() const;
+    // Of those, the bytes relayed without passing through user space (splice), as streams are; the decoder
+    // still gets a copy of each.
+    std::uint64_t bytesSpliced() const;
     int openConnections() const;
     // Bytes read but not yet decoded, now and at most so far: what the relay holds for the decoder.
     size_t decoderBacklog() const;

@@ -258,6 +258,13 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "rpcscope-bench: relay: %s\n", error.c_str());
         return 1;
     }
+    // The same relay with decoding off: what relaying alone costs, the ceiling for the decoding relay.
+    Relay bare;
+    bare.setDecoding(false);
+    if (!bare.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, {}, &error)) {
+        std::fprintf(stderr, "rpcscope-bench: relay: %s\n", error.c_str());
+        return 1;
+    }
     SocatProxy socat;
     const bool haveSocat = socat.start(serverPort, &error);
     if (!haveSocat)
@@ -330,12 +337,18 @@ int main(int argc, char **argv)
             double cpuSeconds = 0; // this process (client, server and, for rpcscope, the relay) while it ran
             double relaySeconds = 0; // the relay's own threads while it ran
             double gigabytes = 0;
+            Relay *relay = nullptr;
         };
         std::vector<StreamLane> lanes;
         lanes.push_back({"direct", std::make_unique<lab::LabClient>(direct, std::string()), {}});
         lanes.push_back({"rpcscope",
                          std::make_unique<lab::LabClient>(relay.listenAddress().toString(), std::string()),
                          {}});
+        lanes.back().relay = &relay;
+        lanes.push_back({"relay only",
+                         std::make_unique<lab::LabClient>(bare.listenAddress().toString(), std::string()),
+                         {}});
+        lanes.back().relay = &bare;
         if (haveSocat)
             lanes.push_back(
                 {"socat",
@@ -348,11 +361,12 @@ int main(int argc, char **argv)
             req.set_call_id("stream-" + std::to_string(id++));
             req.set_count(count);
             const double cpu0 = processCpuSeconds();
-            const std::int64_t relay0 = relay.threadCpuNs();
+            const std::int64_t relay0 = lane && lane->relay ? lane->relay->threadCpuNs() : 0;
             const lab::StreamResult r = c.serverStream(req, 120s);
             if (lane) {
                 lane->cpuSeconds += processCpuSeconds() - cpu0;
-                lane->relaySeconds += double(relay.threadCpuNs() - relay0) / 1e9;
+                if (lane->relay)
+                    lane->relaySeconds += double(lane->relay->threadCpuNs() - relay0) / 1e9;
                 lane->gigabytes += double(r.bytes) / 1e9;
             }
             if (r.code != 0 || r.messages != count) {
@@ -371,41 +385,52 @@ int main(int argc, char **argv)
                 StreamLane &l = lanes[(k + size_t(r)) % lanes.size()];
                 l.mbs.push_back(once(*l.client, plan.streamMessages, &l));
             }
-        const double d = median(lanes[0].mbs), rr = median(lanes[1].mbs);
+        const StreamLane &dl = lanes[0], &rl = lanes[1], &bl = lanes[2];
+        const StreamLane *sl = haveSocat ? &lanes[3] : nullptr;
+        const double d = median(dl.mbs), rr = median(rl.mbs), bare = median(bl.mbs);
         const std::string what = "server stream " + std::to_string(plan.streamMessages) + " x 1 MiB";
         rows.push_back({what + ", direct (median of " + std::to_string(plan.streamRounds) + ")",
                         fmt("%.0f MB/s", d), "", "", "", ""});
-        if (haveSocat) {
-            const double so = median(lanes[2].mbs);
-            rows.push_back({what + ", socat", fmt("%.0f MB/s", so), "direct " + fmt("%.0f MB/s", d),
-                            ratioWithSpread(so / d, lanes[2].mbs, lanes[0].mbs), "", ""});
-        }
+        if (sl)
+            rows.push_back({what + ", socat", fmt("%.0f MB/s", median(sl->mbs)), "direct " + fmt("%.0f MB/s", d),
+                            ratioWithSpread(median(sl->mbs) / d, sl->mbs, dl.mbs), "", ""});
+        rows.push_back({what + ", relay only (decoding off)", fmt("%.0f MB/s", bare), "direct " + fmt("%.0f MB/s", d),
+                        ratioWithSpread(bare / d, bl.mbs, dl.mbs), "", ""});
         rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "direct " + fmt("%.0f MB/s", d),
-                        ratioWithSpread(rr / d, lanes[1].mbs, lanes[0].mbs), ">= 0.90",
-                        rr / d >= 0.9 ? "met" : "missed"});
-        if (haveSocat) {
-            const double so = median(lanes[2].mbs);
-            rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "socat " + fmt("%.0f MB/s", so),
-                            ratioWithSpread(rr / so, lanes[1].mbs, lanes[2].mbs), "", ""});
-        }
+                        ratioWithSpread(rr / d, rl.mbs, dl.mbs), ">= 0.90", rr / d >= 0.9 ? "met" : "missed"});
+        rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "relay only " + fmt("%.0f MB/s", bare),
+                        ratioWithSpread(rr / bare, rl.mbs, bl.mbs), "", ""});
+        if (sl)
+            rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "socat " + fmt("%.0f MB/s", median(sl->mbs)),
+                            ratioWithSpread(rr / median(sl->mbs), rl.mbs, sl->mbs), "", ""});
         // What limits it: CPU. When client and server already keep every core busy, the proxied rate can reach
         // at most (CPU per GB direct) / (CPU per GB through rpcscope) of the direct rate.
-        const double cd = lanes[0].cpuSeconds / lanes[0].gigabytes, cr = lanes[1].cpuSeconds / lanes[1].gigabytes;
-        const double relayPerGb = lanes[1].relaySeconds / lanes[1].gigabytes;
-        const double coresBusy = cd * d / 1000.0;
+        auto perGb = [](const StreamLane &l, double seconds) { return l.gigabytes > 0 ? seconds / l.gigabytes : 0.0; };
+        const double cd = perGb(dl, dl.cpuSeconds), cr = perGb(rl, rl.cpuSeconds), cb = perGb(bl, bl.cpuSeconds);
         rows.push_back({"CPU per GB streamed, direct (client + server)", fmt("%.2f core-s", cd),
-                        fmt("%.1f cores busy", coresBusy) + " of " + std::to_string(std::thread::hardware_concurrency()),
+                        fmt("%.1f cores busy", cd * d / 1000.0) + " of " +
+                            std::to_string(std::thread::hardware_concurrency()),
                         "", "", ""});
         rows.push_back({"CPU per GB streamed, through rpcscope", fmt("%.2f core-s", cr), "direct " + fmt("%.2f", cd),
                         fmt("%.2f", cr / cd), "", ""});
-        rows.push_back({"  of which the relay's I/O + decoder threads", fmt("%.2f core-s", relayPerGb), "", "", "",
+        rows.push_back({"  of which the relay's I/O + decoder threads", fmt("%.2f core-s", perGb(rl, rl.relaySeconds)),
+                        "", "", "", ""});
+        rows.push_back({"CPU per GB streamed, relay only", fmt("%.2f core-s", cb), "direct " + fmt("%.2f", cd),
+                        fmt("%.2f", cb / cd), "", ""});
+        rows.push_back({"  of which the relay's threads", fmt("%.2f core-s", perGb(bl, bl.relaySeconds)), "", "", "",
                         ""});
         rows.push_back({"throughput ceiling when CPU-bound (direct CPU / proxied CPU)", fmt("%.2f", cd / cr), "",
                         "", "", ""});
+        const std::uint64_t spliced = relay.bytesSpliced(), relayed = relay.bytesRelayed();
+        notes.push_back("relay only: the same relay with decoding off, so rpcscope / relay only is what decoding "
+                        "costs and relay only / direct what the extra TCP hop costs on this machine; rpcscope "
+                        "spliced " + fmt("%.0f%%", relayed ? 100.0 * double(spliced) / double(relayed) : 0.0) +
+                        " of the bytes it relayed (socket to pipe to socket, tee'd for the decoder)");
     }
 
     consumer.calls(); // drains
     socat.stop();
+    bare.stop();
     relay.stop();
     if (consumer.decodeErrors())
         notes.push_back("the relay reported " + std::to_string(consumer.decodeErrors()) +

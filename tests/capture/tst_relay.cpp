@@ -274,6 +274,77 @@ private:
     std::string m_acceptError;
 };
 
+// Accepts one connection and keeps every byte it receives until EOF. With a pause it is a slow reader: small
+// reads with a rest between them, so the relay's writes towards it block and its bytes wait in the relay.
+class CollectingServer
+{
+public:
+    explicit CollectingServer(size_t readSize = 1 << 20, std::chrono::microseconds pause = {})
+        : m_readSize(readSize), m_pause(pause)
+    {
+    }
+    ~CollectingServer()
+    {
+        m_stop = true;
+        if (m_thread.joinable())
+            m_thread.join();
+        if (m_listen >= 0)
+            close(m_listen);
+    }
+    bool start()
+    {
+        m_listen = listenLoopback();
+        if (m_listen < 0)
+            return false;
+        m_thread = std::thread([this] { run(); });
+        return true;
+    }
+    std::uint16_t port() const { return localPort(m_listen); }
+    size_t size() const { std::lock_guard lk(m_mu); return m_data.size(); }
+    std::string data() const { std::lock_guard lk(m_mu); return m_data; }
+    bool eof() const { return m_eof; }
+
+private:
+    void run()
+    {
+        int fd = -1;
+        while (!m_stop && fd < 0) {
+            pollfd p{m_listen, POLLIN, 0};
+            if (poll(&p, 1, 100) == 1)
+                fd = accept(m_listen, nullptr, nullptr);
+        }
+        if (fd < 0)
+            return;
+        std::vector<char> buf(m_readSize);
+        while (!m_stop) {
+            pollfd p{fd, POLLIN, 0};
+            if (poll(&p, 1, 100) != 1)
+                continue;
+            const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+            if (n <= 0) {
+                m_eof = n == 0;
+                break;
+            }
+            {
+                std::lock_guard lk(m_mu);
+                m_data.append(buf.data(), size_t(n));
+            }
+            if (m_pause.count())
+                std::this_thread::sleep_for(m_pause); // pacing the reader, not waiting for a result
+        }
+        close(fd);
+    }
+
+    const size_t m_readSize;
+    const std::chrono::microseconds m_pause;
+    int m_listen = -1;
+    std::thread m_thread;
+    std::atomic<bool> m_stop{false};
+    std::atomic<bool> m_eof{false};
+    mutable std::mutex m_mu;
+    std::string m_data;
+};
+
 std::string loopback(std::uint16_t port)
 {
     return "127.0.0.1:" + std::to_string(port);
@@ -287,6 +358,8 @@ class TestRelay : public QObject
 
 private slots:
     void randomBytesByteExactBothWays();
+    void switchingBetweenCopyAndSpliceKeepsOrder();
+    void slowReaderGetsEverySplicedByte();
     void grpcExchangeByteIdentical();
     void startOnPortInUseFails();
     void parseHostPortErrors();
@@ -341,6 +414,9 @@ void TestRelay::randomBytesByteExactBothWays()
     QCOMPARE(serverGot.sha256.toHex(), sha256(clientData).toHex());
     QCOMPARE(clientGot.sha256.toHex(), sha256(serverData).toHex());
     QVERIFY(relay.bytesRelayed() >= 2 * kSize);
+    // Writes of up to 150 KB make large reads: those directions went over to splicing.
+    QVERIFY2(relay.bytesSpliced() > 0 && relay.bytesSpliced() < relay.bytesRelayed(),
+             std::to_string(relay.bytesSpliced()).c_str());
 
     // The relay's view: this connection opened, failed to decode (random bytes), and closed.
     QTRY_VERIFY_WITH_TIMEOUT(log.connectionFromPeer(clientPeer).has_value(), 5000);
@@ -358,6 +434,84 @@ void TestRelay::randomBytesByteExactBothWays()
     for (const WireEvent &e : events)
         QVERIFY2(e.kind != EventKind::Headers && e.kind != EventKind::Message, kindName(e.kind));
 
+    relay.stop();
+}
+
+// Bulk bytes are spliced and small messages copied; a direction moves between the two ways as its reads change
+// size. Whatever way each byte took, they all arrive, in order.
+void TestRelay::switchingBetweenCopyAndSpliceKeepsOrder()
+{
+    CollectingServer server;
+    QVERIFY(server.start());
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, log.sink(), &error), error.c_str());
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY2(fd >= 0, std::strerror(errno));
+    setIoTimeouts(fd, 15);
+
+    std::string expected;
+    for (int phase = 0; phase < 6; ++phase) {
+        const std::uint64_t splicedBefore = relay.bytesSpliced();
+        if (phase % 2 == 0) {
+            const std::string bulk = randomBytes(4u << 20, 1000 + phase);
+            QVERIFY(sendAll(fd, bulk.data(), bulk.size()));
+            expected += bulk;
+            QVERIFY2(waitUntil([&] { return server.size() == expected.size(); }, 10s),
+                     (std::to_string(server.size()) + " of " + std::to_string(expected.size())).c_str());
+            const std::uint64_t spliced = relay.bytesSpliced() - splicedBefore;
+            QVERIFY2(spliced >= (2u << 20), ("phase " + std::to_string(phase) + ": spliced " +
+                                             std::to_string(spliced)).c_str());
+        } else {
+            for (int i = 0; i < 50; ++i) {
+                const std::string small = randomBytes(100, std::uint64_t(phase) * 100 + std::uint64_t(i));
+                QVERIFY(sendAll(fd, small.data(), small.size()));
+                expected += small;
+                QVERIFY(waitUntil([&] { return server.size() == expected.size(); }, 5s));
+            }
+            // At most the first small read after the bulk may still have been spliced; then it copies again.
+            const std::uint64_t spliced = relay.bytesSpliced() - splicedBefore;
+            QVERIFY2(spliced <= 100, ("phase " + std::to_string(phase) + ": spliced " +
+                                      std::to_string(spliced)).c_str());
+        }
+    }
+    QVERIFY(shutdown(fd, SHUT_WR) == 0);
+    QVERIFY(waitUntil([&] { return server.eof(); }, 10s));
+    close(fd);
+    const std::string got = server.data();
+    QCOMPARE(got.size(), expected.size());
+    QCOMPARE(sha256(got).toHex(), sha256(expected).toHex());
+    relay.stop();
+}
+
+// A peer that reads slowly makes the relay's splices towards it block: what waits in the pipe must still
+// arrive whole, and the sender's half-close must follow the last byte, not overtake it.
+void TestRelay::slowReaderGetsEverySplicedByte()
+{
+    CollectingServer server(16 * 1024, std::chrono::microseconds(100));
+    QVERIFY(server.start());
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, log.sink(), &error), error.c_str());
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY2(fd >= 0, std::strerror(errno));
+    setIoTimeouts(fd, 30);
+
+    const std::string data = randomBytes(24u << 20, 0x510E);
+    bool sent = true;
+    for (size_t off = 0; off < data.size() && sent; off += 1u << 20)
+        sent = sendAll(fd, data.data() + off, std::min<size_t>(1u << 20, data.size() - off));
+    QVERIFY(sent);
+    QVERIFY(shutdown(fd, SHUT_WR) == 0);
+    QVERIFY2(waitUntil([&] { return server.eof(); }, 30s),
+             (std::to_string(server.size()) + " of " + std::to_string(data.size())).c_str());
+    close(fd);
+    const std::string got = server.data();
+    QCOMPARE(got.size(), data.size());
+    QCOMPARE(sha256(got).toHex(), sha256(data).toHex());
+    QVERIFY2(relay.bytesSpliced() >= (8u << 20), std::to_string(relay.bytesSpliced()).c_str());
     relay.stop();
 }
 
