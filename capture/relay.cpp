@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -49,9 +50,10 @@ constexpr int kPipeSize = 1 << 20;
 // Directions relayed by splice at once, each holding two pipes of kPipeSize: bounded so that pipes never use up
 // descriptors or an unprivileged user's pipe-buffer allowance (by default 64 MiB in all); the others copy.
 constexpr int kMaxSplicedDirections = 16;
-// Pipe-sized buffers the decoder hands back for the next spliced read, instead of a fresh 1 MiB allocation
-// (and its page faults) for each.
-constexpr size_t kSpareBuffers = 8;
+// Pipes that carry the decoder's copy of a spliced read to the decoder thread, which reads it back there: the
+// relay thread only duplicates page references. At most this many are in flight; beyond that (the decoder is
+// behind) the relay thread reads the copy back itself.
+constexpr int kHandoffPipes = 8;
 
 std::atomic<std::uint32_t> g_nextConnectionId{1};
 
@@ -231,7 +233,7 @@ struct Relay::Impl
         std::string extra; // Open: server peer
         std::unique_ptr<std::uint8_t[]> data = {}; // Data: the bytes read (not zero-filled first)
         size_t size = 0;
-        bool pipeSized = false; // data holds kPipeSize bytes and goes back to spareBuffers
+        int pipe[2] = {-1, -1}; // Data: instead of data, a handoff pipe holding the size bytes
     };
 
     // One direction of a connection: what was read from one side and is on its way to the other.
@@ -291,7 +293,8 @@ struct Relay::Impl
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Chunk> queue;
-    std::vector<std::unique_ptr<std::uint8_t[]>> spareBuffers; // pipe-sized, the decoder is done with them
+    std::vector<std::array<int, 2>> freeHandoffPipes; // read back and returned by the decoder
+    int handoffPipes = 0;                             // made so far (relay thread; closed at stop)
     bool decoderStopping = false;
     std::atomic<size_t> backlog{0};
     std::atomic<size_t> peakBacklog{0};
@@ -317,9 +320,10 @@ struct Relay::Impl
     bool spliceSide(Conn &c, bool fromClient);
     bool openPipes(Lane &lane, bool withCopy);
     void closePipes(Lane &lane);
-    void toDecoder(Conn &c, bool fromClient, std::int64_t t, std::unique_ptr<std::uint8_t[]> data, size_t n,
-                   bool pipeSized);
-    std::unique_ptr<std::uint8_t[]> pipeBuffer();
+    void toDecoder(Conn &c, Chunk &&chunk);
+    std::array<int, 2> handoffPipe();
+    void releaseHandoffPipe(const int pipe[2]);
+    bool copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n);
     bool readFailed(Conn &c, bool fromClient, int err);
     bool writeFailed(Conn &c, bool toClient, int err);
     bool flush(Conn &c, bool toClient);
@@ -500,33 +504,101 @@ bool Relay::Impl::flush(Conn &c, bool toClient)
     return true;
 }
 
-std::unique_ptr<std::uint8_t[]> Relay::Impl::pipeBuffer()
+std::array<int, 2> Relay::Impl::handoffPipe()
 {
     {
         std::lock_guard lk(mu);
-        if (!spareBuffers.empty()) {
-            std::unique_ptr<std::uint8_t[]> b = std::move(spareBuffers.back());
-            spareBuffers.pop_back();
-            return b;
+        if (!freeHandoffPipes.empty()) {
+            const std::array<int, 2> p = freeHandoffPipes.back();
+            freeHandoffPipes.pop_back();
+            return p;
         }
     }
-    return std::make_unique_for_overwrite<std::uint8_t[]>(size_t(kPipeSize));
+    std::array<int, 2> p{-1, -1};
+    if (handoffPipes >= kHandoffPipes || pipe2(p.data(), O_NONBLOCK | O_CLOEXEC) != 0)
+        return {-1, -1};
+    if (fcntl(p[1], F_SETPIPE_SZ, kPipeSize) < kPipeSize) {
+        close(p[0]);
+        close(p[1]);
+        return {-1, -1};
+    }
+    ++handoffPipes;
+    return p;
 }
 
-void Relay::Impl::toDecoder(Conn &c, bool fromClient, std::int64_t t, std::unique_ptr<std::uint8_t[]> data, size_t n,
-                            bool pipeSized)
+void Relay::Impl::releaseHandoffPipe(const int pipe[2])
 {
-    const Direction dir = fromClient ? Direction::ClientToServer : Direction::ServerToClient;
+    std::lock_guard lk(mu);
+    freeHandoffPipes.push_back({pipe[0], pipe[1]});
+}
+
+void Relay::Impl::toDecoder(Conn &c, Chunk &&chunk)
+{
     if (backlog.load(std::memory_order_relaxed) > kMaxDecoderBacklog) {
         c.decode = false;
-        push({Chunk::Error, c.id, dir, t, "decoder fell behind (over 256 MiB queued); relaying continues without decoding", {}});
+        if (chunk.pipe[0] >= 0) {
+            char scratch[4096]; // the pipe goes back empty
+            while (read(chunk.pipe[0], scratch, sizeof scratch) > 0) {
+            }
+            releaseHandoffPipe(chunk.pipe);
+        }
+        push({Chunk::Error, c.id, chunk.dir, chunk.t,
+              "decoder fell behind (over 256 MiB queued); relaying continues without decoding", {}});
         return;
     }
-    Chunk chunk{Chunk::Data, c.id, dir, t, {}, {}};
-    chunk.data = std::move(data);
-    chunk.size = n;
-    chunk.pipeSized = pipeSized;
     push(std::move(chunk));
+}
+
+// The decoder's copy of the n bytes just spliced into the lane's pipe.
+bool Relay::Impl::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n)
+{
+    Lane &lane = fromClient ? c.up : c.down;
+    const Direction dir = fromClient ? Direction::ClientToServer : Direction::ServerToClient;
+    Chunk chunk{Chunk::Data, c.id, dir, t, {}, {}};
+    chunk.size = n;
+    // Usually: duplicate the pipe's page references into a handoff pipe; the decoder thread reads them back.
+    const std::array<int, 2> handoff = handoffPipe();
+    if (handoff[0] >= 0) {
+        if (tee(lane.pipe[0], handoff[1], n, SPLICE_F_NONBLOCK) == ssize_t(n)) {
+            chunk.pipe[0] = handoff[0];
+            chunk.pipe[1] = handoff[1];
+            toDecoder(c, std::move(chunk));
+            return true;
+        }
+        close(handoff[0]); // not expected (same capacity, empty); whatever it holds is not wanted
+        close(handoff[1]);
+        --handoffPipes;
+    }
+    // The decoder is behind: read the copy back here, through the lane's own copy pipe.
+    const ssize_t dup = tee(lane.pipe[0], lane.copy[1], n, SPLICE_F_NONBLOCK);
+    const int teeError = dup < 0 ? errno : 0;
+    size_t got = 0;
+    if (dup > 0) {
+        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(dup));
+        while (got < size_t(dup)) {
+            const ssize_t r = read(lane.copy[0], chunk.data.get() + got, size_t(dup) - got);
+            if (r > 0)
+                got += size_t(r);
+            else if (!(r < 0 && errno == EINTR))
+                break;
+        }
+    }
+    if (dup == ssize_t(n) && got == n) {
+        toDecoder(c, std::move(chunk));
+        return true;
+    }
+    // Not expected either; the decoder would see a gap, so decoding stops rather than guess. The bytes are
+    // still in the lane's pipe and are relayed.
+    c.decode = false;
+    for (int &fd : lane.copy) {
+        close(fd);
+        fd = -1;
+    }
+    push({Chunk::Error, c.id, dir, t,
+          "could not copy relayed bytes for the decoder (" + std::string(dup < 0 ? std::strerror(teeError) : "short copy") +
+              "); relaying continues without decoding",
+          {}});
+    return false;
 }
 
 bool Relay::Impl::readSide(Conn &c, bool fromClient)
@@ -584,9 +656,11 @@ bool Relay::Impl::copySide(Conn &c, bool fromClient)
         lane.queued.append(buf + sent, size_t(n) - sent);
     bytes += std::uint64_t(n);
     if (c.decode) {
-        auto data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
-        std::memcpy(data.get(), buf, size_t(n));
-        toDecoder(c, fromClient, t, std::move(data), size_t(n), false);
+        Chunk chunk{Chunk::Data, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t, {}, {}};
+        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
+        chunk.size = size_t(n);
+        std::memcpy(chunk.data.get(), buf, size_t(n));
+        toDecoder(c, std::move(chunk));
     }
     return true;
 }
@@ -611,38 +685,8 @@ bool Relay::Impl::spliceSide(Conn &c, bool fromClient)
     lane.splicing = size_t(n) >= kCopyBelow;
     bytes += std::uint64_t(n);
     splicedBytes += std::uint64_t(n);
-    if (c.decode) {
-        // The decoder's copy: duplicate the pipe (page references, no copy), then read the duplicate back.
-        const ssize_t dup = tee(lane.pipe[0], lane.copy[1], size_t(n), SPLICE_F_NONBLOCK);
-        const int teeError = dup < 0 ? errno : 0;
-        size_t got = 0;
-        std::unique_ptr<std::uint8_t[]> data;
-        if (dup > 0) {
-            data = pipeBuffer(); // dup <= pipeCapacity == kPipeSize
-            while (got < size_t(dup)) {
-                const ssize_t r = read(lane.copy[0], data.get() + got, size_t(dup) - got);
-                if (r > 0)
-                    got += size_t(r);
-                else if (!(r < 0 && errno == EINTR))
-                    break;
-            }
-        }
-        if (dup != n || got != size_t(n)) {
-            // Not expected with two pipes of one capacity and an empty copy; if it happens the decoder would see
-            // a gap, so decoding stops rather than guess. The bytes are still in the pipe and go on.
-            const std::string why = dup < 0 ? std::strerror(teeError) : "short copy";
-            c.decode = false;
-            for (int &fd : lane.copy) {
-                close(fd);
-                fd = -1;
-            }
-            push({Chunk::Error, c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t,
-                  "could not copy relayed bytes for the decoder (" + why + "); relaying continues without decoding",
-                  {}});
-        } else {
-            toDecoder(c, fromClient, t, std::move(data), size_t(n), true);
-        }
-    }
+    if (c.decode)
+        copyForDecoder(c, fromClient, t, size_t(n));
     return flush(c, !fromClient);
 }
 
@@ -749,6 +793,8 @@ void Relay::Impl::ioLoop()
 void Relay::Impl::decoderLoop()
 {
     std::unordered_map<std::uint32_t, std::unique_ptr<ConnectionDecoder>> decoders;
+    std::unique_ptr<std::uint8_t[]> readBack;   // where handoff pipes are read back
+    std::vector<std::array<int, 2>> returned;  // handoff pipes read back in this round
     EventBatch batch;
     std::int64_t firstPending = 0;
     for (;;) {
@@ -782,10 +828,40 @@ void Relay::Impl::decoderLoop()
                 batch.push_back(std::move(e));
                 break;
             }
-            case Chunk::Data:
-                if (auto it = decoders.find(c.conn); it != decoders.end())
-                    it->second->feed(c.dir, c.data.get(), c.size, c.t, batch);
+            case Chunk::Data: {
+                const std::uint8_t *bytes = c.data.get();
+                if (c.pipe[0] >= 0) {
+                    // A spliced read's copy: read back here, off the relay thread, then the pipe goes back.
+                    if (!readBack)
+                        readBack = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(kPipeSize));
+                    size_t got = 0;
+                    while (got < c.size) {
+                        const ssize_t r = read(c.pipe[0], readBack.get() + got, c.size - got);
+                        if (r > 0)
+                            got += size_t(r);
+                        else if (!(r < 0 && errno == EINTR))
+                            break;
+                    }
+                    returned.push_back({c.pipe[0], c.pipe[1]});
+                    bytes = got == c.size ? readBack.get() : nullptr;
+                }
+                auto it = decoders.find(c.conn);
+                if (it == decoders.end())
+                    break;
+                if (bytes) {
+                    it->second->feed(c.dir, bytes, c.size, c.t, batch);
+                } else { // not expected: the pipe held less than the relay thread put in
+                    decoders.erase(it);
+                    WireEvent e;
+                    e.kind = EventKind::DecodeError;
+                    e.connection = c.conn;
+                    e.dir = c.dir;
+                    e.tNs = c.t;
+                    e.text = "lost part of the decoder's copy of the relayed bytes; relaying continues without decoding";
+                    batch.push_back(std::move(e));
+                }
                 break;
+            }
             case Chunk::Error: {
                 decoders.erase(c.conn);
                 WireEvent e;
@@ -813,11 +889,10 @@ void Relay::Impl::decoderLoop()
             if (before == 0 && !batch.empty())
                 firstPending = steadyNowNs();
         }
-        if (std::any_of(work.begin(), work.end(), [](const Chunk &c) { return c.pipeSized; })) {
+        if (!returned.empty()) {
             std::lock_guard lk(mu);
-            for (Chunk &c : work)
-                if (c.pipeSized && spareBuffers.size() < kSpareBuffers)
-                    spareBuffers.push_back(std::move(c.data));
+            freeHandoffPipes.insert(freeHandoffPipes.end(), returned.begin(), returned.end());
+            returned.clear();
         }
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
@@ -950,6 +1025,12 @@ void Relay::stop()
     }
     d->cv.notify_one();
     d->decoderThread.join();
+    for (const std::array<int, 2> &p : d->freeHandoffPipes) {
+        close(p[0]);
+        close(p[1]);
+    }
+    d->freeHandoffPipes.clear();
+    d->handoffPipes = 0;
     close(d->listenFd);
     close(d->wakePipe[0]);
     close(d->wakePipe[1]);
