@@ -47,8 +47,10 @@ constexpr size_t kReadSize = 256 * 1024;
 constexpr size_t kSpliceFrom = 32 * 1024;
 constexpr size_t kCopyBelow = 4 * 1024;
 constexpr int kPipeSize = 1 << 20;
-// Directions relayed by splice at once, each holding two pipes of kPipeSize: bounded so that pipes never use up
-// descriptors or an unprivileged user's pipe-buffer allowance (by default 64 MiB in all); the others copy.
+// Directions relayed by splice at once, each holding two pipes of kPipeSize (its own and a fallback copy pipe):
+// bounded so that pipes never use up descriptors or an unprivileged user's pipe-buffer allowance (by default
+// 64 MiB in all; with the handoff pipes below a relay holds at most 40 MiB). The other directions copy, as does
+// any direction whose pipes cannot be made that large.
 constexpr int kMaxSplicedDirections = 16;
 // Pipes that carry the decoder's copy of a spliced read to the decoder thread, which reads it back there: the
 // relay thread only duplicates page references. At most this many are in flight; beyond that (the decoder is
