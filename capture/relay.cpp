@@ -246,7 +246,7 @@ struct Relay::Impl
         std::string queued;    // read with recv(), not yet taken by the destination
         size_t queuedOff = 0;
         int pipe[2] = {-1, -1}; // spliced in, not yet spliced out: inPipe bytes
-        int copy[2] = {-1, -1}; // the decoder's duplicate of what was spliced in (tee), read back at once
+        int copy[2] = {-1, -1}; // the decoder's copy when no handoff pipe is free: tee'd, read back at once
         size_t inPipe = 0;
         size_t pipeCapacity = 0;
         bool splicing = false;   // the last read was large enough to splice the next one
@@ -325,7 +325,7 @@ struct Relay::Impl
     void toDecoder(Conn &c, Chunk &&chunk);
     std::array<int, 2> handoffPipe();
     void releaseHandoffPipe(const int pipe[2]);
-    bool copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n);
+    void copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n);
     bool readFailed(Conn &c, bool fromClient, int err);
     bool writeFailed(Conn &c, bool toClient, int err);
     bool flush(Conn &c, bool toClient);
@@ -552,7 +552,7 @@ void Relay::Impl::toDecoder(Conn &c, Chunk &&chunk)
 }
 
 // The decoder's copy of the n bytes just spliced into the lane's pipe.
-bool Relay::Impl::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n)
+void Relay::Impl::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n)
 {
     Lane &lane = fromClient ? c.up : c.down;
     const Direction dir = fromClient ? Direction::ClientToServer : Direction::ServerToClient;
@@ -565,7 +565,7 @@ bool Relay::Impl::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_
             chunk.pipe[0] = handoff[0];
             chunk.pipe[1] = handoff[1];
             toDecoder(c, std::move(chunk));
-            return true;
+            return;
         }
         close(handoff[0]); // not expected (same capacity, empty); whatever it holds is not wanted
         close(handoff[1]);
@@ -587,7 +587,7 @@ bool Relay::Impl::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_
     }
     if (dup == ssize_t(n) && got == n) {
         toDecoder(c, std::move(chunk));
-        return true;
+        return;
     }
     // Not expected either; the decoder would see a gap, so decoding stops rather than guess. The bytes are
     // still in the lane's pipe and are relayed.
@@ -600,7 +600,6 @@ bool Relay::Impl::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_
           "could not copy relayed bytes for the decoder (" + std::string(dup < 0 ? std::strerror(teeError) : "short copy") +
               "); relaying continues without decoding",
           {}});
-    return false;
 }
 
 bool Relay::Impl::readSide(Conn &c, bool fromClient)
@@ -615,8 +614,6 @@ bool Relay::Impl::readSide(Conn &c, bool fromClient)
         lane.splicing = false;
         return copySide(c, fromClient);
     }
-    if (c.decode && lane.copy[0] < 0) // decoding was on but the pipes were made without a copy: never
-        return copySide(c, fromClient);
     return spliceSide(c, fromClient);
 }
 
