@@ -145,6 +145,8 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
     m_error = std::move(reason);
     m_partial.clear();
     m_partial.shrink_to_fit();
+    m_streamed.active = false;
+    m_streamed.events = EventBatch();
     WireEvent e = event(EventKind::DecodeError, t);
     e.text = m_error;
     out.push_back(std::move(e));
@@ -284,54 +286,159 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
         return;
     }
 
-    // Complete a frame carried over from an earlier read.
-    if (!m_partial.empty()) {
-        if (m_partial.size() < kFrameHeaderLen) {
-            const size_t n = std::min(len, kFrameHeaderLen - m_partial.size());
+    for (;;) {
+        // A DATA frame whose payload is decoded as it arrives (see beginStreamedData).
+        if (m_streamed.active) {
+            const size_t n = std::min<size_t>(len, m_streamed.left);
+            streamData(data, n);
+            data += n;
+            len -= n;
+            if (m_streamed.left > 0)
+                return;
+            finishStreamedData(t, out);
+            if (m_state == State::Failed)
+                return;
+        }
+
+        // Complete a frame carried over from an earlier read.
+        if (!m_partial.empty()) {
+            if (m_partial.size() < kFrameHeaderLen) {
+                const size_t n = std::min(len, kFrameHeaderLen - m_partial.size());
+                m_partial.append(reinterpret_cast<const char *>(data), n);
+                data += n;
+                len -= n;
+                if (m_partial.size() < kFrameHeaderLen)
+                    return;
+                const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
+                if (!checkFrameHeader(hdr, t, out))
+                    return;
+                if (len < be24(hdr) && streamable(hdr)) {
+                    beginStreamedData(hdr);
+                    m_partial.clear();
+                    continue;
+                }
+            }
+            const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
+            const size_t total = kFrameHeaderLen + be24(hdr); // checked against the limits above
+            // One allocation, not a doubling series, for a large frame split across reads (promised bytes are
+            // not reserved beyond the reuse bound: a peer may announce a big frame and never send it).
+            m_partial.reserve(std::min(total, kReusedFrameBuffer));
+            const size_t n = std::min(len, total - m_partial.size());
             m_partial.append(reinterpret_cast<const char *>(data), n);
             data += n;
             len -= n;
-            if (m_partial.size() < kFrameHeaderLen)
+            if (m_partial.size() < total)
                 return;
-            if (!checkFrameHeader(reinterpret_cast<const std::uint8_t *>(m_partial.data()), t, out))
-                return;
+            // The frame moves to m_whole, whose buffer m_partial takes in exchange: while frames keep splitting
+            // across reads the two buffers are reused instead of allocated each time. handleFrame may clear
+            // m_partial (fail, resync); the frame it reads is m_whole.
+            m_whole.swap(m_partial);
+            m_partial.clear();
+            const auto *f = reinterpret_cast<const std::uint8_t *>(m_whole.data());
+            handleFrame(f, f + kFrameHeaderLen, t, out);
+            m_whole.clear();
+            if (m_whole.capacity() > kReusedFrameBuffer || m_state == State::Failed)
+                m_whole.shrink_to_fit(); // an unusually large frame, or nothing more to decode: not kept
         }
-        const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
-        const size_t total = kFrameHeaderLen + be24(hdr); // checked against the limits above
-        // One allocation, not a doubling series, for a large frame split across reads (promised bytes are not
-        // reserved beyond the reuse bound: a peer may announce a big frame and never send it).
-        m_partial.reserve(std::min(total, kReusedFrameBuffer));
-        const size_t n = std::min(len, total - m_partial.size());
-        m_partial.append(reinterpret_cast<const char *>(data), n);
-        data += n;
-        len -= n;
-        if (m_partial.size() < total)
-            return;
-        // The frame moves to m_whole, whose buffer m_partial takes in exchange: while frames keep splitting
-        // across reads (as large DATA frames do) the two buffers are reused instead of allocated each time.
-        // handleFrame may clear m_partial (fail, resync); the frame it reads is m_whole.
-        m_whole.swap(m_partial);
-        m_partial.clear();
-        const auto *f = reinterpret_cast<const std::uint8_t *>(m_whole.data());
-        handleFrame(f, f + kFrameHeaderLen, t, out);
-        m_whole.clear();
-        if (m_whole.capacity() > kReusedFrameBuffer || m_state == State::Failed)
-            m_whole.shrink_to_fit(); // an unusually large frame, or nothing more to decode: not kept
-    }
 
-    // Whole frames straight from the read buffer: no copy on the common path.
-    while (len >= kFrameHeaderLen && m_state != State::Failed) {
-        if (!checkFrameHeader(data, t, out))
+        // Whole frames straight from the read buffer: no copy on the common path.
+        while (len >= kFrameHeaderLen && m_state != State::Failed) {
+            if (!checkFrameHeader(data, t, out))
+                return;
+            const size_t total = kFrameHeaderLen + be24(data);
+            if (len < total)
+                break;
+            handleFrame(data, data + kFrameHeaderLen, t, out);
+            data += total;
+            len -= total;
+        }
+        if (len == 0 || m_state == State::Failed)
             return;
-        const size_t total = kFrameHeaderLen + be24(data);
-        if (len < total)
-            break;
-        handleFrame(data, data + kFrameHeaderLen, t, out);
-        data += total;
-        len -= total;
-    }
-    if (len > 0 && m_state != State::Failed)
+        if (len >= kFrameHeaderLen && streamable(data)) {
+            beginStreamedData(data);
+            data += kFrameHeaderLen;
+            len -= kFrameHeaderLen;
+            continue;
+        }
         m_partial.assign(reinterpret_cast<const char *>(data), len);
+        return;
+    }
+}
+
+bool H2Decoder::streamable(const std::uint8_t *hdr) const
+{
+    // DATA that handleFrame would not refuse outright (those go the buffered way, to fail there as always).
+    return hdr[3] == FrameData && (be32(hdr + 5) & 0x7fffffffu) != 0 && !m_inBlock && be24(hdr) > 0;
+}
+
+void H2Decoder::beginStreamedData(const std::uint8_t *hdr)
+{
+    StreamedData &s = m_streamed;
+    s.active = true;
+    std::memcpy(s.hdr, hdr, kFrameHeaderLen);
+    s.left = be24(hdr);
+    s.padKnown = !(hdr[4] & FlagPadded);
+    s.dataLeft = s.padKnown ? s.left : 0;
+    s.badPadding = false;
+    s.streamGone = false;
+    s.touched = false;
+    s.events.clear();
+}
+
+void H2Decoder::streamData(const std::uint8_t *p, size_t n)
+{
+    // n <= m_streamed.left: these are bytes of this frame's payload.
+    StreamedData &s = m_streamed;
+    s.left -= std::uint32_t(n);
+    if (n > 0 && !s.padKnown) {
+        s.padKnown = true;
+        const std::uint32_t len = be24(s.hdr);
+        if (p[0] >= len)
+            s.badPadding = true; // reported when the frame completes, as handleFrame does
+        else
+            s.dataLeft = len - 1 - p[0];
+        ++p;
+        --n;
+    }
+    const std::uint32_t k = std::uint32_t(std::min<size_t>(n, s.dataLeft));
+    s.dataLeft -= k;
+    if (k > 0 && !s.badPadding && !s.streamGone) {
+        s.touched = true;
+        // Stamped when the frame completes, like the frame's other events.
+        s.streamGone = !handleDataBytes(be32(s.hdr + 5) & 0x7fffffffu, p, k, 0, s.events);
+    }
+}
+
+void H2Decoder::finishStreamedData(std::int64_t t, EventBatch &out)
+{
+    // The same events, in the same order and with the same time, as handleFrame gives the whole frame.
+    StreamedData &s = m_streamed;
+    s.active = false;
+    const std::uint8_t flags = s.hdr[4];
+    const std::uint32_t stream = be32(s.hdr + 5) & 0x7fffffffu;
+    const std::uint32_t len = be24(s.hdr);
+    m_sawFirstFrame = true;
+    WireEvent e = event(EventKind::Frame, t);
+    e.frameType = FrameData;
+    e.flags = flags;
+    e.stream = stream;
+    e.length = len;
+    out.push_back(std::move(e));
+    dataFlow(stream, flags, len, t, out);
+    if (s.badPadding) {
+        s.events.clear();
+        fail("bad padding in DATA on stream " + std::to_string(stream), t, out);
+        return;
+    }
+    if (!s.touched)
+        m_messages.try_emplace(stream);
+    for (WireEvent &m : s.events) {
+        m.tNs = t;
+        out.push_back(std::move(m));
+    }
+    s.events.clear();
+    if (!s.streamGone && (flags & FlagEndStream))
+        m_messages.erase(stream);
 }
 
 bool H2Decoder::checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out)
@@ -519,24 +626,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
 
     switch (type) {
     case FrameData: {
-        // Flow control counts the whole payload, padding included (RFC 9113 6.9.1).
-        m_connWindow -= len;
-        if (flags & FlagEndStream) {
-            dropFlow(stream, t, out);
-        } else {
-            auto it = m_flows.try_emplace(stream, StreamFlow{m_initialWindow, false}).first;
-            StreamFlow &flow = it->second;
-            flow.window -= len;
-            if (flow.window <= 0 && !flow.stalled) {
-                flow.stalled = true;
-                stall(true, stream, t, out);
-            }
-            // Only a stream that has more to send makes an empty connection window a stall.
-            if (m_connWindow <= 0 && !m_connStalled) {
-                m_connStalled = true;
-                stall(true, 0, t, out);
-            }
-        }
+        dataFlow(stream, flags, len, t, out);
         const std::uint8_t *p = payload;
         std::uint32_t n = len;
         if (!unpad(p, n))
@@ -625,8 +715,38 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     }
 }
 
+void H2Decoder::dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t len, std::int64_t t,
+                         EventBatch &out)
+{
+    // Flow control counts the whole payload, padding included (RFC 9113 6.9.1).
+    m_connWindow -= len;
+    if (flags & FlagEndStream) {
+        dropFlow(stream, t, out);
+        return;
+    }
+    auto it = m_flows.try_emplace(stream, StreamFlow{m_initialWindow, false}).first;
+    StreamFlow &flow = it->second;
+    flow.window -= len;
+    if (flow.window <= 0 && !flow.stalled) {
+        flow.stalled = true;
+        stall(true, stream, t, out);
+    }
+    // Only a stream that has more to send makes an empty connection window a stall.
+    if (m_connWindow <= 0 && !m_connStalled) {
+        m_connStalled = true;
+        stall(true, 0, t, out);
+    }
+}
+
 void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::uint8_t *p, std::uint32_t len,
                            std::int64_t t, EventBatch &out)
+{
+    if (handleDataBytes(stream, p, len, t, out) && (flags & FlagEndStream))
+        m_messages.erase(stream);
+}
+
+bool H2Decoder::handleDataBytes(std::uint32_t stream, const std::uint8_t *p, std::uint32_t len, std::int64_t t,
+                                EventBatch &out)
 {
     MessageState &m = m_messages[stream];
     while (len > 0) {
@@ -665,12 +785,11 @@ void H2Decoder::handleData(std::uint32_t stream, std::uint8_t flags, const std::
             m.prefixHave = 0;
             if (m.resetByPeer) {
                 m_messages.erase(stream);
-                return;
+                return false;
             }
         }
     }
-    if (flags & FlagEndStream)
-        m_messages.erase(stream);
+    return true;
 }
 
 void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,

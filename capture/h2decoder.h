@@ -73,6 +73,14 @@ private:
     void handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload, std::int64_t t, EventBatch &out);
     void handleData(std::uint32_t stream, std::uint8_t flags, const std::uint8_t *p, std::uint32_t len,
                     std::int64_t t, EventBatch &out);
+    // Message bytes of a DATA payload (padding removed); false when the stream was dropped on the way.
+    bool handleDataBytes(std::uint32_t stream, const std::uint8_t *p, std::uint32_t len, std::int64_t t,
+                         EventBatch &out);
+    void dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t len, std::int64_t t, EventBatch &out);
+    bool streamable(const std::uint8_t *hdr) const;
+    void beginStreamedData(const std::uint8_t *hdr);
+    void streamData(const std::uint8_t *p, size_t n);
+    void finishStreamedData(std::int64_t t, EventBatch &out);
     void handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,
                               std::int64_t t, EventBatch &out);
     void inflateBlock(WireEvent &e, std::int64_t t, EventBatch &out);
@@ -108,6 +116,22 @@ private:
     std::uint32_t m_maxFrameSize = 16384; // SETTINGS_MAX_FRAME_SIZE of the receiving side
     std::string m_partial;                // an incomplete frame carried over from the previous feed
     std::string m_whole;                  // the last frame completed from m_partial: its buffer is reused
+
+    // A DATA frame longer than the read that started it is not buffered: its payload goes to the message
+    // parser as it arrives, and the events it makes wait here until the frame completes, to be emitted then
+    // exactly as for a whole frame (same order, the completing read's time).
+    struct StreamedData
+    {
+        bool active = false;
+        std::uint8_t hdr[9] = {};
+        std::uint32_t left = 0;     // payload bytes still to come (padding included)
+        std::uint32_t dataLeft = 0; // of which message bytes, once the pad length is known
+        bool padKnown = true;
+        bool badPadding = false;
+        bool streamGone = false;    // the message parser dropped the stream (reset by the peer) mid-frame
+        bool touched = false;       // some message bytes reached the parser
+        EventBatch events;
+    } m_streamed;
 
     // Header block in progress (HEADERS or PUSH_PROMISE followed by CONTINUATION).
     bool m_inBlock = false;

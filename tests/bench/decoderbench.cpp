@@ -28,11 +28,13 @@ const std::uint8_t *bytesOf(const std::string &s)
     return reinterpret_cast<const std::uint8_t *>(s.data());
 }
 
-// Frame delimiting for one direction, carrying split frames over in a buffer as H2Decoder does.
+// Frame delimiting for one direction as H2Decoder does it: a frame split across reads is carried over in a
+// buffer, except a DATA frame, whose payload is passed over as it arrives (skipLeft) instead of copied.
 struct Walker
 {
     size_t prefaceLeft = 0;
     std::string partial;
+    size_t skipLeft = 0;
     std::uint64_t frames = 0;
 
     void feed(const std::uint8_t *p, size_t n)
@@ -43,6 +45,15 @@ struct Walker
             p += k;
             n -= k;
         }
+        if (skipLeft) {
+            const size_t k = std::min(n, skipLeft);
+            skipLeft -= k;
+            p += k;
+            n -= k;
+            if (skipLeft)
+                return;
+            ++frames;
+        }
         if (!partial.empty()) {
             if (partial.size() < 9) {
                 const size_t k = std::min(n, 9 - partial.size());
@@ -51,6 +62,11 @@ struct Walker
                 n -= k;
                 if (partial.size() < 9)
                     return;
+                if (bytesOf(partial)[3] == 0 && n < be24(bytesOf(partial))) { // DATA: pass over its payload
+                    skipLeft = be24(bytesOf(partial)) - n;
+                    partial.clear();
+                    return;
+                }
             }
             const size_t total = 9 + be24(bytesOf(partial));
             const size_t k = std::min(n, total - partial.size());
@@ -69,6 +85,10 @@ struct Walker
             ++frames;
             p += total;
             n -= total;
+        }
+        if (n >= 9 && p[3] == 0) {
+            skipLeft = 9 + be24(p) - n;
+            return;
         }
         if (n)
             partial.assign(reinterpret_cast<const char *>(p), n);

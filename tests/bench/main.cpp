@@ -489,8 +489,9 @@ int main(int argc, char **argv)
             "DATA-heavy decode: " + fmt("%.1f", t / double(dc.frames) * 1e6) + " us/frame (" +
             fmt("%.0f", double(dc.bytes) / double(dc.frames) / 1e3) + " KB frames), of which " +
             fmt("%.1f", walk / double(dc.frames) * 1e6) +
-            " us go to delimiting frames and copying frames split across 64 KiB reads; payload bytes "
-            "are otherwise never read, so the rate follows memory bandwidth and frame size");
+            " us go to delimiting frames (a DATA frame split across reads is not copied: its payload goes to "
+            "the message parser as it arrives); payload bytes beyond each message's kept 64 KiB are never "
+            "read, so the rate follows frame and message size more than memory bandwidth");
         if (dc.decodeErrors)
             notes.push_back("DATA-heavy recording did not decode cleanly (" +
                             std::to_string(dc.decodeErrors) + " errors)");
