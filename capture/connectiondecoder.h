@@ -28,6 +28,11 @@ public:
     {
         (dir == Direction::ClientToServer ? m_c2s : m_s2c).feed(data, len, tNs, m_connection, out);
     }
+    size_t skippable(Direction dir) const { return decoder(dir).skippable(); }
+    void skip(Direction dir, size_t n, std::int64_t tNs, EventBatch &out)
+    {
+        (dir == Direction::ClientToServer ? m_c2s : m_s2c).skip(n, tNs, m_connection, out);
+    }
     void finish(std::int64_t tNs, EventBatch &out)
     {
         m_c2s.finish(tNs, out);

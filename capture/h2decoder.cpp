@@ -409,6 +409,45 @@ void H2Decoder::streamData(const std::uint8_t *p, size_t n)
     }
 }
 
+size_t H2Decoder::skippable() const
+{
+    const StreamedData &s = m_streamed;
+    if (m_state != State::Frames || !s.active || !s.padKnown)
+        return 0;
+    if (s.badPadding || s.streamGone || s.dataLeft == 0)
+        return s.left; // nothing more of this frame is looked at
+    const auto it = m_messages.find(be32(s.hdr + 5) & 0x7fffffffu);
+    if (it == m_messages.end() || it->second.prefixHave < 5 || it->second.kept.size() < m_limits.maxMessageKeepBytes)
+        return 0;
+    return std::min<size_t>(it->second.remaining, s.dataLeft); // the body past what is kept
+}
+
+void H2Decoder::skip(size_t n, std::int64_t t, std::uint32_t connection, EventBatch &out)
+{
+    m_connection = connection;
+    if (n == 0)
+        return;
+    if (n > skippable()) {
+        fail("skipped " + std::to_string(n) + " bytes the decoder needed", t, out);
+        return;
+    }
+    StreamedData &s = m_streamed;
+    s.left -= std::uint32_t(n);
+    if (s.dataLeft > 0 && !s.badPadding && !s.streamGone) {
+        const std::uint32_t stream = be32(s.hdr + 5) & 0x7fffffffu;
+        MessageState &m = m_messages[stream];
+        m.remaining -= std::uint32_t(n);
+        s.dataLeft -= std::uint32_t(n);
+        s.touched = true;
+        if (m.remaining == 0)
+            s.streamGone = !completeMessage(stream, m, 0, s.events); // stamped when the frame completes
+    } else {
+        s.dataLeft -= std::uint32_t(std::min<size_t>(n, s.dataLeft));
+    }
+    if (s.left == 0)
+        finishStreamedData(t, out);
+}
+
 void H2Decoder::finishStreamedData(std::int64_t t, EventBatch &out)
 {
     // The same events, in the same order and with the same time, as handleFrame gives the whole frame.
@@ -767,27 +806,32 @@ bool H2Decoder::handleDataBytes(std::uint32_t stream, const std::uint8_t *p, std
         p += n;
         len -= n;
         m.remaining -= n;
-        if (m.remaining == 0) {
-            WireEvent e = event(EventKind::Message, t);
-            e.stream = stream;
-            e.length = be32(m.prefix + 1);
-            e.compressed = m.prefix[0] & 1;
-            e.truncated = e.length > m.kept.size();
-            if (e.truncated && !m_noticedMessageLimit) {
-                m_noticedMessageLimit = true;
-                notice("messages over " + std::to_string(m_limits.maxMessageKeepBytes) +
-                           " bytes are kept truncated for inspection",
-                       stream, t, out);
-            }
-            e.payload = std::move(m.kept);
-            m.kept = std::string();
-            out.push_back(std::move(e));
-            m.prefixHave = 0;
-            if (m.resetByPeer) {
-                m_messages.erase(stream);
-                return false;
-            }
-        }
+        if (m.remaining == 0 && !completeMessage(stream, m, t, out))
+            return false;
+    }
+    return true;
+}
+
+bool H2Decoder::completeMessage(std::uint32_t stream, MessageState &m, std::int64_t t, EventBatch &out)
+{
+    WireEvent e = event(EventKind::Message, t);
+    e.stream = stream;
+    e.length = be32(m.prefix + 1);
+    e.compressed = m.prefix[0] & 1;
+    e.truncated = e.length > m.kept.size();
+    if (e.truncated && !m_noticedMessageLimit) {
+        m_noticedMessageLimit = true;
+        notice("messages over " + std::to_string(m_limits.maxMessageKeepBytes) +
+                   " bytes are kept truncated for inspection",
+               stream, t, out);
+    }
+    e.payload = std::move(m.kept);
+    m.kept = std::string();
+    out.push_back(std::move(e));
+    m.prefixHave = 0;
+    if (m.resetByPeer) {
+        m_messages.erase(stream);
+        return false;
     }
     return true;
 }

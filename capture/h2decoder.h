@@ -45,6 +45,13 @@ public:
     // The connection closed: report anything held back (a few bytes too short to classify).
     void finish(std::int64_t tNs, EventBatch &out);
 
+    // Bytes just ahead that the decoder would not look at: inside a DATA frame that spans reads, the rest of a
+    // message body past its kept first bytes, or padding. They may be passed to skip() instead of feed(), so
+    // a relay can leave them unread; the events are the same either way.
+    size_t skippable() const;
+    // Passes over n <= skippable() bytes as if they had been fed (more is a DecodeError).
+    void skip(size_t n, std::int64_t tNs, std::uint32_t connection, EventBatch &out);
+
     bool failed() const { return m_state == State::Failed; }
     const std::string &error() const { return m_error; }
 
@@ -76,6 +83,8 @@ private:
     // Message bytes of a DATA payload (padding removed); false when the stream was dropped on the way.
     bool handleDataBytes(std::uint32_t stream, const std::uint8_t *p, std::uint32_t len, std::int64_t t,
                          EventBatch &out);
+    // The message's last byte has arrived; false when the stream was then dropped (reset by the peer).
+    bool completeMessage(std::uint32_t stream, MessageState &m, std::int64_t t, EventBatch &out);
     void dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t len, std::int64_t t, EventBatch &out);
     bool streamable(const std::uint8_t *hdr) const;
     void beginStreamedData(const std::uint8_t *hdr);

@@ -296,6 +296,9 @@ struct Relay::Impl
     std::condition_variable cv;
     std::deque<Chunk> queue;
     std::vector<std::array<int, 2>> freeHandoffPipes; // read back and returned by the decoder
+    // Decoder thread only: where handoff pipes are read back, and where skipped bytes go.
+    std::unique_ptr<std::uint8_t[]> readBack;
+    int devNull = -1; // -2: not available, skipped bytes are read and dropped
     int handoffPipes = 0;                             // made so far (relay thread; closed at stop)
     bool decoderStopping = false;
     std::atomic<size_t> backlog{0};
@@ -331,6 +334,7 @@ struct Relay::Impl
     bool flush(Conn &c, bool toClient);
     void closeConn(Conn &c, const std::string &reason);
     void decoderLoop();
+    bool readPipe(Chunk &c, ConnectionDecoder *decoder, EventBatch &batch);
 };
 
 void Relay::Impl::closeConn(Conn &c, const std::string &reason)
@@ -789,10 +793,53 @@ void Relay::Impl::ioLoop()
     conns.clear();
 }
 
+// Reads a handoff pipe's c.size bytes into the decoder (none without one), in pieces of kReadBack so that a
+// long DATA frame spans them and the decoder can say how much of it it will not look at; that much is spliced
+// to /dev/null instead of read. False when the pipe held less than it should.
+bool Relay::Impl::readPipe(Chunk &c, ConnectionDecoder *decoder, EventBatch &batch)
+{
+    constexpr size_t kReadBack = 64 * 1024;
+    if (!readBack)
+        readBack = std::make_unique_for_overwrite<std::uint8_t[]>(kReadBack);
+    if (devNull == -1 && (devNull = ::open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+        devNull = -2;
+    size_t left = c.size;
+    while (left > 0) {
+        const size_t skip = decoder ? std::min(decoder->skippable(c.dir), left) : left;
+        if (skip > 0 && devNull >= 0) {
+            const ssize_t n = splice(c.pipe[0], nullptr, devNull, nullptr, skip, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                if (decoder)
+                    decoder->skip(c.dir, size_t(n), c.t, batch);
+                left -= size_t(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n == 0 || errno == EAGAIN)
+                return false;
+            devNull = -2; // this system cannot splice to /dev/null: read and drop instead
+            continue;
+        }
+        const size_t want = std::min(left, kReadBack);
+        size_t got = 0;
+        while (got < want) {
+            const ssize_t r = read(c.pipe[0], readBack.get() + got, want - got);
+            if (r > 0)
+                got += size_t(r);
+            else if (!(r < 0 && errno == EINTR))
+                return false;
+        }
+        if (decoder)
+            decoder->feed(c.dir, readBack.get(), want, c.t, batch);
+        left -= want;
+    }
+    return true;
+}
+
 void Relay::Impl::decoderLoop()
 {
     std::unordered_map<std::uint32_t, std::unique_ptr<ConnectionDecoder>> decoders;
-    std::unique_ptr<std::uint8_t[]> readBack;   // where handoff pipes are read back
     std::vector<std::array<int, 2>> returned;  // handoff pipes read back in this round
     EventBatch batch;
     std::int64_t firstPending = 0;
@@ -828,28 +875,16 @@ void Relay::Impl::decoderLoop()
                 break;
             }
             case Chunk::Data: {
-                const std::uint8_t *bytes = c.data.get();
-                if (c.pipe[0] >= 0) {
-                    // A spliced read's copy: read back here, off the relay thread, then the pipe goes back.
-                    if (!readBack)
-                        readBack = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(kPipeSize));
-                    size_t got = 0;
-                    while (got < c.size) {
-                        const ssize_t r = read(c.pipe[0], readBack.get() + got, c.size - got);
-                        if (r > 0)
-                            got += size_t(r);
-                        else if (!(r < 0 && errno == EINTR))
-                            break;
-                    }
-                    returned.push_back({c.pipe[0], c.pipe[1]});
-                    bytes = got == c.size ? readBack.get() : nullptr;
-                }
                 auto it = decoders.find(c.conn);
-                if (it == decoders.end())
+                ConnectionDecoder *decoder = it == decoders.end() ? nullptr : it->second.get();
+                if (c.pipe[0] < 0) {
+                    if (decoder)
+                        decoder->feed(c.dir, c.data.get(), c.size, c.t, batch);
                     break;
-                if (bytes) {
-                    it->second->feed(c.dir, bytes, c.size, c.t, batch);
-                } else { // not expected: the pipe held less than the relay thread put in
+                }
+                // A spliced read's copy, read back here and then returned. Only what the decoder looks at is
+                // read: bytes it can skip (message bodies past the kept bytes) are discarded unread.
+                if (!readPipe(c, decoder, batch) && decoder) {
                     decoders.erase(it);
                     WireEvent e;
                     e.kind = EventKind::DecodeError;
@@ -859,6 +894,7 @@ void Relay::Impl::decoderLoop()
                     e.text = "lost part of the decoder's copy of the relayed bytes; relaying continues without decoding";
                     batch.push_back(std::move(e));
                 }
+                returned.push_back({c.pipe[0], c.pipe[1]});
                 break;
             }
             case Chunk::Error: {
@@ -1030,6 +1066,9 @@ void Relay::stop()
     }
     d->freeHandoffPipes.clear();
     d->handoffPipes = 0;
+    if (d->devNull >= 0)
+        close(d->devNull);
+    d->devNull = -1;
     close(d->listenFd);
     close(d->wakePipe[0]);
     close(d->wakePipe[1]);

@@ -911,6 +911,80 @@ private slots:
         }
     }
 
+    // A relay may leave unread the bytes the decoder says it will not look at (skippable(): message bodies
+    // past the kept bytes, padding, in DATA frames that span reads) and skip() them instead: the events must
+    // be exactly those of feeding everything. Skipping more than that is a DecodeError, not silent garbage.
+    void skippingUnkeptBytesChangesNothing()
+    {
+        Conversation conv;
+        conv.pump();
+        const std::int32_t a = conv.request(requestHeaders("call-skip"),
+                                            grpcMessage(16377) + grpcMessage(30000) + grpcMessage(1));
+        conv.pump();
+        conv.m_padding = true;
+        conv.respond(a, responseHeaders(), grpcMessage(20000, true) + grpcMessage(2), okTrailers());
+        conv.pump();
+        QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
+
+        DecoderLimits limits;
+        limits.maxMessageKeepBytes = 100;
+        auto decode = [&](std::mt19937 *rng, size_t *skipped) {
+            ConnectionDecoder d(kConnection, limits);
+            EventBatch out;
+            std::uniform_int_distribution<size_t> pieceLen(1, 3000);
+            for (const auto &c : conv.m_chunks)
+                for (size_t off = 0; off < c.bytes.size();) {
+                    if (rng) {
+                        if (const size_t k = std::min(d.skippable(c.dir), c.bytes.size() - off)) {
+                            d.skip(c.dir, k, 0, out);
+                            *skipped += k;
+                            off += k;
+                            continue;
+                        }
+                    }
+                    const size_t n = rng ? std::min(pieceLen(*rng), c.bytes.size() - off) : c.bytes.size();
+                    d.feed(c.dir, bytes(c.bytes) + off, n, 0, out);
+                    off += n;
+                }
+            return out;
+        };
+        const EventBatch reference = decode(nullptr, nullptr);
+        QCOMPARE(count(reference, EventKind::Message), 5);
+        QCOMPARE(count(reference, EventKind::DecodeError), 0);
+        std::mt19937 rng(777);
+        for (int round = 0; round < 20; ++round) {
+            size_t skipped = 0;
+            const EventBatch events = decode(&rng, &skipped);
+            if (events != reference)
+                QFAIL(QByteArray("round " + QByteArray::number(round) + ": " + mismatch(events, reference)).constData());
+            // Most of the 66 KB of message bodies lie past the 100 kept bytes of each.
+            QVERIFY2(skipped > 40'000, std::to_string(skipped).c_str());
+        }
+
+        // One byte more than skippable() is refused.
+        ConnectionDecoder d(kConnection, limits);
+        EventBatch out;
+        bool refused = false;
+        for (const auto &c : conv.m_chunks) {
+            for (size_t off = 0; off < c.bytes.size() && !refused;) {
+                if (d.skippable(c.dir) > 0) {
+                    d.skip(c.dir, d.skippable(c.dir) + 1, 0, out);
+                    refused = true;
+                    break;
+                }
+                const size_t n = std::min<size_t>(1000, c.bytes.size() - off);
+                d.feed(c.dir, bytes(c.bytes) + off, n, 0, out);
+                off += n;
+            }
+            if (refused)
+                break;
+        }
+        QVERIFY(refused);
+        QCOMPARE(count(out, EventKind::DecodeError), 1);
+        const auto err = std::find_if(out.begin(), out.end(), [](const WireEvent &e) { return e.kind == EventKind::DecodeError; });
+        QVERIFY2(err->text.find("needed") != std::string::npos, err->text.c_str());
+    }
+
     void garbage_data()
     {
         QTest::addColumn<bool>("clientToServer");

@@ -4,7 +4,8 @@
 // Besides what ASan/UBSan/LSan catch, it checks these properties and aborts when one does not hold:
 //  - split invariance: H2Decoder promises that bytes may be split anywhere across feed() calls. A second
 //    decoder gets every read again in random smaller pieces (same order, same timestamps), in lockstep, and
-//    after each read both must have produced exactly the same events. Not checked in mid-stream mode, where
+//    after each read both must have produced exactly the same events. It also skip()s, at random, bytes
+//    that skippable() says it would not look at: that must not change the events either. Not checked in mid-stream mode, where
 //    finding the first frame boundary is a heuristic over the bytes at hand.
 //  - a decoder that has just become failed() emitted a DecodeError for its direction with error() as text.
 //  - every event carries the decoder's connection id.
@@ -200,6 +201,15 @@ void run(std::uint8_t mode, const std::vector<Record> &records, Side &whole, Sid
                     want = small ? 1 + (x >> 8) % 10 : 1 + (x >> 8) % 8192;
                 }
                 const size_t k = std::min(want, n - off);
+                // Bytes the decoder says it would not look at are skipped instead of fed (as the Relay
+                // leaves them unread), when the random bits say so: the events must not change.
+                const size_t skippable = split->dec.skippable(dir);
+                if (skippable > 0 && rng && (rng->next() & 1)) {
+                    const size_t s = std::min(skippable, n - off);
+                    split->dec.skip(dir, s, t, split->events);
+                    off += s;
+                    continue;
+                }
                 feedCopy(split->dec, dir, p ? p + off : nullptr, fill, k, t, split->events);
                 off += k;
             } while (off < n);
