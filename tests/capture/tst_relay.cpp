@@ -200,6 +200,45 @@ private:
 
 // ---- test-local peers ----------------------------------------------------------------------------------
 
+// Listens on loopback and hands the first connection it accepts to `serve`, on a thread of its own (-1 when
+// none came before its owner went away). Declared last in its owner, so that thread ends before the owner's
+// other members are destroyed.
+class OneConnection
+{
+public:
+    ~OneConnection()
+    {
+        m_stop = true;
+        if (m_thread.joinable())
+            m_thread.join();
+        if (m_listen >= 0)
+            close(m_listen);
+    }
+    bool start(std::function<void(int fd)> serve)
+    {
+        m_listen = listenLoopback();
+        if (m_listen < 0)
+            return false;
+        m_thread = std::thread([this, serve = std::move(serve)] {
+            int fd = -1;
+            while (!m_stop && fd < 0) {
+                pollfd p{m_listen, POLLIN, 0};
+                if (poll(&p, 1, 100) == 1)
+                    fd = accept(m_listen, nullptr, nullptr);
+            }
+            serve(fd);
+        });
+        return true;
+    }
+    std::uint16_t port() const { return localPort(m_listen); }
+    bool stopping() const { return m_stop; }
+
+private:
+    int m_listen = -1;
+    std::thread m_thread;
+    std::atomic<bool> m_stop{false};
+};
+
 // Accepts one connection; reads (and hashes) until EOF while concurrently sending its own bytes; closes
 // only once it has seen EOF and sent everything.
 class SinkSourceServer
@@ -209,24 +248,8 @@ public:
         : m_toSend(std::move(toSend)), m_chunkSeed(chunkSeed)
     {
     }
-    ~SinkSourceServer()
-    {
-        m_stop = true;
-        if (m_thread.joinable())
-            m_thread.join();
-        if (m_listen >= 0)
-            close(m_listen);
-    }
-
-    bool start()
-    {
-        m_listen = listenLoopback();
-        if (m_listen < 0)
-            return false;
-        m_thread = std::thread([this] { run(); });
-        return true;
-    }
-    std::uint16_t port() const { return localPort(m_listen); }
+    bool start() { return m_server.start([this](int fd) { run(fd); }); }
+    std::uint16_t port() const { return m_server.port(); }
 
     bool finished() const { return m_finished; }
     ReadResult received() const { std::lock_guard lk(m_mu); return m_received; }
@@ -234,16 +257,8 @@ public:
     std::string acceptError() const { std::lock_guard lk(m_mu); return m_acceptError; }
 
 private:
-    void run()
+    void run(int fd)
     {
-        int fd = -1;
-        while (!m_stop) {
-            pollfd p{m_listen, POLLIN, 0};
-            if (poll(&p, 1, 100) == 1) {
-                fd = accept(m_listen, nullptr, nullptr);
-                break;
-            }
-        }
         if (fd < 0) {
             std::lock_guard lk(m_mu);
             m_acceptError = "no connection accepted";
@@ -264,14 +279,12 @@ private:
 
     const std::string m_toSend;
     const std::uint64_t m_chunkSeed;
-    int m_listen = -1;
-    std::thread m_thread;
-    std::atomic<bool> m_stop{false};
     std::atomic<bool> m_finished{false};
     std::atomic<bool> m_sentAll{false};
     mutable std::mutex m_mu;
     ReadResult m_received;
     std::string m_acceptError;
+    OneConnection m_server; // last: its thread ends first
 };
 
 // Accepts one connection and keeps every byte it receives until EOF. With a pause it is a slow reader (after
@@ -284,40 +297,19 @@ public:
         : m_readSize(readSize), m_pause(pause), m_fastBytes(fastBytes)
     {
     }
-    ~CollectingServer()
-    {
-        m_stop = true;
-        if (m_thread.joinable())
-            m_thread.join();
-        if (m_listen >= 0)
-            close(m_listen);
-    }
-    bool start()
-    {
-        m_listen = listenLoopback();
-        if (m_listen < 0)
-            return false;
-        m_thread = std::thread([this] { run(); });
-        return true;
-    }
-    std::uint16_t port() const { return localPort(m_listen); }
+    bool start() { return m_server.start([this](int fd) { run(fd); }); }
+    std::uint16_t port() const { return m_server.port(); }
     size_t size() const { std::lock_guard lk(m_mu); return m_data.size(); }
     std::string data() const { std::lock_guard lk(m_mu); return m_data; }
     bool eof() const { return m_eof; }
 
 private:
-    void run()
+    void run(int fd)
     {
-        int fd = -1;
-        while (!m_stop && fd < 0) {
-            pollfd p{m_listen, POLLIN, 0};
-            if (poll(&p, 1, 100) == 1)
-                fd = accept(m_listen, nullptr, nullptr);
-        }
         if (fd < 0)
             return;
         std::vector<char> buf(m_readSize);
-        while (!m_stop) {
+        while (!m_server.stopping()) {
             pollfd p{fd, POLLIN, 0};
             if (poll(&p, 1, 100) != 1)
                 continue;
@@ -339,12 +331,10 @@ private:
     const size_t m_readSize;
     const std::chrono::microseconds m_pause;
     const size_t m_fastBytes;
-    int m_listen = -1;
-    std::thread m_thread;
-    std::atomic<bool> m_stop{false};
     std::atomic<bool> m_eof{false};
     mutable std::mutex m_mu;
     std::string m_data;
+    OneConnection m_server; // last: its thread ends first
 };
 
 std::string loopback(std::uint16_t port)
