@@ -329,7 +329,8 @@ struct Relay::Impl
     std::array<int, 2> handoffPipe();
     void releaseHandoffPipe(const int pipe[2]);
     void copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n);
-    bool readFailed(Conn &c, bool fromClient, int err);
+    // A read (recv or splice) returned n <= 0: false when the connection is over.
+    bool readEnded(Conn &c, bool fromClient, ssize_t n);
     bool writeFailed(Conn &c, bool toClient, int err);
     bool flush(Conn &c, bool toClient);
     void closeConn(Conn &c, const std::string &reason);
@@ -448,10 +449,18 @@ void Relay::Impl::closePipes(Lane &lane)
     lane.pipeCapacity = 0;
 }
 
-bool Relay::Impl::readFailed(Conn &c, bool fromClient, int err)
+bool Relay::Impl::readEnded(Conn &c, bool fromClient, ssize_t n)
 {
+    if (n == 0) { // EOF: passed on once everything before it has been delivered (ioLoop)
+        (fromClient ? c.up : c.down).eof = true;
+        if (c.closeReason.empty())
+            c.closeReason = fromClient ? "closed by client" : "closed by server";
+        return true;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return true;
     c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
-                    std::strerror(err) + ")";
+                    std::strerror(errno) + ")";
     return false;
 }
 
@@ -629,14 +638,8 @@ bool Relay::Impl::copySide(Conn &c, bool fromClient)
     const ssize_t n = recv(src, buf, readBuffer.size(), 0);
     // The read time is the event time: taken before forwarding so relaying cannot skew it.
     const std::int64_t t = steadyNowNs();
-    if (n == 0) {
-        lane.eof = true;
-        if (c.closeReason.empty())
-            c.closeReason = fromClient ? "closed by client" : "closed by server";
-        return true;
-    }
-    if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? true : readFailed(c, fromClient, errno);
+    if (n <= 0)
+        return readEnded(c, fromClient, n);
     lane.splicing = size_t(n) >= kSpliceFrom;
 
     // Forward straight from the read buffer; only what the peer cannot take now is queued for it.
@@ -676,14 +679,8 @@ bool Relay::Impl::spliceSide(Conn &c, bool fromClient)
     const int src = fromClient ? c.cfd : c.sfd;
     const ssize_t n = splice(src, nullptr, lane.pipe[1], nullptr, lane.pipeCapacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     const std::int64_t t = steadyNowNs();
-    if (n == 0) {
-        lane.eof = true;
-        if (c.closeReason.empty())
-            c.closeReason = fromClient ? "closed by client" : "closed by server";
-        return true;
-    }
-    if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? true : readFailed(c, fromClient, errno);
+    if (n <= 0)
+        return readEnded(c, fromClient, n);
     lane.inPipe = size_t(n);
     lane.splicing = size_t(n) >= kCopyBelow;
     bytes += std::uint64_t(n);
