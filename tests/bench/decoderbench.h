@@ -1,7 +1,7 @@
 #pragma once
 
 #include "events.h"
-#include "recordingproxy.h"
+#include "plainproxy.h"
 
 #include <cstdint>
 #include <functional>

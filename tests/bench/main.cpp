@@ -28,7 +28,7 @@
 #include "lab.pb.h"
 #include "labclient.h"
 #include "labserver.h"
-#include "recordingproxy.h"
+#include "plainproxy.h"
 #include "relay.h"
 #include "socatproxy.h"
 #include "stats.h"
@@ -58,6 +58,7 @@ struct Plan
 {
     bool quick = false;
     bool decoderOnly = false;
+    bool streamOnly = false;
     int latencyRounds = 40;
     int callsPerRound = 1000;
     int warmupCalls = 300;
@@ -222,16 +223,20 @@ int main(int argc, char **argv)
     Plan plan;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) {
-            const bool decoderOnly = plan.decoderOnly;
+            const bool decoderOnly = plan.decoderOnly, streamOnly = plan.streamOnly;
             plan = Plan::quickPlan();
             plan.decoderOnly = decoderOnly;
+            plan.streamOnly = streamOnly;
         } else if (std::strcmp(argv[i], "--decoder-only") == 0) {
             plan.decoderOnly = true;
+        } else if (std::strcmp(argv[i], "--stream-only") == 0) {
+            plan.streamOnly = true;
         } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-            std::printf("usage: rpcscope-bench [--quick] [--decoder-only]\n"
+            std::printf("usage: rpcscope-bench [--quick] [--decoder-only | --stream-only]\n"
                         "  Measures rpcscope's capture proxy against direct and socat baselines in one run\n"
                         "  (about 2 minutes; --quick about 20 s) and prints one table.\n"
-                        "  --decoder-only  only the decoder and memory sections (for perf record)\n");
+                        "  --decoder-only  only the decoder and memory sections (for perf record)\n"
+                        "  --stream-only   only the streaming throughput section (for perf record)\n");
             return 0;
         } else {
             std::fprintf(stderr, "rpcscope-bench: unknown argument '%s' (try --help)\n", argv[i]);
@@ -242,6 +247,15 @@ int main(int argc, char **argv)
     const std::string loadBefore = loadAverage();
     std::vector<Row> rows;
     std::vector<std::string> notes;
+    auto finish = [&] {
+        std::printf("rpcscope-bench%s: %ld s, %ld cores, load average %s before, %s after\n",
+                    plan.quick ? " --quick" : "", long((steadyNowNs() - runStart) / 1'000'000'000),
+                    sysconf(_SC_NPROCESSORS_ONLN), loadBefore.c_str(), loadAverage().c_str());
+        printTable(rows);
+        for (const std::string &n : notes)
+            std::printf("- %s\n", n.c_str());
+        return 0;
+    };
 
     lab::LabServer server;
     std::string error;
@@ -265,13 +279,19 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "rpcscope-bench: relay: %s\n", error.c_str());
         return 1;
     }
+    // The leanest relay there is (blocking splice, a thread per direction): what the extra TCP hop alone costs.
+    PlainProxy lean(PlainProxy::Mode::Splice);
+    if (!lean.start(serverPort, &error)) {
+        std::fprintf(stderr, "rpcscope-bench: %s\n", error.c_str());
+        return 1;
+    }
     SocatProxy socat;
     const bool haveSocat = socat.start(serverPort, &error);
     if (!haveSocat)
         notes.push_back("socat baseline skipped: " + error);
 
     // ---- 1. unary latency, interleaved ----
-    if (!plan.decoderOnly) {
+    if (!plan.decoderOnly && !plan.streamOnly) {
         std::vector<Lane> lanes;
         lanes.push_back({"direct", std::make_unique<lab::LabClient>(direct, std::string()), {}, {}, 0, 0});
         if (haveSocat)
@@ -349,6 +369,9 @@ int main(int argc, char **argv)
                          std::make_unique<lab::LabClient>(bare.listenAddress().toString(), std::string()),
                          {}});
         lanes.back().relay = &bare;
+        lanes.push_back({"splice relay",
+                         std::make_unique<lab::LabClient>("127.0.0.1:" + std::to_string(lean.port()), std::string()),
+                         {}});
         if (haveSocat)
             lanes.push_back(
                 {"socat",
@@ -385,17 +408,22 @@ int main(int argc, char **argv)
                 StreamLane &l = lanes[(k + size_t(r)) % lanes.size()];
                 l.mbs.push_back(once(*l.client, plan.streamMessages, &l));
             }
-        const StreamLane &dl = lanes[0], &rl = lanes[1], &bl = lanes[2];
-        const StreamLane *sl = haveSocat ? &lanes[3] : nullptr;
-        const double d = median(dl.mbs), rr = median(rl.mbs), bare = median(bl.mbs);
+        const StreamLane &dl = lanes[0], &rl = lanes[1], &bl = lanes[2], &ll = lanes[3];
+        const StreamLane *sl = haveSocat ? &lanes[4] : nullptr;
+        const double d = median(dl.mbs), rr = median(rl.mbs), bare = median(bl.mbs), leanMbs = median(ll.mbs);
         const std::string what = "server stream " + std::to_string(plan.streamMessages) + " x 1 MiB";
         rows.push_back({what + ", direct (median of " + std::to_string(plan.streamRounds) + ")",
                         fmt("%.0f MB/s", d), "", "", "", ""});
         if (sl)
             rows.push_back({what + ", socat", fmt("%.0f MB/s", median(sl->mbs)), "direct " + fmt("%.0f MB/s", d),
                             ratioWithSpread(median(sl->mbs) / d, sl->mbs, dl.mbs), "", ""});
+        rows.push_back({what + ", plain splice relay", fmt("%.0f MB/s", leanMbs), "direct " + fmt("%.0f MB/s", d),
+                        ratioWithSpread(leanMbs / d, ll.mbs, dl.mbs), "", ""});
         rows.push_back({what + ", relay only (decoding off)", fmt("%.0f MB/s", bare), "direct " + fmt("%.0f MB/s", d),
                         ratioWithSpread(bare / d, bl.mbs, dl.mbs), "", ""});
+        rows.push_back({what + ", relay only (decoding off)", fmt("%.0f MB/s", bare),
+                        "splice relay " + fmt("%.0f MB/s", leanMbs), ratioWithSpread(bare / leanMbs, bl.mbs, ll.mbs),
+                        "", ""});
         rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "direct " + fmt("%.0f MB/s", d),
                         ratioWithSpread(rr / d, rl.mbs, dl.mbs), ">= 0.90", rr / d >= 0.9 ? "met" : "missed"});
         rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "relay only " + fmt("%.0f MB/s", bare),
@@ -406,7 +434,8 @@ int main(int argc, char **argv)
         // What limits it: CPU. When client and server already keep every core busy, the proxied rate can reach
         // at most (CPU per GB direct) / (CPU per GB through rpcscope) of the direct rate.
         auto perGb = [](const StreamLane &l, double seconds) { return l.gigabytes > 0 ? seconds / l.gigabytes : 0.0; };
-        const double cd = perGb(dl, dl.cpuSeconds), cr = perGb(rl, rl.cpuSeconds), cb = perGb(bl, bl.cpuSeconds);
+        const double cd = perGb(dl, dl.cpuSeconds), cr = perGb(rl, rl.cpuSeconds), cb = perGb(bl, bl.cpuSeconds),
+                     cl = perGb(ll, ll.cpuSeconds);
         rows.push_back({"CPU per GB streamed, direct (client + server)", fmt("%.2f core-s", cd),
                         fmt("%.1f cores busy", cd * d / 1000.0) + " of " +
                             std::to_string(std::thread::hardware_concurrency()),
@@ -419,6 +448,8 @@ int main(int argc, char **argv)
                         fmt("%.2f", cb / cd), "", ""});
         rows.push_back({"  of which the relay's threads", fmt("%.2f core-s", perGb(bl, bl.relaySeconds)), "", "", "",
                         ""});
+        rows.push_back({"CPU per GB streamed, plain splice relay", fmt("%.2f core-s", cl), "direct " + fmt("%.2f", cd),
+                        fmt("%.2f", cl / cd), "", ""});
         rows.push_back({"throughput ceiling when CPU-bound (direct CPU / proxied CPU)", fmt("%.2f", cd / cr), "",
                         "", "", ""});
         const std::uint64_t spliced = relay.bytesSpliced(), relayed = relay.bytesRelayed();
@@ -426,19 +457,27 @@ int main(int argc, char **argv)
                         "costs and relay only / direct what the extra TCP hop costs on this machine; rpcscope "
                         "spliced " + fmt("%.0f%%", relayed ? 100.0 * double(spliced) / double(relayed) : 0.0) +
                         " of the bytes it relayed (socket to pipe to socket, tee'd for the decoder)");
+        notes.push_back("plain splice relay: a baseline with nothing but the hop, two threads per connection that "
+                        "splice socket -> 1 MiB pipe -> socket with blocking calls (no poll, no decoder); "
+                        "splice relay / direct is what any relay on this machine pays for the extra TCP hop" +
+                        std::string(lean.copiedDirections() ? " (some directions had no pipe and copied)" : ""));
     }
 
     consumer.calls(); // drains
     socat.stop();
+    lean.stop();
     bare.stop();
     relay.stop();
     if (consumer.decodeErrors())
         notes.push_back("the relay reported " + std::to_string(consumer.decodeErrors()) +
                         " decode errors: the proxied numbers may not include full decoding");
 
+    if (plan.streamOnly)
+        return finish();
+
     // ---- 3. decoder throughput over recorded bytes ----
     auto record = [&](auto &&traffic) {
-        RecordingProxy rec;
+        PlainProxy rec(PlainProxy::Mode::Record);
         if (!rec.start(serverPort, &error)) {
             std::fprintf(stderr, "rpcscope-bench: %s\n", error.c_str());
             std::exit(1);
@@ -552,11 +591,5 @@ int main(int argc, char **argv)
             ", sizeof(Attempt) = " + std::to_string(sizeof(Attempt)) + ")");
     }
 
-    std::printf("rpcscope-bench%s: %ld s, %ld cores, load average %s before, %s after\n",
-                plan.quick ? " --quick" : "", long((steadyNowNs() - runStart) / 1'000'000'000),
-                sysconf(_SC_NPROCESSORS_ONLN), loadBefore.c_str(), loadAverage().c_str());
-    printTable(rows);
-    for (const std::string &n : notes)
-        std::printf("- %s\n", n.c_str());
-    return 0;
+    return finish();
 }

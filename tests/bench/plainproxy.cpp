@@ -1,18 +1,21 @@
-#include "recordingproxy.h"
+#include "plainproxy.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <mutex>
 #include <thread>
 
 namespace rpcscope::bench {
 
 namespace {
-constexpr size_t kReadSize = 64 * 1024; // the same read size as rpcscope::Relay
+constexpr size_t kReadSize = 64 * 1024; // recording: the read size rpcscope::Relay used when this was written
+constexpr int kPipeSize = 1 << 20;       // splicing: as rpcscope::Relay's pipes
 
 sockaddr_in loopback(std::uint16_t port)
 {
@@ -30,7 +33,7 @@ void noDelay(int fd)
 }
 } // namespace
 
-struct RecordingProxy::Impl
+struct PlainProxy::Impl
 {
     struct Conn
     {
@@ -39,6 +42,51 @@ struct RecordingProxy::Impl
         std::vector<Chunk> chunks;
     };
 
+    explicit Impl(Mode m) : mode(m) {}
+
+    // Relays src to dst through a pipe until EOF or an error; false (nothing relayed yet) if there is no pipe.
+    bool splice(int src, int dst)
+    {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) != 0)
+            return noPipe();
+        if (fcntl(p[1], F_SETPIPE_SZ, kPipeSize) < kPipeSize) {
+            close(p[0]);
+            close(p[1]);
+            return noPipe();
+        }
+        // Splicing into a socket the peer closed raises SIGPIPE; splice has no MSG_NOSIGNAL.
+        sigset_t pipeSignal;
+        sigemptyset(&pipeSignal);
+        sigaddset(&pipeSignal, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, nullptr);
+        for (bool open = true; open;) {
+            ssize_t n = ::splice(src, nullptr, p[1], nullptr, size_t(kPipeSize), SPLICE_F_MOVE);
+            open = n > 0;
+            while (n > 0) {
+                const ssize_t w = ::splice(p[0], nullptr, dst, nullptr, size_t(n), SPLICE_F_MOVE);
+                if (w <= 0) {
+                    open = false;
+                    break;
+                }
+                n -= w;
+            }
+        }
+        shutdown(dst, SHUT_WR);
+        close(p[0]);
+        close(p[1]);
+        return true;
+    }
+
+    bool noPipe()
+    {
+        std::lock_guard lk(mu);
+        ++copied;
+        return false;
+    }
+
+    const Mode mode;
+    int copied = 0;
     std::uint16_t targetPort = 0;
     std::uint16_t port = 0;
     int listenFd = -1;
@@ -52,12 +100,14 @@ struct RecordingProxy::Impl
     {
         const int src = fromClient ? c->cfd : c->sfd;
         const int dst = fromClient ? c->sfd : c->cfd;
+        if (mode == Mode::Splice && splice(src, dst))
+            return;
         std::string buf(kReadSize, '\0');
         for (;;) {
             const ssize_t n = recv(src, buf.data(), buf.size(), 0);
             if (n <= 0)
                 break;
-            {
+            if (mode == Mode::Record) {
                 std::lock_guard lk(mu);
                 c->chunks.push_back({fromClient ? Direction::ClientToServer : Direction::ServerToClient,
                                      buf.substr(0, size_t(n))});
@@ -102,14 +152,14 @@ struct RecordingProxy::Impl
     }
 };
 
-RecordingProxy::RecordingProxy() : d(std::make_unique<Impl>()) {}
+PlainProxy::PlainProxy(Mode mode) : d(std::make_unique<Impl>(mode)) {}
 
-RecordingProxy::~RecordingProxy()
+PlainProxy::~PlainProxy()
 {
     stop();
 }
 
-bool RecordingProxy::start(std::uint16_t targetPort, std::string *error)
+bool PlainProxy::start(std::uint16_t targetPort, std::string *error)
 {
     d->targetPort = targetPort;
     d->listenFd = socket(AF_INET, SOCK_STREAM, 0);
@@ -118,7 +168,7 @@ bool RecordingProxy::start(std::uint16_t targetPort, std::string *error)
     if (bind(d->listenFd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) != 0 ||
         listen(d->listenFd, 16) != 0 ||
         getsockname(d->listenFd, reinterpret_cast<sockaddr *>(&sin), &len) != 0) {
-        *error = "recording proxy: cannot listen on 127.0.0.1";
+        *error = "plain proxy: cannot listen on 127.0.0.1";
         close(d->listenFd);
         d->listenFd = -1;
         return false;
@@ -128,12 +178,12 @@ bool RecordingProxy::start(std::uint16_t targetPort, std::string *error)
     return true;
 }
 
-std::uint16_t RecordingProxy::port() const
+std::uint16_t PlainProxy::port() const
 {
     return d->port;
 }
 
-void RecordingProxy::stop()
+void PlainProxy::stop()
 {
     if (d->listenFd < 0)
         return;
@@ -159,13 +209,19 @@ void RecordingProxy::stop()
     d->listenFd = -1;
 }
 
-std::vector<std::vector<Chunk>> RecordingProxy::connections() const
+std::vector<std::vector<Chunk>> PlainProxy::connections() const
 {
     std::lock_guard lk(d->mu);
     std::vector<std::vector<Chunk>> out;
     for (const auto &c : d->conns)
         out.push_back(c->chunks);
     return out;
+}
+
+int PlainProxy::copiedDirections() const
+{
+    std::lock_guard lk(d->mu);
+    return d->copied;
 }
 
 } // namespace rpcscope::bench
