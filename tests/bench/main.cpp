@@ -59,6 +59,7 @@ struct Plan
     bool quick = false;
     bool decoderOnly = false;
     bool streamOnly = false;
+    bool unaryOnly = false;
     int latencyRounds = 40;
     int callsPerRound = 1000;
     int warmupCalls = 300;
@@ -220,29 +221,35 @@ size_t storeGrowth(const EventBatch &events, bool recordFrames, TimelineStore &s
 
 int main(int argc, char **argv)
 {
-    Plan plan;
+    bool quick = false;
+    const char *only = nullptr; // one of the sections alone
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) {
-            const bool decoderOnly = plan.decoderOnly, streamOnly = plan.streamOnly;
-            plan = Plan::quickPlan();
-            plan.decoderOnly = decoderOnly;
-            plan.streamOnly = streamOnly;
-        } else if (std::strcmp(argv[i], "--decoder-only") == 0) {
-            plan.decoderOnly = true;
-        } else if (std::strcmp(argv[i], "--stream-only") == 0) {
-            plan.streamOnly = true;
+            quick = true;
+        } else if (std::strcmp(argv[i], "--decoder-only") == 0 || std::strcmp(argv[i], "--stream-only") == 0 ||
+                   std::strcmp(argv[i], "--unary-only") == 0) {
+            if (only && std::strcmp(only, argv[i]) != 0) {
+                std::fprintf(stderr, "rpcscope-bench: %s and %s exclude each other\n", only, argv[i]);
+                return 2;
+            }
+            only = argv[i];
         } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-            std::printf("usage: rpcscope-bench [--quick] [--decoder-only | --stream-only]\n"
+            std::printf("usage: rpcscope-bench [--quick] [--unary-only | --stream-only | --decoder-only]\n"
                         "  Measures rpcscope's capture proxy against direct and socat baselines in one run\n"
                         "  (about 2 minutes; --quick about 20 s) and prints one table.\n"
-                        "  --decoder-only  only the decoder and memory sections (for perf record)\n"
-                        "  --stream-only   only the streaming throughput section (for perf record)\n");
+                        "  --unary-only    only the unary latency section\n"
+                        "  --stream-only   only the streaming throughput section (for perf record)\n"
+                        "  --decoder-only  only the decoder and memory sections (for perf record)\n");
             return 0;
         } else {
             std::fprintf(stderr, "rpcscope-bench: unknown argument '%s' (try --help)\n", argv[i]);
             return 2;
         }
     }
+    Plan plan = quick ? Plan::quickPlan() : Plan();
+    plan.unaryOnly = only && std::strcmp(only, "--unary-only") == 0;
+    plan.streamOnly = only && std::strcmp(only, "--stream-only") == 0;
+    plan.decoderOnly = only && std::strcmp(only, "--decoder-only") == 0;
     const std::int64_t runStart = steadyNowNs();
     const std::string loadBefore = loadAverage();
     std::vector<Row> rows;
@@ -348,7 +355,7 @@ int main(int argc, char **argv)
     }
 
     // ---- 2. streaming throughput, rotating ----
-    if (!plan.decoderOnly) {
+    if (!plan.decoderOnly && !plan.unaryOnly) {
         struct StreamLane
         {
             std::string name;
@@ -472,7 +479,7 @@ int main(int argc, char **argv)
         notes.push_back("the relay reported " + std::to_string(consumer.decodeErrors()) +
                         " decode errors: the proxied numbers may not include full decoding");
 
-    if (plan.streamOnly)
+    if (plan.streamOnly || plan.unaryOnly)
         return finish();
 
     // ---- 3. decoder throughput over recorded bytes ----
