@@ -37,6 +37,13 @@ constexpr size_t kMaxDecoderBacklog = 256u << 20;
 // Decoded events are flushed to the sink at least this often (DESIGN.md: batches of <= 16 ms).
 constexpr std::int64_t kFlushIntervalNs = 16'000'000;
 constexpr size_t kFlushEvents = 4096;
+// The decoder thread is not woken for every read. While reads keep coming it decodes them every kDecodeTickNs;
+// only after a tick with nothing to do does it sleep until the relay wakes it. A busy relay then wakes nobody
+// per read: on a machine with few cores the client and the server need that time. Events keep the time they
+// were read at, and batches go out every kFlushIntervalNs anyway, so nothing shows the tick. A spliced read's
+// handoff pipe, or kWakeBacklog bytes waiting, wakes the decoder at once.
+constexpr std::int64_t kDecodeTickNs = 1'000'000;
+constexpr size_t kWakeBacklog = 1 << 20;
 // One read takes up to this much: large reads mean fewer system calls and fewer chunks for the decoder when
 // streaming; a small unary RPC still arrives in one read.
 constexpr size_t kReadSize = 256 * 1024;
@@ -301,6 +308,7 @@ struct Relay::Impl
     int devNull = -1; // -2: not available, skipped bytes are read and dropped
     int handoffPipes = 0;                             // made so far (relay thread; closed at stop)
     bool decoderStopping = false;
+    bool decoderAsleep = false; // waiting until woken, not for its next tick
     std::atomic<size_t> backlog{0};
     std::atomic<size_t> peakBacklog{0};
     std::thread decoderThread;
@@ -310,11 +318,17 @@ struct Relay::Impl
         const size_t now = backlog += c.size;
         if (now > peakBacklog.load(std::memory_order_relaxed))
             peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
+        // A handoff pipe must come back soon, and a large backlog is worth decoding now; anything else waits
+        // for the decoder's next tick unless it is asleep.
+        const bool urgent = c.pipe[0] >= 0 || now >= kWakeBacklog;
+        bool wake;
         {
             std::lock_guard lk(mu);
             queue.push_back(std::move(c));
+            wake = urgent || decoderAsleep;
         }
-        cv.notify_one();
+        if (wake)
+            cv.notify_one();
     }
 
     void ioLoop();
@@ -840,21 +854,31 @@ void Relay::Impl::decoderLoop()
     std::vector<std::array<int, 2>> returned;  // handoff pipes read back in this round
     EventBatch batch;
     std::int64_t firstPending = 0;
+    bool busy = false; // the last round had work
     for (;;) {
         std::deque<Chunk> work;
         bool stopping = false;
         {
             std::unique_lock lk(mu);
             auto ready = [&] { return decoderStopping || !queue.empty(); };
-            if (batch.empty())
-                cv.wait(lk, ready);
-            else
-                cv.wait_for(lk, std::chrono::nanoseconds(
-                                    std::max<std::int64_t>(0, firstPending + kFlushIntervalNs - steadyNowNs())),
-                            ready);
+            auto untilFlush = [&] {
+                return std::chrono::nanoseconds(
+                    std::max<std::int64_t>(0, firstPending + kFlushIntervalNs - steadyNowNs()));
+            };
+            if (busy && !ready()) // reads are coming: take the next ones a tick from now
+                cv.wait_for(lk, std::chrono::nanoseconds(kDecodeTickNs), ready);
+            if (!ready()) { // a quiet tick: sleep until the relay wakes us (or the batch is due)
+                decoderAsleep = true;
+                if (batch.empty())
+                    cv.wait(lk, ready);
+                else
+                    cv.wait_for(lk, untilFlush(), ready);
+                decoderAsleep = false;
+            }
             work.swap(queue);
             stopping = decoderStopping;
         }
+        busy = !work.empty();
         for (Chunk &c : work) {
             backlog -= c.size;
             const size_t before = batch.size();

@@ -162,9 +162,13 @@ struct Lane
     std::vector<double> roundP50; // p50 of each round
     int failures = 0;
     int next = 0;
+    Relay *relay = nullptr;     // rpcscope's lane: whose threads' CPU is counted
+    double relayCpuNs = 0;      // the relay's threads over the measured rounds
+    int measuredCalls = 0;
 
     void run(int calls, bool record)
     {
+        const std::int64_t cpu0 = relay && record ? relay->threadCpuNs() : 0;
         lab::CallRequest req;
         req.set_payload(std::string(100, 'q'));
         req.set_response_size(100);
@@ -182,6 +186,10 @@ struct Lane
         if (record && !round.empty()) {
             roundP50.push_back(median(round));
             us.insert(us.end(), round.begin(), round.end());
+        }
+        if (relay && record) {
+            relayCpuNs += double(relay->threadCpuNs() - cpu0);
+            measuredCalls += calls;
         }
     }
 };
@@ -315,6 +323,7 @@ int main(int argc, char **argv)
                          {},
                          0,
                          0});
+        lanes.back().relay = &relay;
         progress("unary latency: %d rounds x %d calls x %zu configurations", plan.latencyRounds,
                  plan.callsPerRound, lanes.size());
         for (Lane &l : lanes)
@@ -340,6 +349,9 @@ int main(int argc, char **argv)
         }
         rows.push_back({"unary 100 B p50, rpcscope", fmt("%.1f us", rP50), "direct " + fmt("%.1f us", dP50),
                         ratioWithSpread(rP50 / dP50, rs.roundP50, d.roundP50), "", ""});
+        if (rs.measuredCalls)
+            rows.push_back({"unary 100 B, CPU of the relay's I/O + decoder threads per call",
+                            fmt("%.1f us", rs.relayCpuNs / 1e3 / rs.measuredCalls), "", "", "", ""});
         rows.push_back({"unary 100 B p99, direct", fmt("%.1f us", dP99), "", "", "", ""});
         if (so) {
             const double sP99 = percentile(so->us, 99);
