@@ -83,12 +83,16 @@ private slots:
             QVERIFY2(*gaps[1] >= 78 * ms && *gaps[1] <= 126 * ms,
                      qPrintable(QStringLiteral("second gap %1 ms").arg(double(*gaps[1]) / ms)));
 
-            // Every attempt's start on the wire matches the server's arrival log within 2 ms.
+            // Every attempt's start on the wire comes before the server's arrival log, and close to it. The server
+            // stamps its arrival when grpc++ runs the handler, after its own dispatch: 0.2-2 ms after the first
+            // HEADERS on a quiet loopback, but 2.0 and 3.3 ms were seen with both cores busy, so the bound is
+            // tst_fidelity's 10 ms, which still catches a stall such as Nagle's 40 ms. tst_fidelity measures
+            // the wire times themselves against an independent tap.
             const auto arrivals = session.server().arrivalsFor(id);
             QCOMPARE(int(arrivals.size()), 3);
             for (int k = 0; k < 3; ++k) {
                 const std::int64_t diff = arrivals[k].tNs - call.attempts[k].startNs;
-                QVERIFY2(diff >= 0 && diff <= 2 * ms,
+                QVERIFY2(diff >= 0 && diff <= 10 * ms,
                          qPrintable(QStringLiteral("attempt %1: server arrival - wire start = %2 ms")
                                         .arg(k + 1)
                                         .arg(double(diff) / ms)));
