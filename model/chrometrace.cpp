@@ -14,11 +14,7 @@ double us(std::int64_t ns)
 
 QString statusLabel(const Attempt &a)
 {
-    if (a.status)
-        return QString::fromLatin1(grpcStatusName(*a.status));
-    if (a.rstErrorCode)
-        return QStringLiteral("RST_STREAM %1").arg(*a.rstErrorCode);
-    return a.ended() ? QStringLiteral("no status") : QStringLiteral("in flight");
+    return QString::fromStdString(a.outcomeLabel());
 }
 } // namespace
 

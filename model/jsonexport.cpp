@@ -77,6 +77,8 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                                         {"timeout_ns", opt(a.timeoutNs)},
                                         {"status", status(a.status, a.statusMessage)},
                                         {"pushback_ms", opt(a.pushbackMs)},
+                                        {"rst_error_code", opt(a.rstErrorCode)},
+                                        {"goaway_error_code", opt(a.goawayErrorCode)},
                                         {"request_bytes", qint64(a.requestBytes)},
                                         {"response_bytes", qint64(a.responseBytes)},
                                         {"trailers_only", a.ended() ? QJsonValue(a.trailersOnly) : QJsonValue()},

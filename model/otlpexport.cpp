@@ -53,9 +53,7 @@ QJsonObject spanStatus(const Attempt *a)
         return {{"code", 0}};
     if (a->status && *a->status == 0)
         return {{"code", 0}};
-    QString message = a->status ? QString::fromLatin1(grpcStatusName(*a->status))
-                                : (a->rstErrorCode ? QStringLiteral("RST_STREAM %1").arg(*a->rstErrorCode)
-                                                   : QStringLiteral("no grpc-status"));
+    QString message = QString::fromStdString(a->outcomeLabel());
     if (a->statusMessage && !a->statusMessage->empty())
         message += QStringLiteral(": ") + QString::fromStdString(*a->statusMessage);
     return {{"code", 2}, {"message", message}};

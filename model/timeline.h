@@ -72,7 +72,7 @@ struct Attempt
     std::uint32_t connection = 0;
     std::uint32_t stream = 0;
     std::int64_t startNs = 0;                    // first request HEADERS
-    std::optional<std::int64_t> endNs;           // trailers with END_STREAM, RST_STREAM, or connection close
+    std::optional<std::int64_t> endNs;           // trailers with END_STREAM, RST_STREAM, GOAWAY, connection close
     std::optional<int> previousAttempts;         // grpc-previous-rpc-attempts
     std::optional<std::int64_t> timeoutNs;       // this attempt's own grpc-timeout
     std::optional<int> status;                   // grpc-status
@@ -82,12 +82,18 @@ struct Attempt
     bool trailersOnly = false;                     // the response was a single HEADERS with END_STREAM
     std::string encoding;                          // grpc-encoding of the request
     std::optional<std::uint32_t> rstErrorCode;
+    // The server's GOAWAY named a last stream below this one: the server never processed it, and the client
+    // may retry it elsewhere (RFC 9113 6.8). Its error code.
+    std::optional<std::uint32_t> goawayErrorCode;
     std::uint64_t requestBytes = 0;  // DATA payload (gRPC framing included, padding excluded)
     std::uint64_t responseBytes = 0;
     int requestMessages = 0;
     int responseMessages = 0;
 
     bool ended() const { return endNs.has_value(); }
+    // How it ended, in a few words: "in flight", the grpc-status name, "RST_STREAM 8", "refused by GOAWAY",
+    // or "no status" (the connection closed first).
+    std::string outcomeLabel() const;
 };
 
 struct Call

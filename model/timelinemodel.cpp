@@ -11,13 +11,7 @@ constexpr quintptr kCallRow = 0;
 
 QString statusText(const Attempt *a)
 {
-    if (!a)
-        return QStringLiteral("in flight");
-    if (a->status)
-        return QString::fromLatin1(grpcStatusName(*a->status));
-    if (a->rstErrorCode)
-        return QStringLiteral("RST_STREAM %1").arg(*a->rstErrorCode);
-    return QStringLiteral("no status");
+    return a ? QString::fromStdString(a->outcomeLabel()) : QStringLiteral("in flight");
 }
 } // namespace
 

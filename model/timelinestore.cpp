@@ -71,6 +71,19 @@ Connection *TimelineStore::connection(std::uint32_t id)
     return it == m_connectionIndex.end() ? nullptr : &m_connections[it->second];
 }
 
+std::string Attempt::outcomeLabel() const
+{
+    if (!ended())
+        return "in flight";
+    if (status)
+        return grpcStatusName(*status);
+    if (rstErrorCode)
+        return "RST_STREAM " + std::to_string(*rstErrorCode);
+    if (goawayErrorCode)
+        return *goawayErrorCode ? "refused by GOAWAY " + std::to_string(*goawayErrorCode) : "refused by GOAWAY";
+    return "no status";
+}
+
 void TimelineStore::markChanged(StoreChanges &ch, size_t call)
 {
     if (call < ch.firstNewCall)
@@ -358,6 +371,18 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 m_pings.push_back({e.connection, sender, e.tNs, e.rttNs});
                 if (Connection *c = connection(e.connection))
                     c->lastPingRttNs = e.rttNs;
+            }
+            if (e.frameType == FrameGoaway && e.dir == Direction::ServerToClient) {
+                // Requests on streams above the last one the server names were never processed: they end
+                // here, even if the connection stays open for the streams below.
+                std::vector<AttemptRef> refused;
+                for (const auto &[key, ref] : m_openStreams)
+                    if ((key >> 32) == e.connection && std::uint32_t(key) > e.lastStreamId)
+                        refused.push_back(ref);
+                for (const AttemptRef &ref : refused) {
+                    m_calls[ref.call].attempts[ref.attempt].goawayErrorCode = e.errorCode;
+                    endAttempt(ref, e.tNs, ch);
+                }
             }
             if (e.frameType == FrameRstStream) {
                 auto it = m_openStreams.find(streamKey(e.connection, e.stream));

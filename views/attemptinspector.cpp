@@ -149,6 +149,9 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     if (a.statusMessage)
         row(status, QStringLiteral("grpc-message"), QString::fromStdString(*a.statusMessage));
     if (a.rstErrorCode) row(status, QStringLiteral("RST_STREAM"), QString::number(*a.rstErrorCode));
+    if (a.goawayErrorCode)
+        row(status, QStringLiteral("GOAWAY"),
+            QStringLiteral("not processed (stream above the last-stream-id), error code %1").arg(*a.goawayErrorCode));
     if (a.pushbackMs) row(status, QStringLiteral("grpc-retry-pushback-ms"), QString::number(*a.pushbackMs));
     if (a.ended())
         row(status, QStringLiteral("Trailers-Only"),

@@ -69,10 +69,7 @@ std::uint8_t statusGroup(const Attempt &a)
 
 QString statusText(const Attempt &a)
 {
-    if (!a.ended()) return QStringLiteral("in flight");
-    if (a.status) return QString::fromLatin1(grpcStatusName(*a.status));
-    if (a.rstErrorCode) return QStringLiteral("RST_STREAM %1").arg(*a.rstErrorCode);
-    return QStringLiteral("no status");
+    return QString::fromStdString(a.outcomeLabel());
 }
 
 // Lab event kinds drawn as markers, with the word shown next to them.

@@ -122,6 +122,9 @@ private slots:
         QCOMPARE(call->attempts[1].connection, call->attempts[2].connection);
         QVERIFY(!refused.status.has_value()); // no response at all: the server never saw it
         QVERIFY(refused.endNs.has_value());
+        // It ends at the GOAWAY (last-stream-id 0 lies below it), not when the connection closes later.
+        QCOMPARE(refused.goawayErrorCode.value_or(99), 0u);
+        QCOMPARE(refused.outcomeLabel(), std::string("refused by GOAWAY"));
         // The transparent retry does not count: it carries no grpc-previous-rpc-attempts, the retry after
         // it 1.
         QCOMPARE(call->attempts[1].previousAttempts.value_or(-1), 0);

@@ -274,9 +274,61 @@ private slots:
         QCOMPARE(calls[0].attempts[0].endNs.value_or(0), 9 * ms);
         QCOMPARE(calls[0].attempts[0].rstErrorCode.value_or(0), std::uint32_t(8));
         QVERIFY(!calls[0].attempts[0].status);
+        QCOMPARE(calls[0].attempts[0].outcomeLabel(), std::string("RST_STREAM 8"));
+        QCOMPARE(timelineToJson(model.store(), false)["calls"].toArray()[0].toObject()["attempts"].toArray()[0]
+                     .toObject()["rst_error_code"].toInteger(),
+                 qint64(8));
         QCOMPARE(calls[1].attempts[0].endNs.value_or(0), 40 * ms);
         QCOMPARE(model.store().connections()[0].closedNs.value_or(0), 40 * ms);
         QCOMPARE(model.store().frames().size(), size_t(1));
+    }
+
+    void goawayEndsOnlyStreamsAboveTheLastStreamId()
+    {
+        TimelineModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        auto goaway = [](Direction dir, std::int64_t t, std::uint32_t last, std::uint32_t code) {
+            WireEvent e = frame(1, 0, t, FrameGoaway, code);
+            e.dir = dir;
+            e.lastStreamId = last;
+            return e;
+        };
+        WireEvent closed;
+        closed.kind = EventKind::ConnectionClosed;
+        closed.connection = 1;
+        closed.tNs = 40 * ms;
+        model.appendBatch({opened(1, 0), request(1, 1, 1 * ms, "/a/B", std::nullopt, "one"),
+                           request(1, 3, 2 * ms, "/a/B", std::nullopt, "three"),
+                           request(1, 5, 3 * ms, "/a/B", std::nullopt, "five"),
+                           request(1, 7, 4 * ms, "/a/B", std::nullopt, "seven"),
+                           // The client's own GOAWAY says nothing about the requests it sent.
+                           goaway(Direction::ClientToServer, 10 * ms, 0, 0),
+                           goaway(Direction::ServerToClient, 20 * ms, 3, 0),
+                           trailers(1, 3, 30 * ms, 0), goaway(Direction::ServerToClient, 35 * ms, 1, 2), closed});
+        const auto &calls = model.store().calls();
+        QCOMPARE(int(calls.size()), 4);
+        // Streams 1 and 3 were below the last-stream-id: 3 completes normally, 1 stays open until the close.
+        QCOMPARE(calls[0].attempts[0].endNs.value_or(0), 40 * ms);
+        QVERIFY(!calls[0].attempts[0].goawayErrorCode);
+        QCOMPARE(calls[0].attempts[0].outcomeLabel(), std::string("no status"));
+        QCOMPARE(calls[1].attempts[0].endNs.value_or(0), 30 * ms);
+        QVERIFY(!calls[1].attempts[0].goawayErrorCode);
+        QCOMPARE(calls[1].attempts[0].outcomeLabel(), std::string("OK"));
+        // Streams 5 and 7 were never processed: they end at the GOAWAY, not at the close.
+        for (int k : {2, 3}) {
+            QCOMPARE(calls[k].attempts[0].endNs.value_or(0), 20 * ms);
+            QCOMPARE(calls[k].attempts[0].goawayErrorCode.value_or(99), 0u);
+            QCOMPARE(calls[k].attempts[0].outcomeLabel(), std::string("refused by GOAWAY"));
+            QCOMPARE(model.data(model.index(k, TimelineModel::ColStatus)).toString(),
+                     QStringLiteral("refused by GOAWAY"));
+        }
+        // A second GOAWAY lowering the last-stream-id to 1 changes nothing already ended (3 had completed).
+        QCOMPARE(calls[1].attempts[0].outcomeLabel(), std::string("OK"));
+        const QJsonArray exported = timelineToJson(model.store(), false)["calls"].toArray();
+        QCOMPARE(exported[2].toObject()["attempts"].toArray()[0].toObject()["goaway_error_code"].toInteger(-1),
+                 qint64(0));
+        QVERIFY(exported[1].toObject()["attempts"].toArray()[0].toObject()["goaway_error_code"].isNull());
+        QVERIFY(exported[1].toObject()["attempts"].toArray()[0].toObject()["rst_error_code"].isNull());
     }
 
     void expectedBackoffRanges()
