@@ -11,6 +11,9 @@
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QSaveFile>
 #include <QTimer>
@@ -116,6 +119,34 @@ bool writeFile(const QString &name, const QByteArray &bytes, std::string *error)
     if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
         *error = "cannot write " + name.toStdString() + ": " + f.errorString().toStdString();
         return false;
+    }
+    return true;
+}
+
+// Every file named by --json, --out, --png or --svg can be written: checked before any work is done, so that a
+// long capture is never made only to be lost at the end.
+bool outputsWritable(const std::map<std::string, std::string> &opts, std::string *error)
+{
+    for (const char *flag : {"--json", "--out", "--png", "--svg"}) {
+        auto it = opts.find(flag);
+        if (it == opts.end())
+            continue;
+        const QFileInfo file(QString::fromStdString(it->second));
+        if (file.isDir()) {
+            *error = "cannot write " + it->second + ": it is a directory";
+            return false;
+        }
+        if (!file.absoluteDir().exists()) {
+            *error = "cannot write " + it->second + ": there is no directory " +
+                     QDir::toNativeSeparators(file.absolutePath()).toStdString();
+            return false;
+        }
+        QSaveFile probe(file.absoluteFilePath()); // a temporary file beside the target, removed again
+        if (!probe.open(QIODevice::WriteOnly)) {
+            *error = "cannot write " + it->second + ": " + probe.errorString().toStdString();
+            return false;
+        }
+        probe.cancelWriting();
     }
     return true;
 }
@@ -247,6 +278,10 @@ int cmdRun(const std::vector<std::string> &args)
     lab::ScenarioParams params;
     if (!scenario->resolveParams(overrides, &params, &error))
         return usageError(error);
+    if (!outputsWritable(opts, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 2;
+    }
 
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
@@ -321,6 +356,10 @@ int cmdCapture(std::vector<std::string> args)
         if (!ok || duration <= 0)
             return usageError("--duration needs a positive number of seconds, got '" + opts["--duration"] + "'");
     }
+    if (!outputsWritable(opts, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 2;
+    }
     if (!probeTarget(target, 2000, &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
@@ -351,7 +390,23 @@ int cmdCapture(std::vector<std::string> args)
     relay.stop();
     QCoreApplication::sendPostedEvents();
     if (!writeOutputs(model, opts, {}, redaction, &error)) {
-        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        // The output went away during the capture (its directory removed, the disk full...): the capture is
+        // not lost, it goes to the temporary directory as a capture file to convert later.
+        const QString rescue = QDir(QDir::tempPath())
+                                   .filePath(QStringLiteral("rpcscope-capture-%1.rpcscope")
+                                                 .arg(QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss-zzz")));
+        std::string rescueError;
+        ExportOptions options;
+        options.redaction = redaction;
+        options.withFrames = true;
+        if (exportSession(model.store(), model.eventLog(), FileFormat::Rpcscope, rescue, options, &rescueError,
+                          "rpcscope-cli"))
+            std::fprintf(stderr, "rpcscope-cli: %s; the capture (%zu %s) was saved to %s instead\n", error.c_str(),
+                         model.store().calls().size(), model.store().calls().size() == 1 ? "call" : "calls",
+                         qPrintable(QDir::toNativeSeparators(rescue)));
+        else
+            std::fprintf(stderr, "rpcscope-cli: %s; saving it to %s failed too: %s\n", error.c_str(),
+                         qPrintable(QDir::toNativeSeparators(rescue)), rescueError.c_str());
         return 1;
     }
     std::printf("captured %zu calls on %zu connections into %s\n", model.store().calls().size(),

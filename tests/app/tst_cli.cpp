@@ -95,6 +95,16 @@ private slots:
         QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
                                                      "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
                                       << 2 << "--duration needs a positive number";
+        // Outputs are checked before anything runs: before the target is probed, before a scenario starts.
+        QTest::newRow("capture into a missing directory")
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "/nonexistent-rpcscope-dir/x.json"} << 2
+            << "cannot write /nonexistent-rpcscope-dir/x.json: there is no directory /nonexistent-rpcscope-dir";
+        QTest::newRow("capture onto a directory")
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "/tmp", "--to", "json"} << 2
+            << "cannot write /tmp: it is a directory";
+        QTest::newRow("run into a missing directory")
+            << QStringList{"run", "retry-basic", "--png", "/nonexistent-rpcscope-dir/a.png"} << 2
+            << "cannot write /nonexistent-rpcscope-dir/a.png: there is no directory";
     }
     void badArguments()
     {
@@ -214,6 +224,54 @@ private slots:
         for (const auto &fr : frames)
             headers += fr.toObject()["type"].toString() == "HEADERS";
         QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
+        server.stop();
+    }
+
+    // The output's directory disappears while capturing: the capture is not lost but saved to the temporary
+    // directory, and the message says where.
+    void captureOutlivesItsOutputDirectory()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir, tmp;
+        QVERIFY(QDir(dir.path()).mkdir("gone"));
+        const QString out = dir.filePath("gone/capture.json");
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TMPDIR", tmp.path());
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()),
+                                               "--out", out});
+        QVERIFY(p.waitForStarted());
+        QString line;
+        QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);
+        const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(line);
+        QVERIFY2(m.hasMatch(), qPrintable(line));
+        {
+            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(m.captured(1)).toStdString(), {});
+            rpcscope::lab::CallRequest req;
+            req.set_call_id("kept");
+            QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
+        }
+        QVERIFY(QDir(dir.filePath("gone")).removeRecursively());
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 1);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        const auto saved = QRegularExpression(R"(the capture \(1 call\) was saved to (\S+\.rpcscope) instead)").match(err);
+        QVERIFY2(err.contains("cannot write " + out) && saved.hasMatch(), qPrintable(err));
+        const QString rescue = saved.captured(1);
+        QVERIFY2(rescue.startsWith(tmp.path() + "/rpcscope-capture-"), qPrintable(rescue));
+        // It is a whole capture file: converting it gives the call.
+        const QString json = tmp.filePath("rescued.json");
+        const Result c = cli({"convert", rescue, json});
+        QVERIFY2(c.code == 0, qPrintable(c.err));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
+        QCOMPARE(calls.size(), 1);
+        QCOMPARE(calls[0].toObject()["key"].toString(), QStringLiteral("kept"));
         server.stop();
     }
 
