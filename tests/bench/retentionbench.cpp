@@ -9,6 +9,7 @@
 #include "stats.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
+#include "wireevents.h"
 
 #include <QApplication>
 #include <QImage>
@@ -32,12 +33,8 @@ constexpr std::int64_t ms = 1'000'000;
 WireEvent headers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, bool request, const std::string &id,
                   int prev, int status)
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = conn;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = request ? Direction::ClientToServer : Direction::ServerToClient;
+    WireEvent e = testev::event(EventKind::Headers, conn, stream, t,
+                                request ? Direction::ClientToServer : Direction::ServerToClient);
     e.frameType = FrameHeaders;
     if (request) {
         e.grpc.path = "/shop.Cart/Get";
@@ -56,15 +53,7 @@ WireEvent headers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, bool
 
 WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, std::uint8_t type, Direction dir)
 {
-    WireEvent e;
-    e.kind = EventKind::Frame;
-    e.connection = conn;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
-    e.frameType = type;
-    e.length = 105;
-    return e;
+    return testev::frame(conn, stream, t, dir, type, 0, 105);
 }
 
 // Call i on one of 8 connections: an UNAVAILABLE attempt, a 50 ms backoff, an OK one; 3.6 ms apart, so a
@@ -129,18 +118,8 @@ Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch, Swimla
     QImage frame(view ? view->size() : QSize(1, 1), QImage::Format_ARGB32_Premultiplied);
     Run r;
     r.calls = calls;
-    model.appendBatch({[] {
-        WireEvent e;
-        e.kind = EventKind::ConnectionOpened;
-        e.connection = 1;
-        return e;
-    }()});
-    for (std::uint32_t c = 2; c <= 8; ++c) {
-        WireEvent e;
-        e.kind = EventKind::ConnectionOpened;
-        e.connection = c;
-        model.appendBatch({e});
-    }
+    for (std::uint32_t c = 1; c <= 8; ++c)
+        model.appendBatch({testev::event(EventKind::ConnectionOpened, c, 0, 0)});
     const auto start = std::chrono::steady_clock::now();
     EventBatch batch;
     for (std::uint64_t i = 0; i < calls; i += callsPerBatch) {

@@ -18,6 +18,7 @@
 #include "stats.h"
 #include "timelinepainter.h"
 #include "timelinestore.h"
+#include "wireevents.h"
 
 #include <QGuiApplication>
 #include <QImage>
@@ -180,26 +181,14 @@ private:
     static WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, Direction dir,
                            std::uint8_t type, std::uint8_t flags, std::uint32_t length)
     {
-        WireEvent f;
-        f.kind = EventKind::Frame;
-        f.connection = conn;
-        f.stream = stream;
-        f.tNs = t;
-        f.dir = dir;
-        f.frameType = type;
+        WireEvent f = testev::frame(conn, stream, t, dir, type, 0, length);
         f.flags = flags;
-        f.length = length;
         return f;
     }
     static WireEvent message(std::uint32_t conn, std::uint32_t stream, std::int64_t t, Direction dir,
                              std::uint32_t length)
     {
-        WireEvent m;
-        m.kind = EventKind::Message;
-        m.connection = conn;
-        m.stream = stream;
-        m.tNs = t;
-        m.dir = dir;
+        WireEvent m = testev::event(EventKind::Message, conn, stream, t, dir);
         m.length = length;
         return m;
     }

@@ -7,6 +7,7 @@
 #include "jsonexport.h"
 #include "otlpexport.h"
 #include "timelinemodel.h"
+#include "wireevents.h"
 
 #include <QAbstractItemModelTester>
 #include <QDir>
@@ -40,22 +41,14 @@ constexpr std::int64_t t0 = 5'000'000'000;
 
 WireEvent ev(EventKind kind, std::uint32_t conn, Direction dir, std::int64_t t)
 {
-    WireEvent e;
-    e.kind = kind;
-    e.connection = conn;
-    e.dir = dir;
-    e.tNs = t;
-    return e;
+    return testev::event(kind, conn, 0, t, dir);
 }
 
 WireEvent frame(std::uint32_t conn, Direction dir, std::int64_t t, std::uint8_t type, std::uint32_t stream,
                 std::uint8_t flags = 0, std::uint32_t length = 0)
 {
-    WireEvent e = ev(EventKind::Frame, conn, dir, t);
-    e.frameType = type;
-    e.stream = stream;
+    WireEvent e = testev::frame(conn, stream, t, dir, type, 0, length);
     e.flags = flags;
-    e.length = length;
     return e;
 }
 

@@ -5,6 +5,7 @@
 
 #include "capturemerge.h"
 #include "timelinestore.h"
+#include "wireevents.h"
 
 #include <QtTest>
 #include <limits>
@@ -18,23 +19,12 @@ constexpr std::int64_t kWall = 1'700'000'000'000'000'000; // 2023-11-14, ns sinc
 
 WireEvent opened(std::uint32_t conn, std::int64_t t, const std::string &label)
 {
-    WireEvent e;
-    e.kind = EventKind::ConnectionOpened;
-    e.connection = conn;
-    e.tNs = t;
-    e.text = "127.0.0.1:4000" + std::to_string(conn);
-    e.text2 = "127.0.0.1:50051";
-    e.label = label;
-    return e;
+    return testev::opened(conn, t, "127.0.0.1:4000" + std::to_string(conn), "127.0.0.1:50051", label);
 }
 
 WireEvent request(std::uint32_t conn, std::int64_t t, const std::string &callId)
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = conn;
-    e.stream = 1;
-    e.tNs = t;
+    WireEvent e = testev::event(EventKind::Headers, conn, 1, t);
     e.grpc.path = "/pkg.Svc/Do";
     e.grpc.callId = callId;
     e.grpc.timeoutNs = 500 * ms;
@@ -43,12 +33,7 @@ WireEvent request(std::uint32_t conn, std::int64_t t, const std::string &callId)
 
 WireEvent trailers(std::uint32_t conn, std::int64_t t, int status)
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = conn;
-    e.dir = Direction::ServerToClient;
-    e.stream = 1;
-    e.tNs = t;
+    WireEvent e = testev::event(EventKind::Headers, conn, 1, t, Direction::ServerToClient);
     e.endStream = true;
     e.grpc.status = status;
     return e;

@@ -3,6 +3,7 @@
 
 #include "capturefile.h"
 #include "timelinemodel.h"
+#include "wireevents.h"
 
 #include <QAbstractItemModelTester>
 #include <QtTest>
@@ -12,26 +13,12 @@ using namespace rpcscope;
 namespace {
 constexpr std::int64_t ms = 1'000'000;
 
-WireEvent opened(std::uint32_t conn, std::int64_t t)
-{
-    WireEvent e;
-    e.kind = EventKind::ConnectionOpened;
-    e.connection = conn;
-    e.tNs = t;
-    e.text = "127.0.0.1:5000";
-    e.text2 = "127.0.0.1:9000";
-    return e;
-}
+using testev::opened;
 
 WireEvent headers(std::uint32_t stream, std::int64_t t, Direction dir, const std::string &callId, int prev,
                   std::optional<int> status = {})
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = 1;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
+    WireEvent e = testev::event(EventKind::Headers, 1, stream, t, dir);
     if (dir == Direction::ClientToServer) {
         e.grpc.path = "/shop.Cart/Get";
         e.grpc.callId = callId;
@@ -45,14 +32,7 @@ WireEvent headers(std::uint32_t stream, std::int64_t t, Direction dir, const std
 
 WireEvent frame(std::uint32_t stream, std::int64_t t)
 {
-    WireEvent e;
-    e.kind = EventKind::Frame;
-    e.connection = 1;
-    e.stream = stream;
-    e.tNs = t;
-    e.frameType = FrameData;
-    e.length = 100;
-    return e;
+    return testev::frame(1, stream, t, Direction::ClientToServer, FrameData, 0, 100);
 }
 
 // Call i: two attempts (UNAVAILABLE, then OK) 1 ms apart, each with a frame, starting at i ms.

@@ -1,5 +1,6 @@
 #include "jsonexport.h"
 #include "timelinemodel.h"
+#include "wireevents.h"
 
 #include <QAbstractItemModelTester>
 #include <QJsonArray>
@@ -15,26 +16,12 @@ using namespace rpcscope;
 namespace {
 constexpr std::int64_t ms = 1'000'000;
 
-WireEvent opened(std::uint32_t conn, std::int64_t t, std::string client = "127.0.0.1:5000")
-{
-    WireEvent e;
-    e.kind = EventKind::ConnectionOpened;
-    e.connection = conn;
-    e.tNs = t;
-    e.text = std::move(client);
-    e.text2 = "127.0.0.1:9000";
-    return e;
-}
+using testev::opened;
 
 WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, const std::string &path,
                   std::optional<int> prev, const std::string &callId, std::optional<std::int64_t> timeout = {})
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = conn;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = Direction::ClientToServer;
+    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, Direction::ClientToServer);
     e.grpc.path = path;
     e.grpc.previousAttempts = prev;
     e.grpc.callId = callId;
@@ -45,12 +32,7 @@ WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, cons
 WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status,
                    std::optional<std::int64_t> pushback = {})
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = conn;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = Direction::ServerToClient;
+    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, Direction::ServerToClient);
     e.endStream = true;
     e.grpc.status = status;
     e.grpc.message = "m" + std::to_string(status);
@@ -60,33 +42,19 @@ WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int
 
 WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, std::uint8_t type, std::uint32_t code = 0)
 {
-    WireEvent e;
-    e.kind = EventKind::Frame;
-    e.connection = conn;
-    e.stream = stream;
-    e.tNs = t;
-    e.frameType = type;
-    e.errorCode = code;
-    return e;
+    return testev::frame(conn, stream, t, Direction::ClientToServer, type, code);
 }
 
 WireEvent message(std::uint32_t conn, std::uint32_t stream, std::int64_t t, Direction dir, std::uint32_t len)
 {
-    WireEvent e;
-    e.kind = EventKind::Message;
-    e.connection = conn;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
+    WireEvent e = testev::event(EventKind::Message, conn, stream, t, dir);
     e.length = len;
     return e;
 }
 
 WireEvent hopOpened(std::uint32_t conn, const std::string &label)
 {
-    WireEvent e = opened(conn, 0, "127.0.0.1:" + std::to_string(6000 + conn));
-    e.label = label;
-    return e;
+    return opened(conn, 0, "127.0.0.1:" + std::to_string(6000 + conn), "127.0.0.1:9000", label);
 }
 
 // A request in trace `trace` made by span `span` (what the capture takes from its traceparent).

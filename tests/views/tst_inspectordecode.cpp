@@ -6,6 +6,7 @@
 #include "lab.pb.h"
 #include "messagedecoder.h"
 #include "timelinemodel.h"
+#include "wireevents.h"
 
 #include <QApplication>
 #include <QClipboard>
@@ -20,12 +21,7 @@ constexpr std::int64_t ms = 1'000'000;
 
 WireEvent headers(std::uint32_t stream, std::int64_t t, Direction dir, std::vector<Header> list)
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = 1;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
+    WireEvent e = testev::event(EventKind::Headers, 1, stream, t, dir);
     e.headers = std::move(list);
     return e;
 }
@@ -55,12 +51,7 @@ WireEvent trailers(std::uint32_t stream, std::int64_t t, int status)
 WireEvent message(std::uint32_t stream, std::int64_t t, Direction dir, const std::string &bytes,
                   std::uint32_t length = 0)
 {
-    WireEvent e;
-    e.kind = EventKind::Message;
-    e.connection = 1;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
+    WireEvent e = testev::event(EventKind::Message, 1, stream, t, dir);
     e.length = length ? length : std::uint32_t(bytes.size());
     e.truncated = length > bytes.size();
     e.payload = bytes;

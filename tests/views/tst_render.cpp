@@ -3,6 +3,7 @@
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
+#include "wireevents.h"
 
 #include <QPainter>
 #include <QSignalSpy>
@@ -16,15 +17,15 @@ using namespace rpcscope;
 namespace {
 constexpr std::int64_t ms = 1'000'000;
 
+// A connection with no addresses, opened at 0.
+WireEvent opened(std::uint32_t conn)
+{
+    return testev::event(EventKind::ConnectionOpened, conn, 0, 0);
+}
+
 WireEvent headers(std::uint32_t stream, std::int64_t t, Direction dir)
 {
-    WireEvent e;
-    e.kind = EventKind::Headers;
-    e.connection = 1;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
-    return e;
+    return testev::event(EventKind::Headers, 1, stream, t, dir);
 }
 
 WireEvent req(std::uint32_t stream, std::int64_t t, std::optional<int> prev, const std::string &id,
@@ -49,10 +50,7 @@ WireEvent end(std::uint32_t stream, std::int64_t t, int status)
 // retry-basic plus a second call that runs into its 120 ms deadline, so a deadline line is in range.
 EventBatch scene()
 {
-    WireEvent open;
-    open.kind = EventKind::ConnectionOpened;
-    open.connection = 1;
-    return {open,
+    return {opened(1),
             req(1, 10 * ms, std::nullopt, "retry-basic-1", 5000 * ms),
             end(1, 12 * ms, 14),
             req(3, 62 * ms, 1, "retry-basic-1", 4940 * ms),
@@ -86,15 +84,7 @@ int countDark(const QImage &img, const QRect &r)
 WireEvent frame(std::uint32_t stream, std::int64_t t, Direction dir, std::uint8_t type,
                 std::uint32_t value = 0)
 {
-    WireEvent e;
-    e.kind = EventKind::Frame;
-    e.connection = 1;
-    e.stream = stream;
-    e.tNs = t;
-    e.dir = dir;
-    e.frameType = type;
-    e.errorCode = value;
-    return e;
+    return testev::frame(1, stream, t, dir, type, value);
 }
 
 WireEvent labEvent(std::int64_t t, const std::string &kind, const std::string &detail,
@@ -202,9 +192,7 @@ private slots:
     {
         TimelineModel model;
         model.setOrigin(0, 0);
-        WireEvent open;
-        open.kind = EventKind::ConnectionOpened;
-        open.connection = 1;
+        const WireEvent open = opened(1);
         EventBatch b{open};
         for (int i = 0; i < 40; ++i) {
             b.push_back(req(std::uint32_t(2 * i + 1), i * 10 * ms, std::nullopt, "c" + std::to_string(i), 5000 * ms));
@@ -236,18 +224,9 @@ private slots:
         model.setOrigin(0, 0);
         SwimlaneView view(&model);
         view.resize(1200, 700);
-        WireEvent open;
-        open.kind = EventKind::ConnectionOpened;
-        open.connection = 1;
+        const WireEvent open = opened(1);
         auto frame = [](std::uint8_t type, std::uint32_t stream, std::int64_t t) {
-            WireEvent f;
-            f.kind = EventKind::Frame;
-            f.connection = 1;
-            f.stream = stream;
-            f.tNs = t;
-            f.frameType = type;
-            f.length = 10;
-            return f;
+            return testev::frame(1, stream, t, Direction::ClientToServer, type, 0, 10);
         };
         // A call still in flight through every eviction.
         model.appendBatch({open, req(1, 0, std::nullopt, "long", 100000 * ms), frame(FrameHeaders, 1, 0)});
@@ -337,9 +316,7 @@ private slots:
         model.setOrigin(0, 0);
         EventBatch b;
         for (std::uint32_t c = 1; c <= 3; ++c) {
-            WireEvent open;
-            open.kind = EventKind::ConnectionOpened;
-            open.connection = c;
+            const WireEvent open = opened(c);
             b.push_back(open);
         }
         auto hop = [](std::uint32_t conn, std::int64_t t0, std::int64_t t1, const std::string &id, const char *span) {
@@ -707,9 +684,7 @@ private slots:
     {
         TimelineModel model;
         model.setOrigin(0, 0);
-        WireEvent open;
-        open.kind = EventKind::ConnectionOpened;
-        open.connection = 1;
+        const WireEvent open = opened(1);
         // Attempt 2 carries its own, shorter grpc-timeout (40 ms) than the call's deadline (1 s).
         model.appendBatch({open, req(1, 10 * ms, std::nullopt, "t-1", 1000 * ms), end(1, 20 * ms, 14),
                            req(3, 40 * ms, 1, "t-1", 40 * ms), end(3, 80 * ms, 4)});
@@ -873,9 +848,7 @@ private slots:
         TimelineModel model;
         model.setOrigin(0, 0);
         HeaderLog log;
-        WireEvent open;
-        open.kind = EventKind::ConnectionOpened;
-        open.connection = 1;
+        const WireEvent open = opened(1);
         WireEvent r = req(1, 10 * ms, std::nullopt, "i-1", 500 * ms);
         r.headers = {
             {":path", "/rpcscope.lab.Lab/Call"}, {"grpc-timeout", "500m"}, {"rpcscope-call-id", "i-1"}};
@@ -946,9 +919,7 @@ private slots:
     {
         TimelineModel model;
         model.setOrigin(0, 0);
-        WireEvent open;
-        open.kind = EventKind::ConnectionOpened;
-        open.connection = 1;
+        const WireEvent open = opened(1);
         WireEvent respHeaders = headers(1, 40 * ms, Direction::ServerToClient);
         WireEvent trailerFrame = frame(1, 80 * ms, Direction::ServerToClient, FrameHeaders);
         trailerFrame.flags = FlagEndStream | FlagEndHeaders;

@@ -1,0 +1,47 @@
+#pragma once
+
+// WireEvents made by hand for model and view tests: the fields every such event sets, and the two kinds that
+// need nothing test-specific. Each test builds its own requests, trailers and messages on top of these.
+
+#include "events.h"
+
+#include <cstdint>
+#include <string>
+
+namespace testev {
+
+inline rpcscope::WireEvent event(rpcscope::EventKind kind, std::uint32_t conn, std::uint32_t stream, std::int64_t t,
+                                 rpcscope::Direction dir = rpcscope::Direction::ClientToServer)
+{
+    rpcscope::WireEvent e;
+    e.kind = kind;
+    e.connection = conn;
+    e.stream = stream;
+    e.tNs = t;
+    e.dir = dir;
+    return e;
+}
+
+// A connection from `client` to `server`; `label` names the capturing relay's hop (empty: the main proxy).
+inline rpcscope::WireEvent opened(std::uint32_t conn, std::int64_t t, std::string client = "127.0.0.1:5000",
+                                  std::string server = "127.0.0.1:9000", std::string label = {})
+{
+    rpcscope::WireEvent e = event(rpcscope::EventKind::ConnectionOpened, conn, 0, t);
+    e.text = std::move(client);
+    e.text2 = std::move(server);
+    e.label = std::move(label);
+    return e;
+}
+
+// An HTTP/2 frame; `code` is the RST_STREAM or GOAWAY error code.
+inline rpcscope::WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, rpcscope::Direction dir,
+                                 std::uint8_t type, std::uint32_t code = 0, std::uint32_t length = 0)
+{
+    rpcscope::WireEvent e = event(rpcscope::EventKind::Frame, conn, stream, t, dir);
+    e.frameType = type;
+    e.errorCode = code;
+    e.length = length;
+    return e;
+}
+
+} // namespace testev
