@@ -883,6 +883,24 @@ private slots:
         QVERIFY(small.blocks(1, 3));
     }
 
+    // A stream above a GOAWAY's last-stream-id: the inspector says the server never processed it.
+    void inspectorShowsARefusedStream()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        WireEvent goaway = frame(0, 12 * ms, Direction::ServerToClient, FrameGoaway);
+        goaway.lastStreamId = 0;
+        model.appendBatch({opened(1), req(1, 10 * ms, std::nullopt, "g-1", 500 * ms), goaway});
+        AttemptInspector inspector(&model.store(), nullptr);
+        inspector.showAttempt(0, 0);
+        const auto rows = inspector.tree()->findItems(QStringLiteral("GOAWAY"), Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QCOMPARE(rows.size(), 1);
+        QVERIFY2(rows[0]->text(1).startsWith(QStringLiteral("not processed")), qPrintable(rows[0]->text(1)));
+        QVERIFY(inspector.tree()
+                    ->findItems(QStringLiteral("RST_STREAM"), Qt::MatchExactly | Qt::MatchRecursive, 0)
+                    .isEmpty());
+    }
+
     void incrementalCachesMatchRebuild()
     {
         // The widget's painter follows each batch from the calls it touched; a fresh painter rebuilds from
