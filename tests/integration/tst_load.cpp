@@ -16,6 +16,15 @@
 using namespace rpcscope;
 
 namespace {
+// The model's thread must tick at least this often on average during the load. AddressSanitizer (with
+// detect_stack_use_after_return) makes applying a batch 3-5 times slower, and so the thread falls further behind
+// 50,000 RPCs in 5 s: 68 ticks in 7.3 s were seen under it while another build ran, against 330-390 ticks in
+// 3 s without it. The check is for a loop that never gets a turn, not for speed (the benchmarks measure that).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr qint64 kTickAtLeastEveryMs = 400;
+#else
+constexpr qint64 kTickAtLeastEveryMs = 100;
+#endif
 constexpr int kConnections = 8;
 constexpr int kConcurrentPerConnection = 250; // 2,000 streams in flight
 constexpr int kTotal = 50'000;
@@ -198,7 +207,7 @@ private slots:
               "batch apply p50 %.2f / p99 %.2f / max %.2f ms over %zu batches",
               pct(tickGapsUs, 0.5), pct(tickGapsUs, 0.99), pct(tickGapsUs, 1.0), tickGapsUs.size(),
               pct(applyUs, 0.5), pct(applyUs, 0.99), pct(applyUs, 1.0), applyUs.size());
-        QVERIFY2(qint64(tickGapsUs.size()) >= elapsed / 100, "the model thread's event loop was starved");
+        QVERIFY2(qint64(tickGapsUs.size()) >= elapsed / kTickAtLeastEveryMs, "the model thread's event loop was starved");
         QCOMPARE(relay.decoderBacklog(), size_t(0));
         server.stop();
     }
