@@ -1,5 +1,7 @@
 #include "plainproxy.h"
 
+#include "testnet.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -16,15 +18,6 @@ namespace rpcscope::bench {
 namespace {
 constexpr size_t kReadSize = 64 * 1024; // recording: the read size rpcscope::Relay used when this was written
 constexpr int kPipeSize = 1 << 20;       // splicing: as rpcscope::Relay's pipes
-
-sockaddr_in loopback(std::uint16_t port)
-{
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons(port);
-    return sin;
-}
 
 void noDelay(int fd)
 {
@@ -127,11 +120,9 @@ struct PlainProxy::Impl
         for (;;) {
             const int fd = accept(listenFd, nullptr, nullptr);
             if (fd < 0) return; // the listener was shut down
-            const int sfd = socket(AF_INET, SOCK_STREAM, 0);
-            const sockaddr_in target = loopback(targetPort);
-            if (connect(sfd, reinterpret_cast<const sockaddr *>(&target), sizeof target) != 0) {
+            const int sfd = testnet::connectLoopback(targetPort);
+            if (sfd < 0) {
                 close(fd);
-                close(sfd);
                 continue;
             }
             noDelay(fd);
@@ -162,18 +153,12 @@ PlainProxy::~PlainProxy()
 bool PlainProxy::start(std::uint16_t targetPort, std::string *error)
 {
     d->targetPort = targetPort;
-    d->listenFd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sin = loopback(0);
-    socklen_t len = sizeof sin;
-    if (bind(d->listenFd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) != 0 ||
-        listen(d->listenFd, 16) != 0 ||
-        getsockname(d->listenFd, reinterpret_cast<sockaddr *>(&sin), &len) != 0) {
+    d->listenFd = testnet::listenLoopback();
+    if (d->listenFd < 0) {
         *error = "plain proxy: cannot listen on 127.0.0.1";
-        close(d->listenFd);
-        d->listenFd = -1;
         return false;
     }
-    d->port = ntohs(sin.sin_port);
+    d->port = testnet::localPort(d->listenFd);
     d->acceptThread = std::thread([this] { d->acceptLoop(); });
     return true;
 }

@@ -1,5 +1,7 @@
 #include "socatproxy.h"
 
+#include "testnet.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,36 +21,12 @@
 namespace rpcscope::bench {
 
 namespace {
-sockaddr_in loopback(std::uint16_t port)
-{
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons(port);
-    return sin;
-}
-
-// A port nothing listens on right now (bound once, then closed).
-std::uint16_t freePort()
-{
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sin = loopback(0);
-    socklen_t len = sizeof sin;
-    std::uint16_t port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr *>(&sin), &len) == 0)
-        port = ntohs(sin.sin_port);
-    close(fd);
-    return port;
-}
-
 bool accepts(std::uint16_t port)
 {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    const sockaddr_in sin = loopback(port);
-    const bool ok = connect(fd, reinterpret_cast<const sockaddr *>(&sin), sizeof sin) == 0;
-    close(fd);
-    return ok;
+    const int fd = testnet::connectLoopback(port);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
 }
 } // namespace
 
@@ -59,7 +37,7 @@ SocatProxy::~SocatProxy()
 
 bool SocatProxy::start(std::uint16_t targetPort, std::string *error)
 {
-    m_port = freePort();
+    m_port = testnet::closedPort();
     const std::string listen = "TCP-LISTEN:" + std::to_string(m_port) + ",bind=127.0.0.1,reuseaddr,fork";
     const std::string target = "TCP:127.0.0.1:" + std::to_string(targetPort);
     std::string path;
