@@ -8,8 +8,10 @@
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 using namespace rpcscope;
 
@@ -85,11 +87,13 @@ private slots:
 
             // Every attempt's start on the wire comes before the server's arrival log, and close to it. The server
             // stamps its arrival when grpc++ runs the handler, after its own dispatch: 0.2-2 ms after the first
-            // HEADERS on a quiet loopback, but 2.0 and 3.3 ms were seen with both cores busy, so the bound is
-            // tst_fidelity's 10 ms, which still catches a stall such as Nagle's 40 ms. tst_fidelity measures
-            // the wire times themselves against an independent tap.
+            // HEADERS on a quiet loopback, but one attempt at 2.0 and one at 3.3 ms were seen with both cores
+            // busy. So the median of the three must be within 2 ms, and each within tst_fidelity's 10 ms, which
+            // still catches a stall such as Nagle's 40 ms. tst_fidelity measures the wire times themselves
+            // against an independent tap.
             const auto arrivals = session.server().arrivalsFor(id);
             QCOMPARE(int(arrivals.size()), 3);
+            std::vector<std::int64_t> diffs;
             for (int k = 0; k < 3; ++k) {
                 const std::int64_t diff = arrivals[k].tNs - call.attempts[k].startNs;
                 QVERIFY2(diff >= 0 && diff <= 10 * ms,
@@ -97,7 +101,11 @@ private slots:
                                         .arg(k + 1)
                                         .arg(double(diff) / ms)));
                 QCOMPARE(arrivals[k].previousAttempts.value_or(0), k);
+                diffs.push_back(diff);
             }
+            std::sort(diffs.begin(), diffs.end());
+            QVERIFY2(diffs[1] <= 2 * ms, qPrintable(QStringLiteral("median server arrival - wire start = %1 ms")
+                                                        .arg(double(diffs[1]) / ms)));
         }
 
         // Every connection was h2 and decoded cleanly.
