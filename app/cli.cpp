@@ -40,8 +40,11 @@ const char kUsage[] =
     "      Exits 1 if its expected outcome did not hold. --out also writes the capture in any format below.\n"
     "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [--to FORMAT] [--duration SECONDS]\n"
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep BYTES]\n"
+    "                       [--keep MB]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE (FILE.json: the JSON,\n"
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
+    "      --keep bounds the memory of a long capture: the newest calls within MB of timeline are kept\n"
+    "      (default 1024; 0 keeps everything), and a warning says how many of the oldest were dropped.\n"
     "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
     "      Listening on a non-loopback address needs --allow-remote.\n"
     "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
@@ -308,6 +311,9 @@ int cmdRun(const std::vector<std::string> &args)
     return 0;
 }
 
+// What `capture` keeps in memory unless --keep says otherwise: the newest calls within this many MB of timeline.
+constexpr size_t kDefaultCaptureKeepMb = 1024;
+
 int cmdCapture(std::vector<std::string> args)
 {
     std::map<std::string, std::string> opts;
@@ -316,7 +322,8 @@ int cmdCapture(std::vector<std::string> args)
     if (!error.empty())
         return usageError(error);
     if (!parseOptions(args,
-                      {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list", "--max-message-keep"},
+                      {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list", "--max-message-keep",
+                       "--keep"},
                       {"--frames", "--allow-remote"}, &opts, &error))
         return usageError(error);
     DecoderLimits limits;
@@ -356,6 +363,15 @@ int cmdCapture(std::vector<std::string> args)
         if (!ok || duration <= 0)
             return usageError("--duration needs a positive number of seconds, got '" + opts["--duration"] + "'");
     }
+    // Memory: like the GUI, a long capture keeps the newest calls within a budget (0: keep everything).
+    size_t keepMb = kDefaultCaptureKeepMb;
+    if (opts.count("--keep")) {
+        bool ok = false;
+        const qulonglong v = QString::fromStdString(opts["--keep"]).toULongLong(&ok);
+        if (!ok || v > (1u << 20))
+            return usageError("--keep needs a number of megabytes (0 keeps everything), got '" + opts["--keep"] + "'");
+        keepMb = size_t(v);
+    }
     if (!outputsWritable(opts, &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 2;
@@ -367,6 +383,11 @@ int cmdCapture(std::vector<std::string> args)
 
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
+    if (keepMb) {
+        RetentionPolicy keep;
+        keep.maxBytes = keepMb << 20;
+        model.setRetention(keep);
+    }
     Relay relay;
     relay.setDecoderLimits(limits);
     if (!relay.start(listen, target, queuedSinkTo(&model), &error)) {
@@ -411,6 +432,11 @@ int cmdCapture(std::vector<std::string> args)
     }
     std::printf("captured %zu calls on %zu connections into %s\n", model.store().calls().size(),
                 model.store().connections().size(), opts["--out"].c_str());
+    if (const size_t evicted = model.store().evictedCalls())
+        std::fprintf(stderr,
+                     "rpcscope-cli: warning: the %zu oldest calls were dropped to keep the capture within %zu MB; "
+                     "--keep 0 keeps everything\n",
+                     evicted, keepMb);
     return 0;
 }
 

@@ -92,6 +92,9 @@ private slots:
         QTest::newRow("bad limit") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json",
                                                   "--max-header-list", "lots"}
                                    << 2 << "--max-header-list needs a byte count";
+        QTest::newRow("bad keep") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json", "--keep",
+                                                 "-5"}
+                                  << 2 << "--keep needs a number of megabytes";
         QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
                                                      "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
                                       << 2 << "--duration needs a positive number";
@@ -210,6 +213,7 @@ private slots:
         ::kill(pid_t(p.processId()), SIGTERM);
         QVERIFY(p.waitForFinished(10000));
         QCOMPARE(p.exitCode(), 0);
+        QVERIFY(!QString::fromUtf8(p.readAllStandardError()).contains("dropped")); // the default budget is far off
 
         QFile f(out);
         QVERIFY(f.open(QIODevice::ReadOnly));
@@ -224,6 +228,48 @@ private slots:
         for (const auto &fr : frames)
             headers += fr.toObject()["type"].toString() == "HEADERS";
         QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
+        server.stop();
+    }
+
+    // --keep bounds a long capture's memory: the oldest calls go, the newest stay, and a warning says so.
+    void captureKeepsTheNewestWithinItsBudget()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("kept.json");
+        QProcess p;
+        p.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()),
+                                               "--out", out, "--keep", "1"});
+        QVERIFY(p.waitForStarted());
+        QString line;
+        QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);
+        const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(line);
+        QVERIFY2(m.hasMatch(), qPrintable(line));
+        constexpr int kCalls = 4000; // a few MB of timeline
+        {
+            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(m.captured(1)).toStdString(), {});
+            rpcscope::lab::CallRequest req;
+            for (int i = 0; i < kCalls; ++i) {
+                req.set_call_id("k-" + std::to_string(i));
+                QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
+            }
+        }
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(30000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        const auto warned =
+            QRegularExpression(R"(the (\d+) oldest calls were dropped to keep the capture within 1 MB)").match(err);
+        QVERIFY2(warned.hasMatch(), qPrintable(err));
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
+        qInfo("--keep 1: kept the newest %lld of %d calls", qint64(calls.size()), kCalls);
+        QVERIFY2(calls.size() > 100 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
+        QCOMPARE(calls.size() + warned.captured(1).toInt(), kCalls); // every call either kept or counted as dropped
+        QCOMPARE(calls.last().toObject()["key"].toString(), QStringLiteral("k-%1").arg(kCalls - 1));
         server.stop();
     }
 
