@@ -6,6 +6,7 @@
 
 #include "runtool.h"
 
+#include <QDeadlineTimer>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -51,6 +52,22 @@ int closedPort()
 {
     Listener l;
     return l.port; // closed again when l goes away
+}
+
+// Starts `rpcscope-cli capture ARGS...` in p and returns the port it prints in 'listening on 127.0.0.1:PORT',
+// or 0 when it prints no such line within 10 s (what it printed instead is left in *printed).
+int startCapture(QProcess &p, const QStringList &args, QString *printed)
+{
+    p.start(QStringLiteral(RPCSCOPE_CLI), QStringList{"capture"} + args);
+    if (!p.waitForStarted())
+        return 0;
+    QDeadlineTimer deadline(10000);
+    while (!printed->contains('\n') && !deadline.hasExpired() && p.state() == QProcess::Running) {
+        p.waitForReadyRead(100);
+        *printed += QString::fromUtf8(p.readAllStandardOutput());
+    }
+    const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(*printed);
+    return m.hasMatch() ? m.captured(1).toInt() : 0;
 }
 
 } // namespace
@@ -192,16 +209,11 @@ private slots:
         const QString out = dir.filePath("capture.json");
 
         QProcess p;
+        QString printed;
         // No --listen: the default is loopback with a free port.
-        p.start(QStringLiteral(RPCSCOPE_CLI),
-                {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--frames"});
-        QVERIFY(p.waitForStarted());
-        QString line;
-        QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);
-        const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(line);
-        QVERIFY2(m.hasMatch(), qPrintable(line));
-        const int port = m.captured(1).toInt();
-        QVERIFY(port > 0);
+        const int port = startCapture(
+            p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--frames"}, &printed);
+        QVERIFY2(port > 0, qPrintable(printed));
         {
             rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
             for (int i = 0; i < 2; ++i) {
@@ -240,16 +252,13 @@ private slots:
         QTemporaryDir dir;
         const QString out = dir.filePath("kept.json");
         QProcess p;
-        p.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()),
-                                               "--out", out, "--keep", "1"});
-        QVERIFY(p.waitForStarted());
-        QString line;
-        QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);
-        const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(line);
-        QVERIFY2(m.hasMatch(), qPrintable(line));
+        QString printed;
+        const int port = startCapture(
+            p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--keep", "1"}, &printed);
+        QVERIFY2(port > 0, qPrintable(printed));
         constexpr int kCalls = 4000; // a few MB of timeline
         {
-            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(m.captured(1)).toStdString(), {});
+            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
             rpcscope::lab::CallRequest req;
             for (int i = 0; i < kCalls; ++i) {
                 req.set_call_id("k-" + std::to_string(i));
@@ -287,15 +296,12 @@ private slots:
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("TMPDIR", tmp.path());
         p.setProcessEnvironment(env);
-        p.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()),
-                                               "--out", out});
-        QVERIFY(p.waitForStarted());
-        QString line;
-        QTRY_VERIFY_WITH_TIMEOUT((line += QString::fromUtf8(p.readAllStandardOutput())).contains('\n'), 10000);
-        const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(line);
-        QVERIFY2(m.hasMatch(), qPrintable(line));
+        QString printed;
+        const int port = startCapture(p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out},
+                                      &printed);
+        QVERIFY2(port > 0, qPrintable(printed));
         {
-            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(m.captured(1)).toStdString(), {});
+            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
             rpcscope::lab::CallRequest req;
             req.set_call_id("kept");
             QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
