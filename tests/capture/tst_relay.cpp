@@ -342,6 +342,24 @@ std::string loopback(std::uint16_t port)
     return "127.0.0.1:" + std::to_string(port);
 }
 
+// Starts `relay` in front of 127.0.0.1:target, recording into `log`, and connects a client to it with I/O
+// timeouts of `timeoutSeconds`. Returns the client's socket, or -1 (the reason logged).
+int relayAndConnect(Relay &relay, EventLog &log, std::uint16_t target, int timeoutSeconds)
+{
+    std::string error;
+    if (!relay.start({"127.0.0.1", 0}, {"127.0.0.1", target}, log.sink(), &error)) {
+        qWarning("relay: %s", error.c_str());
+        return -1;
+    }
+    const int fd = connectLoopback(relay.listenAddress().port);
+    if (fd < 0) {
+        qWarning("connect: %s", std::strerror(errno));
+        return -1;
+    }
+    setIoTimeouts(fd, timeoutSeconds);
+    return fd;
+}
+
 } // namespace
 
 class TestRelay : public QObject
@@ -371,13 +389,9 @@ void TestRelay::randomBytesByteExactBothWays()
 
     EventLog log;
     Relay relay;
-    std::string error;
-    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, log.sink(), &error), error.c_str());
+    const int fd = relayAndConnect(relay, log, server.port(), 15);
+    QVERIFY(fd >= 0);
     QVERIFY(relay.listenAddress().port != 0);
-
-    const int fd = connectLoopback(relay.listenAddress().port);
-    QVERIFY2(fd >= 0, std::strerror(errno));
-    setIoTimeouts(fd, 15);
     const std::string clientPeer = loopback(localPort(fd));
 
     std::atomic<bool> clientSentAll{false};
@@ -437,11 +451,8 @@ void TestRelay::switchingBetweenCopyAndSpliceKeepsOrder()
     QVERIFY(server.start());
     EventLog log;
     Relay relay;
-    std::string error;
-    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, log.sink(), &error), error.c_str());
-    const int fd = connectLoopback(relay.listenAddress().port);
-    QVERIFY2(fd >= 0, std::strerror(errno));
-    setIoTimeouts(fd, 15);
+    const int fd = relayAndConnect(relay, log, server.port(), 15);
+    QVERIFY(fd >= 0);
 
     std::string expected;
     for (int phase = 0; phase < 6; ++phase) {
@@ -486,11 +497,8 @@ void TestRelay::slowReaderGetsEverySplicedByte()
     QVERIFY(server.start());
     EventLog log;
     Relay relay;
-    std::string error;
-    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, log.sink(), &error), error.c_str());
-    const int fd = connectLoopback(relay.listenAddress().port);
-    QVERIFY2(fd >= 0, std::strerror(errno));
-    setIoTimeouts(fd, 30);
+    const int fd = relayAndConnect(relay, log, server.port(), 30);
+    QVERIFY(fd >= 0);
 
     const std::string data = randomBytes(24u << 20, 0x510E);
     bool sent = true;
