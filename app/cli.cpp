@@ -45,6 +45,8 @@ const char kUsage[] =
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
     "      --keep bounds the memory of a long capture: the newest calls within MB of timeline are kept\n"
     "      (default 1024; 0 keeps everything), and a warning says how many of the oldest were dropped.\n"
+    "      An .rpcscope FILE is written as the capture goes (as FILE.partial until it ends) and gets every\n"
+    "      call whatever --keep drops; a kill leaves FILE.partial, which opens as a truncated capture.\n"
     "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
     "      Listening on a non-loopback address needs --allow-remote.\n"
     "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
@@ -388,17 +390,41 @@ int cmdCapture(std::vector<std::string> args)
         keep.maxBytes = keepMb << 20;
         model.setRetention(keep);
     }
+    // An .rpcscope output is written as the capture goes: it gets every call whatever --keep drops from
+    // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
+    const QString out = QString::fromStdString(opts["--out"]);
+    std::unique_ptr<CaptureFileStream> stream;
+    if (outputFormat(opts, &error) == FileFormat::Rpcscope) {
+        stream = std::make_unique<CaptureFileStream>();
+        CaptureInfo info = captureInfoOf(model.store());
+        info.writer = "rpcscope-cli";
+        if (!stream->open(out, info, redaction, &error)) {
+            std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+            return 2;
+        }
+    }
+    bool toldFailure = false;
+    auto toFile = [s = stream.get(), told = &toldFailure](const EventBatch &batch) {
+        if (!s->append(batch) && !*told) {
+            *told = true;
+            std::fprintf(stderr, "rpcscope-cli: warning: %s; the capture goes on in memory\n", s->error().c_str());
+        }
+    };
     Relay relay;
     relay.setDecoderLimits(limits);
-    if (!relay.start(listen, target, queuedSinkTo(&model), &error)) {
+    if (!relay.start(listen, target, stream ? queuedSinkTo(&model, toFile) : queuedSinkTo(&model), &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
     std::printf("listening on %s\n", relay.listenAddress().toString().c_str());
+    if (stream)
+        std::printf("writing %s as the capture goes; it becomes %s when the capture ends\n",
+                    qPrintable(QDir::toNativeSeparators(stream->partialPath())), qPrintable(QDir::toNativeSeparators(out)));
     std::fflush(stdout);
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
+    std::signal(SIGXFSZ, SIG_IGN); // past a file-size limit a write fails and says so, rather than killing the capture
     const std::int64_t endAt = duration > 0 ? steadyNowNs() + std::int64_t(duration * 1e9) : 0;
     QTimer poll;
     QObject::connect(&poll, &QTimer::timeout, [&] {
@@ -410,25 +436,42 @@ int cmdCapture(std::vector<std::string> args)
 
     relay.stop();
     QCoreApplication::sendPostedEvents();
+    // Calls seen, including those --keep dropped from memory.
+    const size_t calls = model.store().calls().size() + model.store().evictedCalls();
+    // If the output went away during the capture (its directory removed, the disk full...), the capture is not
+    // lost: it goes to the temporary directory as a capture file to convert later.
+    const QString rescue = QDir(QDir::tempPath())
+                               .filePath(QStringLiteral("rpcscope-capture-%1.rpcscope")
+                                             .arg(QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss-zzz")));
+    auto rescued = [&](bool saved, const std::string &why, size_t n, const std::string &rescueError) {
+        if (saved)
+            std::fprintf(stderr, "rpcscope-cli: %s; the capture (%zu %s) was saved to %s instead\n", why.c_str(), n,
+                         n == 1 ? "call" : "calls", qPrintable(QDir::toNativeSeparators(rescue)));
+        else
+            std::fprintf(stderr, "rpcscope-cli: %s; saving it to %s failed too: %s\n", why.c_str(),
+                         qPrintable(QDir::toNativeSeparators(rescue)), rescueError.c_str());
+        return 1;
+    };
+    if (stream && !stream->failed()) {
+        if (!stream->finish(&error)) {
+            std::string rescueError;
+            return rescued(stream->copyTo(rescue, &rescueError), error, calls, rescueError);
+        }
+        std::printf("captured %zu calls on %zu connections into %s\n", calls,
+                    model.store().connections().size(), opts["--out"].c_str());
+        return 0;
+    }
+    if (stream) // writing failed part way: what was written stays, and what memory kept is saved below
+        std::fprintf(stderr, "rpcscope-cli: the capture written up to the failure stays in %s\n",
+                     qPrintable(QDir::toNativeSeparators(stream->partialPath())));
     if (!writeOutputs(model, opts, {}, redaction, &error)) {
-        // The output went away during the capture (its directory removed, the disk full...): the capture is
-        // not lost, it goes to the temporary directory as a capture file to convert later.
-        const QString rescue = QDir(QDir::tempPath())
-                                   .filePath(QStringLiteral("rpcscope-capture-%1.rpcscope")
-                                                 .arg(QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss-zzz")));
         std::string rescueError;
         ExportOptions options;
         options.redaction = redaction;
         options.withFrames = true;
-        if (exportSession(model.store(), model.eventLog(), FileFormat::Rpcscope, rescue, options, &rescueError,
-                          "rpcscope-cli"))
-            std::fprintf(stderr, "rpcscope-cli: %s; the capture (%zu %s) was saved to %s instead\n", error.c_str(),
-                         model.store().calls().size(), model.store().calls().size() == 1 ? "call" : "calls",
-                         qPrintable(QDir::toNativeSeparators(rescue)));
-        else
-            std::fprintf(stderr, "rpcscope-cli: %s; saving it to %s failed too: %s\n", error.c_str(),
-                         qPrintable(QDir::toNativeSeparators(rescue)), rescueError.c_str());
-        return 1;
+        const bool saved = exportSession(model.store(), model.eventLog(), FileFormat::Rpcscope, rescue, options,
+                                         &rescueError, "rpcscope-cli");
+        return rescued(saved, error, model.store().calls().size(), rescueError);
     }
     std::printf("captured %zu calls on %zu connections into %s\n", model.store().calls().size(),
                 model.store().connections().size(), opts["--out"].c_str());

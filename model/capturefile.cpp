@@ -8,7 +8,12 @@
 #include <QFileInfo>
 #include <QSaveFile>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -282,13 +287,9 @@ namespace {
 // Serializes record by record and hands `sink` chunks of about kProgressStep bytes, so a large session is
 // never held twice in memory. `batchAt` gives batch i encoded (and redacted) with its event count. Progress
 // counts events. False when the sink fails or progress cancels.
-bool serialize(const CaptureInfo &info, size_t batchCount, std::int64_t totalEvents,
-               const std::function<void(size_t, std::string *, size_t *)> &batchAt,
-               const Redaction &redaction, const std::function<bool(const QByteArray &)> &sink,
-               const CaptureProgress &progress, bool *cancelled)
+// The magic, the version and the header record.
+void appendFileHeader(QByteArray &out, const CaptureInfo &info, const Redaction &redaction)
 {
-    *cancelled = false;
-    QByteArray out;
     out.append(kMagic, sizeof kMagic);
     putLe32(out, kCaptureFormatVersion);
 
@@ -308,6 +309,24 @@ bool serialize(const CaptureInfo &info, size_t batchCount, std::int64_t totalEve
     for (const std::string &n : redacted)
         h->add_redacted_headers(n);
     appendRecord(out, record);
+}
+
+void appendFooter(QByteArray &out, std::uint64_t batches, std::uint64_t events)
+{
+    capture::Record footer;
+    footer.mutable_footer()->set_batches(batches);
+    footer.mutable_footer()->set_events(events);
+    appendRecord(out, footer);
+}
+
+bool serialize(const CaptureInfo &info, size_t batchCount, std::int64_t totalEvents,
+               const std::function<void(size_t, std::string *, size_t *)> &batchAt,
+               const Redaction &redaction, const std::function<bool(const QByteArray &)> &sink,
+               const CaptureProgress &progress, bool *cancelled)
+{
+    *cancelled = false;
+    QByteArray out;
+    appendFileHeader(out, info, redaction);
 
     std::int64_t events = 0;
     size_t batches = 0;
@@ -330,15 +349,21 @@ bool serialize(const CaptureInfo &info, size_t batchCount, std::int64_t totalEve
             }
         }
     }
-    capture::Record footer;
-    footer.mutable_footer()->set_batches(batches);
-    footer.mutable_footer()->set_events(std::uint64_t(events));
-    appendRecord(out, footer);
+    appendFooter(out, batches, std::uint64_t(events));
     if (!sink(out))
         return false;
     if (progress)
         progress(totalEvents, totalEvents);
     return true;
+}
+
+// Why writing f failed. Qt reports a short write (a full disk, a file-size limit) without a reason; the
+// system's errno, taken right after the call, has it.
+std::string writeFailure(const QFileDevice &f, int err)
+{
+    if (err != 0 && (f.error() == QFileDevice::NoError || f.errorString() == QLatin1String("Unknown error")))
+        return std::strerror(err);
+    return f.errorString().toStdString();
 }
 
 bool saveAtomically(const QString &path, std::string *error,
@@ -350,14 +375,21 @@ bool saveAtomically(const QString &path, std::string *error,
         return false;
     }
     bool cancelled = false;
-    if (!write([&f](const QByteArray &chunk) { return f.write(chunk) == chunk.size(); }, &cancelled)) {
-        *error = cancelled ? std::string("cancelled")
-                           : "cannot write " + path.toStdString() + ": " + f.errorString().toStdString();
+    int err = 0;
+    auto sink = [&f, &err](const QByteArray &chunk) {
+        errno = 0;
+        const bool ok = f.write(chunk) == chunk.size();
+        err = errno;
+        return ok;
+    };
+    if (!write(sink, &cancelled)) {
+        *error = cancelled ? std::string("cancelled") : "cannot write " + path.toStdString() + ": " + writeFailure(f, err);
         f.cancelWriting();
         return false;
     }
+    errno = 0;
     if (!f.commit()) {
-        *error = "cannot write " + path.toStdString() + ": " + f.errorString().toStdString();
+        *error = "cannot write " + path.toStdString() + ": " + writeFailure(f, errno);
         return false;
     }
     return true;
@@ -417,6 +449,131 @@ bool writeCaptureFile(const QString &path, const CaptureInfo &info, const EventL
     return saveAtomically(path, error, [&](const auto &sink, bool *cancelled) {
         return serialize(info, log.batchCount(), std::int64_t(log.eventCount()), logBatches(log, redaction),
                          redaction, sink, progress, cancelled);
+    });
+}
+
+// write(2) until all of it is written: 0, or the errno of the write that failed.
+int writeAll(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        const ssize_t n = ::write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        data += n;
+        len -= size_t(n);
+    }
+    return 0;
+}
+
+CaptureFileStream::CaptureFileStream() = default;
+
+CaptureFileStream::~CaptureFileStream()
+{
+    if (m_fd >= 0)
+        ::close(m_fd);
+}
+
+QString CaptureFileStream::partialPath() const
+{
+    return m_path + QStringLiteral(".partial");
+}
+
+bool CaptureFileStream::fail(int err, std::string *error)
+{
+    m_error = "cannot write " + partialPath().toStdString() + ": " + std::strerror(err);
+    if (error)
+        *error = m_error;
+    return false;
+}
+
+bool CaptureFileStream::open(const QString &path, const CaptureInfo &info, const Redaction &redaction,
+                             std::string *error)
+{
+    m_path = path;
+    m_redaction = redaction;
+    // Written straight to the system, unbuffered: a kill loses no batch already appended. Readable too, for
+    // copyTo().
+    m_fd = ::open(QFile::encodeName(partialPath()).constData(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (m_fd < 0)
+        return fail(errno, error);
+    QByteArray head;
+    appendFileHeader(head, info, redaction);
+    if (const int err = writeAll(m_fd, head.constData(), size_t(head.size())))
+        return fail(err, error);
+    m_intact = head.size();
+    return true;
+}
+
+bool CaptureFileStream::append(const EventBatch &batch)
+{
+    if (failed() || m_fd < 0 || m_finished)
+        return false;
+    if (batch.empty())
+        return true;
+    QByteArray record;
+    appendBatchRecord(record, encodeBatch(batch, &m_redaction));
+    // A short write leaves part of a record after m_intact: readers stop there (a truncated file).
+    if (const int err = writeAll(m_fd, record.constData(), size_t(record.size())))
+        return fail(err, nullptr);
+    m_intact += record.size();
+    ++m_batches;
+    m_events += batch.size();
+    return true;
+}
+
+QByteArray CaptureFileStream::footer() const
+{
+    QByteArray out;
+    appendFooter(out, m_batches, m_events);
+    return out;
+}
+
+bool CaptureFileStream::finish(std::string *error)
+{
+    if (failed() || m_fd < 0) {
+        *error = failed() ? m_error : std::string("nothing was opened");
+        return false;
+    }
+    if (!m_finished) {
+        const QByteArray end = footer();
+        if (const int err = writeAll(m_fd, end.constData(), size_t(end.size()))) {
+            *error = "cannot write " + partialPath().toStdString() + ": " + std::strerror(err);
+            // No half end record: the file stays a readable truncated capture.
+            [[maybe_unused]] const int ignored = ::ftruncate(m_fd, m_intact);
+            return false;
+        }
+        m_finished = true;
+    }
+    // rename(2) replaces an existing file in one step, which QFile::rename does not.
+    if (std::rename(QFile::encodeName(partialPath()).constData(), QFile::encodeName(m_path).constData()) != 0) {
+        *error = "cannot write " + m_path.toStdString() + ": " + std::strerror(errno);
+        return false;
+    }
+    ::close(m_fd);
+    m_fd = -1;
+    return true;
+}
+
+bool CaptureFileStream::copyTo(const QString &path, std::string *error)
+{
+    if (m_fd < 0) {
+        *error = "nothing to copy";
+        return false;
+    }
+    return saveAtomically(path, error, [this](const auto &sink, bool *cancelled) {
+        *cancelled = false;
+        QByteArray chunk(kProgressStep, Qt::Uninitialized);
+        for (qint64 at = 0; at < m_intact;) {
+            const ssize_t n = ::pread(m_fd, chunk.data(), size_t(std::min<qint64>(m_intact - at, chunk.size())), at);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0 || !sink(chunk.left(n)))
+                return false;
+            at += n;
+        }
+        return sink(footer());
     });
 }
 

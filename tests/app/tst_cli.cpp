@@ -1,5 +1,6 @@
 // The command-line contract: exit codes, messages, and real captures through rpcscope-cli.
 
+#include "capturefile.h"
 #include "labclient.h"
 #include "labserver.h"
 #include "testnet.h"
@@ -17,6 +18,7 @@
 #include <QtTest>
 
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,6 +70,39 @@ int startCapture(QProcess &p, const QStringList &args, QString *printed)
     }
     const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(*printed);
     return m.hasMatch() ? m.captured(1).toInt() : 0;
+}
+
+// Makes n unary calls through the proxy on `port`, with call ids PREFIX0, PREFIX1...; false when one fails.
+bool makeCalls(int port, const std::string &prefix, int n)
+{
+    rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
+    rpcscope::lab::CallRequest req;
+    for (int i = 0; i < n; ++i) {
+        req.set_call_id(prefix + std::to_string(i));
+        if (client.call(req, std::chrono::seconds(5)).code != 0)
+            return false;
+    }
+    return true;
+}
+
+// A capture file as rpcscope reads it: how it read, and the keys of its calls in order.
+struct LoadedCalls
+{
+    rpcscope::CaptureReadResult::Status status = rpcscope::CaptureReadResult::Failed;
+    std::string message;
+    std::vector<std::string> keys;
+};
+
+LoadedCalls loadCalls(const QString &path)
+{
+    rpcscope::CaptureData data;
+    const rpcscope::CaptureReadResult r = rpcscope::readCaptureFile(path, &data);
+    rpcscope::TimelineStore store;
+    rpcscope::replayCapture(data, store);
+    LoadedCalls loaded{r.status, r.message, {}};
+    for (const rpcscope::Call &c : store.calls())
+        loaded.keys.push_back(c.key);
+    return loaded;
 }
 
 } // namespace
@@ -214,14 +249,7 @@ private slots:
         const int port = startCapture(
             p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--frames"}, &printed);
         QVERIFY2(port > 0, qPrintable(printed));
-        {
-            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
-            for (int i = 0; i < 2; ++i) {
-                rpcscope::lab::CallRequest req;
-                req.set_call_id("cap-" + std::to_string(i));
-                QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
-            }
-        }
+        QVERIFY(makeCalls(port, "cap-", 2));
         ::kill(pid_t(p.processId()), SIGTERM);
         QVERIFY(p.waitForFinished(10000));
         QCOMPARE(p.exitCode(), 0);
@@ -257,14 +285,7 @@ private slots:
             p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--keep", "1"}, &printed);
         QVERIFY2(port > 0, qPrintable(printed));
         constexpr int kCalls = 4000; // a few MB of timeline
-        {
-            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
-            rpcscope::lab::CallRequest req;
-            for (int i = 0; i < kCalls; ++i) {
-                req.set_call_id("k-" + std::to_string(i));
-                QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
-            }
-        }
+        QVERIFY(makeCalls(port, "k-", kCalls));
         ::kill(pid_t(p.processId()), SIGTERM);
         QVERIFY(p.waitForFinished(30000));
         QCOMPARE(p.exitCode(), 0);
@@ -282,16 +303,148 @@ private slots:
         server.stop();
     }
 
+    // An .rpcscope output is written as the capture goes. While it runs, its .partial file already opens with
+    // every call made so far; a kill leaves that file, readable, and no half-written output.
+    void captureFileSurvivesAKill()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("live.rpcscope");
+        const QString partial = out + ".partial";
+        QProcess p;
+        QString printed;
+        const int port =
+            startCapture(p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out}, &printed);
+        QVERIFY2(port > 0, qPrintable(printed));
+        // The batches reach the file within the relay's flush interval; nothing waits for the capture to end,
+        // or for more to fill a buffer.
+        auto waitForCalls = [&](size_t n) {
+            LoadedCalls live;
+            QDeadlineTimer deadline(10000);
+            while ((live = loadCalls(partial)).keys.size() < n && !deadline.hasExpired())
+                QTest::qWait(20);
+            return live;
+        };
+        QVERIFY(makeCalls(port, "first-", 1));
+        QCOMPARE(waitForCalls(1).keys.size(), size_t(1));
+        QVERIFY(makeCalls(port, "live-", 19));
+        const LoadedCalls live = waitForCalls(20);
+        QCOMPARE(live.keys.size(), size_t(20)); // first-0 and live-0 to live-18
+        QCOMPARE(live.status, rpcscope::CaptureReadResult::Truncated); // no end record yet
+        p.waitForReadyRead(1000);
+        printed += QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(printed.contains("writing " + partial), qPrintable(printed));
+
+        ::kill(pid_t(p.processId()), SIGKILL);
+        QVERIFY(p.waitForFinished(10000));
+        const LoadedCalls left = loadCalls(partial);
+        QCOMPARE(left.status, rpcscope::CaptureReadResult::Truncated);
+        std::vector<std::string> expected{"first-0"};
+        for (int i = 0; i < 19; ++i)
+            expected.push_back("live-" + std::to_string(i));
+        QCOMPARE(left.keys, expected);
+        QVERIFY(!QFile::exists(out));
+        server.stop();
+    }
+
+    // The file cannot grow (here a file-size limit; a full disk is the same): the capture says so, goes on in
+    // memory, and leaves what it wrote readable.
+    void captureFileThatCannotGrow()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("small.rpcscope");
+        const QString partial = out + ".partial";
+        QProcess p;
+        p.setChildProcessModifier([] {
+            const rlimit limit{64 * 1024, 64 * 1024};
+            setrlimit(RLIMIT_FSIZE, &limit);
+        });
+        QString printed;
+        const int port =
+            startCapture(p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out}, &printed);
+        QVERIFY2(port > 0, qPrintable(printed));
+        QVERIFY(makeCalls(port, "big-", 400)); // far more than 64 KiB of events
+        QString err;
+        QDeadlineTimer deadline(10000);
+        while (!err.contains("goes on in memory") && !deadline.hasExpired() && p.state() == QProcess::Running) {
+            p.waitForReadyRead(100);
+            err += QString::fromUtf8(p.readAllStandardError());
+        }
+        // The reason is the system's (a file too large), not Qt's "Unknown error" for a short write.
+        QVERIFY2(err.contains("rpcscope-cli: warning: cannot write " + partial + ": " +
+                              QString::fromLocal8Bit(std::strerror(EFBIG)) + "; the capture goes on in memory"),
+                 qPrintable(err));
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        err += QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(err.contains("the capture written up to the failure stays in " + partial), qPrintable(err));
+        // The limit holds for every file the capture might write, so saving from memory fails as well, and says so.
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains("failed too"), qPrintable(err));
+        const LoadedCalls left = loadCalls(partial);
+        QVERIFY2(left.status == rpcscope::CaptureReadResult::Truncated, left.message.c_str());
+        QVERIFY(left.keys.size() > 10 && left.keys.size() < 400);
+        for (size_t i = 0; i < left.keys.size(); ++i)
+            QCOMPARE(left.keys[i], "big-" + std::to_string(i));
+        QVERIFY(QFileInfo(partial).size() <= 64 * 1024);
+        server.stop();
+    }
+
+    // --keep bounds memory, not an .rpcscope output: the file, written as the capture goes, gets every call.
+    void captureFileKeepsEveryCallBeyondTheMemoryBudget()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("all.rpcscope");
+        QVERIFY(QFile(out).open(QIODevice::WriteOnly)); // an older file there is replaced
+        QProcess p;
+        QString printed;
+        const int port = startCapture(
+            p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out, "--keep", "1"}, &printed);
+        QVERIFY2(port > 0, qPrintable(printed));
+        constexpr int kCalls = 4000; // far beyond 1 MB of timeline (see captureKeepsTheNewestWithinItsBudget)
+        QVERIFY(makeCalls(port, "all-", kCalls));
+        ::kill(pid_t(p.processId()), SIGTERM);
+        QVERIFY(p.waitForFinished(30000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(!err.contains("dropped"), qPrintable(err));
+        printed += QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(printed.contains(QStringLiteral("captured %1 calls").arg(kCalls)), qPrintable(printed));
+        QVERIFY(!QFile::exists(out + ".partial"));
+        const LoadedCalls all = loadCalls(out);
+        QVERIFY2(all.status == rpcscope::CaptureReadResult::Ok, all.message.c_str());
+        QCOMPARE(all.keys.size(), size_t(kCalls));
+        for (int i = 0; i < kCalls; ++i)
+            QCOMPARE(all.keys[size_t(i)], "all-" + std::to_string(i));
+        server.stop();
+    }
+
     // The output's directory disappears while capturing: the capture is not lost but saved to the temporary
     // directory, and the message says where.
+    void captureOutlivesItsOutputDirectory_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("saved from memory at the end") << "capture.json";
+        QTest::newRow("written as it goes") << "capture.rpcscope";
+    }
     void captureOutlivesItsOutputDirectory()
     {
+        QFETCH(QString, name);
         rpcscope::lab::LabServer server;
         std::string error;
         QVERIFY2(server.start(&error), error.c_str());
         QTemporaryDir dir, tmp;
         QVERIFY(QDir(dir.path()).mkdir("gone"));
-        const QString out = dir.filePath("gone/capture.json");
+        const QString out = dir.filePath("gone/" + name);
         QProcess p;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("TMPDIR", tmp.path());
@@ -300,12 +453,7 @@ private slots:
         const int port = startCapture(p, {"--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out},
                                       &printed);
         QVERIFY2(port > 0, qPrintable(printed));
-        {
-            rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(port).toStdString(), {});
-            rpcscope::lab::CallRequest req;
-            req.set_call_id("kept");
-            QCOMPARE(client.call(req, std::chrono::seconds(5)).code, 0);
-        }
+        QVERIFY(makeCalls(port, "kept-", 1));
         QVERIFY(QDir(dir.filePath("gone")).removeRecursively());
         ::kill(pid_t(p.processId()), SIGTERM);
         QVERIFY(p.waitForFinished(10000));
@@ -315,6 +463,8 @@ private slots:
         QVERIFY2(err.contains("cannot write " + out) && saved.hasMatch(), qPrintable(err));
         const QString rescue = saved.captured(1);
         QVERIFY2(rescue.startsWith(tmp.path() + "/rpcscope-capture-"), qPrintable(rescue));
+        const LoadedCalls loaded = loadCalls(rescue); // whole, with its end record
+        QVERIFY2(loaded.status == rpcscope::CaptureReadResult::Ok, loaded.message.c_str());
         // It is a whole capture file: converting it gives the call.
         const QString json = tmp.filePath("rescued.json");
         const Result c = cli({"convert", rescue, json});
@@ -323,7 +473,7 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
         QCOMPARE(calls.size(), 1);
-        QCOMPARE(calls[0].toObject()["key"].toString(), QStringLiteral("kept"));
+        QCOMPARE(calls[0].toObject()["key"].toString(), QStringLiteral("kept-0"));
         server.stop();
     }
 

@@ -542,6 +542,53 @@ private slots:
         QVERIFY2(error.find("cannot write") != std::string::npos, error.c_str());
     }
 
+    // Written batch by batch as a capture goes, the file is the same capture as one saved at once, masked
+    // the same way; before finish() it reads as truncated, with every batch appended so far.
+    void streamedFileIsTheSameCapture()
+    {
+        TimelineModel model;
+        const CaptureData data = sampleCapture(model);
+        QTemporaryDir dir;
+        for (bool redact : {false, true}) {
+            Redaction redaction;
+            redaction.enabled = redact;
+            const QString streamed = dir.filePath("streamed.rpcscope"), saved = dir.filePath("saved.rpcscope");
+            std::string error;
+            CaptureFileStream stream;
+            QVERIFY2(stream.open(streamed, data.info, redaction, &error), error.c_str());
+            QCOMPARE(stream.partialPath(), streamed + ".partial");
+            for (size_t i = 0; i < data.batches.size(); ++i) {
+                QVERIFY(stream.append(data.batches[i]));
+                QVERIFY(stream.append({})); // an empty batch is not written
+                CaptureData sofar;
+                const CaptureReadResult r = readCaptureFile(stream.partialPath(), &sofar);
+                QVERIFY2(r.status == CaptureReadResult::Truncated, r.message.c_str());
+                QCOMPARE(sofar.batches.size(), i + 1);
+            }
+            QCOMPARE(QFile::exists(streamed), redact); // the first round's file stays until finish() replaces it
+            QVERIFY2(stream.finish(&error), error.c_str());
+            QVERIFY(!QFile::exists(stream.partialPath()));
+            QVERIFY(!stream.append(data.batches[0])); // finished: nothing more goes in
+            QVERIFY2(writeCaptureFile(saved, data, redaction, &error), error.c_str());
+            CaptureData a, b;
+            const CaptureReadResult ra = readCaptureFile(streamed, &a);
+            QVERIFY2(ra.status == CaptureReadResult::Ok, ra.message.c_str());
+            QCOMPARE(readCaptureFile(saved, &b).status, CaptureReadResult::Ok);
+            QVERIFY(a.batches == b.batches);
+            QCOMPARE(a.batches == data.batches, !redact);
+            QCOMPARE(a.info.redactedHeaders, b.info.redactedHeaders);
+            QCOMPARE(a.info.originNs, data.info.originNs);
+            QCOMPARE(jsonOf(a), jsonOf(b));
+        }
+        // No directory to write in: open() says so, naming the file.
+        CaptureFileStream nowhere;
+        std::string error;
+        QVERIFY(!nowhere.open(dir.filePath("missing/x.rpcscope"), data.info, {}, &error));
+        QVERIFY2(error.find("cannot write " + dir.filePath("missing/x.rpcscope.partial").toStdString()) == 0,
+                 error.c_str());
+        QVERIFY(nowhere.failed());
+    }
+
     void eventLogBoundsPayloadsWithoutChangingTheModel()
     {
         TimelineModel model;
