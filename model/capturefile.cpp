@@ -495,7 +495,15 @@ bool CaptureFileStream::open(const QString &path, const CaptureInfo &info, const
     m_redaction = redaction;
     // Written straight to the system, unbuffered: a kill loses no batch already appended. Readable too, for
     // copyTo().
-    m_fd = ::open(QFile::encodeName(partialPath()).constData(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    // Never over an existing .partial file: that is what a capture that did not finish left behind.
+    m_fd = ::open(QFile::encodeName(partialPath()).constData(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (m_fd < 0 && errno == EEXIST) {
+        m_error = partialPath().toStdString() +
+                  " already exists, left by a capture that did not finish; it opens as a truncated capture. "
+                  "Move it away or write to another file";
+        *error = m_error;
+        return false;
+    }
     if (m_fd < 0)
         return fail(errno, error);
     QByteArray head;

@@ -74,6 +74,7 @@ public:
     CaptureFileStream(const CaptureFileStream &) = delete;
     CaptureFileStream &operator=(const CaptureFileStream &) = delete;
 
+    // Fails, saying so, when `path`.partial exists already (a capture that did not finish left it).
     bool open(const QString &path, const CaptureInfo &info, const Redaction &redaction, std::string *error);
     // Appends one batch and hands it to the system. False once writing has failed (error() says why): from
     // then on batches are dropped, and what was written before stays readable.

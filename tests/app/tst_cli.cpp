@@ -349,6 +349,18 @@ private slots:
             expected.push_back("live-" + std::to_string(i));
         QCOMPARE(left.keys, expected);
         QVERIFY(!QFile::exists(out));
+
+        // The same capture again does not overwrite what the killed one left.
+        QFile before(partial);
+        QVERIFY(before.open(QIODevice::ReadOnly));
+        const QByteArray kept = before.readAll();
+        const Result again = cli({"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(run.server.port()), "--out", out});
+        QCOMPARE(again.code, 2);
+        QVERIFY2(again.err.contains(partial + " already exists, left by a capture that did not finish"),
+                 qPrintable(again.err));
+        QFile after(partial);
+        QVERIFY(after.open(QIODevice::ReadOnly));
+        QCOMPARE(after.readAll(), kept);
     }
 
     // The file cannot grow (here a file-size limit; a full disk is the same): the capture says so, goes on in
