@@ -103,7 +103,8 @@ bool parseOptions(const std::vector<std::string> &args, const std::set<std::stri
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string &a = args[i];
         if (bare.count(a)) {
-            (*out)[a] = "1";
+            // not = "1": GCC 12 warns a false -Wrestrict on a one-character assignment (bug 105329)
+            (*out)[a].assign(1, '1');
         } else if (valued.count(a)) {
             if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) {
                 *error = "option " + a + " needs a value";

@@ -60,7 +60,8 @@ int cmdMerge(const std::vector<std::string> &args)
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string &a = args[i];
         if (a == "--frames" || a == "--no-redact") {
-            opts[a] = "1";
+            // not = "1": GCC 12 warns a false -Wrestrict on a one-character assignment (bug 105329)
+            opts[a].assign(1, '1');
             continue;
         }
         if (a.rfind("--", 0) != 0) {

@@ -195,7 +195,9 @@ private slots:
         const WireEvent open = opened(1);
         EventBatch b{open};
         for (int i = 0; i < 40; ++i) {
-            b.push_back(req(std::uint32_t(2 * i + 1), i * 10 * ms, std::nullopt, "c" + std::to_string(i), 5000 * ms));
+            // std::string(1, 'c') += ... rather than "c" + ...: the latter trips GCC 12's false -Wrestrict (bug 105329).
+            b.push_back(req(std::uint32_t(2 * i + 1), i * 10 * ms, std::nullopt, std::string(1, 'c') += std::to_string(i),
+                            5000 * ms));
             b.push_back(end(std::uint32_t(2 * i + 1), i * 10 * ms + 5 * ms, 0));
         }
         model.appendBatch(b);
