@@ -5,6 +5,9 @@
 #include <QClipboard>
 #include <QCompleter>
 #include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -58,6 +61,29 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
     row->addWidget(m_allowRemote);
     row->addStretch();
     v->addLayout(row);
+    // Optional: everything recorded also goes to a file as it comes, safe from retention and crashes.
+    auto *record = new QHBoxLayout;
+    record->addWidget(new QLabel(QStringLiteral("Record to file:"), form));
+    m_record = new QLineEdit(form);
+    m_record->setObjectName(QStringLiteral("recordTo"));
+    m_record->setClearButtonEnabled(true);
+    m_record->setPlaceholderText(QStringLiteral("optional .rpcscope file, written as calls come in"));
+    m_record->setToolTip(QStringLiteral("Writes everything the capture records to this file as it comes: it keeps "
+                                        "what retention evicts from memory, and a crash leaves FILE.partial, "
+                                        "which opens as a truncated capture"));
+    record->addWidget(m_record, 1);
+    auto *browse = new QPushButton(QStringLiteral("Browse…"), form);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString start = m_record->text().trimmed().isEmpty()
+                                  ? QDir::home().filePath(QStringLiteral("capture.rpcscope"))
+                                  : m_record->text().trimmed();
+        const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Record to"), start,
+                                                          QStringLiteral("rpcscope capture (*.rpcscope)"));
+        if (!file.isEmpty())
+            m_record->setText(file);
+    });
+    record->addWidget(browse);
+    v->addLayout(record);
     m_general = new QLabel(form);
     m_general->setStyleSheet(QStringLiteral("color: #c62828"));
     m_general->setWordWrap(true);
@@ -184,6 +210,11 @@ void CaptureDialog::setAllowRemote(bool allow)
     m_allowRemote->setChecked(allow);
 }
 
+void CaptureDialog::setRecordTo(const QString &path)
+{
+    m_record->setText(path);
+}
+
 QString CaptureDialog::errorText(int row) const
 {
     return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].error->text() : QString();
@@ -219,8 +250,22 @@ bool CaptureDialog::startCapture()
         m_rows[i].error->setText(parts.join(QStringLiteral("  ·  ")));
         ok = ok && c.ok();
     }
+    QString record = m_record->text().trimmed();
+    if (!record.isEmpty()) {
+        if (!record.endsWith(QLatin1String(".rpcscope"), Qt::CaseInsensitive))
+            record += QLatin1String(".rpcscope");
+        const QFileInfo file(record);
+        if (file.isDir()) {
+            m_general->setText(QStringLiteral("Record to: %1 is a folder; name a file in it").arg(record));
+            ok = false;
+        } else if (!file.absoluteDir().exists()) {
+            m_general->setText(QStringLiteral("Record to: the folder %1 does not exist").arg(file.absolutePath()));
+            ok = false;
+        }
+    }
     if (!ok)
         return false;
+    m_session->setRecordTo(record);
     QString error;
     if (!m_session->start(specs, m_allowRemote->isChecked(), &error)) {
         m_general->setText(error);
@@ -254,6 +299,15 @@ void CaptureDialog::showAddresses()
                               this);
     events->setWordWrap(true);
     m_addresses->addWidget(events);
+    if (m_session->isRecording()) {
+        auto *recording = new QLabel(QStringLiteral("Recording to <b>%1</b>; it becomes %2 when the capture stops.")
+                                         .arg(m_session->recordingPartialPath().toHtmlEscaped(),
+                                              m_session->recordTo().toHtmlEscaped()),
+                                     this);
+        recording->setObjectName(QStringLiteral("recording"));
+        recording->setWordWrap(true);
+        m_addresses->addWidget(recording);
+    }
     m_pages->setCurrentIndex(1);
 }
 
@@ -290,6 +344,7 @@ CapturePanel::CapturePanel(CaptureSession *session, QWidget *parent) : QWidget(p
     buttons->addStretch();
     v->addLayout(buttons);
     m_list = new QLabel(this);
+    m_list->setObjectName(QStringLiteral("captureState"));
     m_list->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_list->setWordWrap(true);
     v->addWidget(m_list);
@@ -339,7 +394,10 @@ void CapturePanel::refresh()
         m_pause->setChecked(false);
     m_pause->setText(m_session->isPaused() ? QStringLiteral("Resume") : QStringLiteral("Pause"));
     if (!running) {
-        m_list->setText(QStringLiteral("No capture running. \"New capture…\" puts a proxy in front of your server."));
+        QString idle = QStringLiteral("No capture running. \"New capture…\" puts a proxy in front of your server.");
+        if (!m_session->lastRecordingResult().isEmpty())
+            idle += QStringLiteral("<br>") + m_session->lastRecordingResult().toHtmlEscaped();
+        m_list->setText(idle);
         return;
     }
     QStringList lines;
@@ -347,6 +405,12 @@ void CapturePanel::refresh()
         lines << QStringLiteral("<b>%1</b>: %2 → %3").arg(h.label.toHtmlEscaped(), h.listen, h.target.toHtmlEscaped());
     lines << QStringLiteral("events in: gRPC %1, JSON lines %2")
                  .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress());
+    if (m_session->isRecording()) {
+        const QString failed = m_session->recordingError();
+        lines << (failed.isEmpty()
+                      ? QStringLiteral("recording to %1").arg(m_session->recordingPartialPath().toHtmlEscaped())
+                      : QStringLiteral("<b>recording stopped</b>: %1 (the capture goes on)").arg(failed.toHtmlEscaped()));
+    }
     lines << statusText();
     m_list->setText(lines.join(QStringLiteral("<br>")));
 }

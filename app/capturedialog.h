@@ -27,6 +27,8 @@ public:
     void setHops(const std::vector<HopSpec> &hops);
     std::vector<HopSpec> hops() const;
     void setAllowRemote(bool allow);
+    // The .rpcscope file to record to as the capture goes (empty: none); ".rpcscope" is added when missing.
+    void setRecordTo(const QString &path);
 
     QString errorText(int row) const; // what is wrong with that row, as shown
     QString generalError() const;
@@ -59,6 +61,7 @@ private:
     QGridLayout *m_grid;
     std::vector<Row> m_rows;
     QCheckBox *m_allowRemote;
+    QLineEdit *m_record;
     QLabel *m_general;
     QPushButton *m_start;
     QVBoxLayout *m_addresses;

@@ -1,5 +1,6 @@
 #include "capturesession.h"
 
+#include "capturefile.h"
 #include "clock.h"
 #include "ingestserver.h"
 #include "modelsink.h"
@@ -95,6 +96,33 @@ bool CaptureSession::parseHopSpec(const QString &text, HopSpec *out, QString *er
     return true;
 }
 
+struct CaptureSession::Recording
+{
+    std::mutex mu;
+    CaptureFileStream file;
+};
+
+QString CaptureSession::recordingPartialPath() const
+{
+    return m_recording ? m_recording->file.partialPath() : QString();
+}
+
+QString CaptureSession::recordingError() const
+{
+    if (!m_recording)
+        return {};
+    std::lock_guard lk(m_recording->mu);
+    return QString::fromStdString(m_recording->file.error());
+}
+
+// A start that failed part way: its recording holds nothing worth keeping.
+void CaptureSession::discardRecording()
+{
+    if (m_recording)
+        m_recording->file.discard();
+    m_recording.reset();
+}
+
 bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error)
 {
     stop();
@@ -105,6 +133,22 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     auto stats = m_stats = std::make_shared<Stats>();
     auto pauses = m_pauses = std::make_shared<Pauses>();
     auto forward = m_toModel;
+    m_model->setOrigin(steadyNowNs(), wallNowNs());
+    m_recordingResult.clear();
+    if (!m_recordPath.isEmpty()) {
+        auto recording = std::make_shared<Recording>();
+        std::string err;
+        if (!recording->file.open(m_recordPath, captureInfoOf(m_model->store()), Redaction{}, &err)) {
+            *error = QStringLiteral("recording: %1").arg(QString::fromStdString(err));
+            return false;
+        }
+        m_recording = recording;
+        forward = [forward, recording](EventBatch &&batch) {
+            std::lock_guard lk(recording->mu);
+            recording->file.append(batch); // after a failure it drops batches; recordingError() says why
+            forward(std::move(batch));
+        };
+    }
     auto sink = [forward, stats, pauses](EventBatch &&batch) {
         // Connection opens and closes are kept, so a paused stretch never leaves a connection dangling.
         std::erase_if(batch, [&](const WireEvent &e) {
@@ -121,7 +165,6 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
             }
         forward(std::move(batch));
     };
-    m_model->setOrigin(steadyNowNs(), wallNowNs());
     for (const HopSpec &h : hops) {
         HostPort listen, target;
         std::string err;
@@ -131,6 +174,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
             err = "listening on " + listen.toString() + " needs remote clients allowed";
         if (!err.empty()) {
             *error = QStringLiteral("%1: %2").arg(h.label, QString::fromStdString(err));
+            discardRecording();
             stop();
             return false;
         }
@@ -138,6 +182,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         relay->setLabel(h.label.toStdString());
         if (!relay->start(listen, target, sink, &err)) {
             *error = QStringLiteral("%1: %2").arg(h.label, QString::fromStdString(err));
+            discardRecording();
             stop();
             return false;
         }
@@ -148,6 +193,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     std::string err;
     if (!m_ingest->start(0, 0, sink, &err)) {
         *error = QStringLiteral("event ingestion endpoint: %1").arg(QString::fromStdString(err));
+        discardRecording();
         stop();
         return false;
     }
@@ -172,6 +218,21 @@ void CaptureSession::stop()
     m_relays.clear();
     m_hops.clear();
     m_rate = 0;
+    if (m_recording) {
+        // Every sink has returned: the relays and the ingestion endpoint are stopped.
+        std::string err;
+        CaptureFileStream &file = m_recording->file;
+        if (file.failed())
+            m_recordingResult = QStringLiteral("Recording stopped early: %1. What was written is in %2")
+                                    .arg(QString::fromStdString(file.error()), file.partialPath());
+        else if (!file.finish(&err))
+            m_recordingResult = QStringLiteral("Could not finish the recording: %1. What was written is in %2")
+                                    .arg(QString::fromStdString(err), file.partialPath());
+        else
+            m_recordingResult = QStringLiteral("Recorded %1 events to %2").arg(file.events()).arg(m_recordPath);
+        m_recording.reset();
+        emit recordingFinished(m_recordingResult);
+    }
     if (wasRunning)
         emit runningChanged(false);
 }

@@ -14,6 +14,7 @@
 
 namespace rpcscope {
 
+class CaptureFileStream;
 class IngestServer;
 class Relay;
 class TimelineModel;
@@ -58,6 +59,19 @@ public:
     // Starts every hop, then the ingestion endpoint; on any failure nothing is left running.
     bool start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error);
     void stop();
+
+    // Recording: the next start() also writes everything it records to this .rpcscope file as it comes, in
+    // the order the model gets it (header values masked as in a saved file), through `path`.partial until
+    // stop(). It keeps what retention evicts, and a crash leaves the .partial file, which opens as a truncated
+    // capture. Empty: no recording. start() fails if the file cannot be opened.
+    void setRecordTo(const QString &path) { m_recordPath = path; }
+    QString recordTo() const { return m_recordPath; }
+    bool isRecording() const { return m_recording != nullptr; }
+    QString recordingPartialPath() const;
+    // Empty while fine; else why writing failed (recording stopped there, the capture goes on).
+    QString recordingError() const;
+    // After stop(): where the recording went, or what went wrong; empty when there was none.
+    QString lastRecordingResult() const { return m_recordingResult; }
     bool isRunning() const { return !m_relays.empty(); }
 
     // Paused: bytes keep flowing through the proxies (and are still decoded, so HPACK state stays right) but
@@ -83,6 +97,7 @@ public:
 
 signals:
     void runningChanged(bool running);
+    void recordingFinished(const QString &result); // emitted by stop() when a recording ends
     void statsChanged(); // about once a second while running
 
 private:
@@ -93,6 +108,7 @@ private:
         std::atomic<std::uint32_t> problemConnection{0};
     };
     void sample();
+    void discardRecording();
 
     TimelineModel *m_model;
     Sink m_toModel;
@@ -110,6 +126,12 @@ private:
     // Shared with the sinks, which run on relay threads and may outlive a stop() by one queued batch.
     std::shared_ptr<Pauses> m_pauses = std::make_shared<Pauses>();
     std::shared_ptr<Stats> m_stats = std::make_shared<Stats>();
+    // The sinks write to it on relay threads, under its lock, and hand the batch to the model under the same
+    // lock: the file's order is the model's.
+    struct Recording;
+    std::shared_ptr<Recording> m_recording;
+    QString m_recordPath;
+    QString m_recordingResult;
     std::uint64_t m_lastEvents = 0;
     qint64 m_lastSampleMs = 0;
     double m_rate = 0;

@@ -17,13 +17,16 @@ using namespace rpcscope;
 
 namespace {
 const char kUsage[] =
-    "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ...] [--workshop] [--dark]\n"
+    "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ... [--record FILE]]\n"
+    "                [--workshop] [--dark]\n"
     "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap ...]\n"
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
     "  --capture SPEC      start capturing your own service at once: a proxy on LISTEN relaying to TARGET,\n"
     "                      named LABEL on the timeline (repeat it for every hop of a chain); the lab scenario\n"
     "                      is then not run at start\n"
+    "  --record FILE       with --capture: also write everything it records to FILE (.rpcscope) as it comes,\n"
+    "                      through FILE.partial until the capture stops (a crash leaves that, readable)\n"
     "  FILE                open a capture file instead of running a scenario; several files are merged\n"
     "                      onto one timeline (aligned by their wall-clock origins)\n"
     "  --workshop          large text and thick bars, readable on a projector\n"
@@ -48,6 +51,7 @@ int main(int argc, char **argv)
     bool workshop = false;
     bool dark = false;
     std::vector<HopSpec> hops;
+    QString record;
     QStringList openPaths;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -72,12 +76,20 @@ int main(int argc, char **argv)
                 return 2;
             }
             hops.push_back(hop);
+        } else if (!std::strcmp(a, "--record") && i + 1 < argc) {
+            record = QString::fromLocal8Bit(argv[++i]);
+            if (!record.endsWith(QLatin1String(".rpcscope"), Qt::CaseInsensitive))
+                record += QLatin1String(".rpcscope");
         } else if (a[0] != '-') {
             openPaths << QString::fromLocal8Bit(a);
         } else {
             std::fprintf(stderr, "rpcscope: unknown or incomplete option '%s'\n%s", a, kUsage);
             return 2;
         }
+    }
+    if (!record.isEmpty() && hops.empty()) {
+        std::fprintf(stderr, "rpcscope: --record needs --capture: it records a capture of your own service\n");
+        return 2;
     }
     if (!lab::findScenario(scenario.toStdString())) {
         std::fprintf(stderr, "rpcscope: unknown scenario '%s' (rpcscope-cli list shows them)\n",
@@ -136,6 +148,7 @@ int main(int argc, char **argv)
         }
         if (!hops.empty()) {
             QString error;
+            window.captureSession()->setRecordTo(record);
             if (!window.startCapture(hops, &error)) {
                 std::fprintf(stderr, "rpcscope: cannot start the capture: %s\n", qPrintable(error));
                 return 1;

@@ -151,6 +151,8 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     connect(timer, &QTimer::timeout, this, &MainWindow::updateStatus);
     timer->start(1000);
     connect(m_capture, &CaptureSession::runningChanged, this, &MainWindow::updateStatus);
+    connect(m_capture, &CaptureSession::recordingFinished, this,
+            [this](const QString &result) { statusBar()->showMessage(result, 15000); });
     m_savedGeneration = m_model->eventLog().generation();
     buildMerge(fileMenu); // Add capture to timeline…, the Merged captures dock (a tab beside Capture)
 }

@@ -564,6 +564,15 @@ bool CaptureFileStream::finish(std::string *error)
     return true;
 }
 
+void CaptureFileStream::discard()
+{
+    if (m_fd < 0)
+        return;
+    ::close(m_fd);
+    m_fd = -1;
+    ::unlink(QFile::encodeName(partialPath()).constData());
+}
+
 bool CaptureFileStream::copyTo(const QString &path, std::string *error)
 {
     if (m_fd < 0) {

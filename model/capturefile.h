@@ -88,6 +88,8 @@ public:
     // Writes everything appended intact, with an end record, to another path (atomically): for when finish()
     // could not put the file in place, its directory removed, say.
     bool copyTo(const QString &path, std::string *error);
+    // Closes and removes the .partial file: nothing worth keeping was written (the capture never started).
+    void discard();
 
 private:
     QByteArray footer() const;
