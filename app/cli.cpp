@@ -41,7 +41,7 @@ const char kUsage[] =
     "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [--to FORMAT] [--duration SECONDS]\n"
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep BYTES]\n"
     "                       [--keep MB]\n"
-    "      Relay and record until the duration ends or SIGINT/SIGTERM, then write FILE (FILE.json: the JSON,\n"
+    "      Relay and record until the duration ends or SIGINT/SIGTERM/SIGHUP, then write FILE (FILE.json: the JSON,\n"
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
     "      --keep bounds the memory of a long capture: the newest calls within MB of timeline are kept\n"
     "      (default 1024; 0 keeps everything), and a warning says how many of the oldest were dropped.\n"
@@ -425,6 +425,7 @@ int cmdCapture(std::vector<std::string> args)
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal); // its terminal closed: finish the output all the same
     std::signal(SIGXFSZ, SIG_IGN); // past a file-size limit a write fails and says so, rather than killing the capture
     const std::int64_t endAt = duration > 0 ? steadyNowNs() + std::int64_t(duration * 1e9) : 0;
     QTimer poll;
