@@ -19,12 +19,15 @@
 #include <QTimer>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace rpcscope;
 
@@ -40,13 +43,15 @@ const char kUsage[] =
     "      Exits 1 if its expected outcome did not hold. --out also writes the capture in any format below.\n"
     "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [--to FORMAT] [--duration SECONDS]\n"
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep BYTES]\n"
-    "                       [--keep MB]\n"
+    "                       [--keep MB] [--progress]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM/SIGHUP, then write FILE (FILE.json: the JSON,\n"
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
     "      --keep bounds the memory of a long capture: the newest calls within MB of timeline are kept\n"
     "      (default 1024; 0 keeps everything), and a warning says how many of the oldest were dropped.\n"
     "      An .rpcscope FILE is written as the capture goes (as FILE.partial until it ends) and gets every\n"
     "      call whatever --keep drops; a kill leaves FILE.partial, which opens as a truncated capture.\n"
+    "      Once a second it shows its progress (calls, connections, memory, bytes written) on stderr: on a\n"
+    "      terminal as one line rewritten in place, elsewhere only with --progress, as a line each.\n"
     "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
     "      Listening on a non-loopback address needs --allow-remote.\n"
     "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
@@ -327,7 +332,7 @@ int cmdCapture(std::vector<std::string> args)
     if (!parseOptions(args,
                       {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list", "--max-message-keep",
                        "--keep"},
-                      {"--frames", "--allow-remote"}, &opts, &error))
+                      {"--frames", "--allow-remote", "--progress"}, &opts, &error))
         return usageError(error);
     DecoderLimits limits;
     for (auto [flag, field] : {std::pair{"--max-header-list", &limits.maxHeaderListBytes},
@@ -427,15 +432,49 @@ int cmdCapture(std::vector<std::string> args)
     std::signal(SIGTERM, onSignal);
     std::signal(SIGHUP, onSignal); // its terminal closed: finish the output all the same
     std::signal(SIGXFSZ, SIG_IGN); // past a file-size limit a write fails and says so, rather than killing the capture
-    const std::int64_t endAt = duration > 0 ? steadyNowNs() + std::int64_t(duration * 1e9) : 0;
+    const std::int64_t startedAt = steadyNowNs();
+    const std::int64_t endAt = duration > 0 ? startedAt + std::int64_t(duration * 1e9) : 0;
+    // Progress, once a second: on a terminal one line rewritten in place; with --progress elsewhere, a line each.
+    const bool terminal = isatty(STDERR_FILENO);
+    const bool progress = terminal || opts.count("--progress");
+    std::int64_t nextProgress = startedAt + 1'000'000'000;
+    bool progressShown = false;
+    auto mb = [](double bytes) {
+        return bytes < (1 << 20) ? QString::number(std::ceil(bytes / 1024)) + QStringLiteral(" KB")
+                                 : QString::number(bytes / (1 << 20), 'f', 1) + QStringLiteral(" MB");
+    };
     QTimer poll;
     QObject::connect(&poll, &QTimer::timeout, [&] {
-        if (g_stop || (endAt && steadyNowNs() >= endAt))
+        const std::int64_t now = steadyNowNs();
+        if (g_stop || (endAt && now >= endAt)) {
             QCoreApplication::quit();
+            return;
+        }
+        if (!progress || now < nextProgress)
+            return;
+        nextProgress = now + 1'000'000'000;
+        const size_t seen = model.store().calls().size() + model.store().evictedCalls();
+        QString line = QStringLiteral("capturing %1 s: %2 %3 on %4 %5, %6 in memory")
+                           .arg((now - startedAt) / 1'000'000'000)
+                           .arg(seen)
+                           .arg(seen == 1 ? "call" : "calls")
+                           .arg(model.store().connections().size())
+                           .arg(model.store().connections().size() == 1 ? "connection" : "connections")
+                           .arg(mb(double(model.memoryBytes())));
+        if (stream)
+            line += stream->failed() ? QStringLiteral(", file stopped")
+                                     : QStringLiteral(", %1 written").arg(mb(double(stream->bytesWritten())));
+        if (terminal)
+            std::fprintf(stderr, "\r%s\033[K", qPrintable(line)); // rewritten in place; \033[K clears the rest
+        else
+            std::fprintf(stderr, "%s\n", qPrintable(line));
+        progressShown = true;
     });
     poll.start(20);
     QCoreApplication::exec();
 
+    if (progressShown && terminal)
+        std::fputc('\n', stderr); // the messages below start on a line of their own
     relay.stop();
     QCoreApplication::sendPostedEvents();
     // Calls seen, including those --keep dropped from memory.

@@ -83,6 +83,7 @@ public:
     const std::string &error() const { return m_error; }
     QString partialPath() const;
     std::uint64_t events() const { return m_events; }
+    std::int64_t bytesWritten() const { return m_intact; } // whole records so far
     // Adds the end record and renames the file to the path given to open(). False with a one-line error.
     bool finish(std::string *error);
     // Writes everything appended intact, with an end record, to another path (atomically): for when finish()

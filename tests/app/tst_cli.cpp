@@ -406,6 +406,29 @@ private slots:
         QVERIFY(QFileInfo(partial).size() <= 64 * 1024);
     }
 
+    // A long capture shows it is alive: once a second, with --progress (on a terminal without it), what it holds.
+    void captureShowsProgress()
+    {
+        CaptureRun run;
+        const QString out = run.dir.filePath("progress.rpcscope");
+        QVERIFY2(run.start({"--out", out, "--progress"}), run.error.c_str());
+        QVERIFY(makeCalls(run.port, "p-", 3));
+        QString err;
+        const QRegularExpression line(
+            R"(capturing (\d+) s: 3 calls on 1 connection, [0-9.]+ [KM]B in memory, ([0-9.]+) [KM]B written\n)");
+        QDeadlineTimer deadline(10000);
+        while (!line.match(err).hasMatch() && !deadline.hasExpired()) {
+            run.process.waitForReadyRead(200);
+            err += QString::fromUtf8(run.process.readAllStandardError());
+        }
+        const auto m = line.match(err);
+        QVERIFY2(m.hasMatch(), qPrintable(err));
+        QVERIFY(m.captured(1).toInt() >= 1);
+        QVERIFY(m.captured(2).toDouble() > 0);
+        QVERIFY(run.stop(SIGINT));
+        QCOMPARE(run.process.exitCode(), 0);
+    }
+
     // --keep bounds memory, not an .rpcscope output: the file, written as the capture goes, gets every call.
     void captureFileKeepsEveryCallBeyondTheMemoryBudget()
     {
