@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 using namespace labrig;
@@ -23,6 +25,10 @@ using namespace labrig;
 namespace {
 
 constexpr int kPipeSize = 1 << 20; // what the relay asks for
+
+// Set by main when it runs as root and cannot become another user (no CAP_SETUID): root's pipes are not
+// limited, so there is nothing to test.
+std::string g_stillRoot;
 
 int softLimitPages()
 {
@@ -107,6 +113,8 @@ private slots:
     {
         QFETCH(int, room);
         QFETCH(bool, splices);
+        if (!g_stillRoot.empty())
+            QSKIP(g_stillRoot.c_str());
         const int soft = softLimitPages();
         if (soft <= 0)
             QSKIP("this system sets no pipe-buffer allowance (fs.pipe-user-pages-soft is 0)");
@@ -159,10 +167,10 @@ int main(int argc, char **argv)
         // An otherwise unused user, so that the allowance is this process's alone.
         constexpr uid_t kUser = 64'321;
         if (setgroups(0, nullptr) != 0 || setresgid(kUser, kUser, kUser) != 0 ||
-            setresuid(kUser, kUser, kUser) != 0) {
-            std::perror("tst_pipeallowance: cannot switch from root to an unprivileged user");
-            return 1;
-        }
+            setresuid(kUser, kUser, kUser) != 0)
+            g_stillRoot = std::string("running as root, which pipe allowances do not limit, and cannot switch to "
+                                      "another user: ") +
+                          std::strerror(errno);
     }
     QCoreApplication app(argc, argv);
     TestPipeAllowance test;
