@@ -9,9 +9,16 @@
 #include "timelinemodel.h"
 
 #include <QApplication>
+#include <QSocketNotifier>
 #include <QTimer>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 using namespace rpcscope;
 
@@ -34,6 +41,17 @@ const char kUsage[] =
     "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
     "                      save the window as PNG, and quit\n"
     "Headless use: rpcscope-cli --help\n";
+
+// SIGINT, SIGTERM or SIGHUP (a terminal's Ctrl+C, a kill, the terminal closed) quit the way closing the window
+// does, without asking: a running capture stops and its recording is finished. The handler only writes a
+// byte; the event loop reads it.
+int g_signalPipe[2] = {-1, -1};
+
+void onQuitSignal(int)
+{
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = write(g_signalPipe[1], &byte, 1);
+}
 
 bool haveDisplay()
 {
@@ -105,6 +123,20 @@ int main(int argc, char **argv)
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("rpcscope"));
     QApplication::setOrganizationName(QStringLiteral("rpcscope"));
+
+    std::unique_ptr<QSocketNotifier> quitOnSignal;
+    if (pipe2(g_signalPipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+        quitOnSignal = std::make_unique<QSocketNotifier>(g_signalPipe[0], QSocketNotifier::Read);
+        QObject::connect(quitOnSignal.get(), &QSocketNotifier::activated, [] {
+            char byte;
+            while (read(g_signalPipe[0], &byte, 1) > 0) {
+            }
+            std::fprintf(stderr, "rpcscope: quitting on a signal\n");
+            QApplication::exit(0); // not quit(): that would let the window ask about unsaved changes
+        });
+        for (int sig : {SIGINT, SIGTERM, SIGHUP})
+            std::signal(sig, onQuitSignal);
+    }
 
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());

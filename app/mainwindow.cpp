@@ -219,6 +219,9 @@ void MainWindow::setDark(bool on)
 
 MainWindow::~MainWindow()
 {
+    // While the whole window still exists: stopping finishes a recording and signals the window and its docks.
+    if (m_capture)
+        m_capture->stop();
     if (m_worker.joinable()) m_worker.join();
 }
 

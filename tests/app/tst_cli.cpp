@@ -541,6 +541,47 @@ private slots:
         QVERIFY2(bad.err.contains("junk.rpcscope"), qPrintable(bad.err));
     }
 
+    // The GUI records a capture with --record, and a SIGTERM quits it the way closing the window does: the
+    // recording is finished, not left as .partial.
+    void guiRecordsAndQuitsOnSigterm()
+    {
+        rpcscope::lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        QTemporaryDir dir;
+        const QString file = dir.filePath("gui.rpcscope");
+        QProcess gui;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        gui.setProcessEnvironment(env);
+        gui.start(QStringLiteral(RPCSCOPE_GUI),
+                  {"--no-lab", "--capture", QStringLiteral("api@127.0.0.1:0=127.0.0.1:%1").arg(server.port()),
+                   "--record", dir.filePath("gui")});
+        QVERIFY(gui.waitForStarted());
+        QString printed;
+        const QRegularExpression address(R"(point clients at 127\.0\.0\.1:(\d+))");
+        QDeadlineTimer deadline(10000);
+        while (!address.match(printed).hasMatch() && !deadline.hasExpired() && gui.state() == QProcess::Running) {
+            gui.waitForReadyRead(100);
+            printed += QString::fromUtf8(gui.readAllStandardOutput());
+        }
+        const auto m = address.match(printed);
+        QVERIFY2(m.hasMatch(), qPrintable(printed + gui.readAllStandardError()));
+        QVERIFY(makeCalls(m.captured(1).toInt(), "gui-", 3));
+        QTRY_COMPARE_WITH_TIMEOUT(loadCalls(file + ".partial").keys.size(), size_t(3), 10000);
+
+        ::kill(pid_t(gui.processId()), SIGTERM);
+        QVERIFY(gui.waitForFinished(10000));
+        QCOMPARE(gui.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(gui.exitCode(), 0);
+        QVERIFY(QString::fromUtf8(gui.readAllStandardError()).contains("quitting on a signal"));
+        QVERIFY(!QFile::exists(file + ".partial"));
+        const LoadedCalls loaded = loadCalls(file);
+        QVERIFY2(loaded.status == rpcscope::CaptureReadResult::Ok, loaded.message.c_str());
+        QCOMPARE(loaded.keys, (std::vector<std::string>{"gui-0", "gui-1", "gui-2"}));
+        server.stop();
+    }
+
     void guiCaptureFlag()
     {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
