@@ -250,10 +250,9 @@ bool CaptureDialog::startCapture()
         m_rows[i].error->setText(parts.join(QStringLiteral("  ·  ")));
         ok = ok && c.ok();
     }
-    QString record = m_record->text().trimmed();
+    m_session->setRecordTo(m_record->text());
+    const QString record = m_session->recordTo();
     if (!record.isEmpty()) {
-        if (!record.endsWith(QLatin1String(".rpcscope"), Qt::CaseInsensitive))
-            record += QLatin1String(".rpcscope");
         const QFileInfo file(record);
         if (file.isDir()) {
             m_general->setText(QStringLiteral("Record to: %1 is a folder; name a file in it").arg(record));
@@ -265,7 +264,6 @@ bool CaptureDialog::startCapture()
     }
     if (!ok)
         return false;
-    m_session->setRecordTo(record);
     QString error;
     if (!m_session->start(specs, m_allowRemote->isChecked(), &error)) {
         m_general->setText(error);

@@ -102,6 +102,13 @@ struct CaptureSession::Recording
     CaptureFileStream file;
 };
 
+void CaptureSession::setRecordTo(const QString &path)
+{
+    m_recordPath = path.trimmed();
+    if (!m_recordPath.isEmpty() && !m_recordPath.endsWith(QLatin1String(".rpcscope"), Qt::CaseInsensitive))
+        m_recordPath += QLatin1String(".rpcscope");
+}
+
 QString CaptureSession::recordingPartialPath() const
 {
     return m_recording ? m_recording->file.partialPath() : QString();

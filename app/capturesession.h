@@ -63,8 +63,9 @@ public:
     // Recording: the next start() also writes everything it records to this .rpcscope file as it comes, in
     // the order the model gets it (header values masked as in a saved file), through `path`.partial until
     // stop(). It keeps what retention evicts, and a crash leaves the .partial file, which opens as a truncated
-    // capture. Empty: no recording. start() fails if the file cannot be opened.
-    void setRecordTo(const QString &path) { m_recordPath = path; }
+    // capture. Empty: no recording; ".rpcscope" is added when the name lacks it. start() fails if the file
+    // cannot be opened.
+    void setRecordTo(const QString &path);
     QString recordTo() const { return m_recordPath; }
     bool isRecording() const { return m_recording != nullptr; }
     QString recordingPartialPath() const;

@@ -95,9 +95,7 @@ int main(int argc, char **argv)
             }
             hops.push_back(hop);
         } else if (!std::strcmp(a, "--record") && i + 1 < argc) {
-            record = QString::fromLocal8Bit(argv[++i]);
-            if (!record.endsWith(QLatin1String(".rpcscope"), Qt::CaseInsensitive))
-                record += QLatin1String(".rpcscope");
+            record = QString::fromLocal8Bit(argv[++i]); // the session adds ".rpcscope" when it is missing
         } else if (a[0] != '-') {
             openPaths << QString::fromLocal8Bit(a);
         } else {

@@ -357,13 +357,11 @@ bool serialize(const CaptureInfo &info, size_t batchCount, std::int64_t totalEve
     return true;
 }
 
-// Why writing f failed. Qt reports a short write (a full disk, a file-size limit) without a reason; the
-// system's errno, taken right after the call, has it.
+// Why writing f failed: the system's errno, taken right after the call, when it has one. Qt reports a short
+// write (a full disk, a file-size limit) only as "Unknown error".
 std::string writeFailure(const QFileDevice &f, int err)
 {
-    if (err != 0 && (f.error() == QFileDevice::NoError || f.errorString() == QLatin1String("Unknown error")))
-        return std::strerror(err);
-    return f.errorString().toStdString();
+    return err != 0 ? std::string(std::strerror(err)) : f.errorString().toStdString();
 }
 
 bool saveAtomically(const QString &path, std::string *error,
