@@ -274,6 +274,7 @@ struct Relay::Impl
         Lane down; // server -> client
         bool decode = true;
         bool dead = false;
+        bool reset = false; // one side reset or broke the connection: the other side gets a reset too
         size_t addressIndex = 0; // which of the target's addresses is being tried
         std::string closeReason; // set where the connection's end is first noticed
         int lastConnectError = 0;
@@ -357,6 +358,14 @@ void Relay::Impl::closeConn(Conn &c, const std::string &reason)
     if (c.dead)
         return;
     const std::int64_t t = steadyNowNs();
+    if (c.reset) {
+        // Pass the reset on instead of a clean close: a peer that sees EOF where the other side reset would
+        // behave differently from one talking to it directly (gRPC tells the two apart).
+        const linger abort{1, 0};
+        for (int fd : {c.cfd, c.sfd})
+            if (fd >= 0)
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    }
     if (c.cfd >= 0)
         close(c.cfd);
     if (c.sfd >= 0)
@@ -391,6 +400,7 @@ void Relay::Impl::startConnect(Conn &c)
         c.lastConnectError = errno;
         ++c.addressIndex;
     }
+    c.reset = true; // as near as the client can get to the refusal
     closeConn(c, "could not connect to target " + target.toString() + ": " +
                      std::strerror(c.lastConnectError ? c.lastConnectError : errno));
 }
@@ -475,6 +485,7 @@ bool Relay::Impl::readEnded(Conn &c, bool fromClient, ssize_t n)
         return true;
     c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
                     std::strerror(errno) + ")";
+    c.reset = true;
     return false;
 }
 
@@ -490,6 +501,7 @@ bool Relay::Impl::writeFailed(Conn &c, bool toClient, int err)
         sigtimedwait(&set, nullptr, &zero);
     }
     c.closeReason = std::string("could not write to ") + (toClient ? "client" : "server") + ": " + std::strerror(err);
+    c.reset = true;
     return false;
 }
 

@@ -375,6 +375,7 @@ private slots:
     void parseHostPortErrors();
     void probeClosedPortIsUnreachable();
     void targetRefusingClosesClient();
+    void resetIsPassedOnBothWays();
 };
 
 void TestRelay::randomBytesByteExactBothWays()
@@ -731,6 +732,80 @@ void TestRelay::targetRefusingClosesClient()
     QVERIFY2(mentionsTarget, EventLog::describe(events));
     QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 5000);
     relay.stop();
+}
+
+// A reset is not a close: a peer that resets must reach the other side as a reset (ECONNRESET), not as a clean
+// EOF, in both directions, after the bytes sent before it.
+void TestRelay::resetIsPassedOnBothWays()
+{
+    const int listener = listenLoopback();
+    QVERIFY(listener >= 0);
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", localPort(listener)}, log.sink(), &error), error.c_str());
+    const linger abort{1, 0};
+    // What the next recv on fd gives once it is readable: the bytes, "EOF" or the error's name.
+    auto next = [](int fd) -> std::string {
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) != 1)
+            return "nothing within 5 s";
+        char buf[64];
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0)
+            return std::string(buf, size_t(n));
+        return n == 0 ? "EOF" : (errno == ECONNRESET ? "ECONNRESET" : std::strerror(errno));
+    };
+    auto accepted = [&]() -> int {
+        pollfd p{listener, POLLIN, 0};
+        return poll(&p, 1, 5000) == 1 ? accept(listener, nullptr, nullptr) : -1;
+    };
+
+    // The server resets: the client gets what was sent before it, then the reset.
+    int client = connectLoopback(relay.listenAddress().port);
+    QVERIFY(client >= 0);
+    int server = accepted();
+    QVERIFY(server >= 0);
+    QVERIFY(sendAll(server, "hi", 2));
+    QCOMPARE(next(client), std::string("hi"));
+    QVERIFY(setsockopt(server, SOL_SOCKET, SO_LINGER, &abort, sizeof abort) == 0);
+    close(server);
+    QCOMPARE(next(client), std::string("ECONNRESET"));
+    close(client);
+
+    // The client resets: the server gets the reset.
+    client = connectLoopback(relay.listenAddress().port);
+    QVERIFY(client >= 0);
+    server = accepted();
+    QVERIFY(server >= 0);
+    QVERIFY(sendAll(client, "ho", 2));
+    QCOMPARE(next(server), std::string("ho"));
+    QVERIFY(setsockopt(client, SOL_SOCKET, SO_LINGER, &abort, sizeof abort) == 0);
+    close(client);
+    QCOMPARE(next(server), std::string("ECONNRESET"));
+    close(server);
+
+    // A clean close stays a clean close.
+    client = connectLoopback(relay.listenAddress().port);
+    QVERIFY(client >= 0);
+    server = accepted();
+    QVERIFY(server >= 0);
+    close(server);
+    QCOMPARE(next(client), std::string("EOF"));
+    close(client);
+
+    // Each reset is recorded as such on its connection.
+    QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 5000);
+    std::vector<std::string> reasons;
+    for (const WireEvent &e : log.all())
+        if (e.kind == EventKind::ConnectionClosed)
+            reasons.push_back(e.text);
+    QCOMPARE(reasons.size(), size_t(3));
+    QVERIFY2(reasons[0].find("server reset the connection") != std::string::npos, reasons[0].c_str());
+    QVERIFY2(reasons[1].find("client reset the connection") != std::string::npos, reasons[1].c_str());
+    QVERIFY2(reasons[2].find("closed by server") != std::string::npos, reasons[2].c_str());
+    relay.stop();
+    close(listener);
 }
 
 QTEST_GUILESS_MAIN(TestRelay)
