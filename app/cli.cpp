@@ -142,7 +142,15 @@ bool outputsWritable(const std::map<std::string, std::string> &opts, std::string
         auto it = opts.find(flag);
         if (it == opts.end())
             continue;
+        if (it->second.empty()) {
+            *error = std::string(flag) + " needs a file name, got an empty one";
+            return false;
+        }
         const QFileInfo file(QString::fromStdString(it->second));
+        if (file.exists() && !file.isDir() && !file.isFile()) { // a device, a FIFO, a socket (links followed)
+            *error = "cannot write " + it->second + ": it is not a regular file";
+            return false;
+        }
         if (file.isDir()) {
             *error = "cannot write " + it->second + ": it is a directory";
             return false;
@@ -368,8 +376,11 @@ int cmdCapture(std::vector<std::string> args)
     if (opts.count("--duration")) {
         bool ok = false;
         duration = QString::fromStdString(opts["--duration"]).toDouble(&ok);
-        if (!ok || duration <= 0)
+        if (!ok || !std::isfinite(duration) || duration <= 0)
             return usageError("--duration needs a positive number of seconds, got '" + opts["--duration"] + "'");
+        if (duration > 366 * 86400.0) // beyond that the end time overflows; without --duration it runs until a signal
+            return usageError("--duration is at most 31622400 seconds (a year); leave it out to capture until "
+                              "SIGINT, SIGTERM or SIGHUP, got '" + opts["--duration"] + "'");
     }
     // Memory: like the GUI, a long capture keeps the newest calls within a budget (0: keep everything).
     size_t keepMb = kDefaultCaptureKeepMb;

@@ -489,7 +489,17 @@ bool CaptureFileStream::fail(int err, std::string *error)
 bool CaptureFileStream::open(const QString &path, const CaptureInfo &info, const Redaction &redaction,
                              std::string *error)
 {
-    m_path = path;
+    // A symbolic link is written through, as QSaveFile does for the other formats: the renamed .partial file
+    // replaces its target, not the link. Anything but a regular file (a device, a FIFO) is refused: renaming
+    // over it would replace it.
+    const QFileInfo named(path);
+    m_path = named.isSymLink() ? named.symLinkTarget() : path; // symLinkTarget() is absolute
+    const QFileInfo target(m_path);
+    if (target.exists() && !target.isFile()) {
+        m_error = "cannot write " + path.toStdString() + ": it is not a regular file";
+        *error = m_error;
+        return false;
+    }
     m_redaction = redaction;
     // Written straight to the system, unbuffered: a kill loses no batch already appended. Readable too, for
     // copyTo().

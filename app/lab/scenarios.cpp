@@ -1,6 +1,7 @@
 // The built-in scenarios. Expected outcomes follow what gRPC C-core 1.51 really does (measured, see
 // shared/reference/grpc-core-retry-behaviour.md); where grpc-go behaves differently the explanation says so.
 
+#include <algorithm>
 #include "circuitbreaker.h"
 #include "clock.h"
 #include "labserver.h"
@@ -189,11 +190,27 @@ bool Scenario::resolveParams(const std::map<std::string, std::string> &overrides
                      (known.empty() ? std::string(" (it takes none)") : " (it takes: " + known + ")");
             return false;
         }
-        // Every parameter is a number; reject text early rather than fail mid-run.
+        // Every parameter is a number; reject text early rather than fail mid-run. Percentages may have a
+        // fraction; everything else is a whole number (read with integer()), so "1e3" or "1.5" is refused
+        // rather than read as 1. The bounds keep a run within what one machine can do (a storm of 100,000
+        // clients runs out of threads) and within what gRPC takes as a duration.
+        const bool percent = key.ends_with("_percent");
+        const bool millis = key.ends_with("_ms");
+        const double most = percent ? 100 : millis ? 600'000 : 5'000;
+        const bool digitsOnly = !value.empty() &&
+                                std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
         std::istringstream in(value);
-        double d;
-        if (!(in >> d) || !in.eof() || !std::isfinite(d) || d < 0) {
-            *error = "parameter " + key + " needs a non-negative number, got '" + value + "'";
+        double d = 0;
+        const bool parsed = percent ? (in >> d) && in.eof() && std::isfinite(d) && d >= 0
+                                    : digitsOnly && (in >> d);
+        if (!parsed) {
+            *error = "parameter " + key + " needs a non-negative " + (percent ? "number" : "whole number") +
+                     ", got '" + value + "'";
+            return false;
+        }
+        if (d > most) {
+            *error = "parameter " + key + " is at most " + (millis ? "600000 (10 minutes)" : percent ? "100" : "5000") +
+                     ", got '" + value + "'";
             return false;
         }
         it->second = value;

@@ -155,7 +155,20 @@ private slots:
         QTest::newRow("unknown parameter") << QStringList{"run", "retry-basic", "--set", "nope=1"} << 2
                                            << "has no parameter 'nope'";
         QTest::newRow("bad parameter value") << QStringList{"run", "retry-basic", "--set", "max_attempts=abc"} << 2
-                                             << "needs a non-negative number";
+                                             << "needs a non-negative whole number";
+        // Numbers are read whole or refused: "1e1" is not taken as 1, nor a huge one left to overflow.
+        QTest::newRow("exponent parameter value") << QStringList{"run", "retry-basic", "--set", "fail_first_n=1e1"}
+                                                  << 2 << "parameter fail_first_n needs a non-negative whole number";
+        QTest::newRow("fraction parameter value") << QStringList{"run", "retry-basic", "--set", "max_attempts=2.5"}
+                                                  << 2 << "parameter max_attempts needs a non-negative whole number";
+        QTest::newRow("huge parameter value")
+            << QStringList{"run", "retry-basic", "--set", "max_attempts=99999999999999999999"} << 2
+            << "parameter max_attempts is at most 5000";
+        QTest::newRow("more clients than a machine runs")
+            << QStringList{"run", "retry-storm", "--set", "clients=100000"} << 2 << "parameter clients is at most 5000";
+        QTest::newRow("a backoff gRPC cannot take")
+            << QStringList{"run", "retry-basic", "--set", "initial_backoff_ms=2147483647"} << 2
+            << "parameter initial_backoff_ms is at most 600000 (10 minutes)";
         QTest::newRow("set without value") << QStringList{"run", "retry-basic", "--set", "max_attempts"} << 2
                                            << "--set needs KEY=VALUE";
         QTest::newRow("no scenario") << QStringList{"run"} << 2 << "needs a scenario name";
@@ -182,6 +195,17 @@ private slots:
         QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
                                                      "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
                                       << 2 << "--duration needs a positive number";
+        QTest::newRow("endless duration") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json",
+                                                         "--duration", "inf"}
+                                          << 2 << "--duration needs a positive number";
+        QTest::newRow("duration beyond a year")
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json", "--duration", "1e10"} << 2
+            << "--duration is at most 31622400 seconds (a year); leave it out";
+        QTest::newRow("empty output name") << QStringList{"run", "retry-basic", "--png", ""} << 2
+                                           << "--png needs a file name, got an empty one";
+        QTest::newRow("empty capture output name")
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "", "--to", "json"} << 2
+            << "--out needs a file name, got an empty one";
         // Outputs are checked before anything runs: before the target is probed, before a scenario starts.
         QTest::newRow("capture into a missing directory")
             << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "/nonexistent-rpcscope-dir/x.json"} << 2

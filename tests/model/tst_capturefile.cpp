@@ -19,6 +19,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -587,6 +589,38 @@ private slots:
         QVERIFY2(error.find("cannot write " + dir.filePath("missing/x.rpcscope.partial").toStdString()) == 0,
                  error.c_str());
         QVERIFY(nowhere.failed());
+    }
+
+    // A link is written through (the link stays, its target gets the capture), as QSaveFile does for the
+    // other formats; a FIFO or a device is refused, never replaced by the finished file.
+    void streamedFileThroughALinkAndOntoAFifo()
+    {
+        TimelineModel model;
+        const CaptureData data = sampleCapture(model);
+        QTemporaryDir dir;
+        const QString target = dir.filePath("target.rpcscope"), link = dir.filePath("link.rpcscope");
+        QVERIFY(QFile::link(target, link)); // dangling until the capture finishes
+        std::string error;
+        {
+            CaptureFileStream stream;
+            QVERIFY2(stream.open(link, data.info, {}, &error), error.c_str());
+            QCOMPARE(stream.partialPath(), target + ".partial");
+            QVERIFY(stream.append(data.batches[0]));
+            QVERIFY2(stream.finish(&error), error.c_str());
+        }
+        QVERIFY(QFileInfo(link).isSymLink());
+        CaptureData got;
+        const CaptureReadResult r = readCaptureFile(target, &got);
+        QVERIFY2(r.status == CaptureReadResult::Ok, r.message.c_str());
+        QCOMPARE(got.batches.size(), size_t(1));
+
+        const QString fifo = dir.filePath("fifo.rpcscope");
+        QCOMPARE(mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        CaptureFileStream stream;
+        QVERIFY(!stream.open(fifo, data.info, {}, &error));
+        QVERIFY2(error == "cannot write " + fifo.toStdString() + ": it is not a regular file", error.c_str());
+        QVERIFY(!QFile::exists(fifo + ".partial"));
+        QVERIFY(!QFileInfo(fifo).isFile()); // still the FIFO
     }
 
     void eventLogBoundsPayloadsWithoutChangingTheModel()
