@@ -196,6 +196,10 @@ int main(int argc, char **argv)
                 std::fprintf(stderr, "rpcscope: %s\n", qPrintable(error));
                 return 1;
             }
+            // Opened, but with something to know (cut short, a damaged record): the window shows it in a
+            // dialog; a screenshot has no one to show it to, so it goes to stderr.
+            if (!error.isEmpty() && !screenshot.isEmpty())
+                std::fprintf(stderr, "rpcscope: warning: %s\n", qPrintable(error));
             if (!screenshot.isEmpty())
                 QTimer::singleShot(300, &window, [&] {
                     if (!window.grab().save(screenshot)) {

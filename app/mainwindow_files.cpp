@@ -287,8 +287,13 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
         if (!quiet)
             QMessageBox::information(this, QStringLiteral("Opened with notes"), *error);
     }
-    statusBar()->showMessage(QStringLiteral("Opened %1: %2 calls").arg(path).arg(m_model->store().calls().size()),
-                             5000);
+    const size_t calls = m_model->store().calls().size();
+    statusBar()->showMessage(QStringLiteral("Opened %1: %2 %3%4")
+                                 .arg(path)
+                                 .arg(calls)
+                                 .arg(calls == 1 ? "call" : "calls")
+                                 .arg(notes.isEmpty() ? QString() : QStringLiteral(" (with notes: ") + notes.front() + ')'),
+                             notes.isEmpty() ? 5000 : 15000);
     updateStatus();
     return true;
 }

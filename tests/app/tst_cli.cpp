@@ -563,6 +563,15 @@ private slots:
         const Result bad = runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, junk}, env);
         QCOMPARE(bad.code, 1);
         QVERIFY2(bad.err.contains("junk.rpcscope"), qPrintable(bad.err));
+
+        // A file cut short opens with what is intact, and the screenshot says so (the window shows a dialog).
+        QVERIFY(QFile::copy(capture, dir.filePath("cut.rpcscope")));
+        QVERIFY(QFile::resize(dir.filePath("cut.rpcscope"), QFileInfo(capture).size() / 2));
+        const Result cut =
+            runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, dir.filePath("cut.rpcscope")}, env);
+        QVERIFY2(cut.code == 0, qPrintable(cut.err));
+        QVERIFY2(cut.err.contains("rpcscope: warning: ") && cut.err.contains("cut.rpcscope is truncated inside record"), qPrintable(cut.err));
+        QVERIFY2(!r.err.contains("warning:"), qPrintable(r.err)); // the intact file had nothing to say
     }
 
     // The GUI records a capture with --record, and a SIGTERM quits it the way closing the window does: the
