@@ -85,6 +85,7 @@ constexpr MarkerKind kMarkerKinds[] = {
     {"budget-check-failed", "budget check failed"},
     {"health", "health"},
     {"deduplicated", "deduplicated"},
+    {"client-outcome", "client gets"}, // what the application got, when no frame says it (a deadline in a backoff)
     {"custom", "event"}, // reported through the ingestion endpoint; its detail starts with its label
 };
 const char *markerLabel(const std::string &kind)
@@ -1580,11 +1581,14 @@ void TimelinePainter::paintCall(QPainter *p, const QRectF &rect, const TimeAxis 
             else if (!e->detail.empty())
                 text += QStringLiteral(": ") + QString::fromStdString(e->detail);
             const double tw = smallFm.horizontalAdvance(text);
-            if (x + r + 3 > lastTextRight && x + r + 3 + tw < right) {
+            // Right of the marker, or left of it near the right edge (the last marker of a trace fitted to the
+            // view sits there), wherever it clears the label before it.
+            const double textLeft = x + r + 3 + tw < right ? x + r + 3 : x - r - 3 - tw;
+            if (textLeft > lastTextRight && textLeft >= ax.left) {
                 p->setPen(th.labMarker);
-                p->drawText(QRectF(x + r + 3, cy - smallFm.height() / 2, tw + 2, smallFm.height()),
+                p->drawText(QRectF(textLeft, cy - smallFm.height() / 2, tw + 2, smallFm.height()),
                             Qt::AlignVCenter | Qt::AlignLeft, text);
-                lastTextRight = x + r + 3 + tw + 6;
+                lastTextRight = std::max(lastTextRight, textLeft + tw + 6);
             }
         }
     }

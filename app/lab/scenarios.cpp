@@ -302,6 +302,13 @@ const std::vector<Scenario> &allScenarios()
              const int deadline = p.integer("deadline_ms");
              auto r = client.call(failing(id, 1000), std::chrono::milliseconds(deadline));
              const double elapsed = double(r.endNs - r.startNs) / 1e6;
+             // The wire's last word is the second attempt's UNAVAILABLE; what the application gets comes
+             // later, from no frame at all: the deadline cancelling the backoff. Shown on the call's lane.
+             if (ctx.labEvent)
+                 ctx.labEvent("client-outcome",
+                              statusName(r.code) + " after " +
+                                  std::to_string(int(std::lround(elapsed))) + " ms",
+                              id);
              std::string extra;
              if (std::abs(elapsed - deadline) > 20)
                  extra = "ended at " + std::to_string(int(elapsed)) + " ms, expected " + std::to_string(deadline) +

@@ -117,6 +117,14 @@ private slots:
             // so DEADLINE_EXCEEDED (checked by the scenario at 250 ms +-20) never appears on the wire.
             QCOMPARE(first.attempts.back().status.value_or(-1), 14);
             QVERIFY(*first.attempts.back().endNs < *first.deadlineNs());
+            // So the lab says what the client got, on the call, at the deadline: the picture shows it there.
+            const auto outcome = std::find_if(store.labEvents().begin(), store.labEvents().end(),
+                                              [&](const LabEventRecord &l) { return l.kind == "client-outcome"; });
+            QVERIFY(outcome != store.labEvents().end());
+            QCOMPARE(outcome->callId, first.key);
+            QVERIFY2(outcome->detail.rfind("DEADLINE_EXCEEDED after ", 0) == 0, outcome->detail.c_str());
+            QVERIFY2(std::abs(outcome->tNs - *first.deadlineNs()) <= 20 * ms,
+                     qPrintable(between(outcome->tNs, *first.deadlineNs() - 20 * ms, *first.deadlineNs() + 20 * ms)));
         } else if (name == "pushback") {
             QCOMPARE(first.attempts[0].pushbackMs.value_or(0), std::int64_t(300));
             QVERIFY2(*gaps[0] >= 285 * ms && *gaps[0] <= 315 * ms, qPrintable(between(*gaps[0], 285 * ms, 315 * ms)));
