@@ -4,26 +4,76 @@
 #include "timelinemodel.h"
 
 #include <QMetaObject>
+#include <QThread>
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 
 namespace rpcscope {
+
+// How far the model's thread may fall behind the sinks feeding it. Past `maxQueuedEvents` handed over and not
+// yet applied, a sink waits for the model (up to `giveUpAfter`) instead of queueing more: the relay's decoder
+// then falls behind in turn, and past its own backlog limit the relay goes on without decoding and says so on
+// the connection. Memory stays bounded whatever rate of streams a client opens. A model thread that does not
+// answer within `giveUpAfter` (it is stopping the relay and waits for it) is not waited for again until it has
+// caught up by half.
+struct ModelFeedLimits
+{
+    size_t maxQueuedEvents = 400'000;
+    std::chrono::milliseconds giveUpAfter{2000};
+};
+
+// What a feed's sinks have handed over and the model has not applied yet (for tests and progress).
+struct ModelFeedGate
+{
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t queued = 0;     // events handed over, not yet applied
+    bool waiting = false;  // a sink is waiting for the model
+    bool gaveUp = false;   // the model did not answer in time: no waiting until it catches up
+    std::uint64_t waits = 0;
+};
 
 // Relay sinks run on the decoder thread; the model lives on its own (GUI or CLI main) thread and has no
 // locks, so each immutable batch is handed over through the model's event queue. The relay must be stopped
 // before the model is destroyed.
 // `alsoOnModelThread`, when given, sees every batch on the model's thread just before the model does (the GUI
 // feeds its header log with it).
-inline Relay::Sink queuedSinkTo(TimelineModel *model,
-                                std::function<void(const EventBatch &)> alsoOnModelThread = {})
+inline Relay::Sink queuedSinkTo(TimelineModel *model, std::function<void(const EventBatch &)> alsoOnModelThread = {},
+                                ModelFeedLimits limits = {}, std::shared_ptr<ModelFeedGate> gate = {})
 {
-    return [model, also = std::move(alsoOnModelThread)](EventBatch &&batch) {
+    if (!gate)
+        gate = std::make_shared<ModelFeedGate>();
+    return [model, also = std::move(alsoOnModelThread), limits, gate](EventBatch &&batch) {
+        const size_t n = batch.size();
+        {
+            std::unique_lock lk(gate->mu);
+            // Never on the model's own thread: only it could make room.
+            if (gate->queued > limits.maxQueuedEvents && !gate->gaveUp && QThread::currentThread() != model->thread()) {
+                gate->waiting = true;
+                ++gate->waits;
+                if (!gate->cv.wait_for(lk, limits.giveUpAfter, [&] { return gate->queued <= limits.maxQueuedEvents; }))
+                    gate->gaveUp = true;
+                gate->waiting = false;
+            }
+            gate->queued += n;
+        }
         QMetaObject::invokeMethod(
             model,
-            [model, also, b = std::move(batch)] {
+            [model, also, gate, limits, n, b = std::move(batch)] {
                 if (also)
                     also(b);
                 model->appendBatch(b);
+                {
+                    std::lock_guard lk(gate->mu);
+                    gate->queued -= n;
+                    if (gate->queued <= limits.maxQueuedEvents / 2)
+                        gate->gaveUp = false;
+                }
+                gate->cv.notify_all();
             },
             Qt::QueuedConnection);
     };

@@ -892,7 +892,6 @@ void Relay::Impl::decoderLoop()
         }
         busy = !work.empty();
         for (Chunk &c : work) {
-            backlog -= c.size;
             const size_t before = batch.size();
             switch (c.kind) {
             case Chunk::Open: {
@@ -956,6 +955,21 @@ void Relay::Impl::decoderLoop()
             }
             if (before == 0 && !batch.empty())
                 firstPending = steadyNowNs();
+            // Counted out only now: while this round is decoded (or waits for the model below), the relay
+            // still sees it as backlog and stops decoding past kMaxDecoderBacklog rather than queue more.
+            backlog -= c.size;
+            // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
+            // come rather than as one batch of millions (a client opening streams as fast as it can).
+            if (batch.size() >= kFlushEvents) {
+                if (!returned.empty()) {
+                    std::lock_guard lk(mu);
+                    freeHandoffPipes.insert(freeHandoffPipes.end(), returned.begin(), returned.end());
+                    returned.clear();
+                }
+                if (sink)
+                    sink(std::move(batch)); // may wait while the model is behind (app/modelsink.h)
+                batch = EventBatch();
+            }
         }
         if (!returned.empty()) {
             std::lock_guard lk(mu);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -376,6 +377,7 @@ private slots:
     void probeClosedPortIsUnreachable();
     void targetRefusingClosesClient();
     void resetIsPassedOnBothWays();
+    void aDecoderBehindSendsBoundedBatches();
 };
 
 void TestRelay::randomBytesByteExactBothWays()
@@ -806,6 +808,54 @@ void TestRelay::resetIsPassedOnBothWays()
     QVERIFY2(reasons[2].find("closed by server") != std::string::npos, reasons[2].c_str());
     relay.stop();
     close(listener);
+}
+
+// When the decoder falls behind (here: its sink is held until everything has been relayed), the round that
+// catches up goes out in bounded batches, not as one batch of every event in the backlog.
+void TestRelay::aDecoderBehindSendsBoundedBatches()
+{
+    CollectingServer server;
+    QVERIFY(server.start());
+    // A client preface, an empty SETTINGS, then 200,000 PINGs of 17 bytes: 3.4 MB, an event each.
+    constexpr int kPings = 200'000;
+    std::string wire = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+    for (int i = 0; i < kPings; ++i) {
+        const char ping[17] = {0, 0, 8, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, char(i & 0x7f)};
+        wire.append(ping, sizeof ping);
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    std::vector<size_t> batchSizes;
+    size_t pings = 0;
+    Relay relay;
+    std::string error;
+    const Relay::Sink sink = [&](EventBatch &&b) {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return release; }); // the model is behind until everything has been relayed
+        batchSizes.push_back(b.size());
+        for (const WireEvent &e : b)
+            pings += e.kind == EventKind::Frame && e.frameType == FramePing;
+    };
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, sink, &error), error.c_str());
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY(fd >= 0);
+    QVERIFY(sendAll(fd, wire.data(), wire.size()));
+    QVERIFY(waitUntil([&] { return server.size() == wire.size(); }, 30s));
+    {
+        std::lock_guard lk(mu);
+        release = true;
+    }
+    cv.notify_all();
+    close(fd);
+    QVERIFY(waitUntil([&] { return relay.openConnections() == 0; }, 30s));
+    relay.stop();
+    std::lock_guard lk(mu);
+    QCOMPARE(pings, size_t(kPings));
+    // Batches of 4096 events, plus what one relayed read adds past that: a spliced read is up to a 1 MiB pipe,
+    // 61,680 PINGs. Without the bound the catching-up round was one batch of nearly all 200,000.
+    const size_t largest = *std::max_element(batchSizes.begin(), batchSizes.end());
+    QVERIFY2(largest <= 4096 + 61'700, qPrintable(QStringLiteral("largest batch: %1 events").arg(largest)));
 }
 
 QTEST_GUILESS_MAIN(TestRelay)
