@@ -15,11 +15,11 @@
 namespace rpcscope {
 
 // How far the model's thread may fall behind the sinks feeding it. Past `maxQueuedEvents` handed over and not
-// yet applied, a sink waits for the model (up to `giveUpAfter`) instead of queueing more: the relay's decoder
-// then falls behind in turn, and past its own backlog limit the relay goes on without decoding and says so on
-// the connection. Memory stays bounded whatever rate of streams a client opens. A model thread that does not
-// answer within `giveUpAfter` (it is stopping the relay and waits for it) is not waited for again until it has
-// caught up by half.
+// yet applied, a sink waits for the model to catch up by half (up to `giveUpAfter`) instead of queueing more:
+// the relay's decoder then falls behind in turn, and past its own backlog limit the relay goes on without
+// decoding and says so on the connection. Memory stays bounded whatever rate of streams a client opens. A model
+// thread that does not answer within `giveUpAfter` (it is stopping the relay and waits for it) is not waited
+// for again until it has caught up by half.
 struct ModelFeedLimits
 {
     size_t maxQueuedEvents = 400'000;
@@ -55,7 +55,9 @@ inline Relay::Sink queuedSinkTo(TimelineModel *model, std::function<void(const E
             if (gate->queued > limits.maxQueuedEvents && !gate->gaveUp && QThread::currentThread() != model->thread()) {
                 gate->waiting = true;
                 ++gate->waits;
-                if (!gate->cv.wait_for(lk, limits.giveUpAfter, [&] { return gate->queued <= limits.maxQueuedEvents; }))
+                // Until the model has caught up by half, so a sink at the limit does not wait once per batch.
+                if (!gate->cv.wait_for(lk, limits.giveUpAfter,
+                                       [&] { return gate->queued <= limits.maxQueuedEvents / 2; }))
                     gate->gaveUp = true;
                 gate->waiting = false;
             }
