@@ -132,6 +132,18 @@ void H2Decoder::notice(std::string text, std::uint32_t stream, std::int64_t t, E
     out.push_back(std::move(e));
 }
 
+void H2Decoder::protocolError(const std::string &what, const char *code, std::uint32_t stream, std::int64_t t,
+                              EventBatch &out)
+{
+    constexpr std::uint32_t kRecorded = 4;
+    const char *side = m_dir == Direction::ClientToServer ? "client" : "server";
+    if (m_protocolErrors < kRecorded)
+        notice(std::string("protocol error by the ") + side + ": " + what + " (" + code + ")", stream, t, out);
+    else if (m_protocolErrors == kRecorded)
+        notice(std::string("further protocol errors by the ") + side + " are not recorded", stream, t, out);
+    ++m_protocolErrors;
+}
+
 H2Decoder::~H2Decoder()
 {
     nghttp2_hd_inflate_del(m_inflater);
@@ -204,6 +216,8 @@ void H2Decoder::applyPeerInitialWindow(std::uint32_t size, std::int64_t t, Event
     // RFC 9113 6.9.2: a new initial window shifts every open stream's window by the difference.
     const std::int64_t delta = std::int64_t(size) - m_initialWindow;
     m_initialWindow = size;
+    if (delta < 0)
+        m_initialWindowLowered = true;
     for (auto &[stream, flow] : m_flows) {
         flow.window += delta;
         if (flow.stalled && flow.window > 0) {
@@ -211,6 +225,17 @@ void H2Decoder::applyPeerInitialWindow(std::uint32_t size, std::int64_t t, Event
             stall(false, stream, t, out);
         }
     }
+}
+
+std::int64_t H2Decoder::windowOverflow(std::uint32_t stream, std::uint32_t increment) const
+{
+    constexpr std::int64_t kMaxWindow = 0x7fffffff;
+    std::int64_t window = m_connWindow;
+    if (stream != 0) {
+        const auto it = m_flows.find(stream);
+        window = it == m_flows.end() ? m_initialWindow : it->second.window;
+    }
+    return std::max<std::int64_t>(0, window + increment - kMaxWindow);
 }
 
 void H2Decoder::applyWindowUpdate(std::uint32_t stream, std::uint32_t increment, std::int64_t t, EventBatch &out)
@@ -225,7 +250,7 @@ void H2Decoder::applyWindowUpdate(std::uint32_t stream, std::uint32_t increment,
     }
     auto it = m_flows.find(stream);
     if (it == m_flows.end())
-        return; // a stream this side has finished sending on
+        return; // a stream this side has finished sending on (or one opened before the capture attached)
     it->second.window += increment;
     if (it->second.stalled && it->second.window > 0) {
         it->second.stalled = false;
@@ -647,6 +672,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         break;
     }
     out.push_back(e);
+    checkFrameRules(type, flags, stream, len, payload, t, out);
 
     // Strip padding for the frame types that carry it.
     auto unpad = [&](const std::uint8_t *&p, std::uint32_t &n) -> bool {
@@ -691,6 +717,15 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         m_blockEndStream = flags & FlagEndStream;
         m_blockIsPush = false;
         m_block.clear();
+        if (m_dir == Direction::ClientToServer && stream > m_lastOpenedStream) {
+            // A new stream has windows both ways from now on: a WINDOW_UPDATE for it may come before its first
+            // DATA (grpc++ raises a response stream's window as soon as it asks).
+            m_lastOpenedStream = stream;
+            if (!m_blockEndStream)
+                m_flows.try_emplace(stream, StreamFlow{m_initialWindow, false});
+            if (m_peer)
+                m_peer->m_flows.try_emplace(stream, StreamFlow{m_peer->m_initialWindow, false});
+        }
         if (m_blockEndStream)
             dropFlow(stream, t, out);
         handleHeaderFragment(stream, p, n, flags & FlagEndHeaders, t, out);
@@ -754,18 +789,118 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     }
 }
 
+void H2Decoder::checkFrameRules(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::uint32_t len,
+                                const std::uint8_t *payload, std::int64_t t, EventBatch &out)
+{
+    // The framing stays intact whatever the payload says, so each of these is a notice, never a reason to stop.
+    const std::string name = frameTypeName(type);
+    auto sized = [&](std::uint32_t want) {
+        if (len != want)
+            protocolError(name + " of " + std::to_string(len) + " bytes, not " + std::to_string(want),
+                          "FRAME_SIZE_ERROR", stream, t, out);
+        return len == want;
+    };
+    auto onConnection = [&] {
+        if (stream != 0)
+            protocolError(name + " on stream " + std::to_string(stream) + ", not on stream 0", "PROTOCOL_ERROR",
+                          stream, t, out);
+    };
+    switch (type) {
+    case FramePriority:
+        if (stream == 0)
+            protocolError("PRIORITY on stream 0", "PROTOCOL_ERROR", 0, t, out);
+        if (sized(5) && (be32(payload) & 0x7fffffffu) == stream)
+            protocolError("PRIORITY makes stream " + std::to_string(stream) + " depend on itself", "PROTOCOL_ERROR",
+                          stream, t, out);
+        break;
+    case FrameHeaders:
+        if (flags & FlagPriority) {
+            const std::uint32_t pad = (flags & FlagPadded) && len ? 1 : 0;
+            if (len >= pad + 5 && (be32(payload + pad) & 0x7fffffffu) == stream)
+                protocolError("HEADERS makes stream " + std::to_string(stream) + " depend on itself",
+                              "PROTOCOL_ERROR", stream, t, out);
+        }
+        break;
+    case FrameRstStream:
+        sized(4);
+        break;
+    case FrameSettings:
+        onConnection();
+        if (flags & FlagAck) {
+            if (len != 0)
+                protocolError("SETTINGS ACK with " + std::to_string(len) + " bytes of payload", "FRAME_SIZE_ERROR",
+                              stream, t, out);
+            break;
+        }
+        if (len % 6 != 0)
+            protocolError("SETTINGS of " + std::to_string(len) + " bytes, not a multiple of 6", "FRAME_SIZE_ERROR",
+                          stream, t, out);
+        for (std::uint32_t off = 0; off + 6 <= len; off += 6) {
+            const std::uint16_t id = std::uint16_t((payload[off] << 8) | payload[off + 1]);
+            const std::uint32_t value = be32(payload + off + 2);
+            if (id == NGHTTP2_SETTINGS_ENABLE_PUSH && value > 1)
+                protocolError("SETTINGS_ENABLE_PUSH " + std::to_string(value) + ", not 0 or 1", "PROTOCOL_ERROR",
+                              0, t, out);
+            else if (id == NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE && value > 0x7fffffffu)
+                protocolError("SETTINGS_INITIAL_WINDOW_SIZE " + std::to_string(value) + " above 2^31-1",
+                              "FLOW_CONTROL_ERROR", 0, t, out);
+            else if (id == NGHTTP2_SETTINGS_MAX_FRAME_SIZE && (value < 16384 || value > kMaxFrameSizeLimit))
+                protocolError("SETTINGS_MAX_FRAME_SIZE " + std::to_string(value) + " outside 16384 to 16777215",
+                              "PROTOCOL_ERROR", 0, t, out);
+        }
+        break;
+    case FramePing:
+        onConnection();
+        sized(8);
+        break;
+    case FrameGoaway:
+        onConnection();
+        if (len < 8)
+            protocolError("GOAWAY of " + std::to_string(len) + " bytes, under 8", "FRAME_SIZE_ERROR", stream, t,
+                          out);
+        break;
+    case FrameWindowUpdate:
+        if (!sized(4))
+            break;
+        if ((be32(payload) & 0x7fffffffu) == 0)
+            protocolError(std::string("WINDOW_UPDATE of 0 on ") +
+                              (stream ? "stream " + std::to_string(stream) : std::string("the connection")),
+                          "PROTOCOL_ERROR", stream, t, out);
+        else if (m_peer && flowKnown())
+            if (const std::int64_t over = m_peer->windowOverflow(stream, be32(payload) & 0x7fffffffu))
+                protocolError(std::string("WINDOW_UPDATE takes ") +
+                                  (stream ? "stream " + std::to_string(stream) + "'s" : std::string("the connection's")) +
+                                  " window " + std::to_string(over) + " bytes past 2^31-1",
+                              "FLOW_CONTROL_ERROR", stream, t, out);
+        break;
+    default:
+        break;
+    }
+}
+
 void H2Decoder::dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t len, std::int64_t t,
                          EventBatch &out)
 {
-    // Flow control counts the whole payload, padding included (RFC 9113 6.9.1).
+    // Flow control counts the whole payload, padding included (RFC 9113 6.9.1). The relay sees a receiver's
+    // WINDOW_UPDATE before the sender does, so a window below 0 here was overrun by the sender.
+    const bool wasOverrun = m_connWindow < 0;
     m_connWindow -= len;
+    if (m_connWindow < 0 && !wasOverrun && flowKnown())
+        protocolError("DATA on stream " + std::to_string(stream) + " overran the connection's flow-control window by " +
+                          std::to_string(-m_connWindow) + " bytes",
+                      "FLOW_CONTROL_ERROR", stream, t, out);
+    auto it = m_flows.try_emplace(stream, StreamFlow{m_initialWindow, false}).first;
+    StreamFlow &flow = it->second;
+    const bool streamWasOverrun = flow.window < 0;
+    flow.window -= len;
+    if (flow.window < 0 && !streamWasOverrun && !m_initialWindowLowered && flowKnown())
+        protocolError("DATA on stream " + std::to_string(stream) + " overran the stream's flow-control window by " +
+                          std::to_string(-flow.window) + " bytes",
+                      "FLOW_CONTROL_ERROR", stream, t, out);
     if (flags & FlagEndStream) {
         dropFlow(stream, t, out);
         return;
     }
-    auto it = m_flows.try_emplace(stream, StreamFlow{m_initialWindow, false}).first;
-    StreamFlow &flow = it->second;
-    flow.window -= len;
     if (flow.window <= 0 && !flow.stalled) {
         flow.stalled = true;
         stall(true, stream, t, out);

@@ -97,9 +97,18 @@ private:
     bool checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out);
     void fail(std::string reason, std::int64_t t, EventBatch &out);
     void notice(std::string text, std::uint32_t stream, std::int64_t t, EventBatch &out);
+    // A rule of RFC 9113 this side broke that framing survives (a wrong size, a zero increment, a window
+    // overrun): recorded as a notice, decoding goes on. `code` names the error the receiver should answer with.
+    void protocolError(const std::string &what, const char *code, std::uint32_t stream, std::int64_t t,
+                       EventBatch &out);
+    void checkFrameRules(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::uint32_t len,
+                         const std::uint8_t *payload, std::int64_t t, EventBatch &out);
+    bool flowKnown() const { return !m_midStream && (!m_peer || !m_peer->m_midStream); }
     void resetInflater();
 
     // Called on the sender's decoder by the receiver's decoder.
+    // How far a WINDOW_UPDATE would take this side's window past 2^31-1 (0: it does not overflow).
+    std::int64_t windowOverflow(std::uint32_t stream, std::uint32_t increment) const;
     void applyPeerHeaderTableSize(std::uint32_t size);
     void applyPeerMaxFrameSize(std::uint32_t size) { m_maxFrameSize = size; }
     void applyPeerInitialWindow(std::uint32_t size, std::int64_t t, EventBatch &out);
@@ -155,6 +164,11 @@ private:
     std::int64_t m_connWindow = 65535;
     bool m_connStalled = false;
     std::int64_t m_initialWindow = 65535; // the receiver's SETTINGS_INITIAL_WINDOW_SIZE
+    // The receiver lowered its initial window: data already in flight may then legally take a stream's window
+    // below 0, so a stream overrun is no longer evidence of a broken rule.
+    bool m_initialWindowLowered = false;
+    std::uint32_t m_protocolErrors = 0; // rules this side broke; the first few are recorded
+    std::uint32_t m_lastOpenedStream = 0; // client side: the newest stream its HEADERS opened
     std::unordered_map<std::uint32_t, StreamFlow> m_flows;
 
     // PINGs this direction sent that await the other side's ACK: (opaque data, time). Keepalive sends one

@@ -32,7 +32,13 @@ struct Endpoint
     {
         char buf[INET6_ADDRSTRLEN] = {};
         inet_ntop(v6 ? AF_INET6 : AF_INET, addr.data(), buf, sizeof buf);
-        return v6 ? "[" + std::string(buf) + "]:" + std::to_string(port) : std::string(buf) + ":" + std::to_string(port);
+        std::string s;
+        if (v6)
+            s += '[';
+        s += buf;
+        s += v6 ? "]:" : ":";
+        s += std::to_string(port);
+        return s;
     }
 };
 

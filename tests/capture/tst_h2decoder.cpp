@@ -287,6 +287,12 @@ struct Conversation
 
     void ping() { check(nghttp2_submit_ping(m_client.session, NGHTTP2_FLAG_NONE, nullptr), "ping"); }
 
+    // The client lets the server send more on a stream (0: the connection) before the server has sent anything.
+    void raiseWindow(std::int32_t stream, std::int32_t increment)
+    {
+        check(nghttp2_submit_window_update(m_client.session, NGHTTP2_FLAG_NONE, stream, increment), "window_update");
+    }
+
     void goaway(std::uint32_t errorCode, const std::string &debug)
     {
         check(nghttp2_submit_goaway(m_server.session, NGHTTP2_FLAG_NONE,
@@ -591,7 +597,8 @@ class TestH2Decoder : public QObject
     {
         QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
         for (const WireEvent &e : events)
-            if (e.kind == EventKind::DecodeError)
+            if (e.kind == EventKind::DecodeError ||
+                (e.kind == EventKind::Notice && e.text.find("protocol error") != std::string::npos))
                 QFAIL(("unexpected " + describe(e)).c_str());
         for (const WireEvent &e : events)
             QCOMPARE(e.connection, kConnection);
@@ -1115,6 +1122,29 @@ private slots:
         QVERIFY(!open);
     }
 
+    // A WINDOW_UPDATE for a stream that comes before the stream's first DATA counts (grpc++ raises a response
+    // stream's window as soon as it asks): 6,005 bytes through a 1,000-byte window raised by 100,000 first are
+    // neither a stall nor an overrun.
+    void windowRaisedBeforeTheFirstData()
+    {
+        Conversation::Options o;
+        o.clientSettings = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1000}};
+        Conversation conv(o);
+        const auto id = conv.request(requestHeaders("raised"), grpcMessage(10));
+        conv.pump();
+        conv.raiseWindow(id, 100000);
+        conv.pump();
+        conv.respond(id, responseHeaders(), grpcMessage(6000), okTrailers());
+        conv.pump();
+        const EventBatch out = decodeWholeTimed(conv.m_chunks);
+        verifyAgainstNghttp2(conv, out); // no protocol error either
+        QCOMPARE(count(out, EventKind::FlowStallBegin), 0);
+        int updates = 0;
+        for (const WireEvent &e : out)
+            updates += e.kind == EventKind::Frame && e.frameType == FrameWindowUpdate && e.stream == std::uint32_t(id);
+        QVERIFY(updates >= 1);
+    }
+
     // The connection window (65,535) runs out before a 100 KB reply is through.
     void connectionFlowControlStall()
     {
@@ -1311,6 +1341,104 @@ private slots:
         QCOMPARE(int(push.size()), 1);
         QCOMPARE(push[0]->frameType, std::uint8_t(FramePushPromise));
         QCOMPARE(push[0]->headers, (std::vector<Header>{{":method", "GET"}, {":path", "/"}, {":scheme", "http"}}));
+    }
+
+    // A rule the sender broke that framing survives is a notice naming the rule and the sender; decoding goes
+    // on with the next frame. The first four of a side's errors are recorded, then one line that there are more.
+    void protocolErrorsAreNoted_data()
+    {
+        QTest::addColumn<std::string>("frames"); // the client's frames after its preface and SETTINGS
+        QTest::addColumn<std::string>("expected");
+        QTest::addColumn<int>("notices"); // how many the frames give
+        auto f = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string &payload) {
+            const auto n = std::uint32_t(payload.size());
+            std::string h{char(n >> 16), char(n >> 8), char(n), char(type), char(flags),
+                          char(stream >> 24), char(stream >> 16), char(stream >> 8), char(stream)};
+            return h + payload;
+        };
+        const std::string u32zero("\0\0\0\0", 4);
+        QTest::newRow("short SETTINGS") << f(FrameSettings, 0, 0, std::string("\0\4\0\0\1", 5))
+                                        << std::string("SETTINGS of 5 bytes, not a multiple of 6 (FRAME_SIZE_ERROR)") << 1;
+        QTest::newRow("SETTINGS ACK with payload")
+            << f(FrameSettings, FlagAck, 0, std::string("\0\4\0\0\1\0", 6))
+            << std::string("SETTINGS ACK with 6 bytes of payload (FRAME_SIZE_ERROR)") << 1;
+        QTest::newRow("SETTINGS on a stream") << f(FrameSettings, 0, 3, {})
+                                              << std::string("SETTINGS on stream 3, not on stream 0 (PROTOCOL_ERROR)") << 1;
+        QTest::newRow("ENABLE_PUSH 2") << f(FrameSettings, 0, 0, std::string("\0\2\0\0\0\2", 6))
+                                       << std::string("SETTINGS_ENABLE_PUSH 2, not 0 or 1 (PROTOCOL_ERROR)") << 1;
+        QTest::newRow("window above 2^31-1") << f(FrameSettings, 0, 0, std::string("\0\4\x80\0\0\0", 6))
+                                             << std::string("above 2^31-1 (FLOW_CONTROL_ERROR)") << 1;
+        QTest::newRow("max frame size 100") << f(FrameSettings, 0, 0, std::string("\0\5\0\0\0\x64", 6))
+                                            << std::string("SETTINGS_MAX_FRAME_SIZE 100 outside") << 1;
+        QTest::newRow("PING of 4 bytes") << f(FramePing, 0, 0, u32zero)
+                                         << std::string("PING of 4 bytes, not 8 (FRAME_SIZE_ERROR)") << 1;
+        QTest::newRow("PING on a stream") << f(FramePing, 0, 1, u32zero + u32zero)
+                                          << std::string("PING on stream 1, not on stream 0") << 1;
+        QTest::newRow("short GOAWAY") << f(FrameGoaway, 0, 0, u32zero) << std::string("GOAWAY of 4 bytes, under 8") << 1;
+        QTest::newRow("RST_STREAM of 2 bytes") << f(FrameRstStream, 0, 1, std::string("\0\0", 2))
+                                               << std::string("RST_STREAM of 2 bytes, not 4") << 1;
+        QTest::newRow("PRIORITY on itself") << f(FramePriority, 0, 5, std::string("\0\0\0\5\x10", 5))
+                                            << std::string("PRIORITY makes stream 5 depend on itself") << 1;
+        QTest::newRow("HEADERS on itself")
+            << f(FrameHeaders, FlagEndHeaders | FlagPriority, 5, std::string("\0\0\0\5\x10\x83\x84\x86", 8))
+            << std::string("HEADERS makes stream 5 depend on itself") << 1;
+        QTest::newRow("WINDOW_UPDATE of 0") << f(FrameWindowUpdate, 0, 0, u32zero)
+                                            << std::string("WINDOW_UPDATE of 0 on the connection (PROTOCOL_ERROR)") << 1;
+        QTest::newRow("WINDOW_UPDATE overflow")
+            << f(FrameWindowUpdate, 0, 0, std::string("\x7f\xff\xff\xff", 4))
+            << std::string("WINDOW_UPDATE takes the connection's window 65535 bytes past 2^31-1 (FLOW_CONTROL_ERROR)") << 1;
+        // 70,000 bytes of DATA against the connection's and the stream's 65,535 (no WINDOW_UPDATE came).
+        QTest::newRow("DATA past the window")
+            << f(FrameHeaders, FlagEndHeaders, 1, "\x83\x84\x86") + f(FrameData, 0, 1, std::string(16000, '\0')) +
+                   f(FrameData, 0, 1, std::string(16000, '\0')) + f(FrameData, 0, 1, std::string(16000, '\0')) +
+                   f(FrameData, 0, 1, std::string(16000, '\0')) + f(FrameData, 0, 1, std::string(6000, '\0'))
+            << std::string("DATA on stream 1 overran the connection's flow-control window by 4465 bytes "
+                           "(FLOW_CONTROL_ERROR)") << 2;
+    }
+    void protocolErrorsAreNoted()
+    {
+        QFETCH(std::string, frames);
+        QFETCH(std::string, expected);
+        QFETCH(int, notices);
+        const std::string preface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        const std::string settings("\0\0\0\4\0\0\0\0\0", 9);
+        const std::string ping(std::string("\0\0\x08\6\0\0\0\0\0", 9) + "12345678");
+        ConnectionDecoder d(kConnection);
+        EventBatch out;
+        const std::string c2s = preface + settings + frames + ping;
+        d.feed(S2C, bytes(settings), settings.size(), 1, out);
+        d.feed(C2S, bytes(c2s), c2s.size(), 2, out);
+        QCOMPARE(count(out, EventKind::DecodeError), 0);
+        std::vector<std::string> texts;
+        for (const WireEvent &e : out)
+            if (e.kind == EventKind::Notice)
+                texts.push_back(e.text);
+        QCOMPARE(int(texts.size()), notices);
+        for (const std::string &text : texts)
+            QVERIFY2(text.rfind("protocol error by the client: ", 0) == 0, text.c_str());
+        QVERIFY2(texts[0].find(expected) != std::string::npos, texts[0].c_str());
+        // Decoding went on: the PING after the bad frame is recorded.
+        const auto recorded = framesOf(out, C2S);
+        QCOMPARE(recorded.back().type, std::uint8_t(FramePing));
+
+        // The same frames ten times over: four errors recorded, then one line that there are more.
+        std::string many;
+        for (int i = 0; i < 10; ++i)
+            many += frames;
+        ConnectionDecoder d2(kConnection);
+        EventBatch out2;
+        const std::string c2s2 = preface + settings + many;
+        d2.feed(S2C, bytes(settings), settings.size(), 1, out2);
+        d2.feed(C2S, bytes(c2s2), c2s2.size(), 2, out2);
+        QCOMPARE(count(out2, EventKind::DecodeError), 0);
+        if (std::string(QTest::currentDataTag()) == "DATA past the window") {
+            QCOMPARE(count(out2, EventKind::Notice), 2); // a window already overrun is not overrun again
+        } else {
+            QCOMPARE(count(out2, EventKind::Notice), 5);
+            const auto last = std::find_if(out2.rbegin(), out2.rend(),
+                                           [](const WireEvent &e) { return e.kind == EventKind::Notice; });
+            QCOMPARE(last->text, std::string("further protocol errors by the client are not recorded"));
+        }
     }
 
     // HTTP/1.x arriving a byte at a time is still named HTTP/1.x, not just "no preface".

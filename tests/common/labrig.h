@@ -21,6 +21,13 @@ namespace labrig {
 using namespace rpcscope;
 using namespace std::chrono_literals;
 
+// What real grpc++ peers never cause: the decoder giving up, or a broken HTTP/2 rule noted against a peer.
+inline bool decodeProblem(const WireEvent &e)
+{
+    return e.kind == EventKind::DecodeError ||
+           (e.kind == EventKind::Notice && e.text.find("protocol error") != std::string::npos);
+}
+
 struct Collector
 {
     std::mutex mu;
