@@ -330,6 +330,28 @@ int cmdRun(const std::vector<std::string> &args)
 // What `capture` keeps in memory unless --keep says otherwise: the newest calls within this many MB of timeline.
 constexpr size_t kDefaultCaptureKeepMb = 1024;
 
+// The capture's one-line result on stdout, and on stderr every connection that went wrong on the wire (not
+// HTTP/2, undecodable, or a peer that broke a rule), so a look at the terminal says what the file holds.
+void reportCaptured(const TimelineStore &store, size_t calls, const std::string &out)
+{
+    const size_t conns = store.connections().size();
+    std::printf("captured %zu %s on %zu %s into %s\n", calls, calls == 1 ? "call" : "calls", conns,
+                conns == 1 ? "connection" : "connections", out.c_str());
+    constexpr int kShown = 5;
+    int wrong = 0;
+    for (const Connection &c : store.connections()) {
+        const std::string *broken = c.protocolError();
+        if (c.decodeError.empty() && !broken)
+            continue;
+        if (++wrong <= kShown)
+            std::fprintf(stderr, "rpcscope-cli: connection %u (%s -> %s): %s\n", c.id, c.client.c_str(),
+                         c.server.c_str(), c.decodeError.empty() ? broken->c_str()
+                                                                  : ("not decoded: " + c.decodeError).c_str());
+    }
+    if (wrong > kShown)
+        std::fprintf(stderr, "rpcscope-cli: ... and %d more connections like these (see the file)\n", wrong - kShown);
+}
+
 int cmdCapture(std::vector<std::string> args)
 {
     std::map<std::string, std::string> opts;
@@ -433,16 +455,17 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
+    // Before it says where it listens: whoever starts it may stop it as soon as it has read that line.
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal); // its terminal closed: finish the output all the same
+    std::signal(SIGXFSZ, SIG_IGN); // past a file-size limit a write fails and says so, rather than killing the capture
     std::printf("listening on %s\n", relay.listenAddress().toString().c_str());
     if (stream)
         std::printf("writing %s as the capture goes; it becomes %s when the capture ends\n",
                     qPrintable(QDir::toNativeSeparators(stream->partialPath())), qPrintable(QDir::toNativeSeparators(out)));
     std::fflush(stdout);
 
-    std::signal(SIGINT, onSignal);
-    std::signal(SIGTERM, onSignal);
-    std::signal(SIGHUP, onSignal); // its terminal closed: finish the output all the same
-    std::signal(SIGXFSZ, SIG_IGN); // past a file-size limit a write fails and says so, rather than killing the capture
     const std::int64_t startedAt = steadyNowNs();
     const std::int64_t endAt = duration > 0 ? startedAt + std::int64_t(duration * 1e9) : 0;
     // Progress, once a second: on a terminal one line rewritten in place; with --progress elsewhere, a line each.
@@ -509,8 +532,7 @@ int cmdCapture(std::vector<std::string> args)
             std::string rescueError;
             return rescued(stream->copyTo(rescue, &rescueError), error, calls, rescueError);
         }
-        std::printf("captured %zu calls on %zu connections into %s\n", calls,
-                    model.store().connections().size(), opts["--out"].c_str());
+        reportCaptured(model.store(), calls, opts["--out"]);
         return 0;
     }
     if (stream) // writing failed part way: what was written stays, and what memory kept is saved below
@@ -525,8 +547,7 @@ int cmdCapture(std::vector<std::string> args)
                                          &rescueError, "rpcscope-cli");
         return rescued(saved, error, model.store().calls().size(), rescueError);
     }
-    std::printf("captured %zu calls on %zu connections into %s\n", model.store().calls().size(),
-                model.store().connections().size(), opts["--out"].c_str());
+    reportCaptured(model.store(), model.store().calls().size(), opts["--out"]);
     if (const size_t evicted = model.store().evictedCalls())
         std::fprintf(stderr,
                      "rpcscope-cli: warning: the %zu oldest calls were dropped to keep the capture within %zu MB; "

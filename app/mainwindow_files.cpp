@@ -195,6 +195,19 @@ QString MainWindow::statusText() const
                      .arg(undecodable == 1 ? "" : "s")
                      .arg(store.connections()[which].id)
                      .arg(which);
+    int broken = 0;
+    for (size_t i = 0; i < store.connections().size(); ++i)
+        if (store.connections()[i].protocolError()) {
+            ++broken;
+            which = i;
+        }
+    if (broken)
+        parts << QStringLiteral("<a href=\"connection:%4\">%1 connection%2 with HTTP/2 protocol errors (last: "
+                                "connection %3)</a>")
+                     .arg(broken)
+                     .arg(broken == 1 ? "" : "s")
+                     .arg(store.connections()[which].id)
+                     .arg(which);
     return parts.join(QStringLiteral(" · "));
 }
 

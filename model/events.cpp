@@ -19,6 +19,18 @@ const char *frameTypeName(std::uint8_t type)
     }
 }
 
+std::string h2ErrorName(std::uint32_t code)
+{
+    static const char *const names[] = {"NO_ERROR",         "PROTOCOL_ERROR",    "INTERNAL_ERROR",
+                                        "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT", "STREAM_CLOSED",
+                                        "FRAME_SIZE_ERROR", "REFUSED_STREAM",    "CANCEL",
+                                        "COMPRESSION_ERROR", "CONNECT_ERROR",    "ENHANCE_YOUR_CALM",
+                                        "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"};
+    if (code < std::size(names))
+        return names[code];
+    return "error " + std::to_string(code);
+}
+
 const char *grpcStatusName(int code)
 {
     static const char *const names[] = {"OK",

@@ -126,5 +126,8 @@ inline constexpr std::int64_t kMaxTimeoutNs = 300'000'000'000'000'000;  // grpc-
 
 const char *frameTypeName(std::uint8_t type);
 const char *grpcStatusName(int code);
+// RST_STREAM and GOAWAY error codes (RFC 9113 section 7) by name: "CANCEL", "ENHANCE_YOUR_CALM"; an unknown
+// code as its number.
+std::string h2ErrorName(std::uint32_t code);
 
 } // namespace rpcscope

@@ -24,6 +24,15 @@ struct Connection
     std::string decodeError; // empty while decodable
     std::vector<std::string> notes; // limits hit, mid-connection attach, HPACK resets (bounded)
     std::optional<std::int64_t> lastPingRttNs;
+
+    // The first HTTP/2 rule a peer was seen breaking (one of the notes), or null.
+    const std::string *protocolError() const
+    {
+        for (const std::string &n : notes)
+            if (n.rfind("protocol error", 0) == 0)
+                return &n;
+        return nullptr;
+    }
 };
 
 // A sender whose flow-control window ran out while its stream still had data to send.
@@ -91,7 +100,7 @@ struct Attempt
     int responseMessages = 0;
 
     bool ended() const { return endNs.has_value(); }
-    // How it ended, in a few words: "in flight", the grpc-status name, "RST_STREAM 8", "refused by GOAWAY",
+    // How it ended, in a few words: "in flight", the grpc-status name, "RST_STREAM CANCEL", "refused by GOAWAY",
     // or "no status" (the connection closed first).
     std::string outcomeLabel() const;
 };

@@ -78,9 +78,9 @@ std::string Attempt::outcomeLabel() const
     if (status)
         return grpcStatusName(*status);
     if (rstErrorCode)
-        return "RST_STREAM " + std::to_string(*rstErrorCode);
+        return "RST_STREAM " + h2ErrorName(*rstErrorCode);
     if (goawayErrorCode)
-        return *goawayErrorCode ? "refused by GOAWAY " + std::to_string(*goawayErrorCode) : "refused by GOAWAY";
+        return *goawayErrorCode ? "refused by GOAWAY " + h2ErrorName(*goawayErrorCode) : "refused by GOAWAY";
     return "no status";
 }
 

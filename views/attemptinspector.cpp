@@ -148,10 +148,14 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
                   : QStringLiteral("in flight"));
     if (a.statusMessage)
         row(status, QStringLiteral("grpc-message"), QString::fromStdString(*a.statusMessage));
-    if (a.rstErrorCode) row(status, QStringLiteral("RST_STREAM"), QString::number(*a.rstErrorCode));
+    auto errorCode = [](std::uint32_t code) {
+        return QStringLiteral("%1 (%2)").arg(QString::fromStdString(h2ErrorName(code))).arg(code);
+    };
+    if (a.rstErrorCode) row(status, QStringLiteral("RST_STREAM"), errorCode(*a.rstErrorCode));
     if (a.goawayErrorCode)
         row(status, QStringLiteral("GOAWAY"),
-            QStringLiteral("not processed (stream above the last-stream-id), error code %1").arg(*a.goawayErrorCode));
+            QStringLiteral("not processed (stream above the last-stream-id), error code %1")
+                .arg(errorCode(*a.goawayErrorCode)));
     if (a.pushbackMs) row(status, QStringLiteral("grpc-retry-pushback-ms"), QString::number(*a.pushbackMs));
     if (a.ended())
         row(status, QStringLiteral("Trailers-Only"),
@@ -223,7 +227,8 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
                                                    QString::fromLatin1(frameTypeName(it->type)));
         QString value = QStringLiteral("+%1 · %2 B").arg(formatDuration(it->tNs - a.startNs)).arg(it->length);
         if (const QString f = flagsText(*it); !f.isEmpty()) value += QStringLiteral(" · ") + f;
-        if (it->type == FrameRstStream) value += QStringLiteral(" · error %1").arg(it->value);
+        if (it->type == FrameRstStream)
+            value += QStringLiteral(" · %1").arg(QString::fromStdString(h2ErrorName(it->value)));
         row(frames, what, value);
     }
     frames->setText(0, QStringLiteral("Frames (%1; → client to server, ← server to client)").arg(n));

@@ -407,7 +407,8 @@ QString SwimlaneView::attemptToolTip(size_t callIndex, size_t k) const
     const Attempt &a = call.attempts[k];
     const qint64 origin = store.originNs();
     QString status = QString::fromStdString(a.outcomeLabel());
-    if (a.status && a.rstErrorCode) status += QStringLiteral(" (RST_STREAM %1)").arg(*a.rstErrorCode);
+    if (a.status && a.rstErrorCode)
+        status += QStringLiteral(" (RST_STREAM %1)").arg(QString::fromStdString(h2ErrorName(*a.rstErrorCode)));
     QString html = QStringLiteral("<b>%1</b> · attempt %2 of %3<br>%4<br>")
                        .arg(QString::fromStdString(call.key).toHtmlEscaped())
                        .arg(k + 1)

@@ -1096,6 +1096,7 @@ void TimelinePainter::paintConnection(QPainter *p, const QRectF &rect, const Tim
     p->setPen(th.text);
     p->setFont(font(12, true));
     QString title, sub;
+    bool subWarns = false; // the subtitle says something went wrong on the wire
     if (all) {
         title = QStringLiteral("%1 connections").arg(conns.size());
         sub = QStringLiteral("group by connection for one lane each");
@@ -1107,14 +1108,23 @@ void TimelinePainter::paintConnection(QPainter *p, const QRectF &rect, const Tim
             QString::fromStdString(conn.client) + QStringLiteral(" → ") + QString::fromStdString(conn.server);
         if (!conn.decodeError.empty())
             sub = QStringLiteral("undecodable: ") + QString::fromStdString(conn.decodeError);
+        else if (const std::string *broken = conn.protocolError()) {
+            // "protocol error by the client: WINDOW_UPDATE of 0 ... (PROTOCOL_ERROR)": who, then what.
+            QString text = QString::fromStdString(*broken);
+            const qsizetype colon = text.indexOf(QLatin1String(": "));
+            const QString who = text.left(colon).section(QLatin1Char(' '), -1);
+            sub = who + QStringLiteral(" broke HTTP/2: ") + text.mid(colon + 2);
+            subWarns = true;
+        }
     }
     p->drawText(QRectF(rect.left() + 10, top + 1, m.labelWidth - 14, h / 2), Qt::AlignVCenter | Qt::AlignLeft,
                 title);
     p->setFont(font(11));
-    p->setPen(th.muted);
+    p->setPen(subWarns ? th.rst : th.muted);
     p->drawText(QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1),
                 Qt::AlignVCenter | Qt::AlignLeft,
-                QFontMetricsF(p->font()).elidedText(sub, Qt::ElideMiddle, m.labelWidth - 14));
+                QFontMetricsF(p->font()).elidedText(sub, subWarns ? Qt::ElideRight : Qt::ElideMiddle,
+                                                    m.labelWidth - 14));
 
     // Lifetimes as a thin line (merged: one rect per run of open time).
     const int width = std::max(1, int(right - ax.left) + 1);
@@ -1200,7 +1210,11 @@ void TimelinePainter::paintConnection(QPainter *p, const QRectF &rect, const Tim
                 if (!once(x, 2)) continue;
                 runs.add(Rst, x, x + 2 * tickW, top + 3, h - 6);
                 labels.push_back(
-                    {x, QStringLiteral("RST_STREAM %1 (stream %2)").arg(fr.value).arg(fr.stream), Rst, true});
+                    {x,
+                     QStringLiteral("RST_STREAM %1 (stream %2)")
+                         .arg(QString::fromStdString(h2ErrorName(fr.value)))
+                         .arg(fr.stream),
+                     Rst, true});
             } else {
                 if (!once(x, 3)) continue;
                 runs.add(Goaway, x, x + 3 * tickW, top + 1, h - 2);

@@ -318,6 +318,44 @@ private slots:
         QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
     }
 
+    // At the end the capture names each connection that went wrong on the wire: one that is not HTTP/2, and one
+    // whose client broke a rule. A sound connection is not named.
+    void captureNamesConnectionsThatWentWrong()
+    {
+        CaptureRun run;
+        QVERIFY2(run.start({"--out", run.dir.filePath("capture.json")}), run.error.c_str());
+        QVERIFY(makeCalls(run.port, "sound-", 1));
+        // Sends the bytes, half-closes, and waits for the relay to close back: by then it has read them all.
+        auto exchange = [&](const std::string &bytes) {
+            const int fd = testnet::connectLoopback(std::uint16_t(run.port));
+            if (fd < 0)
+                return false;
+            testnet::setIoTimeouts(fd, 20);
+            bool ok = testnet::sendAll(fd, bytes.data(), bytes.size()) && ::shutdown(fd, SHUT_WR) == 0;
+            char buf[4096];
+            ssize_t n;
+            while (ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+            }
+            ok = ok && n == 0;
+            ::close(fd);
+            return ok;
+        };
+        QVERIFY(exchange("GET / HTTP/1.1\r\nHost: example\r\n\r\n"));
+        const std::string settings("\0\0\0\4\0\0\0\0\0", 9);
+        const std::string zeroUpdate("\0\0\4\x08\0\0\0\0\0\0\0\0\0", 13);
+        QVERIFY(exchange("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings + zeroUpdate));
+        QVERIFY(run.stop(SIGTERM));
+        QCOMPARE(run.process.exitCode(), 0);
+        QVERIFY2(run.printed.contains("captured 1 call on 3 connections"), qPrintable(run.printed));
+        const QString err = QString::fromUtf8(run.process.readAllStandardError());
+        const QStringList named = err.split('\n').filter(QRegularExpression("^rpcscope-cli: connection \\d+ "));
+        QCOMPARE(named.size(), 2);
+        QVERIFY2(named[0].contains("not decoded: ") && named[0].contains("HTTP/1"), qPrintable(named[0]));
+        QVERIFY2(named[1].endsWith(
+                     "protocol error by the client: WINDOW_UPDATE of 0 on the connection (PROTOCOL_ERROR)"),
+                 qPrintable(named[1]));
+    }
+
     // --keep bounds a long capture's memory: the oldest calls go, the newest stay, and a warning says so.
     void captureKeepsTheNewestWithinItsBudget()
     {

@@ -242,7 +242,7 @@ private slots:
         QCOMPARE(calls[0].attempts[0].endNs.value_or(0), 9 * ms);
         QCOMPARE(calls[0].attempts[0].rstErrorCode.value_or(0), std::uint32_t(8));
         QVERIFY(!calls[0].attempts[0].status);
-        QCOMPARE(calls[0].attempts[0].outcomeLabel(), std::string("RST_STREAM 8"));
+        QCOMPARE(calls[0].attempts[0].outcomeLabel(), std::string("RST_STREAM CANCEL"));
         QCOMPARE(timelineToJson(model.store(), false)["calls"].toArray()[0].toObject()["attempts"].toArray()[0]
                      .toObject()["rst_error_code"].toInteger(),
                  qint64(8));

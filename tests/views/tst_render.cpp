@@ -680,6 +680,17 @@ private slots:
         // The PING's round trip is drawn back from its ACK.
         QVERIFY(hasColor(img, QRect(int(ax.timeToX(118 * ms)), top + h - 8, 1, 4), th.ping));
         QVERIFY(hasColor(img, QRect(int(std::floor(ax.timeToX(64 * ms))), top + 3, 2, h - 6), th.rst, 8));
+        // The label says who it is, in plain colours: nothing went wrong on the wire.
+        const QRect subtitle(10, top + h / 2, painter.labelWidth() - 14, h / 2 - 1);
+        QVERIFY(!hasColor(img, subtitle, th.rst));
+
+        // A peer that broke an HTTP/2 rule: the subtitle says so, in the error colour.
+        WireEvent broken = testev::event(EventKind::Notice, 1, 0, 95 * ms);
+        broken.text = "protocol error by the server: PING of 4 bytes, not 8 (FRAME_SIZE_ERROR)";
+        model.appendBatch({broken});
+        QVERIFY(model.store().connections()[0].protocolError());
+        const QImage marked = render(painter, rect);
+        QVERIFY(hasColor(marked, subtitle, th.rst, 5));
     }
 
     void attemptTimeoutMarkerAndTransparentRetry()
@@ -898,6 +909,7 @@ private slots:
         const auto rows = inspector.tree()->findItems(QStringLiteral("GOAWAY"), Qt::MatchExactly | Qt::MatchRecursive, 0);
         QCOMPARE(rows.size(), 1);
         QVERIFY2(rows[0]->text(1).startsWith(QStringLiteral("not processed")), qPrintable(rows[0]->text(1)));
+        QVERIFY2(rows[0]->text(1).endsWith(QStringLiteral("NO_ERROR (0)")), qPrintable(rows[0]->text(1)));
         QVERIFY(inspector.tree()
                     ->findItems(QStringLiteral("RST_STREAM"), Qt::MatchExactly | Qt::MatchRecursive, 0)
                     .isEmpty());
