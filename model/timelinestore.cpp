@@ -325,6 +325,12 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                     open.push_back(ref);
             for (const AttemptRef &ref : open)
                 endAttempt(ref, e.tNs, ch);
+            // A stall ends with its connection: nothing waits for a window any more.
+            for (auto it = m_openStalls.lower_bound({e.connection, Direction::ClientToServer, 0});
+                 it != m_openStalls.end() && std::get<0>(it->first) == e.connection;) {
+                m_stalls[it->second].endNs = e.tNs;
+                it = m_openStalls.erase(it);
+            }
             break;
         }
         case EventKind::DecodeError:

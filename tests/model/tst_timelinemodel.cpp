@@ -251,6 +251,30 @@ private slots:
         QCOMPARE(model.store().frames().size(), size_t(1));
     }
 
+    // A flow-control stall still open when its connection closes ends there; another connection's goes on.
+    void stallsEndWithTheirConnection()
+    {
+        TimelineModel model;
+        auto stall = [](EventKind kind, std::uint32_t conn, std::uint32_t stream, std::int64_t t) {
+            return testev::event(kind, conn, stream, t, Direction::ServerToClient);
+        };
+        WireEvent closed = testev::event(EventKind::ConnectionClosed, 1, 0, 40 * ms);
+        model.appendBatch({opened(1, 0), opened(2, 0), stall(EventKind::FlowStallBegin, 1, 3, 5 * ms),
+                           stall(EventKind::FlowStallBegin, 1, 0, 6 * ms),
+                           stall(EventKind::FlowStallBegin, 2, 3, 7 * ms),
+                           stall(EventKind::FlowStallBegin, 1, 5, 8 * ms),
+                           stall(EventKind::FlowStallEnd, 1, 5, 9 * ms), closed});
+        const auto &stalls = model.store().stalls();
+        QCOMPARE(int(stalls.size()), 4);
+        QCOMPARE(stalls[0].endNs.value_or(-1), 40 * ms);
+        QCOMPARE(stalls[1].endNs.value_or(-1), 40 * ms);
+        QVERIFY(!stalls[2].endNs); // connection 2 is still open
+        QCOMPARE(stalls[3].endNs.value_or(-1), 9 * ms);
+        // Ended means ended: a late end for the closed connection changes nothing.
+        model.appendBatch({stall(EventKind::FlowStallEnd, 1, 3, 50 * ms)});
+        QCOMPARE(model.store().stalls()[0].endNs.value_or(-1), 40 * ms);
+    }
+
     void goawayEndsOnlyStreamsAboveTheLastStreamId()
     {
         TimelineModel model;
