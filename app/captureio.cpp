@@ -163,6 +163,9 @@ CaptureReadResult loadCapture(const QString &path, CaptureData *out, const Captu
                               const LoadOptions &options)
 {
     *out = CaptureData{};
+    const QFileInfo info(path);
+    if (info.exists() && !info.isFile()) // a directory, device or pipe: refused without opening it
+        return readCaptureFile(path, out, progress);
     QFile f(path);
     if (f.open(QIODevice::ReadOnly) && isPacketCapture(f.read(4)))
         return importPacketCapture(path, out, progress, options);

@@ -115,6 +115,10 @@ bool parseOptions(const std::vector<std::string> &args, const std::set<std::stri
                 *error = "option " + a + " needs a value";
                 return false;
             }
+            if (out->count(a)) {
+                *error = "option " + a + " given twice ('" + (*out)[a] + "' and '" + args[i + 1] + "')";
+                return false;
+            }
             (*out)[a] = args[++i];
         } else {
             *error = "unknown option '" + a + "'";
@@ -385,6 +389,11 @@ int cmdCapture(std::vector<std::string> args)
         !parseHostPort(opts["--target"], &target, &error))
         return usageError(error);
     if (!isLoopbackHost(listen.host)) {
+        // An address this machine cannot listen on (unresolvable, not its own, in use) is said as such first.
+        if (!canListen(listen, &error)) {
+            std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+            return 1;
+        }
         // The proxy forwards anything to the target and records it: on a reachable address that is an open relay.
         if (!opts.count("--allow-remote"))
             return usageError("listening on " + listen.toString() +

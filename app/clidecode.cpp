@@ -127,8 +127,14 @@ int cmdDecode(const std::vector<std::string> &args)
         return fail(2, "decode needs one capture file (or --method and --hex), got " +
                            std::to_string(inputs.size()));
     std::string singleBytes;
-    if (single && !fromHex(opts["--hex"], &singleBytes))
-        return fail(2, "--hex needs an even number of hex digits");
+    if (single && !fromHex(opts["--hex"], &singleBytes)) {
+        const std::string &hex = opts["--hex"];
+        const size_t bad = hex.find_first_not_of("0123456789abcdefABCDEF");
+        return fail(2, bad != std::string::npos
+                           ? "--hex takes hex digits (0-9, a-f), got '" + hex.substr(bad, 1) + "' at position " +
+                                 std::to_string(bad + 1)
+                           : "--hex needs an even number of hex digits, got " + std::to_string(hex.size()));
+    }
 
     MessageDecoder decoder;
     if (!protos.empty()) {

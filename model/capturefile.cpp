@@ -604,11 +604,17 @@ bool CaptureFileStream::copyTo(const QString &path, std::string *error)
 
 CaptureReadResult readCaptureFile(const QString &path, CaptureData *out, const CaptureProgress &progress)
 {
+    // Before opening: opening a FIFO waits for a writer, and a device has no size to read up to (/dev/zero
+    // never ends).
+    const QFileInfo info(path);
+    if (info.exists() && !info.isDir() && !info.isFile())
+        return {CaptureReadResult::Failed,
+                "cannot read " + path.toStdString() + ": it is not a regular file (a device, pipe or socket)"};
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly))
         return {CaptureReadResult::Failed,
                 "cannot open " + path.toStdString() + ": " + f.errorString().toStdString()};
-    if (QFileInfo(path).isDir())
+    if (info.isDir())
         return {CaptureReadResult::Failed, "cannot open " + path.toStdString() + ": it is a directory"};
     const qint64 size = f.size();
     if (size == 0)

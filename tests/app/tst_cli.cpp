@@ -186,6 +186,17 @@ private slots:
         QTest::newRow("remote bind needs a flag")
             << QStringList{"capture", "--listen", "0.0.0.0:0", "--target", "127.0.0.1:1", "--out", "x.json"} << 2
             << "pass --allow-remote";
+        QTest::newRow("listen on another machine's address")
+            << QStringList{"capture", "--listen", "192.0.2.1:0", "--target", "127.0.0.1:1", "--out", "x.json",
+                           "--allow-remote"}
+            << 1 << "192.0.2.1 is not an address of this machine";
+        QTest::newRow("flag given twice")
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--target", "127.0.0.1:2", "--out", "x.json"} << 2
+            << "option --target given twice ('127.0.0.1:1' and '127.0.0.1:2')";
+        QTest::newRow("hex that is not hex") << QStringList{"decode", "--method", "/a.B/C", "--hex", "0z"} << 2
+                                             << "--hex takes hex digits (0-9, a-f), got 'z' at position 2";
+        QTest::newRow("convert a device") << QStringList{"convert", "/dev/zero", "x.json"} << 1
+                                          << "cannot read /dev/zero: it is not a regular file";
         QTest::newRow("bad limit") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json",
                                                   "--max-header-list", "lots"}
                                    << 2 << "--max-header-list needs a byte count";

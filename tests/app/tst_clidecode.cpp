@@ -186,7 +186,7 @@ private slots:
         QVERIFY2(oneLine(r), qPrintable(r.err));
         r = cli({"decode", "--method", "/x.Y/Z", "--hex", "0f0"});
         QCOMPARE(r.code, 2);
-        QCOMPARE(r.err, QStringLiteral("rpcscope-cli: --hex needs an even number of hex digits\n"));
+        QCOMPARE(r.err, QStringLiteral("rpcscope-cli: --hex needs an even number of hex digits, got 3\n"));
         r = cli({"decode", m_capture, "--proto-path", RPCSCOPE_PROTO_DIR});
         QCOMPARE(r.code, 2);
         QCOMPARE(r.err, QStringLiteral("rpcscope-cli: --proto-path needs --proto FILE too\n"));

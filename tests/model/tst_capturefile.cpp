@@ -621,6 +621,14 @@ private slots:
         QVERIFY2(error == "cannot write " + fifo.toStdString() + ": it is not a regular file", error.c_str());
         QVERIFY(!QFile::exists(fifo + ".partial"));
         QVERIFY(!QFileInfo(fifo).isFile()); // still the FIFO
+
+        // Nor is one read from: opening a FIFO would wait for a writer that never comes.
+        CaptureData readBack;
+        const CaptureReadResult fromFifo = readCaptureFile(fifo, &readBack);
+        QCOMPARE(fromFifo.status, CaptureReadResult::Failed);
+        QVERIFY2(fromFifo.message ==
+                     "cannot read " + fifo.toStdString() + ": it is not a regular file (a device, pipe or socket)",
+                 fromFifo.message.c_str());
     }
 
     void eventLogBoundsPayloadsWithoutChangingTheModel()
