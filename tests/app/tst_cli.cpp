@@ -344,7 +344,7 @@ private slots:
             testnet::setIoTimeouts(fd, 20);
             bool ok = testnet::sendAll(fd, bytes.data(), bytes.size()) && ::shutdown(fd, SHUT_WR) == 0;
             char buf[4096];
-            ssize_t n;
+            ssize_t n = 0;
             while (ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
             }
             ok = ok && n == 0;
