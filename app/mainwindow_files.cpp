@@ -181,33 +181,26 @@ QString MainWindow::statusText() const
     parts << megabytes(m_model->memoryBytes());
     if (store.evictedCalls())
         parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
-    int undecodable = 0;
-    size_t which = 0;
-    for (size_t i = 0; i < store.connections().size(); ++i)
-        if (!store.connections()[i].decodeError.empty()) {
-            ++undecodable;
-            which = i;
-        }
-    // A link: clicking it shows what went wrong on that connection.
-    if (undecodable)
-        parts << QStringLiteral("<a href=\"connection:%4\">%1 connection%2 not decodable (last: connection %3)</a>")
-                     .arg(undecodable)
-                     .arg(undecodable == 1 ? "" : "s")
-                     .arg(store.connections()[which].id)
-                     .arg(which);
-    int broken = 0;
-    for (size_t i = 0; i < store.connections().size(); ++i)
-        if (store.connections()[i].protocolError()) {
-            ++broken;
-            which = i;
-        }
-    if (broken)
-        parts << QStringLiteral("<a href=\"connection:%4\">%1 connection%2 with HTTP/2 protocol errors (last: "
-                                "connection %3)</a>")
-                     .arg(broken)
-                     .arg(broken == 1 ? "" : "s")
-                     .arg(store.connections()[which].id)
-                     .arg(which);
+    // Links: clicking one shows what went wrong on the last connection it counts.
+    auto linkToConnections = [&](auto wentWrong, const char *what) {
+        int count = 0;
+        size_t which = 0;
+        for (size_t i = 0; i < store.connections().size(); ++i)
+            if (wentWrong(store.connections()[i])) {
+                ++count;
+                which = i;
+            }
+        if (count)
+            parts << QStringLiteral("<a href=\"connection:%4\">%1 connection%2 %5 (last: connection %3)</a>")
+                         .arg(count)
+                         .arg(count == 1 ? "" : "s")
+                         .arg(store.connections()[which].id)
+                         .arg(which)
+                         .arg(QLatin1String(what));
+    };
+    linkToConnections([](const Connection &c) { return !c.decodeError.empty(); }, "not decodable");
+    linkToConnections([](const Connection &c) { return c.protocolError() != nullptr; },
+                      "with HTTP/2 protocol errors");
     return parts.join(QStringLiteral(" · "));
 }
 

@@ -138,7 +138,7 @@ void H2Decoder::protocolError(const std::string &what, const char *code, std::ui
     constexpr std::uint32_t kRecorded = 4;
     const char *side = m_dir == Direction::ClientToServer ? "client" : "server";
     if (m_protocolErrors < kRecorded)
-        notice(std::string("protocol error by the ") + side + ": " + what + " (" + code + ")", stream, t, out);
+        notice(kProtocolErrorPrefix + std::string(side) + ": " + what + " (" + code + ")", stream, t, out);
     else if (m_protocolErrors == kRecorded)
         notice(std::string("further protocol errors by the ") + side + " are not recorded", stream, t, out);
     ++m_protocolErrors;
@@ -672,7 +672,9 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         break;
     }
     out.push_back(e);
-    checkFrameRules(type, flags, stream, len, payload, t, out);
+    // DATA, CONTINUATION and plain HEADERS (most frames) have no rule checked there.
+    if (type != FrameData && type != FrameContinuation && (type != FrameHeaders || (flags & FlagPriority)))
+        checkFrameRules(type, flags, stream, len, payload, t, out);
 
     // Strip padding for the frame types that carry it.
     auto unpad = [&](const std::uint8_t *&p, std::uint32_t &n) -> bool {
@@ -793,16 +795,16 @@ void H2Decoder::checkFrameRules(std::uint8_t type, std::uint8_t flags, std::uint
                                 const std::uint8_t *payload, std::int64_t t, EventBatch &out)
 {
     // The framing stays intact whatever the payload says, so each of these is a notice, never a reason to stop.
-    const std::string name = frameTypeName(type);
+    // Strings are built only for a rule broken.
     auto sized = [&](std::uint32_t want) {
         if (len != want)
-            protocolError(name + " of " + std::to_string(len) + " bytes, not " + std::to_string(want),
+            protocolError(std::string(frameTypeName(type)) + " of " + std::to_string(len) + " bytes, not " + std::to_string(want),
                           "FRAME_SIZE_ERROR", stream, t, out);
         return len == want;
     };
     auto onConnection = [&] {
         if (stream != 0)
-            protocolError(name + " on stream " + std::to_string(stream) + ", not on stream 0", "PROTOCOL_ERROR",
+            protocolError(std::string(frameTypeName(type)) + " on stream " + std::to_string(stream) + ", not on stream 0", "PROTOCOL_ERROR",
                           stream, t, out);
     };
     switch (type) {

@@ -864,6 +864,13 @@ void Relay::Impl::decoderLoop()
 {
     std::unordered_map<std::uint32_t, std::unique_ptr<ConnectionDecoder>> decoders;
     std::vector<std::array<int, 2>> returned;  // handoff pipes read back in this round
+    auto giveBackPipes = [&] {
+        if (returned.empty())
+            return;
+        std::lock_guard lk(mu);
+        freeHandoffPipes.insert(freeHandoffPipes.end(), returned.begin(), returned.end());
+        returned.clear();
+    };
     EventBatch batch;
     std::int64_t firstPending = 0;
     bool busy = false; // the last round had work
@@ -961,21 +968,13 @@ void Relay::Impl::decoderLoop()
             // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
             // come rather than as one batch of millions (a client opening streams as fast as it can).
             if (batch.size() >= kFlushEvents) {
-                if (!returned.empty()) {
-                    std::lock_guard lk(mu);
-                    freeHandoffPipes.insert(freeHandoffPipes.end(), returned.begin(), returned.end());
-                    returned.clear();
-                }
+                giveBackPipes(); // before a sink that may wait: the relay thread can splice with them meanwhile
                 if (sink)
                     sink(std::move(batch)); // may wait while the model is behind (app/modelsink.h)
                 batch = EventBatch();
             }
         }
-        if (!returned.empty()) {
-            std::lock_guard lk(mu);
-            freeHandoffPipes.insert(freeHandoffPipes.end(), returned.begin(), returned.end());
-            returned.clear();
-        }
+        giveBackPipes();
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             if (sink)

@@ -124,6 +124,10 @@ inline constexpr std::int64_t kMaxOriginNs = 4'000'000'000'000'000'000; // stead
 inline constexpr std::int64_t kMaxSpanNs = 300'000'000'000'000'000;     // an event from its capture's origin
 inline constexpr std::int64_t kMaxTimeoutNs = 300'000'000'000'000'000;  // grpc-timeout, and a gap's length
 
+// How a Notice about a broken HTTP/2 rule begins, followed by "client: " or "server: " (the side that broke
+// it), what it did, and the error code the receiver should answer with in parentheses.
+inline constexpr char kProtocolErrorPrefix[] = "protocol error by the ";
+
 const char *frameTypeName(std::uint8_t type);
 const char *grpcStatusName(int code);
 // RST_STREAM and GOAWAY error codes (RFC 9113 section 7) by name: "CANCEL", "ENHANCE_YOUR_CALM"; an unknown

@@ -29,7 +29,7 @@ struct Connection
     const std::string *protocolError() const
     {
         for (const std::string &n : notes)
-            if (n.rfind("protocol error", 0) == 0)
+            if (n.rfind(kProtocolErrorPrefix, 0) == 0)
                 return &n;
         return nullptr;
     }

@@ -1109,11 +1109,10 @@ void TimelinePainter::paintConnection(QPainter *p, const QRectF &rect, const Tim
         if (!conn.decodeError.empty())
             sub = QStringLiteral("undecodable: ") + QString::fromStdString(conn.decodeError);
         else if (const std::string *broken = conn.protocolError()) {
-            // "protocol error by the client: WINDOW_UPDATE of 0 ... (PROTOCOL_ERROR)": who, then what.
-            QString text = QString::fromStdString(*broken);
-            const qsizetype colon = text.indexOf(QLatin1String(": "));
-            const QString who = text.left(colon).section(QLatin1Char(' '), -1);
-            sub = who + QStringLiteral(" broke HTTP/2: ") + text.mid(colon + 2);
+            // kProtocolErrorPrefix + "client: WINDOW_UPDATE of 0 ... (PROTOCOL_ERROR)" -> "client broke HTTP/2: ..."
+            const QString rest = QString::fromStdString(broken->substr(sizeof kProtocolErrorPrefix - 1));
+            const qsizetype colon = rest.indexOf(QLatin1String(": "));
+            sub = rest.left(colon) + QStringLiteral(" broke HTTP/2: ") + rest.mid(colon + 2);
             subWarns = true;
         }
     }
