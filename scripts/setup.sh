@@ -15,6 +15,7 @@ PACKAGES=(
   libpcap-dev tshark
   fonts-dejavu-core
   clang libclang-rt-14-dev
+  python3
 )
 
 missing=()
