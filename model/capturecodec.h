@@ -11,10 +11,17 @@
 
 namespace rpcscope {
 
+namespace capture {
+class Event;
+}
+
 // `redaction`, when given, masks the header values it names.
 std::string encodeBatch(const EventBatch &batch, const Redaction *redaction = nullptr);
 // False when the bytes are not a batch this version can read (`out` then holds the events before the bad
 // one).
 bool decodeBatch(const char *data, size_t len, EventBatch *out);
+// One event of a batch record. False when a value cannot come from this build's writer (an enum or a width
+// out of range); the reader checks each event in turn so that its message names the first problem.
+bool decodeEvent(const capture::Event &p, WireEvent *e);
 
 } // namespace rpcscope

@@ -11,7 +11,7 @@
 //               0x20  also write the JSON, Chrome trace and OTLP exports of what was read
 //   then the bytes of an .rpcscope file, as the reader gets them.
 //
-// The framing is walked here independently of model/capturefile.cpp (magic, version, then varint length,
+// The framing is walked here independently of model/capturereader.cpp (magic, version, then varint length,
 // body, CRC-32 per record), so a reader that misframes records is not excused by the same mistake.
 
 #include <array>

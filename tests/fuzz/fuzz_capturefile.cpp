@@ -1,5 +1,5 @@
-// libFuzzer target for the .rpcscope capture-file reader (model/capturefile.cpp), and for what opening a file
-// leads to: replaying it into a TimelineStore (call assembly, nesting, gaps, deadlines), merging it
+// libFuzzer target for the .rpcscope capture-file reader (model/capturereader.cpp), and for what opening a
+// file leads to: replaying it into a TimelineStore (call assembly, nesting, gaps, deadlines), merging it
 // (model/capturemerge.cpp) and the exports `rpcscope-cli convert` writes from it (JSON, Chrome trace, OTLP).
 // Input format in captureinput.h.
 //

@@ -29,7 +29,7 @@
 
 using namespace rpcscope;
 
-// The capture file stores every field of WireEvent and GrpcFields (capturefile.cpp, toProto/fromProto, and
+// The capture file stores every field of WireEvent and GrpcFields (capturecodec.cpp, toProto/decodeEvent, and
 // resources/proto/capture.proto). A field added to either changes its size: store it in the file too, set it
 // in sampleBatches() below, then update these numbers.
 #if defined(__x86_64__) && defined(__GLIBCXX__)

@@ -1,0 +1,122 @@
+#include "capturerecords.h"
+
+#include "capture.pb.h"
+#include "clock.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+namespace rpcscope {
+
+namespace records {
+
+namespace {
+
+const std::array<std::uint32_t, 256> &crcTable()
+{
+    static const std::array<std::uint32_t, 256> table = [] {
+        std::array<std::uint32_t, 256> t{};
+        for (std::uint32_t i = 0; i < 256; ++i) {
+            std::uint32_t c = i;
+            for (int k = 0; k < 8; ++k)
+                c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            t[i] = c;
+        }
+        return t;
+    }();
+    return table;
+}
+
+void putLe32(QByteArray &out, std::uint32_t v)
+{
+    for (int i = 0; i < 4; ++i)
+        out.append(char((v >> (8 * i)) & 0xFF));
+}
+
+void putVarint(QByteArray &out, std::uint64_t v)
+{
+    while (v >= 0x80) {
+        out.append(char((v & 0x7F) | 0x80));
+        v >>= 7;
+    }
+    out.append(char(v));
+}
+
+void appendRecord(QByteArray &out, const capture::Record &record)
+{
+    const std::string bytes = record.SerializeAsString();
+    putVarint(out, bytes.size());
+    out.append(bytes.data(), qsizetype(bytes.size()));
+    putLe32(out, crc32(bytes.data(), bytes.size()));
+}
+
+} // namespace
+
+std::uint32_t crc32(const char *data, size_t len)
+{
+    const auto &t = crcTable();
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < len; ++i)
+        c = t[(c ^ std::uint8_t(data[i])) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+std::uint32_t le32(const char *p)
+{
+    return std::uint32_t(std::uint8_t(p[0])) | std::uint32_t(std::uint8_t(p[1])) << 8 |
+           std::uint32_t(std::uint8_t(p[2])) << 16 | std::uint32_t(std::uint8_t(p[3])) << 24;
+}
+
+void appendFileHeader(QByteArray &out, const CaptureInfo &info, const Redaction &redaction)
+{
+    out.append(kMagic, sizeof kMagic);
+    putLe32(out, kCaptureFormatVersion);
+
+    capture::Record record;
+    capture::FileHeader *h = record.mutable_header();
+    h->set_has_origin(info.hasOrigin);
+    h->set_origin_ns(info.originNs);
+    h->set_origin_wall_ns(info.originWallNs);
+    h->set_record_frames(info.recordFrames);
+    h->set_writer(info.writer.empty() ? std::string("rpcscope") : info.writer);
+    h->set_written_wall_ns(wallNowNs());
+    // Masked now, or masked by whoever wrote the capture this one was converted from.
+    std::vector<std::string> redacted = info.redactedHeaders;
+    for (const std::string &n : redaction.names())
+        if (std::find(redacted.begin(), redacted.end(), n) == redacted.end()) redacted.push_back(n);
+    for (const std::string &n : redacted)
+        h->add_redacted_headers(n);
+    appendRecord(out, record);
+}
+
+// Field 2 (batch), length-delimited, is the whole record: the batch is not decoded to be framed.
+void appendBatchRecord(QByteArray &out, const std::string &encodedBatch)
+{
+    QByteArray record;
+    record.append(char(0x12));
+    putVarint(record, encodedBatch.size());
+    record.append(encodedBatch.data(), qsizetype(encodedBatch.size()));
+    putVarint(out, std::uint64_t(record.size()));
+    out.append(record);
+    putLe32(out, crc32(record.constData(), size_t(record.size())));
+}
+
+void appendFooter(QByteArray &out, std::uint64_t batches, std::uint64_t events)
+{
+    capture::Record footer;
+    footer.mutable_footer()->set_batches(batches);
+    footer.mutable_footer()->set_events(events);
+    appendRecord(out, footer);
+}
+
+} // namespace records
+
+bool looksLikeCaptureFile(const QByteArray &head)
+{
+    return head.size() >= qsizetype(sizeof records::kMagic) &&
+           std::memcmp(head.constData(), records::kMagic, sizeof records::kMagic) == 0;
+}
+
+} // namespace rpcscope
