@@ -1,7 +1,6 @@
 #include "mainwindow.h"
 
 #include "attemptinspector.h"
-#include "headerlog.h"
 #include "labsession.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
@@ -30,9 +29,8 @@
 
 namespace rpcscope {
 
-MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent,
-                       HeaderLog *headers)
-    : QMainWindow(parent), m_model(model), m_lab(lab), m_scenario(std::move(scenario)), m_headers(headers)
+MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent)
+    : QMainWindow(parent), m_model(model), m_lab(lab), m_scenario(std::move(scenario))
 {
     setWindowTitle(QStringLiteral("rpcscope"));
     m_view = new SwimlaneView(model, this);
@@ -52,7 +50,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
                 if (i.isValid() && i.parent().isValid()) m_view->selectAttempt(i.parent().row(), i.row());
             });
 
-    m_inspector = new AttemptInspector(&model->store(), m_headers, this);
+    m_inspector = new AttemptInspector(&model->store(), model->headerLog(), this);
     auto *inspectorDock = new QDockWidget(QStringLiteral("Inspector"), this);
     inspectorDock->setObjectName(QStringLiteral("inspector"));
     inspectorDock->setWidget(m_inspector);
@@ -119,8 +117,6 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     tb->addWidget(exportButton);
     addActions({exportAction, copy});
     QAction *clear = tb->addAction(QStringLiteral("Clear"), model, &TimelineModel::clear);
-    // Stream ids start again after a reset, so the inspector's header blocks go with the model's data.
-    if (m_headers) connect(model, &QAbstractItemModel::modelReset, this, [this] { m_headers->clear(); });
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
     buildViewControls(tb);
     buildFileAndCapture(tb);

@@ -24,7 +24,6 @@ namespace rpcscope {
 
 class AttemptInspector;
 class CapturePanel;
-class HeaderLog;
 class MergePanel;
 class MergeSet;
 class SchemaController;
@@ -40,9 +39,9 @@ class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    // headers (may be null) keeps the decoded header blocks the inspector shows; main() feeds it the batches.
-    MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent = nullptr,
-               HeaderLog *headers = nullptr);
+    // The inspector shows the model's header log when it keeps one (TimelineModel::setKeepHeaders(), before
+    // the window is made).
+    MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent = nullptr);
     ~MainWindow() override;
 
     SwimlaneView *swimlanes() const { return m_view; }
@@ -126,7 +125,6 @@ private:
     std::vector<std::pair<std::string, QLineEdit *>> m_paramEdits;
     QSpinBox *m_repeat;
     QLabel *m_result;
-    HeaderLog *m_headers;
     AttemptInspector *m_inspector;
     QAction *m_exportVisibleOnly;
     QActionGroup *m_exportScale;
