@@ -153,8 +153,19 @@ QVariant TimelineModel::headerData(int section, Qt::Orientation orientation, int
     return {};
 }
 
+void TimelineModel::setKeepHeaders(bool keep)
+{
+    if (!keep)
+        m_headers.reset();
+    else if (!m_headers)
+        m_headers.emplace();
+}
+
 void TimelineModel::appendBatch(const EventBatch &batch)
 {
+    // Before the rows are announced, so whoever reacts to them finds the headers already there.
+    if (m_headers)
+        m_headers->record(batch);
     StoreChanges ch;
     m_store.apply(batch, &ch);
     m_log.append(batch);
@@ -285,10 +296,14 @@ void TimelineModel::replay(const CaptureData &data)
     beginResetModel();
     m_store.clear();
     m_log.clear();
+    if (m_headers)
+        m_headers->clear();
     m_store.setRecordFrames(data.info.recordFrames);
     if (data.info.hasOrigin)
         m_store.setOrigin(data.info.originNs, data.info.originWallNs);
     for (const EventBatch &batch : data.batches) {
+        if (m_headers)
+            m_headers->record(batch);
         m_store.apply(batch);
         m_log.append(batch);
     }
@@ -304,6 +319,8 @@ void TimelineModel::clear()
     beginResetModel();
     m_store.clear();
     m_log.clear();
+    if (m_headers)
+        m_headers->clear();
     m_publishedAttempts.clear();
     endResetModel();
     emit timelineChanged();

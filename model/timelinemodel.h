@@ -2,9 +2,12 @@
 
 #include "capturedata.h"
 #include "eventlog.h"
+#include "headerlog.h"
 #include "timelinestore.h"
 
 #include <QAbstractItemModel>
+
+#include <optional>
 
 namespace rpcscope {
 
@@ -39,6 +42,13 @@ public:
     // in the event log so it can be saved again.
     void replay(const CaptureData &data);
     void setOrigin(qint64 steadyNs, qint64 wallNs);
+    // The decoded header blocks and kept messages the inspector shows (headerlog.h), fed every batch appended
+    // or replayed and emptied with the rest: stream ids start again after a reset. Off by default, since a
+    // headless capture never shows them and they may hold tens of MB; turn it on before handing headerLog()
+    // to a view. Retention does not evict from it (it is bounded by itself).
+    void setKeepHeaders(bool keep);
+    // Null unless headers are kept.
+    const HeaderLog *headerLog() const { return m_headers ? &*m_headers : nullptr; }
 
     // Retention for live sessions: checked after batches, at most once a second (or when the calls grew by a
     // tenth, or may have filled the budget); maxBytes counts the store and the event log together. Evicted
@@ -76,6 +86,7 @@ signals:
 private:
     TimelineStore m_store;
     EventLog m_log;
+    std::optional<HeaderLog> m_headers;
     std::vector<int> m_publishedAttempts; // per published call
     // Runs (first store index, count) of evicted rows already announced while the store still holds them.
     std::vector<std::pair<size_t, size_t>> m_removedRuns;

@@ -448,7 +448,7 @@ private slots:
     {
         TimelineModel model;
         auto gate = std::make_shared<ModelFeedGate>();
-        const Relay::Sink sink = queuedSinkTo(&model, {}, {10, std::chrono::milliseconds(60'000)}, gate);
+        const Relay::Sink sink = queuedSinkTo(&model, {10, std::chrono::milliseconds(60'000)}, gate);
         std::uint32_t nextConnection = 1;
         auto batchOf5 = [&] {
             EventBatch b;
@@ -495,7 +495,7 @@ private slots:
         // A model thread that never answers: the wait gives up once, then the feeder is not held back.
         TimelineModel stuck;
         auto stuckGate = std::make_shared<ModelFeedGate>();
-        const Relay::Sink stuckSink = queuedSinkTo(&stuck, {}, {10, std::chrono::milliseconds(100)}, stuckGate);
+        const Relay::Sink stuckSink = queuedSinkTo(&stuck, {10, std::chrono::milliseconds(100)}, stuckGate);
         std::atomic<bool> done{false};
         std::thread second([&] {
             for (int i = 0; i < 20; ++i)

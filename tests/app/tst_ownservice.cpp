@@ -9,7 +9,6 @@
 
 #include "attemptinspector.h"
 #include "capturesession.h"
-#include "headerlog.h"
 #include "ingest.grpc.pb.h"
 #include "mainwindow.h"
 #include "shop.grpc.pb.h"
@@ -341,8 +340,8 @@ private slots:
         // The window as `rpcscope --no-lab --capture client->front@... --capture front->backend@...` opens
         // it.
         TimelineModel model;
-        HeaderLog headers;
-        MainWindow window(&model, nullptr, QString(), nullptr, &headers);
+        model.setKeepHeaders(true);
+        MainWindow window(&model, nullptr, QString());
         window.setPromptOnClose(false);
         QString error;
         QVERIFY2(window.startCapture({{QStringLiteral("client->front"), QStringLiteral("127.0.0.1:0"),

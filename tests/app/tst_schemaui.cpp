@@ -38,7 +38,7 @@ private slots:
         QWidget window;
         SchemaController controller(&window);
         QSignalSpy changed(&controller, &SchemaController::schemasChanged);
-        SchemaDialog dialog(&controller, &window);
+        SchemaDialog dialog(controller.dialogHooks(), &window);
         QVERIFY(!dialog.load()); // nothing to load yet
         dialog.setFiles({bad});
         QVERIFY(!dialog.load());
@@ -62,7 +62,7 @@ private slots:
         SchemaController next(&window);
         next.loadRemembered();
         QCOMPARE(next.decoder()->fileNames(), std::vector<std::string>{"lab.proto"});
-        SchemaDialog reopened(&next, &window);
+        SchemaDialog reopened(next.dialogHooks(), &window);
         QCOMPARE(reopened.files(), QStringList{QStringLiteral("lab.proto")});
         QCOMPARE(reopened.importPaths(), QStringList{QStringLiteral(RPCSCOPE_PROTO_DIR)});
     }

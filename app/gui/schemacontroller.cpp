@@ -115,9 +115,17 @@ void SchemaController::updateMenu()
     m_summaryAction->setText(text);
 }
 
+SchemaDialogHooks SchemaController::dialogHooks()
+{
+    return {[this](const QStringList &files, const QStringList &importPaths, QStringList *errors) {
+                return loadProtos(files, importPaths, errors);
+            },
+            [this] { return summary(); }};
+}
+
 void SchemaController::openDialog()
 {
-    SchemaDialog dialog(this, m_window);
+    SchemaDialog dialog(dialogHooks(), m_window);
     dialog.exec();
 }
 

@@ -3,20 +3,14 @@
 #include "capturesession.h"
 
 #include <QMainWindow>
-#include <atomic>
 #include <memory>
 #include <optional>
-#include <thread>
 
 class QAction;
 class QActionGroup;
-class QComboBox;
 class QDockWidget;
-class QFormLayout;
 class QLabel;
 class QMenu;
-class QLineEdit;
-class QSpinBox;
 class QTimer;
 class QToolBar;
 
@@ -24,7 +18,7 @@ namespace rpcscope {
 
 class AttemptInspector;
 class CapturePanel;
-class HeaderLog;
+class LabPanel;
 class MergePanel;
 class MergeSet;
 class SchemaController;
@@ -40,9 +34,9 @@ class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    // headers (may be null) keeps the decoded header blocks the inspector shows; main() feeds it the batches.
-    MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent = nullptr,
-               HeaderLog *headers = nullptr);
+    // The inspector shows the model's header log when it keeps one (TimelineModel::setKeepHeaders(), before
+    // the window is made).
+    MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent = nullptr);
     ~MainWindow() override;
 
     SwimlaneView *swimlanes() const { return m_view; }
@@ -102,31 +96,18 @@ private:
     void rebuildRecentMenu();
     void updateStatus();
     bool hasUnsavedEvents() const;
-    void onScenarioFinished(bool held, const QString &summary);
-    void onRunFinished();
     void exportPngInteractive();
     void exportSvgInteractive();
     QImage exportImage() const;
     std::optional<std::pair<qint64, qint64>> exportRange() const;
     QString exportTitle() const;
     void buildViewControls(QToolBar *tb);
-    void showScenario(int index);
-    QWidget *buildScenarioPanel();
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
-    QString m_scenario;
+    LabPanel *m_labPanel;
     SwimlaneView *m_view;
-    QAction *m_runAction;
-    QAction *m_stopAction;
     QLabel *m_labLabel;
-    QComboBox *m_scenarioBox;
-    QLabel *m_explanation;
-    QFormLayout *m_paramForm;
-    std::vector<std::pair<std::string, QLineEdit *>> m_paramEdits;
-    QSpinBox *m_repeat;
-    QLabel *m_result;
-    HeaderLog *m_headers;
     AttemptInspector *m_inspector;
     QAction *m_exportVisibleOnly;
     QActionGroup *m_exportScale;
@@ -148,8 +129,6 @@ private:
     bool m_merging = false;
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;
-    std::thread m_worker;
-    std::atomic<bool> m_stopRequested{false};
 };
 
 } // namespace rpcscope

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "events.h"
+#include "redaction.h"
+#include "relay.h"
 
 #include <QObject>
 #include <QString>
@@ -16,7 +18,6 @@ namespace rpcscope {
 
 class CaptureFileStream;
 class IngestServer;
-class Relay;
 class TimelineModel;
 
 // One hop of a live capture: a proxy listening on `listen` that relays to `target`, named `label` on the
@@ -36,14 +37,22 @@ struct HopCheck
     bool ok() const { return listenError.isEmpty() && targetError.isEmpty(); }
 };
 
+// What start() failed at, for a caller that answers each differently (rpcscope-cli's exit codes).
+struct CaptureStartError
+{
+    enum Stage { None, Hops, Recording, Hop, Ingest };
+    Stage stage = None;
+    QString reason; // the cause alone, without the hop's label or "recording:" in front
+};
+
 // A live capture of the user's own services: one relay per hop, all feeding one timeline, plus the ingestion
-// endpoint (ingest.proto, JSON lines) their resilience libraries report to. Lives on the GUI thread.
+// endpoint (ingest.proto, JSON lines) their resilience libraries report to. Lives on the model's thread (the
+// GUI's, or the CLI's main thread): `rpcscope-cli capture` is one session of one hop without the endpoint.
 class CaptureSession : public QObject
 {
     Q_OBJECT
 public:
-    // `toModel` hands batches to the model's thread (default: queued straight into `model`); the GUI also feeds
-    // its header log there.
+    // `toModel` hands batches to the model's thread (default: queued straight into `model`).
     using Sink = std::function<void(std::vector<WireEvent> &&)>;
     explicit CaptureSession(TimelineModel *model, QObject *parent = nullptr, Sink toModel = {});
     ~CaptureSession() override;
@@ -57,8 +66,17 @@ public:
     static bool parseHopSpec(const QString &text, HopSpec *out, QString *error);
 
     // Starts every hop, then the ingestion endpoint; on any failure nothing is left running.
-    bool start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error);
+    bool start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error,
+               CaptureStartError *failure = nullptr);
     void stop();
+    // Stops as stop() does, but hands the recording over unfinished instead of finishing it, for a caller that
+    // finishes it itself (the CLI saves it elsewhere when it cannot be put in place). Null without one.
+    std::unique_ptr<CaptureFileStream> stopAndTakeRecording();
+
+    // For the relays the next start() makes (the CLI's --max-header-list and --max-message-keep).
+    void setDecoderLimits(const DecoderLimits &limits) { m_limits = limits; }
+    // On by default; the CLI captures without the ingestion endpoint.
+    void setIngestEnabled(bool on) { m_ingestEnabled = on; }
 
     // Recording: the next start() also writes everything it records to this .rpcscope file as it comes, in
     // the order the model gets it (header values masked as in a saved file), through `path`.partial until
@@ -66,11 +84,16 @@ public:
     // capture. Empty: no recording; ".rpcscope" is added when the name lacks it. start() fails if the file
     // cannot be opened.
     void setRecordTo(const QString &path);
+    // As setRecordTo(), but to `path` as given whatever its suffix, masking header values with `redaction` and
+    // naming `writer` in the file's header (rpcscope-cli's --out, --redact).
+    void setRecordTo(const QString &path, const Redaction &redaction, const std::string &writer);
     QString recordTo() const { return m_recordPath; }
     bool isRecording() const { return m_recording != nullptr; }
     QString recordingPartialPath() const;
     // Empty while fine; else why writing failed (recording stopped there, the capture goes on).
     QString recordingError() const;
+    // Whole records written so far.
+    std::int64_t recordingBytesWritten() const;
     // After stop(): where the recording went, or what went wrong; empty when there was none.
     QString lastRecordingResult() const { return m_recordingResult; }
     bool isRunning() const { return !m_relays.empty(); }
@@ -110,6 +133,9 @@ private:
     };
     void sample();
     void discardRecording();
+    bool fail(CaptureStartError *failure, CaptureStartError::Stage stage, const QString &reason, QString *error,
+              const QString &message);
+    bool stopRunning();
 
     TimelineModel *m_model;
     Sink m_toModel;
@@ -132,6 +158,10 @@ private:
     struct Recording;
     std::shared_ptr<Recording> m_recording;
     QString m_recordPath;
+    Redaction m_recordRedaction;
+    std::string m_recordWriter; // empty: the file's default
+    DecoderLimits m_limits;
+    bool m_ingestEnabled = true;
     QString m_recordingResult;
     std::uint64_t m_lastEvents = 0;
     qint64 m_lastSampleMs = 0;

@@ -99,7 +99,7 @@ bool CaptureSession::parseHopSpec(const QString &text, HopSpec *out, QString *er
 struct CaptureSession::Recording
 {
     std::mutex mu;
-    CaptureFileStream file;
+    std::unique_ptr<CaptureFileStream> file = std::make_unique<CaptureFileStream>();
 };
 
 void CaptureSession::setRecordTo(const QString &path)
@@ -107,11 +107,20 @@ void CaptureSession::setRecordTo(const QString &path)
     m_recordPath = path.trimmed();
     if (!m_recordPath.isEmpty() && !m_recordPath.endsWith(QLatin1String(".rpcscope"), Qt::CaseInsensitive))
         m_recordPath += QLatin1String(".rpcscope");
+    m_recordRedaction = Redaction{};
+    m_recordWriter.clear();
+}
+
+void CaptureSession::setRecordTo(const QString &path, const Redaction &redaction, const std::string &writer)
+{
+    m_recordPath = path;
+    m_recordRedaction = redaction;
+    m_recordWriter = writer;
 }
 
 QString CaptureSession::recordingPartialPath() const
 {
-    return m_recording ? m_recording->file.partialPath() : QString();
+    return m_recording ? m_recording->file->partialPath() : QString();
 }
 
 QString CaptureSession::recordingError() const
@@ -119,23 +128,43 @@ QString CaptureSession::recordingError() const
     if (!m_recording)
         return {};
     std::lock_guard lk(m_recording->mu);
-    return QString::fromStdString(m_recording->file.error());
+    return QString::fromStdString(m_recording->file->error());
+}
+
+std::int64_t CaptureSession::recordingBytesWritten() const
+{
+    if (!m_recording)
+        return 0;
+    std::lock_guard lk(m_recording->mu);
+    return m_recording->file->bytesWritten();
 }
 
 // A start that failed part way: its recording holds nothing worth keeping.
 void CaptureSession::discardRecording()
 {
     if (m_recording)
-        m_recording->file.discard();
+        m_recording->file->discard();
     m_recording.reset();
 }
 
-bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error)
+bool CaptureSession::fail(CaptureStartError *failure, CaptureStartError::Stage stage, const QString &reason,
+                          QString *error, const QString &message)
+{
+    if (failure)
+        *failure = {stage, reason};
+    *error = message;
+    return false;
+}
+
+bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error,
+                           CaptureStartError *failure)
 {
     stop();
+    if (failure)
+        *failure = {};
     if (hops.empty()) {
-        *error = QStringLiteral("add at least one hop");
-        return false;
+        const QString why = QStringLiteral("add at least one hop");
+        return fail(failure, CaptureStartError::Hops, why, error, why);
     }
     auto stats = m_stats = std::make_shared<Stats>();
     auto pauses = m_pauses = std::make_shared<Pauses>();
@@ -145,14 +174,17 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     if (!m_recordPath.isEmpty()) {
         auto recording = std::make_shared<Recording>();
         std::string err;
-        if (!recording->file.open(m_recordPath, captureInfoOf(m_model->store()), Redaction{}, &err)) {
-            *error = QStringLiteral("recording: %1").arg(QString::fromStdString(err));
-            return false;
+        CaptureInfo info = captureInfoOf(m_model->store());
+        if (!m_recordWriter.empty())
+            info.writer = m_recordWriter;
+        if (!recording->file->open(m_recordPath, info, m_recordRedaction, &err)) {
+            const QString why = QString::fromStdString(err);
+            return fail(failure, CaptureStartError::Recording, why, error, QStringLiteral("recording: %1").arg(why));
         }
         m_recording = recording;
         forward = [forward, recording](EventBatch &&batch) {
             std::lock_guard lk(recording->mu);
-            recording->file.append(batch); // after a failure it drops batches; recordingError() says why
+            recording->file->append(batch); // after a failure it drops batches; recordingError() says why
             forward(std::move(batch));
         };
     }
@@ -179,30 +211,32 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
                             parseHostPort(h.target.trimmed().toStdString(), &target, &err);
         if (parsed && !allowRemote && !isLoopbackHost(listen.host))
             err = "listening on " + listen.toString() + " needs remote clients allowed";
-        if (!err.empty()) {
-            *error = QStringLiteral("%1: %2").arg(h.label, QString::fromStdString(err));
-            discardRecording();
-            stop();
-            return false;
+        if (err.empty()) {
+            auto relay = std::make_unique<Relay>();
+            relay->setLabel(h.label.toStdString());
+            relay->setDecoderLimits(m_limits);
+            if (relay->start(listen, target, sink, &err)) {
+                m_hops.push_back(
+                    {h.label, QString::fromStdString(relay->listenAddress().toString()), h.target.trimmed()});
+                m_relays.push_back(std::move(relay));
+                continue;
+            }
         }
-        auto relay = std::make_unique<Relay>();
-        relay->setLabel(h.label.toStdString());
-        if (!relay->start(listen, target, sink, &err)) {
-            *error = QStringLiteral("%1: %2").arg(h.label, QString::fromStdString(err));
-            discardRecording();
-            stop();
-            return false;
-        }
-        m_hops.push_back({h.label, QString::fromStdString(relay->listenAddress().toString()), h.target.trimmed()});
-        m_relays.push_back(std::move(relay));
-    }
-    m_ingest = std::make_unique<IngestServer>();
-    std::string err;
-    if (!m_ingest->start(0, 0, sink, &err)) {
-        *error = QStringLiteral("event ingestion endpoint: %1").arg(QString::fromStdString(err));
         discardRecording();
         stop();
-        return false;
+        const QString why = QString::fromStdString(err);
+        return fail(failure, CaptureStartError::Hop, why, error, QStringLiteral("%1: %2").arg(h.label, why));
+    }
+    if (m_ingestEnabled) {
+        m_ingest = std::make_unique<IngestServer>();
+        std::string err;
+        if (!m_ingest->start(0, 0, sink, &err)) {
+            discardRecording();
+            stop();
+            const QString why = QString::fromStdString(err);
+            return fail(failure, CaptureStartError::Ingest, why, error,
+                        QStringLiteral("event ingestion endpoint: %1").arg(why));
+        }
     }
     m_lastEvents = 0;
     m_lastSampleMs = QDateTime::currentMSecsSinceEpoch();
@@ -212,7 +246,8 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     return true;
 }
 
-void CaptureSession::stop()
+// Everything but the recording; true when it was running.
+bool CaptureSession::stopRunning()
 {
     const bool wasRunning = isRunning();
     if (m_timer)
@@ -225,10 +260,16 @@ void CaptureSession::stop()
     m_relays.clear();
     m_hops.clear();
     m_rate = 0;
+    return wasRunning;
+}
+
+void CaptureSession::stop()
+{
+    const bool wasRunning = stopRunning();
     if (m_recording) {
         // Every sink has returned: the relays and the ingestion endpoint are stopped.
         std::string err;
-        CaptureFileStream &file = m_recording->file;
+        CaptureFileStream &file = *m_recording->file;
         if (file.failed())
             m_recordingResult = QStringLiteral("Recording stopped early: %1. What was written is in %2")
                                     .arg(QString::fromStdString(file.error()), file.partialPath());
@@ -242,6 +283,18 @@ void CaptureSession::stop()
     }
     if (wasRunning)
         emit runningChanged(false);
+}
+
+std::unique_ptr<CaptureFileStream> CaptureSession::stopAndTakeRecording()
+{
+    const bool wasRunning = stopRunning();
+    std::unique_ptr<CaptureFileStream> file;
+    if (m_recording)
+        file = std::move(m_recording->file); // every sink has returned
+    m_recording.reset();
+    if (wasRunning)
+        emit runningChanged(false);
+    return file;
 }
 
 bool CaptureSession::Pauses::covers(std::int64_t t)

@@ -1,7 +1,7 @@
 // rpcscope-cli decode: a capture's gRPC messages as JSON, with schemas from .proto files or server
 // reflection.
 
-#include "clidecode.h"
+#include "commands.h"
 
 #include "captureio.h"
 #include "messagedecoder.h"

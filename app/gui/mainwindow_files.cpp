@@ -6,8 +6,6 @@
 #include "capturedialog.h"
 #include "captureio.h"
 #include "capturesession.h"
-#include "headerlog.h"
-#include "modelsink.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
@@ -87,11 +85,7 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     addActions({open, save});
 
     // Capture: your own services.
-    const CaptureSession::Sink toModel = queuedSinkTo(m_model, [this](const EventBatch &b) {
-        if (m_headers)
-            m_headers->record(b);
-    });
-    m_capture = new CaptureSession(m_model, this, toModel);
+    m_capture = new CaptureSession(m_model, this);
     m_capturePanel = new CapturePanel(m_capture, this);
     connect(m_capturePanel, &CapturePanel::clearRequested, m_model, &TimelineModel::clear);
     auto *panel = new QWidget(this);
@@ -272,11 +266,6 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
     if (m_capture->isRunning())
         m_capture->stop();
     m_model->replay(data);
-    if (m_headers) {
-        m_headers->clear();
-        for (const EventBatch &b : data.batches)
-            m_headers->record(b);
-    }
     m_savedGeneration = m_model->eventLog().generation();
     m_openedPath = path; // the first file if another is added to this timeline
     m_openedGeneration = m_savedGeneration;

@@ -1,6 +1,9 @@
 #pragma once
 
 #include <QDialog>
+#include <QStringList>
+
+#include <functional>
 
 class QLabel;
 class QListWidget;
@@ -8,7 +11,14 @@ class QPlainTextEdit;
 
 namespace rpcscope {
 
-class SchemaController;
+// What the dialog calls back for, rather than knowing who keeps the schemas (SchemaController::dialogHooks()).
+struct SchemaDialogHooks
+{
+    // Loads the .proto files with these import paths; false with "file:line:column: message" errors.
+    std::function<bool(const QStringList &files, const QStringList &importPaths, QStringList *errors)> loadProtos;
+    // What is loaded now, shown under the lists.
+    std::function<QString()> summary;
+};
 
 // Schemas > Load .proto files: the .proto files and the import paths they are found in (as protoc's -I),
 // remembered for the next start. Load shows the importer's errors (file:line:column) and stays open.
@@ -16,7 +26,7 @@ class SchemaDialog : public QDialog
 {
     Q_OBJECT
 public:
-    SchemaDialog(SchemaController *controller, QWidget *parent = nullptr);
+    explicit SchemaDialog(SchemaDialogHooks hooks, QWidget *parent = nullptr);
 
     QStringList files() const;
     QStringList importPaths() const;
@@ -27,7 +37,7 @@ public:
     QString errorText() const;
 
 private:
-    SchemaController *m_controller;
+    SchemaDialogHooks m_hooks;
     QListWidget *m_files;
     QListWidget *m_paths;
     QLabel *m_status;

@@ -1,7 +1,7 @@
 #include "mainwindow.h"
 
 #include "attemptinspector.h"
-#include "headerlog.h"
+#include "labpanel.h"
 #include "labsession.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
@@ -14,25 +14,20 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFileDialog>
-#include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
-#include <QPushButton>
-#include <QSpinBox>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QToolButton>
 #include <QTreeView>
-#include <QVBoxLayout>
 
 namespace rpcscope {
 
-MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent,
-                       HeaderLog *headers)
-    : QMainWindow(parent), m_model(model), m_lab(lab), m_scenario(std::move(scenario)), m_headers(headers)
+MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent)
+    : QMainWindow(parent), m_model(model), m_lab(lab)
 {
     setWindowTitle(QStringLiteral("rpcscope"));
     m_view = new SwimlaneView(model, this);
@@ -52,7 +47,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
                 if (i.isValid() && i.parent().isValid()) m_view->selectAttempt(i.parent().row(), i.row());
             });
 
-    m_inspector = new AttemptInspector(&model->store(), m_headers, this);
+    m_inspector = new AttemptInspector(&model->store(), model->headerLog(), this);
     auto *inspectorDock = new QDockWidget(QStringLiteral("Inspector"), this);
     inspectorDock->setObjectName(QStringLiteral("inspector"));
     inspectorDock->setWidget(m_inspector);
@@ -71,20 +66,10 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     auto *tb = addToolBar(QStringLiteral("Main"));
     tb->setObjectName(QStringLiteral("main"));
     tb->setToolButtonStyle(Qt::ToolButtonTextOnly);
-    m_scenarioBox = new QComboBox(this);
-    for (const lab::Scenario &s : lab::allScenarios())
-        m_scenarioBox->addItem(QString::fromStdString(s.name + "  —  " + s.title),
-                               QString::fromStdString(s.name));
-    m_scenarioBox->setToolTip(QStringLiteral("Lab scenario"));
-    tb->addWidget(m_scenarioBox);
-    m_runAction = tb->addAction(QStringLiteral("Run again"), this, &MainWindow::runScenario);
-    m_runAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
-    m_runAction->setToolTip(QStringLiteral("Run the selected scenario (Ctrl+R)"));
-    m_runAction->setEnabled(m_lab != nullptr);
-    m_stopAction = tb->addAction(QStringLiteral("Stop"), this, [this] { m_stopRequested = true; });
-    m_stopAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+.")));
-    m_stopAction->setToolTip(QStringLiteral("Stop after the current run (Ctrl+.)"));
-    m_stopAction->setEnabled(false);
+    m_labPanel = new LabPanel(m_lab, scenario, this);
+    tb->addWidget(m_labPanel->scenarioBox());
+    tb->addAction(m_labPanel->runAction());
+    tb->addAction(m_labPanel->stopAction());
     QAction *fit = tb->addAction(QStringLiteral("Fit"), m_view, &SwimlaneView::fitAll);
     fit->setToolTip(QStringLiteral("Fit the whole trace (F)"));
     auto *exportMenu = new QMenu(this);
@@ -119,8 +104,6 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     tb->addWidget(exportButton);
     addActions({exportAction, copy});
     QAction *clear = tb->addAction(QStringLiteral("Clear"), model, &TimelineModel::clear);
-    // Stream ids start again after a reset, so the inspector's header blocks go with the model's data.
-    if (m_headers) connect(model, &QAbstractItemModel::modelReset, this, [this] { m_headers->clear(); });
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
     buildViewControls(tb);
     buildFileAndCapture(tb);
@@ -138,17 +121,15 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
                                      QString::fromStdString(m_lab->proxyAddress().toString())));
     else
         m_labLabel->setText(QStringLiteral("lab not running"));
-    connect(this, &MainWindow::scenarioFinished, this, &MainWindow::onScenarioFinished, Qt::QueuedConnection);
-    connect(this, &MainWindow::runFinished, this, &MainWindow::onRunFinished, Qt::QueuedConnection);
+    // Direct: the panel emits them on the run's thread, and so the window's signals are emitted there as before.
+    connect(m_labPanel, &LabPanel::scenarioFinished, this, &MainWindow::scenarioFinished, Qt::DirectConnection);
+    connect(m_labPanel, &LabPanel::runFinished, this, &MainWindow::runFinished, Qt::DirectConnection);
+    connect(m_labPanel, &LabPanel::statusMessage, this, [this](const QString &text) { statusBar()->showMessage(text); });
 
     auto *scenarioDock = new QDockWidget(QStringLiteral("Scenario"), this);
     scenarioDock->setObjectName(QStringLiteral("scenario"));
-    scenarioDock->setWidget(buildScenarioPanel());
+    scenarioDock->setWidget(m_labPanel);
     addDockWidget(Qt::LeftDockWidgetArea, scenarioDock);
-    connect(m_scenarioBox, &QComboBox::currentIndexChanged, this, &MainWindow::showScenario);
-    const int initial = m_scenarioBox->findData(m_scenario);
-    m_scenarioBox->setCurrentIndex(initial < 0 ? 0 : initial);
-    showScenario(m_scenarioBox->currentIndex());
     resize(1400, 820);
     restoreLayout();
 }
@@ -222,109 +203,17 @@ MainWindow::~MainWindow()
     // While the whole window still exists: stopping finishes a recording and signals the window and its docks.
     if (m_capture)
         m_capture->stop();
-    if (m_worker.joinable()) m_worker.join();
-}
-
-QWidget *MainWindow::buildScenarioPanel()
-{
-    auto *panel = new QWidget(this);
-    auto *layout = new QVBoxLayout(panel);
-    m_explanation = new QLabel(panel);
-    m_explanation->setWordWrap(true);
-    m_explanation->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_explanation->setMinimumWidth(260);
-    layout->addWidget(m_explanation);
-    m_paramForm = new QFormLayout;
-    layout->addLayout(m_paramForm);
-    auto *repeatRow = new QFormLayout;
-    m_repeat = new QSpinBox(panel);
-    m_repeat->setRange(1, 50);
-    m_repeat->setToolTip(QStringLiteral("Run the scenario this many times in a row"));
-    repeatRow->addRow(QStringLiteral("Repeat"), m_repeat);
-    layout->addLayout(repeatRow);
-    auto *run = new QPushButton(QStringLiteral("Run (Ctrl+R)"), panel);
-    connect(run, &QPushButton::clicked, this, &MainWindow::runScenario);
-    connect(m_runAction, &QAction::enabledChanged, run, &QWidget::setEnabled);
-    run->setEnabled(m_runAction->isEnabled());
-    layout->addWidget(run);
-    m_result = new QLabel(panel);
-    m_result->setWordWrap(true);
-    layout->addWidget(m_result);
-    layout->addStretch();
-    return panel;
-}
-
-void MainWindow::showScenario(int index)
-{
-    m_scenario = m_scenarioBox->itemData(index).toString();
-    const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
-    if (!s) return;
-    m_explanation->setText(QStringLiteral("<b>%1</b><br>%2")
-                               .arg(QString::fromStdString(s->title).toHtmlEscaped(),
-                                    QString::fromStdString(s->explanation).toHtmlEscaped()));
-    while (m_paramForm->rowCount() > 0)
-        m_paramForm->removeRow(0);
-    m_paramEdits.clear();
-    for (const lab::ScenarioParam &p : s->params) {
-        auto *edit = new QLineEdit(QString::fromStdString(p.defaultValue));
-        edit->setToolTip(QString::fromStdString(p.description));
-        m_paramForm->addRow(QString::fromStdString(p.key), edit);
-        m_paramEdits.emplace_back(p.key, edit);
-    }
-    m_result->clear();
+    m_labPanel->waitForRun();
 }
 
 void MainWindow::runScenario()
 {
-    const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
-    if (!m_lab || !s || m_worker.joinable()) return;
-    std::map<std::string, std::string> overrides;
-    for (const auto &[key, edit] : m_paramEdits)
-        overrides[key] = edit->text().trimmed().toStdString();
-    lab::ScenarioParams params;
-    std::string error;
-    if (!s->resolveParams(overrides, &params, &error)) {
-        m_result->setText(QStringLiteral("<span style='color:#c62828'>%1</span>")
-                              .arg(QString::fromStdString(error).toHtmlEscaped()));
-        return;
-    }
-    m_runAction->setEnabled(false);
-    m_stopAction->setEnabled(true);
-    m_stopRequested = false;
-    const int repeat = m_repeat->value();
-    statusBar()->showMessage(QStringLiteral("Running %1…").arg(m_scenario));
-    // The scenario blocks on real RPCs; run it off the GUI thread so drawing stays live.
-    m_worker = std::thread([this, s, params, repeat] {
-        for (int i = 0; i < repeat && !m_stopRequested; ++i) {
-            const lab::ScenarioResult r = m_lab->run(*s, params);
-            emit scenarioFinished(r.expectationHeld, QString::fromStdString(r.summary));
-        }
-        emit runFinished();
-    });
-}
-
-void MainWindow::onScenarioFinished(bool held, const QString &summary)
-{
-    const QString line =
-        QStringLiteral("%1: %2%3")
-            .arg(m_scenario, summary,
-                 held ? QStringLiteral(" — as expected") : QStringLiteral(" — NOT as expected"));
-    statusBar()->showMessage(line);
-    m_result->setText(
-        QStringLiteral("<span style='color:%1'>%2</span>")
-            .arg(held ? QStringLiteral("#2e7d32") : QStringLiteral("#c62828"), line.toHtmlEscaped()));
-}
-
-void MainWindow::onRunFinished()
-{
-    if (m_worker.joinable()) m_worker.join();
-    m_runAction->setEnabled(true);
-    m_stopAction->setEnabled(false);
+    m_labPanel->runScenario();
 }
 
 QString MainWindow::exportTitle() const
 {
-    return m_lab ? QStringLiteral("rpcscope — %1").arg(m_scenario) : QStringLiteral("rpcscope");
+    return m_lab ? QStringLiteral("rpcscope — %1").arg(m_labPanel->scenario()) : QStringLiteral("rpcscope");
 }
 
 std::optional<std::pair<qint64, qint64>> MainWindow::exportRange() const

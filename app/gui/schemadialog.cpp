@@ -1,7 +1,5 @@
 #include "schemadialog.h"
 
-#include "schemacontroller.h"
-
 #include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -35,8 +33,8 @@ void addUnique(QListWidget *list, const QStringList &entries)
 }
 } // namespace
 
-SchemaDialog::SchemaDialog(SchemaController *controller, QWidget *parent)
-    : QDialog(parent), m_controller(controller)
+SchemaDialog::SchemaDialog(SchemaDialogHooks hooks, QWidget *parent)
+    : QDialog(parent), m_hooks(std::move(hooks))
 {
     setWindowTitle(QStringLiteral("Load .proto files"));
     auto *v = new QVBoxLayout(this);
@@ -105,7 +103,7 @@ SchemaDialog::SchemaDialog(SchemaController *controller, QWidget *parent)
     QSettings settings;
     setFiles(settings.value(QLatin1String(kFiles)).toStringList());
     setImportPaths(settings.value(QLatin1String(kPaths)).toStringList());
-    m_status->setText(m_controller->summary());
+    m_status->setText(m_hooks.summary());
     resize(640, 460);
 }
 
@@ -147,13 +145,13 @@ bool SchemaDialog::load()
     settings.setValue(QLatin1String(kFiles), files());
     settings.setValue(QLatin1String(kPaths), importPaths());
     QStringList errors;
-    const bool ok = m_controller->loadProtos(files(), importPaths(), &errors);
+    const bool ok = m_hooks.loadProtos(files(), importPaths(), &errors);
     m_errors->setPlainText(errors.join(QLatin1Char('\n')));
     m_errors->setVisible(!ok);
-    m_status->setText(ok ? m_controller->summary()
+    m_status->setText(ok ? m_hooks.summary()
                          : QStringLiteral("%1 problem(s); what did load is in use. %2")
                                .arg(errors.size())
-                               .arg(m_controller->summary()));
+                               .arg(m_hooks.summary()));
     return ok;
 }
 

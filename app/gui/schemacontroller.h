@@ -1,6 +1,7 @@
 #pragma once
 
 #include "messagedecoder.h"
+#include "schemadialog.h"
 
 #include <QObject>
 #include <QStringList>
@@ -50,6 +51,8 @@ public:
     // "3 files: rpcscope.lab.Lab, grpc.health.v1.Health" or "no schemas loaded".
     QString summary() const;
     void forget();
+    // What the Load .proto files dialog calls: loadProtos() and summary().
+    SchemaDialogHooks dialogHooks();
 
 signals:
     void schemasChanged();

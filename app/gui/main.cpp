@@ -1,7 +1,6 @@
 // rpcscope: the GUI. Starts the built-in lab (demo server behind a capture proxy) and runs a scenario.
 
 #include "clock.h"
-#include "headerlog.h"
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
@@ -138,9 +137,8 @@ int main(int argc, char **argv)
 
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
-    // The inspector's header blocks are fed the same batches as the model, on the model's thread.
-    HeaderLog headerLog;
-    const Relay::Sink sink = queuedSinkTo(&model, [&headerLog](const EventBatch &b) { headerLog.record(b); });
+    model.setKeepHeaders(true); // the inspector's header blocks and messages
+    const Relay::Sink sink = queuedSinkTo(&model);
     lab::LabSession labSession;
     if (withLab) {
         std::string error;
@@ -152,7 +150,7 @@ int main(int argc, char **argv)
 
     int rc = 0;
     {
-        MainWindow window(&model, withLab ? &labSession : nullptr, scenario, nullptr, &headerLog);
+        MainWindow window(&model, withLab ? &labSession : nullptr, scenario);
         window.setWorkshop(workshop);
         window.setDark(dark);
         window.setPromptOnClose(screenshot.isEmpty());

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -40,14 +39,12 @@ struct ModelFeedGate
 // Relay sinks run on the decoder thread; the model lives on its own (GUI or CLI main) thread and has no
 // locks, so each immutable batch is handed over through the model's event queue. The relay must be stopped
 // before the model is destroyed.
-// `alsoOnModelThread`, when given, sees every batch on the model's thread just before the model does (the GUI
-// feeds its header log with it).
-inline Relay::Sink queuedSinkTo(TimelineModel *model, std::function<void(const EventBatch &)> alsoOnModelThread = {},
-                                ModelFeedLimits limits = {}, std::shared_ptr<ModelFeedGate> gate = {})
+inline Relay::Sink queuedSinkTo(TimelineModel *model, ModelFeedLimits limits = {},
+                                std::shared_ptr<ModelFeedGate> gate = {})
 {
     if (!gate)
         gate = std::make_shared<ModelFeedGate>();
-    return [model, also = std::move(alsoOnModelThread), limits, gate](EventBatch &&batch) {
+    return [model, limits, gate](EventBatch &&batch) {
         const size_t n = batch.size();
         {
             std::unique_lock lk(gate->mu);
@@ -65,9 +62,7 @@ inline Relay::Sink queuedSinkTo(TimelineModel *model, std::function<void(const E
         }
         QMetaObject::invokeMethod(
             model,
-            [model, also, gate, limits, n, b = std::move(batch)] {
-                if (also)
-                    also(b);
+            [model, gate, limits, n, b = std::move(batch)] {
                 model->appendBatch(b);
                 {
                     std::lock_guard lk(gate->mu);

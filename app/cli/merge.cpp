@@ -1,9 +1,10 @@
 // rpcscope-cli merge: several captures (agents on several hosts) onto one timeline, saved as one capture.
 
-#include "climerge.h"
+#include "commands.h"
 
 #include "captureio.h"
 #include "mergeset.h"
+#include "options.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
@@ -16,12 +17,6 @@
 namespace rpcscope {
 
 namespace {
-
-int usageError(const std::string &message)
-{
-    std::fprintf(stderr, "rpcscope-cli: %s\n(rpcscope-cli --help shows the usage)\n", message.c_str());
-    return 2;
-}
 
 std::string msText(std::int64_t ns)
 {

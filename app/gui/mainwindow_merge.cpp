@@ -2,7 +2,6 @@
 // captures" dock with an offset per file). model/capturemerge.h says how files are aligned.
 
 #include "captureio.h"
-#include "headerlog.h"
 #include "mainwindow.h"
 #include "mergepanel.h"
 #include "mergeset.h"
@@ -193,11 +192,6 @@ bool MainWindow::remerge(QString *error, bool fit, bool refreshPanel)
     }
     if (m_capture->isRunning()) m_capture->stop();
     m_model->replay(merged);
-    if (m_headers) {
-        m_headers->clear();
-        for (const EventBatch &b : merged.batches)
-            m_headers->record(b);
-    }
     m_mergedGeneration = m_model->eventLog().generation();
     m_merging = false;
     if (refreshPanel) m_mergePanel->setSources(m_merge.get(), r.reference, r.notes);

@@ -1,0 +1,280 @@
+// rpcscope-cli capture: relay and record until the duration ends or a signal, then write the output.
+
+#include "capturefile.h"
+#include "capturesession.h"
+#include "clock.h"
+#include "commands.h"
+#include "options.h"
+#include "output.h"
+#include "timelinemodel.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QTimer>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+namespace rpcscope {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void onSignal(int)
+{
+    g_stop = true;
+}
+
+// What `capture` keeps in memory unless --keep says otherwise: the newest calls within this many MB of
+// timeline.
+constexpr size_t kDefaultCaptureKeepMb = 1024;
+
+// The capture's one-line result on stdout, and on stderr every connection that went wrong on the wire (not
+// HTTP/2, undecodable, or a peer that broke a rule), so a look at the terminal says what the file holds.
+void reportCaptured(const TimelineStore &store, size_t calls, const std::string &out)
+{
+    const size_t conns = store.connections().size();
+    std::printf("captured %zu %s on %zu %s into %s\n", calls, calls == 1 ? "call" : "calls", conns,
+                conns == 1 ? "connection" : "connections", out.c_str());
+    constexpr int kShown = 5;
+    int wrong = 0;
+    for (const Connection &c : store.connections()) {
+        const std::string *broken = c.protocolError();
+        if (c.decodeError.empty() && !broken) continue;
+        if (++wrong <= kShown)
+            std::fprintf(stderr, "rpcscope-cli: connection %u (%s -> %s): %s\n", c.id, c.client.c_str(),
+                         c.server.c_str(),
+                         c.decodeError.empty() ? broken->c_str() : ("not decoded: " + c.decodeError).c_str());
+    }
+    if (wrong > kShown)
+        std::fprintf(stderr, "rpcscope-cli: ... and %d more connections like these (see the file)\n",
+                     wrong - kShown);
+}
+
+} // namespace
+
+int cmdCapture(std::vector<std::string> args)
+{
+    std::map<std::string, std::string> opts;
+    std::string error;
+    const Redaction redaction = takeRedaction(&args, &error);
+    if (!error.empty()) return usageError(error);
+    if (!parseOptions(args,
+                      {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list",
+                       "--max-message-keep", "--keep"},
+                      {"--frames", "--allow-remote", "--progress"}, &opts, &error))
+        return usageError(error);
+    DecoderLimits limits;
+    for (auto [flag, field] : {std::pair{"--max-header-list", &limits.maxHeaderListBytes},
+                               std::pair{"--max-message-keep", &limits.maxMessageKeepBytes}}) {
+        if (!opts.count(flag)) continue;
+        bool ok = false;
+        const qulonglong v = QString::fromStdString(opts[flag]).toULongLong(&ok);
+        if (!ok || v > (1u << 30))
+            return usageError(std::string(flag) + " needs a byte count up to 1073741824, got '" + opts[flag] +
+                              "'");
+        *field = size_t(v);
+    }
+    for (const char *required : {"--target", "--out"})
+        if (!opts.count(required)) return usageError(std::string("capture needs ") + required);
+    if (outputFormat(opts, &error), !error.empty()) return usageError(error);
+    HostPort listen, target;
+    if (!parseHostPort(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0", &listen, &error) ||
+        !parseHostPort(opts["--target"], &target, &error))
+        return usageError(error);
+    if (!isLoopbackHost(listen.host)) {
+        // An address this machine cannot listen on (unresolvable, not its own, in use) is said as such first.
+        if (!canListen(listen, &error)) {
+            std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+            return 1;
+        }
+        // The proxy forwards anything to the target and records it: on a reachable address that is an open
+        // relay.
+        if (!opts.count("--allow-remote"))
+            return usageError(
+                "listening on " + listen.toString() +
+                " would expose the proxy beyond this machine; pass --allow-remote to do it anyway");
+        std::fprintf(stderr, "rpcscope-cli: warning: listening on %s, reachable from other machines\n",
+                     listen.toString().c_str());
+    }
+    if (target.port == 0) return usageError("target port must not be 0");
+    double duration = 0;
+    if (opts.count("--duration")) {
+        bool ok = false;
+        duration = QString::fromStdString(opts["--duration"]).toDouble(&ok);
+        if (!ok || !std::isfinite(duration) || duration <= 0)
+            return usageError("--duration needs a positive number of seconds, got '" + opts["--duration"] +
+                              "'");
+        // Beyond that the end time overflows; without --duration it runs until a signal.
+        if (duration > 366 * 86400.0)
+            return usageError(
+                "--duration is at most 31622400 seconds (a year); leave it out to capture until "
+                "SIGINT, SIGTERM or SIGHUP, got '" +
+                opts["--duration"] + "'");
+    }
+    // Memory: like the GUI, a long capture keeps the newest calls within a budget (0: keep everything).
+    size_t keepMb = kDefaultCaptureKeepMb;
+    if (opts.count("--keep")) {
+        bool ok = false;
+        const qulonglong v = QString::fromStdString(opts["--keep"]).toULongLong(&ok);
+        if (!ok || v > (1u << 20))
+            return usageError("--keep needs a number of megabytes (0 keeps everything), got '" +
+                              opts["--keep"] + "'");
+        keepMb = size_t(v);
+    }
+    if (!outputsWritable(opts, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 2;
+    }
+    if (!probeTarget(target, 2000, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+
+    TimelineModel model;
+    if (keepMb) {
+        RetentionPolicy keep;
+        keep.maxBytes = keepMb << 20;
+        model.setRetention(keep);
+    }
+    // The GUI's capture session, with one unnamed hop and no ingestion endpoint.
+    CaptureSession session(&model);
+    session.setDecoderLimits(limits);
+    session.setIngestEnabled(false);
+    // An .rpcscope output is written as the capture goes: it gets every call whatever --keep drops from
+    // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
+    const QString out = QString::fromStdString(opts["--out"]);
+    const bool recording = outputFormat(opts, &error) == FileFormat::Rpcscope;
+    if (recording) session.setRecordTo(out, redaction, "rpcscope-cli");
+    const HopSpec hop{QString(),
+                      QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
+                      QString::fromStdString(opts["--target"])};
+    QString startError;
+    CaptureStartError failure;
+    if (!session.start({hop}, opts.count("--allow-remote"), &startError, &failure)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", qPrintable(failure.reason));
+        return failure.stage == CaptureStartError::Recording ? 2 : 1;
+    }
+    // Writing happens on the relay's thread; the warning is said here, as soon as the poll below sees it.
+    bool toldFailure = false;
+    auto tellFailure = [&toldFailure](const QString &why) {
+        if (!why.isEmpty() && !toldFailure) {
+            toldFailure = true;
+            std::fprintf(stderr, "rpcscope-cli: warning: %s; the capture goes on in memory\n",
+                         qPrintable(why));
+        }
+    };
+    // Before it says where it listens: whoever starts it may stop it as soon as it has read that line.
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal); // its terminal closed: finish the output all the same
+    // Past a file-size limit a write fails and says so, rather than killing the capture.
+    std::signal(SIGXFSZ, SIG_IGN);
+    std::printf("listening on %s\n", qPrintable(session.hops().front().listen));
+    if (recording)
+        std::printf("writing %s as the capture goes; it becomes %s when the capture ends\n",
+                    qPrintable(QDir::toNativeSeparators(session.recordingPartialPath())),
+                    qPrintable(QDir::toNativeSeparators(out)));
+    std::fflush(stdout);
+
+    const std::int64_t startedAt = steadyNowNs();
+    const std::int64_t endAt = duration > 0 ? startedAt + std::int64_t(duration * 1e9) : 0;
+    // Progress, once a second: on a terminal one line rewritten in place; with --progress elsewhere, a line
+    // each.
+    const bool terminal = isatty(STDERR_FILENO);
+    const bool progress = terminal || opts.count("--progress");
+    std::int64_t nextProgress = startedAt + 1'000'000'000;
+    bool progressShown = false;
+    auto mb = [](double bytes) {
+        return bytes < (1 << 20) ? QString::number(std::ceil(bytes / 1024)) + QStringLiteral(" KB")
+                                 : QString::number(bytes / (1 << 20), 'f', 1) + QStringLiteral(" MB");
+    };
+    QTimer poll;
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        const std::int64_t now = steadyNowNs();
+        if (g_stop || (endAt && now >= endAt)) {
+            QCoreApplication::quit();
+            return;
+        }
+        const QString fileError = recording ? session.recordingError() : QString();
+        tellFailure(fileError);
+        if (!progress || now < nextProgress) return;
+        nextProgress = now + 1'000'000'000;
+        const size_t seen = model.store().calls().size() + model.store().evictedCalls();
+        QString line = QStringLiteral("capturing %1 s: %2 %3 on %4 %5, %6 in memory")
+                           .arg((now - startedAt) / 1'000'000'000)
+                           .arg(seen)
+                           .arg(seen == 1 ? "call" : "calls")
+                           .arg(model.store().connections().size())
+                           .arg(model.store().connections().size() == 1 ? "connection" : "connections")
+                           .arg(mb(double(model.memoryBytes())));
+        if (recording)
+            line += !fileError.isEmpty()
+                        ? QStringLiteral(", file stopped")
+                        : QStringLiteral(", %1 written").arg(mb(double(session.recordingBytesWritten())));
+        if (terminal) // rewritten in place; \033[K clears the rest
+            std::fprintf(stderr, "\r%s\033[K", qPrintable(line));
+        else
+            std::fprintf(stderr, "%s\n", qPrintable(line));
+        progressShown = true;
+    });
+    poll.start(20);
+    QCoreApplication::exec();
+
+    if (progressShown && terminal)
+        std::fputc('\n', stderr); // the messages below start on a line of their own
+    const std::unique_ptr<CaptureFileStream> stream = session.stopAndTakeRecording();
+    if (stream) tellFailure(QString::fromStdString(stream->error()));
+    QCoreApplication::sendPostedEvents();
+    // Calls seen, including those --keep dropped from memory.
+    const size_t calls = model.store().calls().size() + model.store().evictedCalls();
+    // If the output went away during the capture (its directory removed, the disk full...), the capture is
+    // not lost: it goes to the temporary directory as a capture file to convert later.
+    const QString rescue =
+        QDir(QDir::tempPath())
+            .filePath(QStringLiteral("rpcscope-capture-%1.rpcscope")
+                          .arg(QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss-zzz")));
+    auto rescued = [&](bool saved, const std::string &why, size_t n, const std::string &rescueError) {
+        if (saved)
+            std::fprintf(stderr, "rpcscope-cli: %s; the capture (%zu %s) was saved to %s instead\n",
+                         why.c_str(), n, n == 1 ? "call" : "calls",
+                         qPrintable(QDir::toNativeSeparators(rescue)));
+        else
+            std::fprintf(stderr, "rpcscope-cli: %s; saving it to %s failed too: %s\n", why.c_str(),
+                         qPrintable(QDir::toNativeSeparators(rescue)), rescueError.c_str());
+        return 1;
+    };
+    if (stream && !stream->failed()) {
+        if (!stream->finish(&error)) {
+            std::string rescueError;
+            return rescued(stream->copyTo(rescue, &rescueError), error, calls, rescueError);
+        }
+        reportCaptured(model.store(), calls, opts["--out"]);
+        return 0;
+    }
+    if (stream) // writing failed part way: what was written stays, and what memory kept is saved below
+        std::fprintf(stderr, "rpcscope-cli: the capture written up to the failure stays in %s\n",
+                     qPrintable(QDir::toNativeSeparators(stream->partialPath())));
+    if (!writeOutputs(model, opts, {}, redaction, &error)) {
+        std::string rescueError;
+        ExportOptions options;
+        options.redaction = redaction;
+        options.withFrames = true;
+        const bool saved = exportSession(model.store(), model.eventLog(), FileFormat::Rpcscope, rescue,
+                                         options, &rescueError, "rpcscope-cli");
+        return rescued(saved, error, model.store().calls().size(), rescueError);
+    }
+    reportCaptured(model.store(), model.store().calls().size(), opts["--out"]);
+    if (const size_t evicted = model.store().evictedCalls())
+        std::fprintf(
+            stderr,
+            "rpcscope-cli: warning: the %zu oldest calls were dropped to keep the capture within %zu MB; "
+            "--keep 0 keeps everything\n",
+            evicted, keepMb);
+    return 0;
+}
+
+} // namespace rpcscope

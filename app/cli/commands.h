@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rpcscope {
+
+// The rpcscope-cli commands, one file each. Each returns the process's exit code.
+
+// rpcscope-cli list: the lab scenarios and their parameters.
+int cmdList();
+// rpcscope-cli run NAME [--set KEY=VALUE ...] [outputs]: 1 when the scenario's expected outcome did not hold.
+int cmdRun(const std::vector<std::string> &args);
+// rpcscope-cli capture --target HOST:PORT --out FILE [...]: relays and records until the duration ends or a
+// signal.
+int cmdCapture(std::vector<std::string> args);
+// rpcscope-cli convert IN OUT [--to FORMAT] [...]
+int cmdConvert(std::vector<std::string> args);
+// rpcscope-cli merge IN... --out OUT [--to FORMAT] [--offset FILE=OFFSET ...] [--label FILE=NAME ...]
+//                   [--png FILE] [--svg FILE] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]
+// Returns the exit code: 0, 1 when OUT cannot be written, 2 for bad arguments or an input that cannot be
+// read.
+int cmdMerge(const std::vector<std::string> &args);
+// rpcscope-cli decode IN [--proto FILE ...] [--proto-path DIR ...] [--reflect HOST:PORT ...] [--out FILE]
+//                        [--port PORT]
+// rpcscope-cli decode --method /PKG.SERVICE/METHOD [--response] --hex HEX [schemas as above]
+// Writes the decoded messages as one JSON document. Returns the exit code: 0; 1 when a --reflect server
+// cannot be asked or OUT cannot be written; 2 for bad arguments, .proto files that do not load or an input
+// that cannot be read.
+int cmdDecode(const std::vector<std::string> &args);
+
+} // namespace rpcscope

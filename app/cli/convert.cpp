@@ -1,0 +1,66 @@
+// rpcscope-cli convert: a capture file or a pcap/pcapng to another format.
+
+#include "captureio.h"
+#include "commands.h"
+#include "options.h"
+
+#include <cstdio>
+
+namespace rpcscope {
+
+int cmdConvert(std::vector<std::string> args)
+{
+    std::string error;
+    const Redaction redaction = takeRedaction(&args, &error);
+    if (!error.empty()) return usageError(error);
+    std::vector<std::string> files, rest;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if ((args[i] == "--to" || args[i] == "--port") && i + 1 < args.size()) {
+            rest.push_back(args[i]);
+            rest.push_back(args[++i]);
+        } else if (args[i].rfind("--", 0) == 0 || args[i].empty()) {
+            rest.push_back(args[i]);
+        } else {
+            files.push_back(args[i]);
+        }
+    }
+    if (files.size() != 2)
+        return usageError("convert needs an input and an output file, got " + std::to_string(files.size()) +
+                          (files.size() == 1 ? " file" : " files"));
+    std::map<std::string, std::string> opts;
+    if (!parseOptions(rest, {"--to", "--port"}, {"--frames"}, &opts, &error)) return usageError(error);
+    LoadOptions load;
+    if (opts.count("--port")) {
+        bool ok = false;
+        const uint port = QString::fromStdString(opts["--port"]).toUInt(&ok);
+        if (!ok || port == 0 || port > 65535)
+            return usageError("--port needs a TCP port (1-65535), got '" + opts["--port"] + "'");
+        load.serverPort = std::uint16_t(port);
+    }
+    opts["--out"] = files[1];
+    const FileFormat format = outputFormat(opts, &error);
+    if (!error.empty()) return usageError(error);
+
+    CaptureData data;
+    const CaptureReadResult read = loadCapture(QString::fromStdString(files[0]), &data, {}, load);
+    if (!read.usable()) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", read.message.c_str());
+        return 1;
+    }
+    if (read.status == CaptureReadResult::Truncated)
+        std::fprintf(stderr, "rpcscope-cli: warning: %s\n", read.message.c_str());
+    for (const std::string &note : read.notes)
+        std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
+    ExportOptions options;
+    options.redaction = redaction;
+    options.withFrames = opts.count("--frames");
+    if (!exportCapture(data, format, QString::fromStdString(files[1]), options, &error)) {
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 1;
+    }
+    std::printf("converted %s (%zu events) to %s (%s)\n", files[0].c_str(), data.eventCount(),
+                files[1].c_str(), formatName(format));
+    return 0;
+}
+
+} // namespace rpcscope

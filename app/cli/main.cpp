@@ -1,0 +1,110 @@
+// rpcscope-cli: headless capture and lab runs. Links no QtWidgets.
+
+#include "commands.h"
+#include "options.h"
+
+#include <QGuiApplication>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace rpcscope;
+
+namespace {
+
+const char kUsage[] =
+    "usage:\n"
+    "  rpcscope-cli list\n"
+    "      List the lab scenarios and their parameters.\n"
+    "  rpcscope-cli run NAME [--set KEY=VALUE ...] [--json FILE] [--png FILE] [--svg FILE] [--frames]\n"
+    "                   [--out FILE [--to FORMAT]]\n"
+    "      Run a lab scenario headless through the capture proxy, with its parameters changed by --set.\n"
+    "      Exits 1 if its expected outcome did not hold. --out also writes the capture in any format below.\n"
+    "  rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [--to FORMAT] [--duration "
+    "SECONDS]\n"
+    "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep "
+    "BYTES]\n"
+    "                       [--keep MB] [--progress]\n"
+    "      Relay and record until the duration ends or SIGINT/SIGTERM/SIGHUP, then write FILE (FILE.json: "
+    "the JSON,\n"
+    "      FILE.rpcscope: a capture file to reopen or convert later).\n"
+    "      --keep bounds the memory of a long capture: the newest calls within MB of timeline are kept\n"
+    "      (default 1024; 0 keeps everything), and a warning says how many of the oldest were dropped.\n"
+    "      An .rpcscope FILE is written as the capture goes (as FILE.partial until it ends) and gets every\n"
+    "      call whatever --keep drops; a kill leaves FILE.partial, which opens as a truncated capture.\n"
+    "      Once a second it shows its progress (calls, connections, memory, bytes written) on stderr: on a\n"
+    "      terminal as one line rewritten in place, elsewhere only with --progress, as a line each.\n"
+    "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
+    "      Listening on a non-loopback address needs --allow-remote.\n"
+    "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
+    "      (default 65536) bounds the bytes of each gRPC message kept for inspection.\n"
+    "  rpcscope-cli convert IN OUT [--to FORMAT] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
+    "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext "
+    "HTTP/2)\n"
+    "      traffic, whose TCP connections are reassembled and decoded; --port names the HTTP/2 server port\n"
+    "      (detected from the client preface otherwise).\n"
+    "  rpcscope-cli merge IN1 IN2 ... --out OUT [--to FORMAT] [--offset FILE=OFFSET ...] [--label FILE=NAME "
+    "...]\n"
+    "                     [--png FILE] [--svg FILE] [--frames] [--no-redact] [--redact NAME ...] [--port "
+    "PORT]\n"
+    "      Merge captures (from agents on several hosts) onto one timeline, aligned by their wall-clock "
+    "origins,\n"
+    "      into OUT. Each file's lanes carry its label (its file name, or --label FILE=NAME). --offset moves "
+    "one\n"
+    "      file's events, e.g. --offset edge.rpcscope=+12.5ms (ns, us, ms, s), to make up for clocks that\n"
+    "      disagree. FILE is an input's path, file name or label. A bad argument or unreadable input exits "
+    "2.\n"
+    "  rpcscope-cli decode IN [--proto FILE ...] [--proto-path DIR ...] [--reflect HOST:PORT ...] [--out "
+    "FILE]\n"
+    "  rpcscope-cli decode --method /PKG.SERVICE/METHOD [--response] --hex HEX [--proto ...] [--reflect "
+    "...]\n"
+    "      Decode the gRPC messages kept in capture IN (or one message given in hex) to a JSON document on\n"
+    "      stdout or in FILE: JSON with the schemas of --proto files (imports found in the --proto-path\n"
+    "      directories, as protoc's -I) or fetched by gRPC server reflection from --reflect; raw protobuf "
+    "fields\n"
+    "      and hex without one. A .proto that does not load exits 2 naming FILE:LINE:COLUMN; a --reflect "
+    "server\n"
+    "      that cannot be asked exits 1.\n"
+    "  --frames   also write every HTTP/2 frame into the JSON\n"
+    "  --to FORMAT  rpcscope, json (rpcscope-json), chrome (Chrome trace event JSON for Perfetto and\n"
+    "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark); without it the name of\n"
+    "             OUT decides: .rpcscope, .json, .chrome.json or .trace.json, .otlp.json, .pcapng\n"
+    "  --redact NAME  also mask this header's values (repeatable); authorization, proxy-authorization, "
+    "cookie\n"
+    "             and set-cookie are always masked in what is written, unless --no-redact\n";
+
+QtMessageHandler g_defaultHandler = nullptr;
+// The offscreen platform warns about a missing XDG_RUNTIME_DIR on servers; it does not matter to a CLI.
+void quietOffscreen(QtMsgType type, const QMessageLogContext &ctx, const QString &msg)
+{
+    if (msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR"))) return;
+    g_defaultHandler(type, ctx, msg);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        std::fputs(kUsage, stderr);
+        return 2;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    // Headless by construction: the painter needs a QGuiApplication for fonts, never a display.
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    g_defaultHandler = qInstallMessageHandler(quietOffscreen);
+    QGuiApplication app(argc, argv);
+    const std::string cmd = args[0];
+    args.erase(args.begin());
+    if (cmd == "list") return args.empty() ? cmdList() : usageError("list takes no options");
+    if (cmd == "run") return cmdRun(args);
+    if (cmd == "capture") return cmdCapture(args);
+    if (cmd == "convert") return cmdConvert(args);
+    if (cmd == "merge") return cmdMerge(args);
+    if (cmd == "decode") return cmdDecode(args);
+    return usageError("unknown command '" + cmd + "'");
+}

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+class QAction;
+class QComboBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+
+namespace rpcscope {
+
+namespace lab {
+class LabSession;
+} // namespace lab
+
+// The lab's Scenario dock: the chosen scenario's explanation and parameters, Repeat, Run and the last result.
+// Its scenario box and its Run again and Stop actions go on the window's toolbar. Runs happen off the GUI
+// thread, since a scenario blocks on real RPCs and drawing must stay live.
+class LabPanel : public QWidget
+{
+    Q_OBJECT
+public:
+    // Without a lab (null) nothing can run. `scenario` is chosen first when it names one.
+    LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *parent = nullptr);
+    ~LabPanel() override;
+
+    QComboBox *scenarioBox() const { return m_scenarioBox; }
+    QAction *runAction() const { return m_runAction; }
+    QAction *stopAction() const { return m_stopAction; }
+    QString scenario() const { return m_scenario; }
+    // Waits for a run still going (the window calls it while it is still whole: the run signals it).
+    void waitForRun();
+
+public slots:
+    void runScenario();
+
+signals:
+    // Emitted on the run's own thread. One run of the scenario ended (a Repeat N emits it N times).
+    void scenarioFinished(bool expectationHeld, const QString &summary);
+    // Every requested run ended (or Stop cut the repeats short).
+    void runFinished();
+    // For the window's status bar.
+    void statusMessage(const QString &text);
+
+private:
+    void showScenario(int index);
+    void onScenarioFinished(bool held, const QString &summary);
+    void onRunFinished();
+
+    lab::LabSession *m_lab;
+    QString m_scenario;
+    QComboBox *m_scenarioBox;
+    QAction *m_runAction;
+    QAction *m_stopAction;
+    QLabel *m_explanation;
+    QFormLayout *m_paramForm;
+    std::vector<std::pair<std::string, QLineEdit *>> m_paramEdits;
+    QSpinBox *m_repeat;
+    QLabel *m_result;
+    std::thread m_worker;
+    std::atomic<bool> m_stopRequested{false};
+};
+
+} // namespace rpcscope
