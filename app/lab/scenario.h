@@ -99,9 +99,11 @@ struct Scenario
 // is missing or malformed is a broken build: the first call says why on stderr and aborts.
 const std::vector<Scenario> &allScenarios();
 const Scenario *findScenario(const std::string &name);
-// The scenario groups, each in its own file, as name and run only (allScenarios() adds their data).
-void appendRetryScenarios(std::vector<Scenario> &out);      // scenarios.cpp: seed 000, gRPC's own retries
-void appendChainScenarios(std::vector<Scenario> &out);      // scenarios_chain.cpp: seed 001 deadline chains
-void appendGovernanceScenarios(std::vector<Scenario> &out); // scenarios_governance.cpp: seed 001 the rest
+// The scenario groups, as name and run only (allScenarios() adds their data): seed 000, gRPC's own retries
+// (scenarios.cpp); seed 001's deadline chains (scenarios_chain.cpp) and the rest (scenarios_governance.cpp,
+// scenarios_connection.cpp).
+void appendRetryScenarios(std::vector<Scenario> &out);
+void appendChainScenarios(std::vector<Scenario> &out);
+void appendGovernanceScenarios(std::vector<Scenario> &out);
 
 } // namespace rpcscope::lab

@@ -1,9 +1,11 @@
 #include "scenariokit.h"
 
+#include "clock.h"
 #include "labserver.h"
 
 #include <algorithm>
 #include <cmath>
+#include <grpcpp/grpcpp.h>
 #include <sstream>
 
 namespace rpcscope::lab {
@@ -17,6 +19,22 @@ CallRequest labRequest(const std::string &id, int failFirstN, int delayMs, int f
     r.set_delay_ms(delayMs);
     r.set_payload(std::string(100, 'q'));
     r.set_response_size(100);
+    return r;
+}
+
+CallResult unaryCall(Lab::Stub &stub, const CallRequest &req, std::chrono::milliseconds timeout)
+{
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("rpcscope-call-id", req.call_id());
+    ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+    CallReply reply;
+    CallResult r;
+    r.callId = req.call_id();
+    r.startNs = steadyNowNs();
+    const grpc::Status status = stub.Call(&ctx, req, &reply);
+    r.endNs = steadyNowNs();
+    r.code = status.error_code();
+    r.message = status.error_message();
     return r;
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 
 #include "circuitbreaker.h"
+#include "lab.grpc.pb.h"
 #include "labclient.h"
 #include "scenario.h"
 
+#include <chrono>
 #include <cstdint>
 #include <grpcpp/support/status_code_enum.h>
 #include <mutex>
@@ -27,6 +29,9 @@ inline constexpr std::int64_t kMs = 1'000'000;
 // `failCode`, every arrival takes `delayMs`.
 CallRequest labRequest(const std::string &id, int failFirstN = 0, int delayMs = 0,
                        int failCode = kUnavailable);
+
+// A plain grpc++ unary call on a stub the scenario built itself (keepalive, pools, replicas).
+CallResult unaryCall(Lab::Stub &stub, const CallRequest &req, std::chrono::milliseconds timeout);
 
 // A result for a scenario that could not run; `why` is its summary.
 ScenarioResult setupFailed(std::string why);
