@@ -1,4 +1,5 @@
-// Seed 001 scenarios (chain). Registered by allScenarios() in scenarios.cpp.
+// Seed 001 scenarios (chain). Registered by allScenarios() (scenariocatalog.cpp); their texts and parameters
+// are in resources/scenarios/chain.json.
 //
 // Four ChainServers play hops A, B, C and D; every hop is reached through a capture relay of its own
 // (ScenarioContext::openHop), so the timeline shows client->A, A->B, B->C and C->D as nested calls. The
@@ -8,19 +9,18 @@
 #include "chainserver.h"
 #include "events.h"
 #include "scenario.h"
-
-#include <grpcpp/support/status_code_enum.h>
+#include "scenariokit.h"
+#include "verdict.h"
 
 #include <array>
 #include <cstdlib>
+#include <grpcpp/support/status_code_enum.h>
 #include <sstream>
 
 namespace rpcscope::lab {
 
 namespace {
 
-constexpr int kOk = grpc::StatusCode::OK;
-constexpr int kDeadlineExceeded = grpc::StatusCode::DEADLINE_EXCEEDED;
 // A hop whose call to the next one dies with its own deadline: the propagated deadline fires
 // (DEADLINE_EXCEEDED) or the parent call's expiry cancels it first (CANCELLED), whichever timer runs first.
 constexpr int kGaveUp = -1;
@@ -38,11 +38,6 @@ std::int64_t toMs(std::int64_t ns)
     return ns / 1'000'000;
 }
 
-std::string codeName(int code)
-{
-    return grpcStatusName(code);
-}
-
 // The four hops, started D first so each knows the relay in front of the next.
 struct ChainLab
 {
@@ -54,8 +49,7 @@ struct ChainLab
     {
         // Downstream first: a hop still waiting on the next one then gets its answer (an error) at once.
         for (auto it = hops.rbegin(); it != hops.rend(); ++it)
-            if (*it)
-                (*it)->stop();
+            if (*it) (*it)->stop();
     }
 
     bool start(const ScenarioContext &ctx, std::array<HopConfig, 4> configs)
@@ -71,13 +65,11 @@ struct ChainLab
             c.nextName = i < 3 ? kHopNames[i + 1] : "";
             c.next = next;
             auto hop = std::make_unique<ChainServer>(c);
-            if (!hop->start(&error))
-                return false;
+            if (!hop->start(&error)) return false;
             const std::string label =
                 i == 0 ? std::string("client->A") : std::string(kHopNames[i - 1]) + "->" + kHopNames[i];
             next = ctx.openHop(label, hop->address(), &error);
-            if (next.empty())
-                return false;
+            if (next.empty()) return false;
             hops[size_t(i)] = std::move(hop);
         }
         entry = next;
@@ -130,8 +122,7 @@ ChainRun runChain(const ScenarioContext &ctx, const ChainLab &lab, std::int64_t 
         run.callIds[i] = i == 0 ? id : id + ">" + kHopNames[i];
     run.client = callChain(lab.entry, id, std::chrono::milliseconds(budgetMs));
     for (size_t i = 0; i < 4; ++i) {
-        if (i > 0 && !(run.hop[i - 1] && run.hop[i - 1]->calledNext))
-            break;
+        if (i > 0 && !(run.hop[i - 1] && run.hop[i - 1]->calledNext)) break;
         // The caller is done with its call (the client returned, or the hop above answered), so the call has
         // arrived by now or soon, or never will.
         if (lab.hops[i]->waitFor(run.callIds[i], false, kArrivalWait))
@@ -139,52 +130,18 @@ ChainRun runChain(const ScenarioContext &ctx, const ChainLab &lab, std::int64_t 
         run.hop[i] = lab.hops[i]->recordFor(run.callIds[i]);
         for (const HopRecord &r : lab.hops[i]->records())
             run.arrivals[i] += r.callId == run.callIds[i];
-        if (!run.hop[i])
-            break;
+        if (!run.hop[i]) break;
     }
     return run;
 }
 
-// Collects failed expectations; the summary lists what happened, then what was expected and did not hold.
-class Check
-{
-public:
-    void expect(bool held, const std::string &what)
-    {
-        if (!held)
-            m_failed.push_back(what);
-    }
-    ScenarioResult result(const std::string &summary, std::vector<CallResult> calls,
-                          std::vector<ExpectedCall> expected) const
-    {
-        ScenarioResult r;
-        r.expectationHeld = m_failed.empty();
-        r.summary = summary;
-        for (const std::string &f : m_failed)
-            r.summary += "; expected " + f;
-        r.calls = std::move(calls);
-        r.expected = std::move(expected);
-        return r;
-    }
-
-private:
-    std::vector<std::string> m_failed;
-};
-
-ScenarioResult setupFailed(const std::string &error)
-{
-    ScenarioResult r;
-    r.summary = "could not build the chain: " + error;
-    return r;
-}
-
 // Every hop that was reached saw its call once, so the wire has one attempt per hop, ending with `wire`;
 // each hop answered `answered` (they differ when a hop answers a call its caller has already given up on).
-void expectCalls(const ChainRun &run, Check &check, std::vector<ExpectedCall> &expected,
-                 const std::array<int, 4> &wire, const std::array<int, 4> &answered)
+void expectCalls(const ChainRun &run, Verdict &check, const std::array<int, 4> &wire,
+                 const std::array<int, 4> &answered)
 {
     for (size_t i = 0; i < size_t(run.reached()); ++i) {
-        expected.push_back({run.callIds[i], 1, wire[i]});
+        check.addExpected({run.callIds[i], 1, wire[i]});
         check.expect(run.arrivals[i] == 1, run.callIds[i] + " to arrive once at " + kHopNames[i] +
                                                ", it arrived " + std::to_string(run.arrivals[i]) + " times");
         const int code = run.hop[i]->code;
@@ -193,8 +150,8 @@ void expectCalls(const ChainRun &run, Check &check, std::vector<ExpectedCall> &e
                               : code == answered[i];
         check.expect(held, std::string(kHopNames[i]) + " to answer " +
                                (answered[i] == kGaveUp ? std::string("DEADLINE_EXCEEDED or CANCELLED")
-                                                       : codeName(answered[i])) +
-                               ", it answered " + codeName(code) + " (" + run.hop[i]->message + ")");
+                                                       : grpcStatusName(answered[i])) +
+                               ", it answered " + grpcStatusName(code) + " (" + run.hop[i]->message + ")");
     }
 }
 
@@ -207,22 +164,18 @@ ScenarioResult runDeadlineChain(const ScenarioContext &ctx, const ScenarioParams
         c.workMs = work;
     configs[3].minBudgetMs = minBudget;
     ChainLab lab;
-    if (!lab.start(ctx, configs))
-        return setupFailed(lab.error);
+    if (!lab.start(ctx, configs)) return setupFailed("could not build the chain: " + lab.error);
 
-    Check check;
-    std::vector<CallResult> calls;
-    std::vector<ExpectedCall> expected;
+    Verdict check;
     std::ostringstream s;
     for (const char *key : {"budget_ms", "tight_budget_ms"}) {
         const std::int64_t budget = p.integer(key);
         const ChainRun run = runChain(ctx, lab, budget);
         const std::string &id = run.callIds[0];
-        calls.push_back(run.client);
-        if (!s.str().empty())
-            s << "; ";
-        s << id << " (budget " << budget << " ms): " << codeName(run.client.code) << " in " << run.elapsedMs()
-          << " ms, left on arrival " << run.budgets();
+        check.addCall(run.client);
+        if (!s.str().empty()) s << "; ";
+        s << id << " (budget " << budget << " ms): " << std::string(grpcStatusName(run.client.code)) << " in "
+          << run.elapsedMs() << " ms, left on arrival " << run.budgets();
 
         // Propagation: every hop knows the deadline, and each has less left than the one before.
         for (size_t i = 0; i < size_t(run.reached()); ++i) {
@@ -239,8 +192,7 @@ ScenarioResult runDeadlineChain(const ScenarioContext &ctx, const ScenarioParams
                          id + ": D to " + (shouldFail ? "fail fast" : "do its work") + " with " +
                              std::to_string(toMs(*d->budgetNs)) + " ms left (threshold " +
                              std::to_string(minBudget) + " ms)");
-            if (d->failedFast)
-                s << ", D failed fast";
+            if (d->failedFast) s << ", D failed fast";
         }
 
         // What the parameters predict: D is left with the budget minus three hops' work.
@@ -248,9 +200,10 @@ ScenarioResult runDeadlineChain(const ScenarioContext &ctx, const ScenarioParams
         if (atD >= minBudget + kMarginMs && budget >= 4 * work + kMarginMs) {
             check.expect(run.reached() == 4,
                          id + ": all 4 hops reached, only " + std::to_string(run.reached()));
-            check.expect(run.client.code == kOk,
-                         id + ": OK, got " + codeName(run.client.code) + " (" + run.client.message + ")");
-            expectCalls(run, check, expected, {kOk, kOk, kOk, kOk}, {kOk, kOk, kOk, kOk});
+            check.expect(run.client.code == kOk, id + ": OK, got " +
+                                                     std::string(grpcStatusName(run.client.code)) + " (" +
+                                                     run.client.message + ")");
+            expectCalls(run, check, {kOk, kOk, kOk, kOk}, {kOk, kOk, kOk, kOk});
         } else if (atD >= minBudget + kMarginMs && budget <= 4 * work - kMarginMs) {
             // D takes the call but cannot finish in time: the deadline, not D, ends the chain, and D's work
             // is thrown away. What fail-fast saves.
@@ -258,7 +211,8 @@ ScenarioResult runDeadlineChain(const ScenarioContext &ctx, const ScenarioParams
                          id + ": all 4 hops reached, only " + std::to_string(run.reached()));
             check.expect(run.hop[3] && !run.hop[3]->failedFast, id + ": D to take the call");
             check.expect(run.client.code == kDeadlineExceeded,
-                         id + ": DEADLINE_EXCEEDED at the client, got " + codeName(run.client.code));
+                         id + ": DEADLINE_EXCEEDED at the client, got " +
+                             std::string(grpcStatusName(run.client.code)));
             check.expect(std::abs(run.elapsedMs() - budget) <= kMarginMs,
                          id + ": the client to give up at its " + std::to_string(budget) +
                              " ms deadline, after " + std::to_string(run.elapsedMs()) + " ms");
@@ -266,7 +220,7 @@ ScenarioResult runDeadlineChain(const ScenarioContext &ctx, const ScenarioParams
                 s << ", D finished its work " << toMs(run.hop[3]->doneNs - run.client.endNs)
                   << " ms after the deadline";
             // A, B and C see their calls to the next hop die with the deadline; D's answer comes too late.
-            expectCalls(run, check, expected,
+            expectCalls(run, check,
                         {kDeadlineExceeded, kDeadlineExceeded, kDeadlineExceeded, kDeadlineExceeded},
                         {kGaveUp, kGaveUp, kGaveUp, kOk});
         } else if (atD > kMarginMs && atD <= minBudget - kMarginMs) {
@@ -276,22 +230,22 @@ ScenarioResult runDeadlineChain(const ScenarioContext &ctx, const ScenarioParams
                          id + ": D to fail fast (about " + std::to_string(atD) + " ms left)");
             check.expect(run.client.code == kDeadlineExceeded &&
                              run.client.message.find("failing fast") != std::string::npos,
-                         id + ": DEADLINE_EXCEEDED from D failing fast, got " + codeName(run.client.code) +
-                             " (" + run.client.message + ")");
+                         id + ": DEADLINE_EXCEEDED from D failing fast, got " +
+                             std::string(grpcStatusName(run.client.code)) + " (" + run.client.message + ")");
             // Failing fast means answering before the deadline, not at it.
             check.expect(run.elapsedMs() < budget - kMarginMs / 2,
                          id + ": the failure before the " + std::to_string(budget) + " ms deadline");
             const std::array<int, 4> failed = {kDeadlineExceeded, kDeadlineExceeded, kDeadlineExceeded,
                                                kDeadlineExceeded};
-            expectCalls(run, check, expected, failed, failed);
+            expectCalls(run, check, failed, failed);
         } else {
             // Too close to a threshold to say which way it goes; the checks above still hold.
             s << " (parameters too close to a threshold for a firm expectation)";
             for (size_t i = 0; i < size_t(run.reached()); ++i)
-                expected.push_back({run.callIds[i], 1, run.hop[i]->code});
+                check.addExpected({run.callIds[i], 1, run.hop[i]->code});
         }
     }
-    return check.result(s.str(), std::move(calls), std::move(expected));
+    return check.result(s.str());
 }
 
 // deadline-reset and gateway-drops-deadline: B passes its deadline on wrongly; C and D go on regardless.
@@ -308,16 +262,15 @@ ScenarioResult runBrokenChain(const ScenarioContext &ctx, const ScenarioParams &
     configs[1].resetMs = resetMs;
     configs[3].minBudgetMs = minBudget;
     ChainLab lab;
-    if (!lab.start(ctx, configs))
-        return setupFailed(lab.error);
+    if (!lab.start(ctx, configs)) return setupFailed("could not build the chain: " + lab.error);
 
     const ChainRun run = runChain(ctx, lab, budget);
     const std::string &id = run.callIds[0];
-    Check check;
-    std::vector<ExpectedCall> expected;
+    Verdict check;
+    check.addCall(run.client);
     std::ostringstream s;
-    s << id << " (budget " << budget << " ms): " << codeName(run.client.code) << " in " << run.elapsedMs()
-      << " ms, left on arrival " << run.budgets();
+    s << id << " (budget " << budget << " ms): " << std::string(grpcStatusName(run.client.code)) << " in "
+      << run.elapsedMs() << " ms, left on arrival " << run.budgets();
 
     check.expect(run.reached() == 4, "all 4 hops reached, only " + std::to_string(run.reached()));
     const auto &b = run.hop[1], &c = run.hop[2], &d = run.hop[3];
@@ -340,8 +293,7 @@ ScenarioResult runBrokenChain(const ScenarioContext &ctx, const ScenarioParams &
         check.expect(b->calledNext && !b->nextBudgetNs, "B to call C without a deadline");
         check.expect(!c->budgetNs, "C to see no deadline at all");
         check.expect(!d || !d->budgetNs, "D to see no deadline (C propagates what it got: nothing)");
-        if (!c->budgetNs && d && !d->budgetNs)
-            s << ": C and D saw no deadline";
+        if (!c->budgetNs && d && !d->budgetNs) s << ": C and D saw no deadline";
     }
     // D's rule holds whatever B did: a call without a deadline never fails fast, a reset one only if even the
     // fresh budget is too small.
@@ -356,7 +308,8 @@ ScenarioResult runBrokenChain(const ScenarioContext &ctx, const ScenarioParams &
     if (tooSlow) {
         // The client gives up at its deadline; C and D, cut off from it, finish their work for nobody.
         check.expect(run.client.code == kDeadlineExceeded,
-                     std::string("DEADLINE_EXCEEDED at the client, got ") + codeName(run.client.code));
+                     std::string("DEADLINE_EXCEEDED at the client, got ") +
+                         std::string(grpcStatusName(run.client.code)));
         check.expect(std::abs(run.elapsedMs() - budget) <= kMarginMs,
                      "the client to give up at its " + std::to_string(budget) + " ms deadline, after " +
                          std::to_string(run.elapsedMs()) + " ms");
@@ -365,82 +318,36 @@ ScenarioResult runBrokenChain(const ScenarioContext &ctx, const ScenarioParams &
         check.expect(d && d->doneNs > run.client.endNs, "D to go on working after the client gave up");
         // On the wire client->A and A->B end at the deadline while B->C and C->D succeed. A gives up with its
         // propagated call to B; B answers OK, too late for anyone.
-        expectCalls(run, check, expected, {kDeadlineExceeded, kDeadlineExceeded, kOk, kOk},
-                    {kGaveUp, kOk, kOk, kOk});
+        expectCalls(run, check, {kDeadlineExceeded, kDeadlineExceeded, kOk, kOk}, {kGaveUp, kOk, kOk, kOk});
     } else if (inTime) {
         check.expect(run.client.code == kOk,
-                     std::string("OK at the client, got ") + codeName(run.client.code));
-        expectCalls(run, check, expected, {kOk, kOk, kOk, kOk}, {kOk, kOk, kOk, kOk});
+                     std::string("OK at the client, got ") + std::string(grpcStatusName(run.client.code)));
+        expectCalls(run, check, {kOk, kOk, kOk, kOk}, {kOk, kOk, kOk, kOk});
     } else {
         s << " (parameters too close to the deadline for a firm expectation)";
         for (size_t i = 0; i < size_t(run.reached()); ++i)
-            expected.push_back({run.callIds[i], 1, run.hop[i]->code});
+            check.addExpected({run.callIds[i], 1, run.hop[i]->code});
     }
-    return check.result(s.str(), {run.client}, std::move(expected));
+    return check.result(s.str());
+}
+
+ScenarioResult runDeadlineReset(const ScenarioContext &ctx, const ScenarioParams &p)
+{
+    return runBrokenChain(ctx, p, DeadlinePassing::Reset);
+}
+
+ScenarioResult runGatewayDropsDeadline(const ScenarioContext &ctx, const ScenarioParams &p)
+{
+    return runBrokenChain(ctx, p, DeadlinePassing::Drop);
 }
 
 } // namespace
 
 void appendChainScenarios(std::vector<Scenario> &out)
 {
-    out.push_back(
-        {"deadline-chain",
-         "Deadline propagation along A->B->C->D",
-         "Four services in a chain, each reached through its own capture hop (client->A, A->B, B->C, C->D), "
-         "each spending work_ms before calling the next with ClientContext::FromServerContext, which "
-         "propagates the absolute deadline (and cancellation). gRPC sends a deadline as a relative "
-         "grpc-timeout, so every hop sends a smaller one. D fails fast with DEADLINE_EXCEEDED when less "
-         "than min_budget_ms is left on arrival, instead of doing work nobody will wait for. Two calls: one "
-         "with budget_ms, which completes, and one with tight_budget_ms, which D refuses. Look for: 4 "
-         "nested calls per chain, the grpc-timeout shrinking hop by hop (the budget left at each hop), and "
-         "in the second chain D answering at once, well before the deadline line. C-core sends grpc-timeout "
-         "in milliseconds rounded up (below 10 s in 10 ms steps from 1 s on); grpc-go sends the finest unit "
-         "that fits 8 digits (such as 849562u). In grpc-go the deadline travels in the context.Context "
-         "passed to the outgoing call; in grpc++ a plain ClientContext starts without one, so forgetting "
-         "FromServerContext silently drops it.",
-         {{"budget_ms", "1000", "the client's deadline for the first chain call"},
-          {"tight_budget_ms", "400", "the client's deadline for the second call, too little for D"},
-          {"work_ms", "100", "time each hop spends before calling the next (D: before answering)"},
-          {"min_budget_ms", "200", "D fails fast when less than this is left of the deadline on arrival"}},
-         runDeadlineChain});
-
-    out.push_back(
-        {"deadline-reset",
-         "A hop resets the deadline: the budget grows",
-         "The same chain, but B calls C with a fresh ClientContext and its own reset_ms timeout instead of "
-         "FromServerContext. The client's budget is less than the chain's work, so the client gives up at "
-         "its deadline (and A and B with it), while C, holding a new and longer deadline, goes on and calls "
-         "D, which sees plenty of time and does its work for nobody. Look for: the B->C call flagged as a "
-         "deadline reset, its grpc-timeout larger than what A->B had left, and C and D ending after the "
-         "client's deadline line. A fresh context also cuts the cancellation: C-core propagates "
-         "cancellation only through FromServerContext, as grpc-go does only through the incoming context; a "
-         "Go service that calls context.WithTimeout(context.Background(), ...) resets the deadline the same "
-         "way.",
-         {{"budget_ms", "300", "the client's deadline"},
-          {"reset_ms", "1000", "the fresh timeout B starts for its call to C"},
-          {"work_ms", "100", "time each hop spends before calling the next (D: before answering)"},
-          {"min_budget_ms", "200", "D fails fast when less than this is left of the deadline on arrival"}},
-         [](const ScenarioContext &ctx, const ScenarioParams &p) {
-             return runBrokenChain(ctx, p, DeadlinePassing::Reset);
-         }});
-
-    out.push_back(
-        {"gateway-drops-deadline",
-         "A gateway eats grpc-timeout",
-         "The same chain, but B forwards like a gateway that drops the grpc-timeout header: its call to C "
-         "carries no deadline at all, so neither C nor D (to which C propagates nothing) knows the client's "
-         "budget. The client gives up at its deadline; C and D work on, and D's fail-fast check cannot "
-         "help: a call without a deadline always looks like it has time. Look for: the B->C call flagged as "
-         "deadline dropped, no grpc-timeout on B->C and C->D, and C and D ending after the client's "
-         "deadline line. Whether a proxy passes grpc-timeout on, replaces it with a default of its own or "
-         "drops it is its configuration: check yours. With C-core and grpc-go alike, a server that receives "
-         "no grpc-timeout has no deadline at all.",
-         {{"budget_ms", "300", "the client's deadline"},
-          {"work_ms", "100", "time each hop spends before calling the next (D: before answering)"},
-          {"min_budget_ms", "200", "D fails fast when less than this is left of the deadline on arrival"}},
-         [](const ScenarioContext &ctx, const ScenarioParams &p) {
-             return runBrokenChain(ctx, p, DeadlinePassing::Drop);
-         }});
+    out.push_back({.name = "deadline-chain", .run = runDeadlineChain});
+    out.push_back({.name = "deadline-reset", .run = runDeadlineReset});
+    out.push_back({.name = "gateway-drops-deadline", .run = runGatewayDropsDeadline});
 }
 
 } // namespace rpcscope::lab
