@@ -72,7 +72,8 @@ public:
 
     void setOptions(const Options &o);
     const Options &options() const { return m_options; }
-    ZoomControl &zoomControl() const { return *m_zoom; }
+    ZoomControl &zoomControl() { return *m_zoom; }
+    const ZoomControl &zoomControl() const { return *m_zoom; }
     // The visible range (ZoomControl::setVisibleRange: follow and live stay as they are).
     void setRange(qint64 startNs, qint64 endNs) { m_zoom->setVisibleRange(startNs, endNs); }
     qint64 rangeStart() const { return m_zoom->rangeStart(); }
