@@ -2,7 +2,7 @@
 
 #include "headerlog.h"
 #include "messagedecoder.h"
-#include "timelinepainter.h"
+#include "timeformat.h"
 #include "timelinestore.h"
 
 #include <QAction>

@@ -1,6 +1,7 @@
 #include "swimlaneview.h"
 
 #include "timelinemodel.h"
+#include "timelinetooltips.h"
 
 #include <QHelpEvent>
 #include <QKeyEvent>
@@ -15,14 +16,12 @@ namespace rpcscope {
 namespace {
 // One wheel notch (120 units) zooms by this factor; 15% per notch keeps zooming smooth but quick.
 constexpr double kZoomPerNotch = 1.15;
-// Narrowest range allowed: 1 µs across the view, far below any frame spacing.
-constexpr qint64 kMinRangeNs = 1'000;
 // A press that moves less than this is a click, not a drag.
 constexpr int kClickSlopPx = 4;
 } // namespace
 
 SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
-    : QWidget(parent), m_model(model), m_painter(&model->store())
+    : QWidget(parent), m_model(model), m_painter(&model->store(), &m_zoom)
 {
     setFocusPolicy(Qt::StrongFocus);
     setMouseTracking(true);
@@ -34,11 +33,14 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     m_vbar = new QScrollBar(Qt::Vertical, this);
     m_vbar->hide();
     connect(m_vbar, &QScrollBar::valueChanged, this, [this](int v) {
-        if (v == m_scrollY) return;
-        m_scrollY = v;
+        if (v == m_zoom.scrollY()) return;
+        m_zoom.setScrollY(v);
         clampScroll();
         update();
     });
+    connect(&m_zoom, &ZoomControl::rangeChanged, this, &SwimlaneView::rangeChanged);
+    connect(&m_zoom, &ZoomControl::followChanged, this, &SwimlaneView::followChanged);
+    connect(&m_zoom, &ZoomControl::selectionChanged, this, &SwimlaneView::attemptSelected);
     // The model announces exactly which calls each batch touched; the painter updates its caches from those
     // (a full rebuild costs ~40 ms at 100,000 calls, far more than the 16 ms between batches).
     connect(m_model, &QAbstractItemModel::rowsInserted, this,
@@ -71,36 +73,14 @@ void SwimlaneView::onCallsEvicted(const std::vector<size_t> &evicted)
 {
     m_painter.applyEviction(evicted);
     // Hover and selection follow their call up, or go with it.
-    const EvictionShift shift(evicted);
-    auto follow = [&](std::optional<std::pair<size_t, size_t>> &at) {
-        if (!at) return false;
-        const size_t to = shift(at->first);
-        if (to == at->first) return false;
-        if (to == SIZE_MAX)
-            at.reset();
-        else
-            at->first = to;
-        return true;
-    };
-    follow(m_hover);
-    m_painter.setHover(m_hover);
-    if (follow(m_selection)) {
-        m_painter.setSelection(m_selection);
-        emit attemptSelected(m_selection ? int(m_selection->first) : -1, m_selection ? int(m_selection->second) : -1);
-    }
+    m_zoom.followEviction(evicted);
     update();
 }
 
 void SwimlaneView::onModelReset()
 {
     m_painter.invalidate();
-    m_hover.reset();
-    m_painter.setHover(std::nullopt);
-    if (m_selection) {
-        m_selection.reset();
-        m_painter.setSelection(std::nullopt);
-        emit attemptSelected(-1, -1);
-    }
+    m_zoom.clearPicks();
 }
 
 void SwimlaneView::flushBatchChanges()
@@ -120,77 +100,52 @@ void SwimlaneView::flushBatchChanges()
 void SwimlaneView::onTimelineChanged()
 {
     flushBatchChanges();
-    if (m_follow) {
+    if (m_zoom.isFollowing()) {
         const auto [lo, hi] = m_painter.fullRange();
-        applyRange(lo, hi);
-    } else if (m_live) {
+        m_zoom.setVisibleRange(lo, hi);
+    } else if (m_zoom.isLive()) {
         // Keep the zoom, slide the window so the newest event sits near the right edge, and show the newest
         // lanes.
-        const qint64 span = m_painter.rangeEnd() - m_painter.rangeStart();
-        const qint64 latest = m_model->store().latestNs() + span / 20;
-        applyRange(latest - span, latest);
-        m_scrollY = m_painter.contentHeight(width());
+        m_zoom.slideTo(m_model->store().latestNs());
+        m_zoom.setScrollY(m_painter.contentHeight(width()));
     }
     clampScroll();
     update();
 }
 
-void SwimlaneView::setFollow(bool on)
-{
-    const bool before = followsLive();
-    m_follow = on;
-    if (on) m_live = false;
-    if (before != followsLive()) emit followChanged(followsLive());
-}
-
 void SwimlaneView::setLive(bool on)
 {
-    const bool before = followsLive();
-    m_live = on;
-    if (on) m_follow = false;
-    if (before != followsLive()) emit followChanged(followsLive());
+    m_zoom.setLive(on);
     if (on) onTimelineChanged();
-}
-
-void SwimlaneView::applyRange(qint64 lo, qint64 hi)
-{
-    if (lo == m_painter.rangeStart() && hi == m_painter.rangeEnd()) return;
-    m_painter.setRange(lo, hi);
-    emit rangeChanged(m_painter.rangeStart(), m_painter.rangeEnd());
 }
 
 void SwimlaneView::setRange(qint64 startNs, qint64 endNs)
 {
-    if (endNs < startNs) std::swap(startNs, endNs);
-    applyRange(startNs, std::max(endNs, startNs + kMinRangeNs));
-    const bool before = followsLive();
-    m_follow = m_live = false;
-    if (before) emit followChanged(false);
+    m_zoom.setRange(startNs, endNs);
     update();
 }
 
 void SwimlaneView::fitAll()
 {
     const auto [lo, hi] = m_painter.fullRange();
-    applyRange(lo, hi);
-    setFollow(true);
+    m_zoom.fitTo(lo, hi);
     update();
 }
 
 void SwimlaneView::goToStart()
 {
-    const qint64 span = m_painter.rangeEnd() - m_painter.rangeStart();
+    const qint64 span = m_zoom.span();
     const qint64 lo = m_painter.fullRange().first;
-    m_scrollY = 0;
+    m_zoom.setScrollY(0);
     setRange(lo, lo + span);
     clampScroll();
 }
 
 void SwimlaneView::goToEnd()
 {
-    const qint64 span = m_painter.rangeEnd() - m_painter.rangeStart();
+    const qint64 span = m_zoom.span();
     const qint64 hi = m_painter.fullRange().second;
-    m_scrollY = m_painter.contentHeight(width());
+    m_zoom.setScrollY(m_painter.contentHeight(width()));
     setRange(hi - span, hi);
     clampScroll();
 }
@@ -198,23 +153,17 @@ void SwimlaneView::goToEnd()
 void SwimlaneView::zoomBy(double factor, double anchorX)
 {
     const TimeAxis ax = m_painter.axis(canvas());
-    const qint64 anchor = ax.xToTime(std::max(anchorX, ax.left));
-    const qint64 lo = m_painter.rangeStart();
-    const qint64 hi = m_painter.rangeEnd();
-    const qint64 newSpan = std::max<qint64>(kMinRangeNs, qint64(double(hi - lo) * factor));
-    const double frac = double(anchor - lo) / double(hi - lo);
-    const qint64 newLo = anchor - qint64(frac * double(newSpan));
-    setRange(newLo, newLo + newSpan);
+    m_zoom.zoomBy(factor, ax.xToTime(std::max(anchorX, ax.left)));
+    update();
 }
 
 void SwimlaneView::panPixels(double dx, double dy)
 {
     if (dx != 0) {
         const TimeAxis ax = m_painter.axis(canvas());
-        const qint64 shift = qint64(dx * ax.nsPerPx);
-        setRange(m_painter.rangeStart() - shift, m_painter.rangeEnd() - shift);
+        m_zoom.panBy(-qint64(dx * ax.nsPerPx));
     }
-    m_scrollY -= int(dy);
+    m_zoom.setScrollY(m_zoom.scrollY() - int(dy));
     clampScroll();
     update();
 }
@@ -227,8 +176,7 @@ QRectF SwimlaneView::canvas() const
 void SwimlaneView::clampScroll()
 {
     const int maxScroll = std::max(0, m_painter.contentHeight(width()) - height());
-    m_scrollY = std::clamp(m_scrollY, 0, maxScroll);
-    m_painter.setScrollY(m_scrollY);
+    m_zoom.setScrollY(std::clamp(m_zoom.scrollY(), 0, maxScroll));
     // The scroll bar covers the lanes only, between the fixed header and the legend.
     const QSignalBlocker block(m_vbar);
     const int top = m_painter.headerHeight();
@@ -237,7 +185,7 @@ void SwimlaneView::clampScroll()
     m_vbar->setRange(0, maxScroll);
     m_vbar->setPageStep(lanes);
     m_vbar->setSingleStep(60);
-    m_vbar->setValue(m_scrollY);
+    m_vbar->setValue(m_zoom.scrollY());
     m_vbar->setGeometry(width() - m_vbar->sizeHint().width(), top, m_vbar->sizeHint().width(), lanes);
     m_vbar->setVisible(maxScroll > 0);
 }
@@ -249,11 +197,9 @@ void SwimlaneView::selectAttempt(int call, int attempt)
     if (call >= 0 && size_t(call) < calls.size() && attempt >= 0 &&
         size_t(attempt) < calls[call].attempts.size())
         sel = std::pair{size_t(call), size_t(attempt)};
-    if (sel == m_selection) return;
-    m_selection = sel;
-    m_painter.setSelection(sel);
+    if (sel == m_zoom.selection()) return;
+    m_zoom.setSelection(sel); // emits attemptSelected
     update();
-    emit attemptSelected(sel ? int(sel->first) : -1, sel ? int(sel->second) : -1);
 }
 
 void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Options &)> &change)
@@ -346,9 +292,8 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
         const TimelinePainter::Hit hit = m_painter.hitTest(pos, canvas());
         std::optional<std::pair<size_t, size_t>> hover;
         if (hit.kind == TimelinePainter::Hit::Attempt) hover = std::pair{hit.call, hit.attempt};
-        if (hover != m_hover) {
-            m_hover = hover;
-            m_painter.setHover(hover);
+        if (hover != m_zoom.hover()) {
+            m_zoom.setHover(hover);
             setCursor(hover ? Qt::PointingHandCursor : Qt::ArrowCursor);
             update();
         }
@@ -360,7 +305,7 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
         panPixels(pos.x() - m_lastPos.x(), pos.y() - m_lastPos.y());
     } else if (m_drag == Drag::RubberBand) {
         const qint64 t = m_painter.axis(canvas()).xToTime(std::max<double>(pos.x(), m_painter.labelWidth()));
-        m_painter.setRubberBand(std::pair{m_bandStart, t});
+        m_zoom.setRubberBand(std::pair{m_bandStart, t});
         update();
     }
     m_lastPos = pos;
@@ -370,7 +315,7 @@ void SwimlaneView::mouseReleaseEvent(QMouseEvent *e)
 {
     const QPoint pos = e->position().toPoint();
     if (m_drag == Drag::RubberBand) {
-        m_painter.setRubberBand(std::nullopt);
+        m_zoom.setRubberBand(std::nullopt);
         if (m_moved) {
             const qint64 t =
                 m_painter.axis(canvas()).xToTime(std::max<double>(pos.x(), m_painter.labelWidth()));
@@ -392,92 +337,25 @@ void SwimlaneView::mouseReleaseEvent(QMouseEvent *e)
 
 void SwimlaneView::leaveEvent(QEvent *)
 {
-    if (m_hover) {
-        m_hover.reset();
-        m_painter.setHover(std::nullopt);
+    if (m_zoom.hover()) {
+        m_zoom.setHover(std::nullopt);
         update();
     }
 }
 
-QString SwimlaneView::attemptToolTip(size_t callIndex, size_t k) const
+QString SwimlaneView::attemptToolTip(size_t call, size_t attempt) const
 {
-    const TimelineStore &store = m_model->store();
-    if (callIndex >= store.calls().size() || k >= store.calls()[callIndex].attempts.size()) return {};
-    const Call &call = store.calls()[callIndex];
-    const Attempt &a = call.attempts[k];
-    const qint64 origin = store.originNs();
-    QString status = QString::fromStdString(a.outcomeLabel());
-    if (a.status && a.rstErrorCode)
-        status += QStringLiteral(" (RST_STREAM %1)").arg(QString::fromStdString(h2ErrorName(*a.rstErrorCode)));
-    QString html = QStringLiteral("<b>%1</b> · attempt %2 of %3<br>%4<br>")
-                       .arg(QString::fromStdString(call.key).toHtmlEscaped())
-                       .arg(k + 1)
-                       .arg(call.attempts.size())
-                       .arg(QString::fromStdString(call.method).toHtmlEscaped());
-    html += QStringLiteral("<b>%1</b>").arg(status.toHtmlEscaped());
-    if (a.statusMessage && !a.statusMessage->empty())
-        html += QStringLiteral(": %1").arg(QString::fromStdString(*a.statusMessage).toHtmlEscaped());
-    html += QStringLiteral("<br>start %1").arg(formatDuration(a.startNs - origin));
-    if (a.endNs) html += QStringLiteral(" · took %1").arg(formatDuration(*a.endNs - a.startNs));
-    if (a.responseHeadersNs)
-        html += QStringLiteral("<br>response headers after %1")
-                    .arg(formatDuration(*a.responseHeadersNs - a.startNs));
-    if (a.timeoutNs) html += QStringLiteral("<br>grpc-timeout %1").arg(formatDuration(*a.timeoutNs));
-    if (a.previousAttempts)
-        html += QStringLiteral("<br>grpc-previous-rpc-attempts %1").arg(*a.previousAttempts);
-    if (call.transparentRetry(k))
-        html += QStringLiteral("<br><i>transparent retry: the transport refused the previous stream</i>");
-    if (a.pushbackMs) html += QStringLiteral("<br>grpc-retry-pushback-ms %1").arg(*a.pushbackMs);
-    html += QStringLiteral("<br>connection %1, stream %2 · %3 B out, %4 B in")
-                .arg(a.connection)
-                .arg(a.stream)
-                .arg(a.requestBytes)
-                .arg(a.responseBytes);
-    html += QStringLiteral("<br><span style='color:gray'>click for frames and headers</span>");
-    return html;
+    return TimelineToolTips::attempt(m_model->store(), call, attempt);
 }
 
-QString SwimlaneView::labEventToolTip(const LabEventRecord &e) const
+QString SwimlaneView::labEventToolTip(const LabEventRecord &event) const
 {
-    QString html = QStringLiteral("<b>%1</b> at %2")
-                       .arg(QString::fromStdString(e.kind).toHtmlEscaped(),
-                            formatDuration(e.tNs - m_model->store().originNs()));
-    if (!e.detail.empty())
-        html += QStringLiteral("<br>%1").arg(QString::fromStdString(e.detail).toHtmlEscaped());
-    if (!e.callId.empty())
-        html += QStringLiteral("<br>call %1").arg(QString::fromStdString(e.callId).toHtmlEscaped());
-    if (e.kind == "fast-fail")
-        html += QStringLiteral("<br><i>the open breaker refused it: it never reached the wire</i>");
-    return html;
+    return TimelineToolTips::labEvent(m_model->store(), event);
 }
 
-QString SwimlaneView::connectionToolTip(size_t index) const
+QString SwimlaneView::connectionToolTip(size_t connection) const
 {
-    const auto &conns = m_model->store().connections();
-    if (index >= conns.size())
-        return QStringLiteral("%1 connections in one lane: group by connection to see each")
-            .arg(conns.size());
-    const Connection &c = conns[index];
-    const qint64 origin = m_model->store().originNs();
-    QString html = QStringLiteral("<b>connection %1</b>").arg(c.id);
-    if (!c.label.empty())
-        html += QStringLiteral(" · %1").arg(QString::fromStdString(c.label).toHtmlEscaped());
-    html += QStringLiteral("<br>%1 → %2")
-                .arg(QString::fromStdString(c.client).toHtmlEscaped(),
-                     QString::fromStdString(c.server).toHtmlEscaped());
-    html += QStringLiteral("<br>opened %1").arg(formatDuration(c.openedNs - origin));
-    if (c.closedNs)
-        html += QStringLiteral(", closed %1 (%2)")
-                    .arg(formatDuration(*c.closedNs - origin),
-                         QString::fromStdString(c.closeReason).toHtmlEscaped());
-    if (c.lastPingRttNs)
-        html += QStringLiteral("<br>last PING round trip %1").arg(formatDuration(*c.lastPingRttNs));
-    if (!c.decodeError.empty())
-        html += QStringLiteral("<br><b>undecodable:</b> %1")
-                    .arg(QString::fromStdString(c.decodeError).toHtmlEscaped());
-    for (const std::string &n : c.notes)
-        html += QStringLiteral("<br>%1").arg(QString::fromStdString(n).toHtmlEscaped());
-    return html;
+    return TimelineToolTips::connection(m_model->store(), connection);
 }
 
 bool SwimlaneView::event(QEvent *e)
@@ -509,7 +387,7 @@ void SwimlaneView::keyPressEvent(QKeyEvent *e)
         fitAll();
         break;
     case Qt::Key_L:
-        setLive(!m_live);
+        setLive(!m_zoom.isLive());
         break;
     case Qt::Key_Home:
         goToStart();

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "timelinepainter.h"
+#include "zoomcontrol.h"
 
 #include <QPoint>
 #include <QWidget>
@@ -26,10 +27,12 @@ public:
     explicit SwimlaneView(TimelineModel *model, QWidget *parent = nullptr);
 
     TimelinePainter &timelinePainter() { return m_painter; }
+    // The range, follow and live modes, scroll, hover and selection the painter draws.
+    ZoomControl &zoomControl() { return m_zoom; }
     // True while the view fits the trace (F) or follows it live (L) as calls arrive.
-    bool followsLive() const { return m_follow || m_live; }
-    bool isLive() const { return m_live; }
-    std::optional<std::pair<size_t, size_t>> selectedAttempt() const { return m_selection; }
+    bool followsLive() const { return m_zoom.followsLive(); }
+    bool isLive() const { return m_zoom.isLive(); }
+    std::optional<std::pair<size_t, size_t>> selectedAttempt() const { return m_zoom.selection(); }
     // The text shown in the tooltip over an attempt.
     QString attemptToolTip(size_t call, size_t attempt) const;
     QString connectionToolTip(size_t connection) const;
@@ -76,16 +79,13 @@ private:
     void flushBatchChanges();
     void onCallsEvicted(const std::vector<size_t> &evicted);
     void onModelReset();
-    void setFollow(bool on);
-    void applyRange(qint64 lo, qint64 hi);
     void panPixels(double dx, double dy);
     void clampScroll();
     void updateOptions(const std::function<void(TimelinePainter::Options &)> &change);
 
     TimelineModel *m_model;
+    ZoomControl m_zoom; // before m_painter, which reads it
     TimelinePainter m_painter;
-    bool m_follow = true;
-    bool m_live = false;
     enum class Drag
     {
         None,
@@ -96,9 +96,6 @@ private:
     QPoint m_lastPos;
     bool m_moved = false;
     qint64 m_bandStart = 0;
-    int m_scrollY = 0;
-    std::optional<std::pair<size_t, size_t>> m_hover;
-    std::optional<std::pair<size_t, size_t>> m_selection;
     QScrollBar *m_vbar = nullptr;
     StoreChanges m_batchChanges{
         std::numeric_limits<size_t>::max(), {}, {}, false}; // gathered from row signals

@@ -1,0 +1,112 @@
+#pragma once
+
+// Shared by the view tests: a small scene (retry-basic plus a call that runs into its deadline), wire
+// events to build others, and pixel counting.
+
+#include "timelinemodel.h"
+#include "timelinepainter.h"
+#include "wireevents.h"
+
+#include <QColor>
+#include <QImage>
+#include <QPainter>
+#include <optional>
+#include <string>
+
+namespace rpcscope::rendertest {
+
+inline constexpr std::int64_t ms = 1'000'000;
+
+// A connection with no addresses, opened at 0.
+inline WireEvent opened(std::uint32_t conn)
+{
+    return testev::event(EventKind::ConnectionOpened, conn, 0, 0);
+}
+
+inline WireEvent headers(std::uint32_t stream, std::int64_t t, Direction dir)
+{
+    return testev::event(EventKind::Headers, 1, stream, t, dir);
+}
+
+inline WireEvent req(std::uint32_t stream, std::int64_t t, std::optional<int> prev, const std::string &id,
+                     std::int64_t timeout)
+{
+    WireEvent e = headers(stream, t, Direction::ClientToServer);
+    e.grpc.path = "/rpcscope.lab.Lab/Call";
+    e.grpc.previousAttempts = prev;
+    e.grpc.callId = id;
+    e.grpc.timeoutNs = timeout;
+    return e;
+}
+
+inline WireEvent end(std::uint32_t stream, std::int64_t t, int status)
+{
+    WireEvent e = headers(stream, t, Direction::ServerToClient);
+    e.endStream = true;
+    e.grpc.status = status;
+    return e;
+}
+
+// retry-basic plus a second call that runs into its 120 ms deadline, so a deadline line is in range.
+inline EventBatch scene()
+{
+    return {opened(1),           req(1, 10 * ms, std::nullopt, "retry-basic-1", 5000 * ms),
+            end(1, 12 * ms, 14), req(3, 62 * ms, 1, "retry-basic-1", 4940 * ms),
+            end(3, 64 * ms, 14), req(5, 160 * ms, 2, "retry-basic-1", 4840 * ms),
+            end(5, 170 * ms, 0), req(7, 20 * ms, std::nullopt, "deadline-1", 120 * ms),
+            end(7, 140 * ms, 4)};
+}
+
+inline int countColor(const QImage &img, const QRect &r, QColor c)
+{
+    int n = 0;
+    const QRect box = r.intersected(img.rect());
+    for (int y = box.top(); y <= box.bottom(); ++y)
+        for (int x = box.left(); x <= box.right(); ++x)
+            n += QColor(img.pixel(x, y)).rgb() == c.rgb();
+    return n;
+}
+
+inline int countDark(const QImage &img, const QRect &r)
+{
+    int n = 0;
+    const QRect box = r.intersected(img.rect());
+    for (int y = box.top(); y <= box.bottom(); ++y)
+        for (int x = box.left(); x <= box.right(); ++x)
+            n += qGray(img.pixel(x, y)) < 140;
+    return n;
+}
+
+inline WireEvent frame(std::uint32_t stream, std::int64_t t, Direction dir, std::uint8_t type,
+                       std::uint32_t value = 0)
+{
+    return testev::frame(1, stream, t, dir, type, value);
+}
+
+inline WireEvent labEvent(std::int64_t t, const std::string &kind, const std::string &detail,
+                          const std::string &call = {})
+{
+    WireEvent e;
+    e.kind = EventKind::LabEvent;
+    e.tNs = t;
+    e.text = kind;
+    e.text2 = detail;
+    e.grpc.callId = call;
+    return e;
+}
+
+inline QImage render(TimelinePainter &painter, const QRectF &rect)
+{
+    QImage img(rect.size().toSize(), QImage::Format_RGB32);
+    img.fill(Qt::white);
+    QPainter p(&img);
+    painter.paint(&p, rect);
+    return img;
+}
+
+// The fraction of pixels of colour c in r (exact match).
+inline bool hasColor(const QImage &img, const QRect &r, QColor c, int atLeast = 1)
+{
+    return countColor(img, r, c) >= atLeast;
+}
+} // namespace rpcscope::rendertest

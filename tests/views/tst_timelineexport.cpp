@@ -1,0 +1,88 @@
+// Exported pictures (PNG at any scale, SVG) and the themes.
+#include "renderfixture.h"
+
+#include <QTemporaryDir>
+#include <QXmlStreamReader>
+#include <QtTest>
+
+using namespace rpcscope;
+using namespace rpcscope::rendertest;
+
+class TestTimelineExport : public QObject
+{
+    Q_OBJECT
+private slots:
+    void exportSizesAndSvg()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter::Options o;
+        o.title = QStringLiteral("export test");
+        const QImage one = TimelinePainter::renderImage(model.store(), 800, o, 1.0);
+        const QImage two = TimelinePainter::renderImage(model.store(), 800, o, 2.0);
+        QCOMPARE(one.width(), 800);
+        QCOMPARE(two.width(), 1600);
+        QCOMPARE(two.height(), one.height() * 2);
+        QCOMPARE(two.devicePixelRatio(), 2.0);
+        // Exports always carry the title, time range and legend.
+        TimelinePainter check(&model.store());
+        TimelinePainter::Options withLegend = o;
+        withLegend.legend = true;
+        check.setOptions(withLegend);
+        QCOMPARE(one.height(), check.contentHeight(800) + 8);
+        // The visible range only: the same size, another time span in the title.
+        const QImage part =
+            TimelinePainter::renderImage(model.store(), 800, o, 1.0, std::pair{0 * ms, 70 * ms});
+        QCOMPARE(part.size(), one.size());
+        QVERIFY(part != one);
+
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("t.svg"));
+        QVERIFY(TimelinePainter::renderSvg(model.store(), 1000, o, file));
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray svg = f.readAll();
+        QXmlStreamReader xml(svg);
+        int elements = 0;
+        while (!xml.atEnd())
+            if (xml.readNext() == QXmlStreamReader::StartElement) ++elements;
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QVERIFY(elements > 50);
+        for (const char *label : {"export test", "retry-basic-1", "backoff 50.0 ms", "deadline +120.0 ms",
+                                  "UNAVAILABLE", "call deadline", "from capture start"})
+            QVERIFY2(svg.contains(label), label);
+    }
+
+    void themesAndWorkshop()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        const int normal = [&] {
+            painter.setOptions(o);
+            return painter.contentHeight();
+        }();
+        o.workshop = true;
+        o.dark = true;
+        painter.setOptions(o);
+        QVERIFY(painter.contentHeight() > normal * 3 / 2);
+        QVERIFY(painter.labelWidth() > TimelinePainter::kLabelWidth);
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1400, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        QCOMPARE(QColor(img.pixel(int(rect.width()) - 3, int(rect.height()) - 3)).rgb(),
+                 TimelineTheme::dark().background.rgb());
+        // Bars are thicker: the OK bar of attempt 3 is at least 24 px tall.
+        const QRectF bar = painter.attemptRect(0, 2, rect);
+        QVERIFY(bar.height() >= 24);
+        QCOMPARE(QColor(img.pixel(int(bar.right()) - 3, int(bar.top()) + 2)).rgb(),
+                 TimelinePainter::statusColor(model.store().calls()[0].attempts[2]).rgb());
+    }
+};
+
+QTEST_MAIN(TestTimelineExport)
+#include "tst_timelineexport.moc"

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <QRectF>
+#include <QtGlobal>
+#include <cstddef>
+#include <vector>
+
+class QPainter;
+
+namespace rpcscope {
+
+struct Attempt;
+struct PaintContext;
+
+// A backoff gap's label as painted, for hit-testing and tests.
+struct GapLabel
+{
+    QRectF rect;
+    qint64 gapNs = 0;
+    size_t call = 0;
+    size_t attempt = 0; // the attempt the gap leads to
+};
+
+// Call lanes: the header (call, method, outcome, chain budget), one row per attempt with its bar, phases,
+// frame ticks, own grpc-timeout, the backoff gap before it and its annotations, then the call's markers and
+// its deadline.
+class CallLanePass
+{
+public:
+    // Forgets the gap labels of the last picture.
+    void begin() { m_gapLabels.clear(); }
+    // The lane of call `index` at y top.
+    void paint(QPainter *p, const PaintContext &ctx, size_t index, double top);
+    // The gap labels painted since begin().
+    const std::vector<GapLabel> &gapLabels() const { return m_gapLabels; }
+
+private:
+    static void paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar);
+
+    std::vector<GapLabel> m_gapLabels;
+};
+
+} // namespace rpcscope

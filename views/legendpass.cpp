@@ -1,0 +1,179 @@
+#include "legendpass.h"
+
+#include "paintcontext.h"
+#include "paintkit.h"
+#include "timelinestyle.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <iterator>
+
+namespace rpcscope {
+
+namespace {
+enum class LegendSymbol
+{
+    Box,
+    Hatched,
+    Wait,
+    Gap,
+    Deadline,
+    AttemptTimeout,
+    Commit,
+    Marker,
+    FastFail
+};
+struct LegendEntry
+{
+    const char *name;
+    LegendSymbol symbol;
+    int color; // LegendColor
+    int use;   // the kUse bit that shows it
+};
+enum LegendColor
+{
+    LOk,
+    LUnavailable,
+    LDeadlineExceeded,
+    LOther,
+    LCancelled,
+    LInFlight,
+    LRequest,
+    LResponse,
+    LRange,
+    LStall
+};
+constexpr LegendEntry kLegend[] = {
+    {"OK", LegendSymbol::Box, LOk, 0},
+    {"UNAVAILABLE", LegendSymbol::Box, LUnavailable, 1},
+    {"DEADLINE_EXCEEDED", LegendSymbol::Box, LDeadlineExceeded, 2},
+    {"other error", LegendSymbol::Box, LOther, 3},
+    {"cancelled / no status", LegendSymbol::Box, LCancelled, 4},
+    {"in flight", LegendSymbol::Box, LInFlight, 5},
+    {"transparent retry", LegendSymbol::Hatched, LUnavailable, kUseTransparent},
+    {"request sent", LegendSymbol::Box, LRequest, kUsePhases},
+    {"server working", LegendSymbol::Wait, LOk, kUsePhases},
+    {"response", LegendSymbol::Box, LResponse, kUsePhases},
+    {"backoff gap", LegendSymbol::Gap, 0, kUseGap},
+    {"expected backoff (policy)", LegendSymbol::Box, LRange, kUseExpected},
+    {"call deadline", LegendSymbol::Deadline, 0, kUseDeadline},
+    {"attempt's own grpc-timeout", LegendSymbol::AttemptTimeout, 0, kUseAttemptTimeout},
+    {"committed", LegendSymbol::Commit, 0, kUseCommit},
+    {"policy event", LegendSymbol::Marker, 0, kUseMarker},
+    {"flow-control stall", LegendSymbol::Box, LStall, kUseStall},
+    {"failed fast (breaker open, never sent)", LegendSymbol::FastFail, 0, kUseFastFail},
+};
+} // namespace
+
+bool LegendPass::shows(std::uint32_t legendUse, int use)
+{
+    // Only what the picture uses; an empty store still explains the status colours.
+    return legendUse == 0 ? use < 6 : (legendUse >> use) & 1u;
+}
+
+// The legend flows into as many rows as the width needs; each entry is a symbol and its name.
+std::vector<QPointF> LegendPass::layout(double width, double s, std::uint32_t legendUse, int *rows)
+{
+    const QFontMetricsF fm(PaintContext::scaledFont(12, s));
+    std::vector<QPointF> at;
+    double x = 10;
+    int row = 0;
+    for (const LegendEntry &e : kLegend) {
+        if (!shows(legendUse, e.use)) {
+            at.emplace_back(-1, -1);
+            continue;
+        }
+        const double w = 28 * s + fm.horizontalAdvance(QString::fromUtf8(e.name));
+        if (x + w > width - 10 && x > 10) {
+            x = 10;
+            ++row;
+        }
+        at.emplace_back(x, row);
+        x += w + 20 * s;
+    }
+    if (rows) *rows = row + 1;
+    return at;
+}
+
+int LegendPass::height(double width, double scale, std::uint32_t legendUse)
+{
+    // Measured text, so cached: hit-testing asks on every mouse move.
+    if (m_heightFor != std::tuple{width, scale, legendUse}) {
+        int rows = 1;
+        layout(width, scale, legendUse, &rows);
+        m_height = int(rows * 26 * scale + 6 * scale);
+        m_heightFor = {width, scale, legendUse};
+    }
+    return m_height;
+}
+
+void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect)
+{
+    const TimelineTheme &th = ctx.theme;
+    const double s = ctx.metrics.scale;
+    p->fillRect(rect, th.background);
+    p->setFont(ctx.font(12));
+    const QFontMetricsF fm(p->font());
+    const QColor colors[] = {kOk,       kUnavailable,    kDeadlineExceeded, kOtherError,      kCancelled,
+                             kInFlight, th.phaseRequest, th.phaseResponse,  th.expectedRange, th.stall};
+    const std::vector<QPointF> at = layout(rect.width(), s, ctx.index.legendUse(), nullptr);
+    for (size_t i = 0; i < std::size(kLegend); ++i) {
+        const LegendEntry &e = kLegend[i];
+        if (at[i].y() < 0) continue;
+        const double x0 = rect.left() + at[i].x();
+        const double y = rect.top() + 3 * s + (at[i].y() + 0.5) * 26 * s;
+        const QRectF box(x0, y - 6 * s, 22 * s, 12 * s);
+        const double mx = x0 + 11 * s;
+        switch (e.symbol) {
+        case LegendSymbol::Box:
+            p->fillRect(box, colors[e.color]);
+            break;
+        case LegendSymbol::Hatched:
+            p->fillRect(box, colors[e.color]);
+            hatch(p, box);
+            break;
+        case LegendSymbol::Wait:
+            p->fillRect(box, colors[e.color]);
+            p->fillRect(box, th.phaseWait);
+            break;
+        case LegendSymbol::Gap:
+            p->setPen(QPen(th.gap, s > 1 ? 2 : 1));
+            p->drawLine(QPointF(x0, y), QPointF(x0 + 22 * s, y));
+            p->drawLine(QPointF(x0, y - 5 * s), QPointF(x0, y + 5 * s));
+            p->drawLine(QPointF(x0 + 22 * s, y - 5 * s), QPointF(x0 + 22 * s, y + 5 * s));
+            break;
+        case LegendSymbol::Deadline:
+            p->setPen(QPen(th.deadline, 2 * s, Qt::DashLine));
+            p->drawLine(QPointF(mx, y - 8 * s), QPointF(mx, y + 8 * s));
+            break;
+        case LegendSymbol::AttemptTimeout:
+            p->setPen(QPen(th.deadline, 1));
+            p->drawLine(QPointF(mx, y - 8 * s), QPointF(mx, y + 8 * s));
+            p->fillRect(QRectF(mx, y - 8 * s, 6 * s, 4 * s), th.deadline);
+            break;
+        case LegendSymbol::FastFail:
+            p->setPen(QPen(th.deadline, 2 * s));
+            p->drawLine(QPointF(mx, y - 5 * s), QPointF(mx, y + 5 * s));
+            break;
+        case LegendSymbol::Commit:
+            p->setPen(QPen(th.commit, 2 * s));
+            p->drawLine(QPointF(mx, y - 8 * s), QPointF(mx, y + 8 * s));
+            break;
+        case LegendSymbol::Marker: {
+            const double r = 5 * s;
+            p->setPen(Qt::NoPen);
+            p->setBrush(th.labMarker);
+            p->drawPolygon(
+                QPolygonF({QPointF(mx, y - r), QPointF(mx + r, y), QPointF(mx, y + r), QPointF(mx - r, y)}));
+            p->setBrush(Qt::NoBrush);
+            break;
+        }
+        }
+        const QString name = QString::fromUtf8(e.name);
+        p->setPen(th.text);
+        p->drawText(QRectF(x0 + 28 * s, y - fm.height() / 2, fm.horizontalAdvance(name) + 4, fm.height()),
+                    Qt::AlignVCenter | Qt::AlignLeft, name);
+    }
+}
+
+} // namespace rpcscope

@@ -1,0 +1,35 @@
+#include "paintcontext.h"
+
+#include <QGuiApplication>
+#include <algorithm>
+
+namespace rpcscope {
+
+QFont PaintContext::scaledFont(double px, double scale, bool bold)
+{
+    QFont f = QGuiApplication::font();
+    f.setPixelSize(std::max(6, int(px * scale + 0.5)));
+    f.setBold(bold);
+    return f;
+}
+
+double PaintContext::laneY(size_t call) const
+{
+    const size_t b = layout.blockOfCall(call);
+    return b < layout.blocks().size() ? layout.blocks()[b].y : -1;
+}
+
+QRectF PaintContext::attemptRect(size_t call, size_t attempt) const
+{
+    const double y = laneY(call);
+    if (y < 0 || call >= store.calls().size() || attempt >= store.calls()[call].attempts.size()) return {};
+    const Attempt &a = store.calls()[call].attempts[attempt];
+    const double top =
+        lanesTop - scrollY() + y + metrics.callHeader + double(attempt) * metrics.attemptHeight;
+    const double barTop = top + metrics.attemptHeight * 0.44;
+    const double x1 = axis.timeToX(a.startNs);
+    const double x2 = std::max(axis.timeToX(a.endNs.value_or(store.latestNs())), x1 + 3);
+    return QRectF(x1, barTop, x2 - x1, metrics.barHeight);
+}
+
+} // namespace rpcscope

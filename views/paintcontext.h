@@ -1,0 +1,47 @@
+#pragma once
+
+#include "timeaxis.h"
+#include "timelineindex.h"
+#include "timelinelayout.h"
+#include "timelineoptions.h"
+#include "timelinestore.h"
+#include "timelinetheme.h"
+#include "zoomcontrol.h"
+
+#include <QFont>
+#include <QRectF>
+
+namespace rpcscope {
+
+// What a paint pass reads, gathered once per paint by TimelinePainter: the store and its index (caches and
+// lane layout), the options, sizes and colours, the view's state (range, scroll, hover, selection) and the
+// geometry of this picture. A pass paints from this alone; it never sees the painter.
+struct PaintContext
+{
+    const TimelineStore &store;
+    const TimelineIndex &index;
+    const TimelineLayout &layout;
+    const TimelineOptions &options;
+    const LaneMetrics &metrics;
+    const TimelineTheme &theme;
+    const ZoomControl &zoom;
+    QRectF rect;        // the whole picture
+    TimeAxis axis;      // time <-> x over the lanes, right of the label column
+    double lanesTop;    // below the fixed header (title, ruler, policy band, overview)
+    double lanesBottom; // above the legend, when there is one
+    bool policyBand;    // the header has a policy band
+    bool overview;      // the header has the overview histogram
+
+    qint64 startNs() const { return zoom.rangeStart(); }
+    qint64 endNs() const { return zoom.rangeEnd(); }
+    int scrollY() const { return zoom.scrollY(); }
+    // The application font at px pixels, scaled like every other size (workshop mode).
+    QFont font(double px, bool bold = false) const { return scaledFont(px, metrics.scale, bold); }
+    static QFont scaledFont(double px, double scale, bool bold = false);
+    // Content y of a call's lane, or -1 when filtered out.
+    double laneY(size_t call) const;
+    // The bar of an attempt in this geometry (empty when its lane is filtered out).
+    QRectF attemptRect(size_t call, size_t attempt) const;
+};
+
+} // namespace rpcscope

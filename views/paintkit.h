@@ -1,0 +1,44 @@
+#pragma once
+
+#include <QColor>
+#include <QRectF>
+#include <map>
+#include <vector>
+
+class QPainter;
+
+namespace rpcscope {
+
+struct PaintContext;
+
+// Sub-pixel merging: spans added in x order that touch or overlap the previous one of their colour group
+// become one rect, so 100,000 items collapse into at most one rect per pixel column per colour.
+class RunMerger
+{
+public:
+    void add(int group, double x1, double x2, double top, double h)
+    {
+        auto &runs = m_runs[group];
+        x2 = std::max(x2, x1 + 1); // every item gets at least 1 px
+        if (!runs.empty() && runs.back().top() == top && runs.back().height() == h &&
+            x1 <= runs.back().right() + 0.5) {
+            runs.back().setRight(std::max(runs.back().right(), x2));
+            return;
+        }
+        runs.emplace_back(x1, top, x2 - x1, h);
+    }
+    // One fill call per colour group.
+    void fill(QPainter *p, const QColor *colors);
+
+private:
+    std::map<int, std::vector<QRectF>> m_runs;
+};
+
+// White diagonal stripes over a bar (a transparent retry). Drawn as lines rather than a pattern brush, which
+// SVG readers cannot resolve.
+void hatch(QPainter *p, const QRectF &r);
+
+// Vertical grid lines from top to bottom, aligned with the ruler's ticks.
+void paintGrid(QPainter *p, const PaintContext &ctx, double top, double bottom);
+
+} // namespace rpcscope

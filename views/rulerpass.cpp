@@ -1,0 +1,236 @@
+#include "rulerpass.h"
+
+#include "markerspass.h"
+#include "paintcontext.h"
+#include "paintkit.h"
+#include "timeformat.h"
+#include "timelinestyle.h"
+
+#include <QDateTime>
+#include <QFontMetricsF>
+#include <QPainter>
+#include <algorithm>
+
+namespace rpcscope {
+
+QString RulerPass::tickLabel(const PaintContext &ctx, qint64 t, qint64 step) const
+{
+    if (ctx.options.wallClock && ctx.store.originWallNs() != 0) {
+        const qint64 wallNs = ctx.store.originWallNs() + (t - ctx.store.originNs());
+        const QDateTime dt = QDateTime::fromMSecsSinceEpoch(wallNs / 1'000'000, Qt::UTC);
+        if (step >= 1'000'000'000) return dt.toString(QStringLiteral("HH:mm:ss"));
+        if (step >= 1'000'000) return dt.toString(QStringLiteral("HH:mm:ss.zzz"));
+        return dt.toString(QStringLiteral("ss.zzz")) +
+               QStringLiteral("%1").arg((wallNs / 1000) % 1000, 3, 10, QLatin1Char('0'));
+    }
+    return formatTick(t - ctx.store.originNs(), step);
+}
+
+void RulerPass::paint(QPainter *p, const PaintContext &ctx)
+{
+    const QRectF &rect = ctx.rect;
+    const TimeAxis &ax = ctx.axis;
+    const TimelineTheme &th = ctx.theme;
+    const LaneMetrics &m = ctx.metrics;
+    double top = rect.top();
+    if (!ctx.options.title.isEmpty()) {
+        p->fillRect(QRectF(rect.left(), top, rect.width(), m.titleHeight), th.background);
+        p->setPen(th.text);
+        p->setFont(ctx.font(16, true));
+        p->drawText(QRectF(rect.left() + 10, top, rect.width() - 20, m.titleHeight),
+                    Qt::AlignVCenter | Qt::AlignLeft, ctx.options.title);
+        p->setFont(ctx.font(12));
+        p->setPen(th.muted);
+        QString range = QStringLiteral("%1 – %2 from capture start")
+                            .arg(formatDuration(ctx.startNs() - ctx.store.originNs()),
+                                 formatDuration(ctx.endNs() - ctx.store.originNs()));
+        if (ctx.store.originWallNs() != 0)
+            range +=
+                QStringLiteral(" (%1 UTC)")
+                    .arg(QDateTime::fromMSecsSinceEpoch(
+                             (ctx.store.originWallNs() + ctx.startNs() - ctx.store.originNs()) / 1'000'000,
+                             Qt::UTC)
+                             .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz")));
+        p->drawText(QRectF(rect.left() + 10, top, rect.width() - 20, m.titleHeight),
+                    Qt::AlignVCenter | Qt::AlignRight, range);
+        top += m.titleHeight;
+    }
+    const QRectF ruler(rect.left(), top, rect.width(), m.rulerHeight);
+    p->fillRect(ruler, th.headerBand);
+    p->setPen(th.grid.darker(115));
+    p->drawLine(QPointF(ruler.left(), ruler.bottom()), QPointF(ruler.right(), ruler.bottom()));
+    p->setFont(ctx.font(12));
+
+    const bool wall = ctx.options.wallClock && ctx.store.originWallNs() != 0;
+    const qint64 step = ax.tickStepNs(wall ? 150 * m.scale : 110 * m.scale);
+    const qint64 origin = ctx.store.originNs();
+    // Ticks are multiples of the step counted from the capture origin, so labels are round numbers.
+    qint64 rel = ((ctx.startNs() - origin) / step) * step;
+    if (origin + rel < ctx.startNs()) rel += step;
+    const double right = rect.right();
+    for (qint64 t = origin + rel; ax.timeToX(t) <= right; t += step) {
+        const double x = ax.timeToX(t);
+        if (x < ax.left) continue;
+        p->setPen(th.grid.darker(130));
+        p->drawLine(QPointF(x, ruler.bottom() - 8), QPointF(x, ruler.bottom()));
+        p->setPen(th.text);
+        p->drawText(QRectF(x + 3, ruler.top(), 160 * m.scale, ruler.height() - 6),
+                    Qt::AlignLeft | Qt::AlignBottom, tickLabel(ctx, t, step));
+    }
+    // Where retention cut: everything before it was evicted (pinned calls excepted).
+    if (ctx.store.evictedCalls() > 0) {
+        const double x = ax.timeToX(ctx.store.retentionCutNs());
+        if (x >= ax.left) {
+            p->fillRect(QRectF(ax.left, ruler.top(), std::min(x, right) - ax.left, ruler.height() - 1),
+                        QColor(128, 128, 128, 70));
+            p->setPen(QPen(th.deadline, 2 * m.scale));
+            if (x <= right) p->drawLine(QPointF(x, ruler.top()), QPointF(x, ruler.bottom()));
+        }
+        const QString cut =
+            QStringLiteral("◀ retention: %1 older calls evicted").arg(ctx.store.evictedCalls());
+        p->setPen(th.deadline);
+        p->setFont(ctx.font(11, true));
+        const double at = std::clamp(x + 4, ax.left + 4, right - 320 * m.scale);
+        p->drawText(QRectF(at, ruler.top(), 320 * m.scale, ruler.height() / 2),
+                    Qt::AlignLeft | Qt::AlignVCenter, cut);
+        p->setFont(ctx.font(12));
+    }
+    p->fillRect(QRectF(ruler.left(), ruler.top(), m.labelWidth, ruler.height() - 1), th.headerBand);
+    p->setPen(th.muted);
+    p->drawText(QRectF(ruler.left() + 10, ruler.top(), m.labelWidth - 20, ruler.height()),
+                Qt::AlignVCenter | Qt::AlignLeft,
+                wall ? QStringLiteral("wall clock (UTC)") : QStringLiteral("time since capture start"));
+    double y = ruler.bottom() + 1;
+    if (ctx.policyBand) {
+        paintPolicyBand(p, ctx, QRectF(rect.left(), y, rect.width(), m.bandHeight - 2));
+        y += m.bandHeight;
+    }
+    if (ctx.overview) paintOverview(p, ctx, QRectF(rect.left(), y, rect.width(), m.overviewHeight - 1));
+}
+
+// The breaker's state over time as coloured spans, transitions labelled, a red tick for every call that
+// failed fast (those never reach the wire, so they have no lane), and policy markers of calls without a lane.
+void RulerPass::paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRectF &band)
+{
+    const TimeAxis &ax = ctx.axis;
+    const TimelineTheme &th = ctx.theme;
+    p->fillRect(band, th.background);
+    p->setFont(ctx.font(12, true));
+    p->setPen(th.text);
+    p->drawText(QRectF(band.left() + 10, band.top(), ctx.metrics.labelWidth - 14, band.height()),
+                Qt::AlignVCenter | Qt::AlignLeft,
+                ctx.index.hasBreaker() ? QStringLiteral("circuit breaker")
+                                       : QStringLiteral("client policies"));
+    auto color = [&](const std::string &state) {
+        if (state == "open") return th.breakerOpen;
+        if (state == "half-open") return th.breakerHalfOpen;
+        return th.breakerClosed;
+    };
+    std::string state;
+    qint64 from = ctx.startNs();
+    const double right = band.right();
+    p->setFont(ctx.font(11));
+    auto span = [&](qint64 to, const std::string &s) {
+        const double x1 = std::max(ax.timeToX(from), ax.left);
+        // A half-open state lasts one probe call: give it 3 px so it can be seen at all.
+        const double x2 = std::min(std::max(ax.timeToX(to), x1 + 3), right);
+        if (x2 <= x1) return;
+        p->fillRect(QRectF(x1, band.top() + 3, x2 - x1, band.height() - 6), color(s));
+        const QString label = QString::fromStdString(s);
+        if (QFontMetricsF(p->font()).horizontalAdvance(label) + 8 < x2 - x1) {
+            p->setPen(th.text);
+            p->drawText(QRectF(x1 + 4, band.top(), x2 - x1 - 8, band.height()),
+                        Qt::AlignVCenter | Qt::AlignLeft, label);
+        }
+    };
+    for (const LabEventRecord &e : ctx.store.labEvents()) {
+        if (e.kind != "breaker") continue;
+        const auto arrow = e.detail.find(" -> ");
+        if (arrow == std::string::npos) continue;
+        if (state.empty()) state = e.detail.substr(0, arrow);
+        span(e.tNs, state);
+        // The state is one word: a reported transition carries its source after it ("closed -> open
+        // [front]").
+        state = e.detail.substr(arrow + 4);
+        state = state.substr(0, state.find(' '));
+        from = e.tNs;
+    }
+    if (!state.empty()) span(std::max<qint64>(ctx.store.latestNs(), ctx.endNs()), state);
+    p->setPen(QPen(th.deadline, 2 * ctx.metrics.scale));
+    for (const LabEventRecord &e : ctx.store.labEvents()) {
+        if (e.kind != "fast-fail") continue;
+        const double x = ax.timeToX(e.tNs);
+        if (x >= ax.left && x <= right)
+            p->drawLine(QPointF(x, band.bottom() - 9 * ctx.metrics.scale), QPointF(x, band.bottom() - 1));
+    }
+    MarkersPass::paintBand(p, ctx, band);
+}
+
+// Every attempt of the trace as attempts in flight per pixel column, stacked by status: the shape of a
+// 100,000-call capture at one glance, where the lanes show only the calls in view.
+void RulerPass::paintOverview(QPainter *p, const PaintContext &ctx, const QRectF &band)
+{
+    const TimeAxis &ax = ctx.axis;
+    const TimelineTheme &th = ctx.theme;
+    p->fillRect(band, th.background);
+    const int width = std::max(1, int(band.right() - ax.left));
+    const OverviewKey key{ctx.store.generation(), ctx.startNs(), ctx.endNs(), width};
+    if (m_overviewKey != key) {
+        // Difference arrays per colour group: +1 where an attempt starts, -1 after it ends, then a prefix
+        // sum.
+        std::vector<std::array<int, 6>> diff(size_t(width) + 1, std::array<int, 6>{});
+        for (const TimelineIndex::Span &s : ctx.index.spans()) {
+            if (s.end < ctx.startNs() || s.start > ctx.endNs()) continue;
+            const int c1 = std::clamp(int((double(s.start - ctx.startNs())) / ax.nsPerPx), 0, width - 1);
+            const int c2 = std::clamp(int((double(s.end - ctx.startNs())) / ax.nsPerPx), c1, width - 1);
+            ++diff[size_t(c1)][s.group];
+            --diff[size_t(c2) + 1][s.group];
+        }
+        m_overviewCounts.assign(size_t(width), std::array<int, 6>{});
+        std::array<int, 6> run{};
+        for (int x = 0; x < width; ++x) {
+            for (int g = 0; g < 6; ++g)
+                run[size_t(g)] += diff[size_t(x)][size_t(g)];
+            m_overviewCounts[size_t(x)] = run;
+        }
+        m_overviewKey = key;
+    }
+    int peak = 1;
+    for (const auto &c : m_overviewCounts) {
+        int sum = 0;
+        for (int v : c)
+            sum += v;
+        peak = std::max(peak, sum);
+    }
+    const double h = band.height() - 4;
+    const double base = band.bottom() - 1;
+    RunMerger runs;
+    // Failures stacked lowest, on the baseline, so a burst of errors shows even under heavy OK traffic.
+    static constexpr int kStackOrder[6] = {3, 2, 1, 4, 5, 0};
+    for (int x = 0; x < int(m_overviewCounts.size()); ++x) {
+        double y = base;
+        for (int g : kStackOrder) {
+            const int n = m_overviewCounts[size_t(x)][size_t(g)];
+            if (n == 0) continue;
+            // At least 1 px for any non-zero count: a single failure among thousands must not vanish.
+            const double seg = std::max(1.0, std::round(h * n / peak));
+            runs.add(g, ax.left + x, ax.left + x + 1, y - seg, seg);
+            y -= seg;
+        }
+    }
+    runs.fill(p, kGroupColors);
+    p->setPen(th.grid.darker(115));
+    p->drawLine(QPointF(band.left(), band.bottom()), QPointF(band.right(), band.bottom()));
+    p->setFont(ctx.font(12, true));
+    p->setPen(th.text);
+    p->drawText(QRectF(band.left() + 10, band.top(), ctx.metrics.labelWidth - 14, band.height() / 2),
+                Qt::AlignBottom | Qt::AlignLeft,
+                QStringLiteral("all %1 calls").arg(ctx.store.calls().size()));
+    p->setFont(ctx.font(11));
+    p->setPen(th.muted);
+    p->drawText(QRectF(band.left() + 10, band.top() + band.height() / 2, ctx.metrics.labelWidth - 14,
+                       band.height() / 2),
+                Qt::AlignTop | Qt::AlignLeft, QStringLiteral("attempts in flight (peak %1)").arg(peak));
+}
+
+} // namespace rpcscope

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <QRectF>
+#include <QString>
+#include <QtGlobal>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+class QPainter;
+
+namespace rpcscope {
+
+struct PaintContext;
+
+// The fixed header above the lanes: the title (exports), the ruler with its ticks and the retention cut, the
+// policy band (circuit breaker states, fast failures, markers of calls without a lane) and the overview
+// histogram of every attempt in the trace.
+class RulerPass
+{
+public:
+    void paint(QPainter *p, const PaintContext &ctx);
+    // Forgets the overview's counts (the store was reset or evicted calls).
+    void invalidate() { m_overviewKey.reset(); }
+
+private:
+    QString tickLabel(const PaintContext &ctx, qint64 t, qint64 step) const;
+    void paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRectF &band);
+    void paintOverview(QPainter *p, const PaintContext &ctx, const QRectF &band);
+
+    // The overview's per-column counts, keyed on (generation, range, width).
+    struct OverviewKey
+    {
+        std::uint64_t generation;
+        qint64 start, end;
+        int width;
+        bool operator==(const OverviewKey &) const = default;
+    };
+    std::optional<OverviewKey> m_overviewKey;
+    std::vector<std::array<int, 6>> m_overviewCounts;
+};
+
+} // namespace rpcscope

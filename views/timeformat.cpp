@@ -1,0 +1,36 @@
+#include "timeformat.h"
+
+#include <cstdlib>
+
+namespace rpcscope {
+
+QString formatDuration(qint64 ns)
+{
+    const qint64 a = std::abs(ns);
+    if (a >= 10'000'000'000) return QStringLiteral("%1 s").arg(double(ns) / 1e9, 0, 'f', 1);
+    if (a >= 1'000'000'000) return QStringLiteral("%1 s").arg(double(ns) / 1e9, 0, 'f', 3);
+    if (a >= 10'000'000) return QStringLiteral("%1 ms").arg(double(ns) / 1e6, 0, 'f', 1);
+    if (a >= 1'000'000) return QStringLiteral("%1 ms").arg(double(ns) / 1e6, 0, 'f', 2);
+    if (a >= 1'000) return QStringLiteral("%1 µs").arg(double(ns) / 1e3, 0, 'f', 1);
+    return QStringLiteral("%1 ns").arg(ns);
+}
+
+QString formatTick(qint64 ns, qint64 stepNs)
+{
+    // The unit follows the step, and decimals only as many as the step needs: "20 ms", "2.5 ms", "1.2 s".
+    // A unit is used once the step is at least a fifth of it: 200 ms steps read "1.2 s", 100 ms steps "300
+    // ms".
+    const qint64 unit = stepNs * 5 >= 1'000'000'000 ? 1'000'000'000
+                        : stepNs * 5 >= 1'000'000   ? 1'000'000
+                        : stepNs * 5 >= 1'000       ? 1'000
+                                                    : 1;
+    const char *name = unit == 1'000'000'000 ? "s" : unit == 1'000'000 ? "ms" : unit == 1'000 ? "µs" : "ns";
+    int decimals = 0;
+    for (qint64 s = stepNs; s % unit != 0 && decimals < 3; s *= 10)
+        ++decimals;
+    return QStringLiteral("%1 %2")
+        .arg(double(ns) / double(unit), 0, 'f', decimals)
+        .arg(QString::fromUtf8(name));
+}
+
+} // namespace rpcscope

@@ -1,0 +1,13 @@
+#pragma once
+
+#include <QString>
+#include <QtGlobal>
+
+namespace rpcscope {
+
+// A duration as people read it: "4.940 s", "12.5 ms", "850 µs"; a sign is kept.
+QString formatDuration(qint64 ns);
+// A ruler tick: the unit follows the step, with only as many decimals as the step needs.
+QString formatTick(qint64 ns, qint64 stepNs);
+
+} // namespace rpcscope

@@ -1,0 +1,54 @@
+#include "timelinepainter.h"
+
+#include <QPainter>
+#include <QSvgGenerator>
+
+namespace rpcscope {
+
+namespace {
+TimelinePainter preparedPainter(const TimelineStore &store, const TimelinePainter::Options &options,
+                                std::optional<std::pair<qint64, qint64>> range)
+{
+    TimelinePainter painter(&store);
+    TimelinePainter::Options o = options;
+    // An exported picture explains itself: a title with the time range, and the legend.
+    o.legend = true;
+    if (o.title.isEmpty()) o.title = QStringLiteral("rpcscope timeline");
+    painter.setOptions(o);
+    const auto [lo, hi] = range.value_or(painter.fullRange());
+    painter.setRange(lo, hi);
+    return painter;
+}
+} // namespace
+
+QImage TimelinePainter::renderImage(const TimelineStore &store, int width, const Options &options,
+                                    qreal scale, std::optional<std::pair<qint64, qint64>> range)
+{
+    TimelinePainter painter = preparedPainter(store, options, range);
+    const int height = painter.contentHeight(width) + 8;
+    QImage image(QSize(int(width * scale), int(height * scale)), QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(scale);
+    image.fill(painter.theme().background);
+    QPainter p(&image);
+    painter.paint(&p, QRectF(0, 0, width, height));
+    return image;
+}
+
+bool TimelinePainter::renderSvg(const TimelineStore &store, int width, const Options &options,
+                                const QString &fileName, std::optional<std::pair<qint64, qint64>> range)
+{
+    TimelinePainter painter = preparedPainter(store, options, range);
+    const int height = painter.contentHeight(width) + 8;
+    QSvgGenerator svg;
+    svg.setFileName(fileName);
+    svg.setSize(QSize(width, height));
+    svg.setViewBox(QRect(0, 0, width, height));
+    svg.setTitle(options.title);
+    svg.setDescription(QStringLiteral("rpcscope timeline"));
+    QPainter p;
+    if (!p.begin(&svg)) return false;
+    painter.paint(&p, QRectF(0, 0, width, height));
+    return p.end();
+}
+
+} // namespace rpcscope

@@ -1,0 +1,373 @@
+#include "timelineindex.h"
+
+#include "timelinestyle.h"
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+namespace rpcscope {
+
+void TimelineIndex::setLayoutOptions(LaneGrouping grouping, const LaneFilter &filter, bool connectionLanes,
+                                     const LaneMetrics &metrics, bool changed)
+{
+    m_grouping = grouping;
+    m_filter = filter;
+    m_connectionLanes = connectionLanes;
+    m_metrics = metrics;
+    if (changed) m_layoutDirty = true;
+}
+
+void TimelineIndex::invalidate()
+{
+    m_pending.reset();
+    m_cacheGeneration = ~std::uint64_t(0);
+    m_layoutDirty = true;
+    m_framesIndexed = m_pingsIndexed = m_stallsIndexed = 0;
+    m_connIndex.clear();
+}
+
+void TimelineIndex::noteChanges(std::uint64_t previousGeneration, const StoreChanges &changes)
+{
+    if (m_pending) {
+        // Two batches before a paint: their changes add up while they follow each other.
+        if (m_pending->generation != previousGeneration) {
+            m_pending.reset();
+            return;
+        }
+        PendingChanges merged = *m_pending;
+        merged.generation = m_store->generation();
+        auto &c = merged.changes;
+        for (size_t i : changes.changedCalls)
+            if (i < c.firstNewCall) c.changedCalls.push_back(i);
+        for (size_t i : changes.callsWithNewAttempts)
+            if (i < c.firstNewCall) c.callsWithNewAttempts.push_back(i);
+        m_pending = std::move(merged);
+        return;
+    }
+    m_pending = PendingChanges{previousGeneration, m_store->generation(), changes};
+}
+
+void TimelineIndex::prepareEviction()
+{
+    refreshLayout();
+    m_evictFrom = m_store->generation();
+}
+
+void TimelineIndex::applyEviction(const std::vector<size_t> &evicted)
+{
+    const std::uint64_t from = std::exchange(m_evictFrom, ~std::uint64_t(0));
+    size_t spans = 0;
+    for (size_t i : evicted)
+        spans += i < m_callSpanCount.size() ? m_callSpanCount[i] : 0;
+    // Only from caches that were current just before, one eviction ago.
+    if (evicted.empty() || from != m_cacheGeneration || from != m_layoutGeneration || m_layoutDirty ||
+        m_store->generation() != from + 1 ||
+        m_callFirstSpan.size() != m_store->calls().size() + evicted.size() ||
+        m_deadSpans + spans > m_spans.size()) {
+        invalidate();
+        return;
+    }
+    const EvictionShift remap(evicted);
+    constexpr Span kDead{std::numeric_limits<qint64>::min(), std::numeric_limits<qint64>::min(), 0};
+
+    for (size_t i : evicted) {
+        for (std::uint32_t k = 0; k < m_callSpanCount[i]; ++k)
+            m_spans[m_callFirstSpan[i] + k] = kDead;
+        m_deadSpans += m_callSpanCount[i];
+    }
+    size_t write = 0;
+    for (size_t i = 0; i < m_callFirstSpan.size(); ++i) {
+        if (remap.gone(i)) continue;
+        m_callFirstSpan[write] = m_callFirstSpan[i];
+        m_callSpanCount[write] = m_callSpanCount[i];
+        ++write;
+    }
+    m_callFirstSpan.resize(write);
+    m_callSpanCount.resize(write);
+    std::unordered_map<std::uint64_t, std::uint32_t> extra;
+    for (const auto &[key, span] : m_extraSpans) {
+        const size_t call = size_t(key >> 32);
+        if (remap.gone(call)) {
+            m_spans[span] = kDead;
+            ++m_deadSpans;
+        } else {
+            extra.emplace((std::uint64_t(remap(call)) << 32) | (key & 0xFFFFFFFFu), span);
+        }
+    }
+    m_extraSpans = std::move(extra);
+    std::erase_if(m_openSpans,
+                  [&](const std::pair<std::uint32_t, std::uint32_t> &o) { return remap.gone(o.first); });
+    for (auto &o : m_openSpans)
+        o.first = std::uint32_t(remap(o.first));
+    // The trace now starts at the oldest call kept (calls are in nearly start order) or lab event.
+    m_dataLo = std::numeric_limits<qint64>::max();
+    const auto &calls = m_store->calls();
+    for (size_t i = 0; i < std::min<size_t>(calls.size(), 256); ++i)
+        m_dataLo = std::min<qint64>(m_dataLo, calls[i].startNs());
+    for (const LabEventRecord &e : m_store->labEvents()) {
+        m_dataLo = std::min<qint64>(m_dataLo, e.tNs);
+        m_dataHi = std::max<qint64>(m_dataHi, e.tNs);
+    }
+    m_labSeen = m_store->labEvents().size();
+    if (2 * m_deadSpans > m_spans.size()) compactSpans();
+    m_spansCurrent = m_store->generation();
+
+    // Connection markers: the frames the store kept from its trimmed front are now first, the rest moved up.
+    const auto &frames = m_store->frames();
+    const auto trim = m_store->lastFrameTrim();
+    if (m_framesIndexed == frames.size() + trim.scanned - trim.kept && trim.kept <= trim.scanned) {
+        const std::uint32_t shift = std::uint32_t(trim.scanned - trim.kept);
+        for (auto &[conn, index] : m_connIndex) {
+            std::erase_if(index.marks, [&](std::uint32_t f) { return f < trim.scanned; });
+            for (std::uint32_t &f : index.marks)
+                f -= shift;
+            index.pings.clear();
+            index.stalls.clear();
+        }
+        std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> front;
+        for (size_t i = 0; i < trim.kept; ++i)
+            if (isConnectionMark(frames[i])) front[frames[i].connection].push_back(std::uint32_t(i));
+        for (auto &[conn, marks] : front) {
+            auto &to = m_connIndex[conn].marks;
+            to.insert(to.begin(), marks.begin(), marks.end());
+        }
+        m_framesIndexed = frames.size();
+        m_firstFrameNs = frames.empty() ? 0 : frames.front().tNs;
+        // Pings and stalls are few: indexed again at the next refresh.
+        m_pingsIndexed = m_stallsIndexed = 0;
+    }
+    // Lanes move up; a layout that cannot follow is rebuilt at the next paint.
+    if (m_layout.removeCalls(*m_store, remap, evicted.size(), m_metrics))
+        m_layoutGeneration = m_store->generation();
+    else
+        m_layoutDirty = true;
+}
+
+void TimelineIndex::compactSpans()
+{
+    // Every live span moves down by the dead ones before it; the indices into m_spans follow.
+    std::vector<std::uint32_t> newIndex(m_spans.size());
+    std::uint32_t write = 0;
+    for (size_t i = 0; i < m_spans.size(); ++i) {
+        newIndex[i] = write;
+        if (m_spans[i].start == std::numeric_limits<qint64>::min() &&
+            m_spans[i].end == std::numeric_limits<qint64>::min())
+            continue;
+        m_spans[write++] = m_spans[i];
+    }
+    m_spans.resize(write);
+    for (std::uint32_t &first : m_callFirstSpan)
+        first = first < newIndex.size() ? newIndex[first] : write;
+    for (auto &[key, span] : m_extraSpans)
+        span = newIndex[span];
+    m_deadSpans = 0;
+}
+
+void TimelineIndex::absorbAttempt(size_t call, size_t k)
+{
+    const Call &c = m_store->calls()[call];
+    const Attempt &a = c.attempts[k];
+    std::uint32_t index;
+    if (k < m_callSpanCount[call]) {
+        index = m_callFirstSpan[call] + std::uint32_t(k);
+    } else {
+        auto [it, added] =
+            m_extraSpans.try_emplace((std::uint64_t(call) << 32) | k, std::uint32_t(m_spans.size()));
+        if (added) m_spans.push_back({});
+        index = it->second;
+    }
+    // Callers make sure an open attempt is not listed yet (absorbCall drops the call's entries, the open pass
+    // takes the whole list).
+    Span &s = m_spans[index];
+    const qint64 end = a.endNs.value_or(m_store->latestNs());
+    s = {a.startNs, end, statusGroup(a)};
+    if (!a.ended()) m_openSpans.emplace_back(std::uint32_t(call), std::uint32_t(k));
+    m_dataLo = std::min<qint64>(m_dataLo, a.startNs);
+    m_dataHi = std::max<qint64>(m_dataHi, end);
+    // Keep each expected backoff range in view, so a short gap shows how early it came.
+    if (k + 1 < c.attempts.size() && a.endNs && (c.retryInitialMs > 0 || a.pushbackMs))
+        if (const auto range = c.expectedGapNs(k))
+            m_dataHi = std::max<qint64>(m_dataHi, *a.endNs + range->second);
+
+    // What the legend needs to explain.
+    std::uint32_t use = 1u << s.group;
+    if (a.responseHeadersNs) use |= 1u << kUsePhases;
+    if (k > 0) {
+        use |= 1u << kUseGap;
+        if (c.transparentRetry(k))
+            use |= 1u << kUseTransparent;
+        else if (c.attempts[k - 1].endNs && c.expectedGapNs(k - 1))
+            use |= 1u << kUseExpected;
+    }
+    if (a.timeoutNs && k == 0)
+        use |= 1u << kUseDeadline;
+    else if (a.timeoutNs && c.deadlineNs() &&
+             std::abs(a.startNs + *a.timeoutNs - *c.deadlineNs()) > attemptTimeoutSlack(*a.timeoutNs))
+        use |= 1u << kUseAttemptTimeout;
+    if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) use |= 1u << kUseCommit;
+    // In flight is the only state an attempt leaves; it is taken from the open list instead.
+    m_callUse |= use & ~(1u << 5);
+}
+
+void TimelineIndex::absorbCall(size_t call)
+{
+    const Call &c = m_store->calls()[call];
+    if (call == m_callFirstSpan.size()) {
+        m_callFirstSpan.push_back(std::uint32_t(m_spans.size()));
+        m_callSpanCount.push_back(std::uint32_t(c.attempts.size()));
+        m_spans.resize(m_spans.size() + c.attempts.size());
+        // A call's deadline is fixed by its first attempt.
+        // Kept sorted; calls arrive in start order, so this nearly always appends.
+        if (const auto d = c.deadlineNs())
+            m_deadlines.insert(std::upper_bound(m_deadlines.begin(), m_deadlines.end(), *d), *d);
+    } else {
+        // An open attempt is listed once: drop the call's old entries before absorbing it again.
+        std::erase_if(m_openSpans,
+                      [call](const std::pair<std::uint32_t, std::uint32_t> &o) { return o.first == call; });
+    }
+    for (size_t k = 0; k < c.attempts.size(); ++k)
+        absorbAttempt(call, k);
+}
+
+void TimelineIndex::refresh()
+{
+    if (m_cacheGeneration == m_store->generation()) return;
+    const std::uint64_t previousGeneration = m_cacheGeneration;
+    m_cacheGeneration = m_store->generation();
+
+    // Lab events by what they mean to the picture, so paint() never scans every lab event for every lane.
+    m_hasBreaker = false;
+    m_bandMarkers.clear();
+    m_labByCall.clear();
+    // Call keys are only collected when some marker needs them: 100,000 strings hashed cost ~20 ms.
+    std::unordered_map<std::string_view, bool> callKeys;
+    auto hasLane = [&](const std::string &key) {
+        if (callKeys.empty())
+            for (const Call &c : m_store->calls())
+                callKeys.emplace(c.key, true);
+        return callKeys.count(key) > 0;
+    };
+    for (const LabEventRecord &e : m_store->labEvents()) {
+        if (e.kind == "breaker" || e.kind == "fast-fail") {
+            m_hasBreaker = true;
+        } else if (e.kind == "retry-suppressed" && !e.callId.empty()) {
+            m_labByCall[e.callId].push_back(&e);
+        } else if (markerLabel(e.kind)) {
+            // A marker about a call with a lane goes on that lane; the rest (a bulkhead rejection never
+            // reaches the wire) on the policy band.
+            if (!e.callId.empty() && hasLane(e.callId))
+                m_labByCall[e.callId].push_back(&e);
+            else
+                m_bandMarkers.push_back(&e);
+        }
+    }
+
+    // The trace's extent, the overview's flat spans, and what the legend has to explain: updated from the
+    // calls one batch changed when the view passed them (noteChanges), rebuilt from every call otherwise.
+    const auto &calls = m_store->calls();
+    const bool spansCurrent = m_spansCurrent == m_cacheGeneration; // applyEviction() brought them here
+    const bool incremental = !spansCurrent && m_pending && m_pending->generation == m_cacheGeneration &&
+                             m_pending->previous == previousGeneration &&
+                             m_pending->changes.firstNewCall == m_callFirstSpan.size() &&
+                             m_callFirstSpan.size() <= calls.size();
+    if (spansCurrent) {
+    } else if (!incremental) {
+        m_deadSpans = 0;
+        m_spans.clear();
+        m_callFirstSpan.clear();
+        m_callSpanCount.clear();
+        m_extraSpans.clear();
+        m_openSpans.clear();
+        m_dataLo = std::numeric_limits<qint64>::max();
+        m_dataHi = std::numeric_limits<qint64>::min();
+        m_deadlines.clear();
+        m_callUse = 0;
+        m_labSeen = 0;
+        for (size_t i = 0; i < calls.size(); ++i)
+            absorbCall(i);
+    } else {
+        for (size_t i : m_pending->changes.changedCalls)
+            absorbCall(i);
+        for (size_t i : m_pending->changes.callsWithNewAttempts)
+            absorbCall(i);
+        for (size_t i = m_pending->changes.firstNewCall; i < calls.size(); ++i)
+            absorbCall(i);
+        // Open attempts reach the latest event, which moved.
+        const auto open = std::move(m_openSpans);
+        m_openSpans.clear();
+        for (const auto &[call, attempt] : open)
+            absorbAttempt(call, attempt);
+    }
+    m_layoutChanges = incremental ? std::optional(m_pending->changes) : std::nullopt;
+    m_pending.reset();
+    for (; m_labSeen < m_store->labEvents().size(); ++m_labSeen) {
+        m_dataLo = std::min<qint64>(m_dataLo, m_store->labEvents()[m_labSeen].tNs);
+        m_dataHi = std::max<qint64>(m_dataHi, m_store->labEvents()[m_labSeen].tNs);
+    }
+    const bool anyFastFail = std::any_of(m_store->labEvents().begin(), m_store->labEvents().end(),
+                                         [](const LabEventRecord &e) { return e.kind == "fast-fail"; });
+    const bool anyMarker =
+        std::any_of(m_store->labEvents().begin(), m_store->labEvents().end(),
+                    [](const LabEventRecord &e) { return markerLabel(e.kind) != nullptr; });
+    m_legendUse = m_callUse | (m_openSpans.empty() ? 0 : 1u << 5) | (anyMarker ? 1u << kUseMarker : 0) |
+                  (anyFastFail ? 1u << kUseFastFail : 0) | (m_store->stalls().empty() ? 0 : 1u << kUseStall) |
+                  (m_store->frames().empty() || calls.empty() ? 0 : 1u << kUsePhases);
+    if (m_dataLo > m_dataHi) {
+        const qint64 o = m_store->originNs();
+        m_fullRange = {o, o + 1'000'000'000};
+    } else {
+        // Deadlines shortly after the last event are part of the story (a deadline chain's budgets); a 10 s
+        // default deadline after a 150 ms scenario is not, and stays an arrow at the edge.
+        const qint64 lo = m_dataLo;
+        qint64 hi = m_dataHi;
+        if (auto it = std::upper_bound(m_deadlines.begin(), m_deadlines.end(), hi + (hi - lo) / 2);
+            it != m_deadlines.begin())
+            hi = std::max(hi, *std::prev(it));
+        // 4% on each side so the first and last bars do not touch the edges.
+        const qint64 margin = std::max<qint64>((hi - lo) / 25, 1'000'000);
+        m_fullRange = {lo - margin, hi + margin};
+    }
+
+    // Per-connection markers, indexed incrementally: frames, pings and stalls are append-only until a clear,
+    // which shrinks them or replaces the first frame.
+    const auto &frames = m_store->frames();
+    if (frames.size() < m_framesIndexed || m_store->pings().size() < m_pingsIndexed ||
+        m_store->stalls().size() < m_stallsIndexed ||
+        (!frames.empty() && frames.front().tNs != m_firstFrameNs)) {
+        m_connIndex.clear();
+        m_framesIndexed = m_pingsIndexed = m_stallsIndexed = 0;
+    }
+    m_firstFrameNs = frames.empty() ? 0 : frames.front().tNs;
+    for (; m_framesIndexed < frames.size(); ++m_framesIndexed)
+        if (isConnectionMark(frames[m_framesIndexed]))
+            m_connIndex[frames[m_framesIndexed].connection].marks.push_back(std::uint32_t(m_framesIndexed));
+    for (; m_pingsIndexed < m_store->pings().size(); ++m_pingsIndexed)
+        m_connIndex[m_store->pings()[m_pingsIndexed].connection].pings.push_back(
+            std::uint32_t(m_pingsIndexed));
+    for (; m_stallsIndexed < m_store->stalls().size(); ++m_stallsIndexed)
+        m_connIndex[m_store->stalls()[m_stallsIndexed].connection].stalls.push_back(
+            std::uint32_t(m_stallsIndexed));
+}
+
+void TimelineIndex::refreshLayout()
+{
+    refresh();
+    if (!m_layoutDirty && m_layoutGeneration == m_store->generation()) return;
+    // After one batch, only the lanes it touched move (when the layout allows it); otherwise every lane.
+    const bool updated = !m_layoutDirty && m_layoutChanges &&
+                         m_layoutGeneration + 1 >= m_store->generation() &&
+                         m_layout.update(*m_store, *m_layoutChanges, m_metrics);
+    if (!updated) m_layout.build(*m_store, m_grouping, m_filter, m_metrics, m_connectionLanes);
+    m_layoutGeneration = m_store->generation();
+    m_layoutDirty = false;
+}
+
+const TimelineLayout &TimelineIndex::layout()
+{
+    refreshLayout();
+    return m_layout;
+}
+
+} // namespace rpcscope
