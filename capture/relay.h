@@ -1,31 +1,15 @@
 #pragma once
 
+#include "decoderlimits.h"
 #include "events.h"
-#include "h2decoder.h"
+#include "hostport.h"
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
 namespace rpcscope {
-
-struct HostPort
-{
-    std::string host;
-    std::uint16_t port = 0;
-    std::string toString() const;
-};
-
-// "HOST:PORT" or "[V6]:PORT"; error names what is wrong.
-bool parseHostPort(const std::string &text, HostPort *out, std::string *error);
-// localhost, 127.0.0.0/8 or ::1: a proxy listening there is not reachable from other machines.
-bool isLoopbackHost(const std::string &host);
-// Whether HOST:PORT could be bound for listening right now (false with the reason, e.g. "port 4000 is in use").
-bool canListen(const HostPort &listen, std::string *error);
-// A blocking TCP connect with a timeout, to tell the user "target unreachable" before they start.
-bool probeTarget(const HostPort &target, int timeoutMs, std::string *error);
 
 // A TCP relay that forwards both directions byte-for-byte and hands copies of what it read to a decoder
 // thread. Small reads are copied through a buffer; a direction carrying a stream is spliced from socket to

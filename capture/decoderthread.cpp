@@ -1,0 +1,249 @@
+#include "decoderthread.h"
+
+#include "clock.h"
+#include "connectiondecoder.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace rpcscope {
+
+namespace {
+// Decoded events are flushed to the sink at least this often (DESIGN.md: batches of <= 16 ms).
+constexpr std::int64_t kFlushIntervalNs = 16'000'000;
+constexpr size_t kFlushEvents = 4096;
+// The decoder thread is not woken for every read. While reads keep coming it decodes them every
+// kDecodeTickNs; only after a tick with nothing to do does it sleep until the relay wakes it. A busy relay
+// then wakes nobody per read: on a machine with few cores the client and the server need that time. Events
+// keep the time they were read at, and batches go out every kFlushIntervalNs anyway, so nothing shows the
+// tick. A spliced read's handoff pipe, or kWakeBacklog bytes waiting, wakes the decoder at once.
+constexpr std::int64_t kDecodeTickNs = 1'000'000;
+constexpr size_t kWakeBacklog = 1 << 20;
+} // namespace
+
+void DecoderThread::start(Sink sink, const DecoderLimits &limits, std::string label)
+{
+    m_sink = std::move(sink);
+    m_limits = limits;
+    m_label = std::move(label);
+    m_stopping = false;
+    m_thread = std::thread([this] { loop(); });
+    // Named for top -H and profilers (at most 15 characters).
+    pthread_setname_np(m_thread.native_handle(), "rpcscope-decode");
+}
+
+void DecoderThread::stop()
+{
+    if (!m_thread.joinable()) return;
+    {
+        std::lock_guard lk(m_mutex);
+        m_stopping = true;
+    }
+    m_wake.notify_one();
+    m_thread.join();
+    for (const std::array<int, 2> &p : m_freePipes) {
+        close(p[0]);
+        close(p[1]);
+    }
+    m_freePipes.clear();
+    if (m_devNull >= 0) close(m_devNull);
+    m_devNull = -1;
+}
+
+void DecoderThread::push(RelayChunk &&c)
+{
+    const size_t now = m_backlog += c.size;
+    if (now > m_peakBacklog.load(std::memory_order_relaxed))
+        m_peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
+    // A handoff pipe must come back soon, and a large backlog is worth decoding now; anything else waits
+    // for the decoder's next tick unless it is asleep.
+    const bool urgent = c.pipe[0] >= 0 || now >= kWakeBacklog;
+    bool wake;
+    {
+        std::lock_guard lk(m_mutex);
+        m_queue.push_back(std::move(c));
+        wake = urgent || m_asleep;
+    }
+    if (wake) m_wake.notify_one();
+}
+
+std::array<int, 2> DecoderThread::takeHandoffPipe()
+{
+    std::lock_guard lk(m_mutex);
+    if (m_freePipes.empty()) return {-1, -1};
+    const std::array<int, 2> p = m_freePipes.back();
+    m_freePipes.pop_back();
+    return p;
+}
+
+void DecoderThread::releaseHandoffPipe(const int pipe[2])
+{
+    std::lock_guard lk(m_mutex);
+    m_freePipes.push_back({pipe[0], pipe[1]});
+}
+
+// Reads a handoff pipe's c.size bytes into the decoder (none without one), in pieces of kReadBack so that a
+// long DATA frame spans them and the decoder can say how much of it it will not look at; that much is spliced
+// to /dev/null instead of read. False when the pipe held less than it should.
+bool DecoderThread::readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBatch &batch)
+{
+    constexpr size_t kReadBack = 64 * 1024;
+    if (!m_readBack) m_readBack = std::make_unique_for_overwrite<std::uint8_t[]>(kReadBack);
+    if (m_devNull == -1 && (m_devNull = ::open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) m_devNull = -2;
+    size_t left = c.size;
+    while (left > 0) {
+        const size_t skip = decoder ? std::min(decoder->skippable(c.dir), left) : left;
+        if (skip > 0 && m_devNull >= 0) {
+            const ssize_t n =
+                splice(c.pipe[0], nullptr, m_devNull, nullptr, skip, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                if (decoder) decoder->skip(c.dir, size_t(n), c.t, batch);
+                left -= size_t(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n == 0 || errno == EAGAIN) return false;
+            m_devNull = -2; // this system cannot splice to /dev/null: read and drop instead
+            continue;
+        }
+        const size_t want = std::min(left, kReadBack);
+        size_t got = 0;
+        while (got < want) {
+            const ssize_t r = read(c.pipe[0], m_readBack.get() + got, want - got);
+            if (r > 0)
+                got += size_t(r);
+            else if (!(r < 0 && errno == EINTR))
+                return false;
+        }
+        if (decoder) decoder->feed(c.dir, m_readBack.get(), want, c.t, batch);
+        left -= want;
+    }
+    return true;
+}
+
+void DecoderThread::loop()
+{
+    std::unordered_map<std::uint32_t, std::unique_ptr<ConnectionDecoder>> decoders;
+    std::vector<std::array<int, 2>> returned; // handoff pipes read back in this round
+    auto giveBackPipes = [&] {
+        if (returned.empty()) return;
+        std::lock_guard lk(m_mutex);
+        m_freePipes.insert(m_freePipes.end(), returned.begin(), returned.end());
+        returned.clear();
+    };
+    EventBatch batch;
+    std::int64_t firstPending = 0;
+    bool busy = false; // the last round had work
+    for (;;) {
+        std::deque<RelayChunk> work;
+        bool stopping = false;
+        {
+            std::unique_lock lk(m_mutex);
+            auto ready = [&] { return m_stopping || !m_queue.empty(); };
+            auto untilFlush = [&] {
+                return std::chrono::nanoseconds(
+                    std::max<std::int64_t>(0, firstPending + kFlushIntervalNs - steadyNowNs()));
+            };
+            if (busy && !ready()) // reads are coming: take the next ones a tick from now
+                m_wake.wait_for(lk, std::chrono::nanoseconds(kDecodeTickNs), ready);
+            if (!ready()) { // a quiet tick: sleep until the relay wakes us (or the batch is due)
+                m_asleep = true;
+                if (batch.empty())
+                    m_wake.wait(lk, ready);
+                else
+                    m_wake.wait_for(lk, untilFlush(), ready);
+                m_asleep = false;
+            }
+            work.swap(m_queue);
+            stopping = m_stopping;
+        }
+        busy = !work.empty();
+        for (RelayChunk &c : work) {
+            const size_t before = batch.size();
+            switch (c.kind) {
+            case RelayChunk::Open: {
+                decoders[c.conn] = std::make_unique<ConnectionDecoder>(c.conn, m_limits);
+                WireEvent e;
+                e.kind = EventKind::ConnectionOpened;
+                e.connection = c.conn;
+                e.tNs = c.t;
+                e.text = std::move(c.clientPeer);
+                e.text2 = std::move(c.serverPeer);
+                e.label = m_label;
+                batch.push_back(std::move(e));
+                break;
+            }
+            case RelayChunk::Data: {
+                auto it = decoders.find(c.conn);
+                ConnectionDecoder *decoder = it == decoders.end() ? nullptr : it->second.get();
+                if (c.pipe[0] < 0) {
+                    if (decoder) decoder->feed(c.dir, c.data.get(), c.size, c.t, batch);
+                    break;
+                }
+                // A spliced read's copy, read back here and then returned. Only what the decoder looks at is
+                // read: bytes it can skip (message bodies past the kept bytes) are discarded unread.
+                if (!readPipe(c, decoder, batch) && decoder) {
+                    decoders.erase(it);
+                    WireEvent e;
+                    e.kind = EventKind::DecodeError;
+                    e.connection = c.conn;
+                    e.dir = c.dir;
+                    e.tNs = c.t;
+                    e.text = "lost part of the decoder's copy of the relayed bytes; relaying continues "
+                             "without decoding";
+                    batch.push_back(std::move(e));
+                }
+                returned.push_back({c.pipe[0], c.pipe[1]});
+                break;
+            }
+            case RelayChunk::Error: {
+                decoders.erase(c.conn);
+                WireEvent e;
+                e.kind = EventKind::DecodeError;
+                e.connection = c.conn;
+                e.dir = c.dir;
+                e.tNs = c.t;
+                e.text = std::move(c.reason);
+                batch.push_back(std::move(e));
+                break;
+            }
+            case RelayChunk::Close: {
+                if (auto it = decoders.find(c.conn); it != decoders.end()) it->second->finish(c.t, batch);
+                decoders.erase(c.conn);
+                WireEvent e;
+                e.kind = EventKind::ConnectionClosed;
+                e.connection = c.conn;
+                e.tNs = c.t;
+                e.text = std::move(c.reason);
+                batch.push_back(std::move(e));
+                break;
+            }
+            }
+            if (before == 0 && !batch.empty()) firstPending = steadyNowNs();
+            // Counted out only now: while this round is decoded (or waits for the model below), the relay
+            // still sees it as backlog and stops decoding past kMaxDecoderBacklog rather than queue more.
+            m_backlog -= c.size;
+            // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
+            // come rather than as one batch of millions (a client opening streams as fast as it can).
+            if (batch.size() >= kFlushEvents) {
+                giveBackPipes(); // before a sink that may wait: the relay thread can splice with them
+                                 // meanwhile
+                if (m_sink) m_sink(std::move(batch)); // may wait while the model is behind (app/modelsink.h)
+                batch = EventBatch();
+            }
+        }
+        giveBackPipes();
+        if (!batch.empty() &&
+            (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
+            if (m_sink) m_sink(std::move(batch));
+            batch = EventBatch();
+        }
+        if (stopping) return;
+    }
+}
+
+} // namespace rpcscope

@@ -1,0 +1,77 @@
+#pragma once
+
+#include "decoderlimits.h"
+#include "events.h"
+#include "relaychunk.h"
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rpcscope {
+
+class ConnectionDecoder;
+
+// The relay's decoder thread: decodes the chunks the relay thread pushes, a ConnectionDecoder per connection,
+// and hands the events to the sink in batches at most ~16 ms old. The relay thread never waits for it: push()
+// only queues, and the relay reads backlog() to stop decoding a connection when the decoder falls behind.
+class DecoderThread
+{
+public:
+    using Sink = std::function<void(EventBatch &&)>;
+
+    DecoderThread() = default;
+    ~DecoderThread() { stop(); }
+    DecoderThread(const DecoderThread &) = delete;
+    DecoderThread &operator=(const DecoderThread &) = delete;
+
+    // `label` names the connections on the timeline.
+    void start(Sink sink, const DecoderLimits &limits, std::string label);
+    // Decodes what is queued, flushes the sink, ends the thread and closes the handoff pipes.
+    void stop();
+    bool running() const { return m_thread.joinable(); }
+    std::thread::native_handle_type nativeHandle() { return m_thread.native_handle(); }
+
+    // Relay thread only.
+    void push(RelayChunk &&c);
+    // A handoff pipe read back by the decoder and returned, to be used again; {-1, -1} when none is free.
+    std::array<int, 2> takeHandoffPipe();
+    // A handoff pipe the relay thread emptied itself.
+    void releaseHandoffPipe(const int pipe[2]);
+
+    // Bytes pushed but not yet decoded, now and at most so far.
+    size_t backlog() const { return m_backlog.load(); }
+    size_t peakBacklog() const { return m_peakBacklog.load(); }
+
+private:
+    void loop();
+    bool readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBatch &batch);
+
+    Sink m_sink;
+    DecoderLimits m_limits;
+    std::string m_label;
+    std::thread m_thread;
+
+    // The queue and the free handoff pipes: all that the relay thread and this one share.
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<RelayChunk> m_queue;
+    std::vector<std::array<int, 2>> m_freePipes; // read back and returned by the decoder
+    bool m_stopping = false;
+    bool m_asleep = false; // waiting until woken, not for its next tick
+    std::atomic<size_t> m_backlog{0};
+    std::atomic<size_t> m_peakBacklog{0};
+
+    // This thread only: where handoff pipes are read back, and where skipped bytes go.
+    std::unique_ptr<std::uint8_t[]> m_readBack;
+    int m_devNull = -1; // -2: not available, skipped bytes are read and dropped
+};
+
+} // namespace rpcscope

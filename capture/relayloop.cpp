@@ -1,0 +1,525 @@
+#include "relayloop.h"
+
+#include "clock.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace rpcscope {
+
+namespace {
+// A connection whose peer reads slower than the other side writes stops being read once this much waits
+// for it, so memory stays bounded and TCP flow control pushes back on the sender.
+constexpr size_t kMaxPendingPerDirection = 4 << 20;
+// If the decoder falls this far behind, connections stop being decoded instead of the relay waiting.
+constexpr size_t kMaxDecoderBacklog = 256u << 20;
+// One read takes up to this much: large reads mean fewer system calls and fewer chunks for the decoder when
+// streaming; a small unary RPC still arrives in one read.
+constexpr size_t kReadSize = 256 * 1024;
+// Streaming without copying: once a direction's reads are this large, it is relayed with splice(2) through a
+// pipe (socket -> pipe -> socket, the pages never enter user space) and tee(2) duplicates what passed for the
+// decoder, which is then the only copy. A small read (below kCopyBelow) sends the direction back to
+// recv/send, whose two system calls are cheaper for unary traffic than splice + tee + splice + read.
+constexpr size_t kSpliceFrom = 32 * 1024;
+constexpr size_t kCopyBelow = 4 * 1024;
+constexpr int kPipeSize = 1 << 20;
+// Directions relayed by splice at once, each holding two pipes of kPipeSize (its own and a fallback copy
+// pipe): bounded so that pipes never use up descriptors or an unprivileged user's pipe-buffer allowance (by
+// default 64 MiB in all; with the handoff pipes below a relay holds at most 40 MiB). The other directions
+// copy, as does any direction whose pipes cannot be made that large.
+constexpr int kMaxSplicedDirections = 16;
+// Pipes that carry the decoder's copy of a spliced read to the decoder thread, which reads it back there: the
+// relay thread only duplicates page references. At most this many are in flight; beyond that (the decoder is
+// behind) the relay thread reads the copy back itself.
+constexpr int kHandoffPipes = 8;
+
+std::atomic<std::uint32_t> g_nextConnectionId{1};
+
+void setNoDelay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+} // namespace
+
+bool RelayLoop::HalfConnection::wantsRead() const
+{
+    return !eof && inPipe == 0 && pending() < kMaxPendingPerDirection;
+}
+
+bool RelayLoop::open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs,
+                     bool decoding, std::string *error)
+{
+    if (pipe(m_wakePipe) != 0) {
+        *error = std::string("pipe: ") + std::strerror(errno);
+        return false;
+    }
+    setNonBlocking(m_wakePipe[0]);
+    m_listenFd = listenFd;
+    m_target = target;
+    m_targetAddrs = std::move(targetAddrs);
+    m_decoding = decoding;
+    m_readBuffer.resize(kReadSize);
+    m_stopping = false;
+    return true;
+}
+
+void RelayLoop::run()
+{
+    m_thread = std::thread([this] { loop(); });
+    // Named for top -H and profilers (at most 15 characters).
+    pthread_setname_np(m_thread.native_handle(), "rpcscope-relay");
+}
+
+void RelayLoop::stop()
+{
+    if (m_thread.joinable()) {
+        m_stopping = true;
+        const char x = 'x';
+        [[maybe_unused]] auto rc = write(m_wakePipe[1], &x, 1);
+        m_thread.join();
+    }
+    m_handoffPipes = 0;
+    for (int *fd : {&m_listenFd, &m_wakePipe[0], &m_wakePipe[1]})
+        if (*fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+}
+
+void RelayLoop::closeConn(Conn &c, const std::string &reason)
+{
+    if (c.dead) return;
+    const std::int64_t t = steadyNowNs();
+    if (c.reset) {
+        // Pass the reset on instead of a clean close: a peer that sees EOF where the other side reset would
+        // behave differently from one talking to it directly (gRPC tells the two apart).
+        const linger abort{1, 0};
+        for (int fd : {c.cfd, c.sfd})
+            if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    }
+    if (c.cfd >= 0) close(c.cfd);
+    if (c.sfd >= 0) close(c.sfd);
+    c.cfd = c.sfd = -1;
+    closePipes(c.up);
+    closePipes(c.down);
+    c.dead = true;
+    --m_open;
+    m_decoder.push(RelayChunk::close(c.id, t, reason.empty() ? c.closeReason : reason));
+}
+
+void RelayLoop::startConnect(Conn &c)
+{
+    // Addresses were resolved once at start(): no DNS lookup ever runs on the relay thread.
+    while (c.addressIndex < m_targetAddrs.size()) {
+        const sockaddr_storage &sa = m_targetAddrs[c.addressIndex];
+        const socklen_t len = sa.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        if (c.sfd >= 0) close(c.sfd);
+        c.sfd = socket(sa.ss_family, SOCK_STREAM, 0);
+        if (c.sfd < 0) break;
+        setNonBlocking(c.sfd);
+        setNoDelay(c.sfd);
+        if (connect(c.sfd, reinterpret_cast<const sockaddr *>(&sa), len) == 0) {
+            c.connecting = false;
+            return;
+        }
+        if (errno == EINPROGRESS) return;
+        c.lastConnectError = errno;
+        ++c.addressIndex;
+    }
+    c.reset = true; // as near as the client can get to the refusal
+    closeConn(c, "could not connect to target " + m_target.toString() + ": " +
+                     std::strerror(c.lastConnectError ? c.lastConnectError : errno));
+}
+
+void RelayLoop::acceptAll()
+{
+    for (;;) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        const int fd = accept(m_listenFd, reinterpret_cast<sockaddr *>(&ss), &len);
+        if (fd < 0) {
+            // Out of descriptors: the listener stays readable, so stop polling it for a moment instead of
+            // spinning; pending clients wait in the backlog.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                m_acceptPausedUntil = steadyNowNs() + 100'000'000;
+            return;
+        }
+        setNonBlocking(fd);
+        setNoDelay(fd);
+        Conn &c = m_conns.emplace_back();
+        c.id = g_nextConnectionId++;
+        c.cfd = fd;
+        c.decode = m_decoding;
+        ++m_open;
+        m_decoder.push(RelayChunk::open(c.id, steadyNowNs(), peerName(ss), m_target.toString()));
+        startConnect(c);
+    }
+}
+
+bool RelayLoop::openPipes(HalfConnection &half, bool withCopy)
+{
+    if (half.spliceFailed || m_splicedDirections >= kMaxSplicedDirections) return false;
+    // The pipe's capacity bounds one read; both pipes must hold the same so that tee always copies it all.
+    auto make = [](int p[2]) {
+        if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) return 0;
+        const int size = fcntl(p[1], F_SETPIPE_SZ, kPipeSize);
+        if (size < kPipeSize) { // e.g. the user's pipe-buffer allowance is used up
+            close(p[0]);
+            close(p[1]);
+            p[0] = p[1] = -1;
+            return 0;
+        }
+        return size;
+    };
+    const int size = make(half.pipe);
+    if (size > 0 && (!withCopy || make(half.copy) == size)) {
+        half.pipeCapacity = std::min(size_t(size), size_t(kPipeSize));
+        ++m_splicedDirections;
+        return true;
+    }
+    closePipes(half);
+    half.spliceFailed = true;
+    return false;
+}
+
+void RelayLoop::closePipes(HalfConnection &half)
+{
+    const bool had = half.pipe[0] >= 0;
+    for (int *p : {half.pipe, half.copy})
+        for (int i = 0; i < 2; ++i)
+            if (p[i] >= 0) {
+                close(p[i]);
+                p[i] = -1;
+            }
+    half.inPipe = 0;
+    if (had && half.pipeCapacity) --m_splicedDirections;
+    half.pipeCapacity = 0;
+}
+
+bool RelayLoop::readEnded(Conn &c, bool fromClient, ssize_t n)
+{
+    if (n == 0) { // EOF: passed on once everything before it has been delivered (loop)
+        (fromClient ? c.up : c.down).eof = true;
+        if (c.closeReason.empty()) c.closeReason = fromClient ? "closed by client" : "closed by server";
+        return true;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+    c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
+                    std::strerror(errno) + ")";
+    c.reset = true;
+    return false;
+}
+
+bool RelayLoop::writeFailed(Conn &c, bool toClient, int err)
+{
+    if (err == EPIPE) {
+        // splice(2) into a socket whose peer has gone raises SIGPIPE (it has no MSG_NOSIGNAL); it is blocked
+        // on this thread, so take it off the pending set instead of leaving it there.
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGPIPE);
+        const timespec zero{};
+        sigtimedwait(&set, nullptr, &zero);
+    }
+    c.closeReason =
+        std::string("could not write to ") + (toClient ? "client" : "server") + ": " + std::strerror(err);
+    c.reset = true;
+    return false;
+}
+
+bool RelayLoop::flush(Conn &c, bool toClient)
+{
+    HalfConnection &half = toClient ? c.down : c.up;
+    const int fd = toClient ? c.cfd : c.sfd;
+    std::string &buf = half.queued;
+    size_t &off = half.queuedOff;
+    while (off < buf.size()) {
+        const ssize_t n = send(fd, buf.data() + off, buf.size() - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += size_t(n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            // Drop the sent prefix once it is no smaller than what still waits, so the buffer stays within
+            // about twice kMaxPendingPerDirection however long the peer stays slow (amortised O(1) a byte).
+            if (off >= buf.size() - off) {
+                buf.erase(0, off);
+                off = 0;
+            }
+            return true;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return writeFailed(c, toClient, errno);
+        }
+    }
+    buf.clear();
+    off = 0;
+    while (half.inPipe > 0) {
+        const ssize_t n =
+            splice(half.pipe[0], nullptr, fd, nullptr, half.inPipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0)
+            half.inPipe -= size_t(n);
+        else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return writeFailed(c, toClient, n == 0 ? EPIPE : errno);
+    }
+    return true;
+}
+
+std::array<int, 2> RelayLoop::handoffPipe()
+{
+    std::array<int, 2> p = m_decoder.takeHandoffPipe();
+    if (p[0] >= 0) return p;
+    if (m_handoffPipes >= kHandoffPipes || pipe2(p.data(), O_NONBLOCK | O_CLOEXEC) != 0) return {-1, -1};
+    if (fcntl(p[1], F_SETPIPE_SZ, kPipeSize) < kPipeSize) {
+        close(p[0]);
+        close(p[1]);
+        return {-1, -1};
+    }
+    ++m_handoffPipes;
+    return p;
+}
+
+void RelayLoop::toDecoder(Conn &c, RelayChunk &&chunk)
+{
+    if (m_decoder.backlog() > kMaxDecoderBacklog) {
+        c.decode = false;
+        if (chunk.pipe[0] >= 0) {
+            char scratch[4096]; // the pipe goes back empty
+            while (read(chunk.pipe[0], scratch, sizeof scratch) > 0) {
+            }
+            m_decoder.releaseHandoffPipe(chunk.pipe);
+        }
+        m_decoder.push(RelayChunk::error(
+            c.id, chunk.dir, chunk.t,
+            "decoder fell behind (over 256 MiB queued); relaying continues without decoding"));
+        return;
+    }
+    m_decoder.push(std::move(chunk));
+}
+
+// The decoder's copy of the n bytes just spliced into the direction's pipe.
+void RelayLoop::copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n)
+{
+    HalfConnection &half = fromClient ? c.up : c.down;
+    const Direction dir = fromClient ? Direction::ClientToServer : Direction::ServerToClient;
+    RelayChunk chunk = RelayChunk::bytes(c.id, dir, t);
+    chunk.size = n;
+    // Usually: duplicate the pipe's page references into a handoff pipe; the decoder thread reads them back.
+    const std::array<int, 2> handoff = handoffPipe();
+    if (handoff[0] >= 0) {
+        if (tee(half.pipe[0], handoff[1], n, SPLICE_F_NONBLOCK) == ssize_t(n)) {
+            chunk.pipe[0] = handoff[0];
+            chunk.pipe[1] = handoff[1];
+            toDecoder(c, std::move(chunk));
+            return;
+        }
+        close(handoff[0]); // not expected (same capacity, empty); whatever it holds is not wanted
+        close(handoff[1]);
+        --m_handoffPipes;
+    }
+    // The decoder is behind: read the copy back here, through the direction's own copy pipe.
+    const ssize_t dup = tee(half.pipe[0], half.copy[1], n, SPLICE_F_NONBLOCK);
+    const int teeError = dup < 0 ? errno : 0;
+    size_t got = 0;
+    if (dup > 0) {
+        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(dup));
+        while (got < size_t(dup)) {
+            const ssize_t r = read(half.copy[0], chunk.data.get() + got, size_t(dup) - got);
+            if (r > 0)
+                got += size_t(r);
+            else if (!(r < 0 && errno == EINTR))
+                break;
+        }
+    }
+    if (dup == ssize_t(n) && got == n) {
+        toDecoder(c, std::move(chunk));
+        return;
+    }
+    // Not expected either; the decoder would see a gap, so decoding stops rather than guess. The bytes are
+    // still in the direction's pipe and are relayed.
+    c.decode = false;
+    for (int &fd : half.copy) {
+        close(fd);
+        fd = -1;
+    }
+    m_decoder.push(RelayChunk::error(c.id, dir, t,
+                                     "could not copy relayed bytes for the decoder (" +
+                                         std::string(dup < 0 ? std::strerror(teeError) : "short copy") +
+                                         "); relaying continues without decoding"));
+}
+
+bool RelayLoop::readSide(Conn &c, bool fromClient)
+{
+    HalfConnection &half = fromClient ? c.up : c.down;
+    // Bytes go out in the order they came in: while either way of relaying still holds some, that way goes
+    // on.
+    if (half.inPipe > 0) return spliceSide(c, fromClient);
+    if (half.queued.size() > half.queuedOff || !half.splicing) return copySide(c, fromClient);
+    if (half.pipe[0] < 0 && !openPipes(half, c.decode)) {
+        half.splicing = false;
+        return copySide(c, fromClient);
+    }
+    return spliceSide(c, fromClient);
+}
+
+bool RelayLoop::copySide(Conn &c, bool fromClient)
+{
+    HalfConnection &half = fromClient ? c.up : c.down;
+    char *buf = m_readBuffer.data();
+    const int src = fromClient ? c.cfd : c.sfd;
+    const ssize_t n = recv(src, buf, m_readBuffer.size(), 0);
+    // The read time is the event time: taken before forwarding so relaying cannot skew it.
+    const std::int64_t t = steadyNowNs();
+    if (n <= 0) return readEnded(c, fromClient, n);
+    half.splicing = size_t(n) >= kSpliceFrom;
+
+    // Forward straight from the read buffer; only what the peer cannot take now is queued for it.
+    size_t sent = 0;
+    if (half.pending() == 0) {
+        const int dst = fromClient ? c.sfd : c.cfd;
+        while (sent < size_t(n)) {
+            const ssize_t w = send(dst, buf + sent, size_t(n) - sent, MSG_NOSIGNAL);
+            if (w > 0)
+                sent += size_t(w);
+            else if (w < 0 && errno == EINTR)
+                continue;
+            else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            else
+                return writeFailed(c, !fromClient, errno);
+        }
+    }
+    if (sent < size_t(n)) half.queued.append(buf + sent, size_t(n) - sent);
+    m_bytes += std::uint64_t(n);
+    if (c.decode) {
+        RelayChunk chunk =
+            RelayChunk::bytes(c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t);
+        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
+        chunk.size = size_t(n);
+        std::memcpy(chunk.data.get(), buf, size_t(n));
+        toDecoder(c, std::move(chunk));
+    }
+    return true;
+}
+
+bool RelayLoop::spliceSide(Conn &c, bool fromClient)
+{
+    HalfConnection &half = fromClient ? c.up : c.down;
+    if (half.inPipe > 0) // the destination has not taken the last read yet (a hang-up woke the loop)
+        return true;
+    const int src = fromClient ? c.cfd : c.sfd;
+    const ssize_t n =
+        splice(src, nullptr, half.pipe[1], nullptr, half.pipeCapacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    const std::int64_t t = steadyNowNs();
+    if (n <= 0) return readEnded(c, fromClient, n);
+    half.inPipe = size_t(n);
+    half.splicing = size_t(n) >= kCopyBelow;
+    m_bytes += std::uint64_t(n);
+    m_splicedBytes += std::uint64_t(n);
+    if (c.decode) copyForDecoder(c, fromClient, t, size_t(n));
+    return flush(c, !fromClient);
+}
+
+void RelayLoop::loop()
+{
+    // splice(2) into a closed socket raises SIGPIPE; writeFailed() takes it back off this thread.
+    sigset_t pipeSignal;
+    sigemptyset(&pipeSignal);
+    sigaddset(&pipeSignal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipeSignal, nullptr);
+    std::vector<pollfd> fds;
+    std::vector<Conn *> owners;
+    while (!m_stopping.load()) {
+        fds.clear();
+        owners.clear();
+        fds.push_back({m_wakePipe[0], POLLIN, 0});
+        const bool acceptPaused = steadyNowNs() < m_acceptPausedUntil;
+        fds.push_back({acceptPaused ? -1 : m_listenFd, POLLIN, 0});
+        for (Conn &c : m_conns) {
+            short ce = 0, se = 0;
+            if (c.connecting) {
+                se = POLLOUT;
+            } else {
+                if (c.up.wantsRead()) ce |= POLLIN;
+                if (c.down.wantsRead()) se |= POLLIN;
+                if (c.up.pending()) se |= POLLOUT;
+                if (c.down.pending()) ce |= POLLOUT;
+            }
+            // A socket we want nothing from is left out: POLLHUP on a half-closed peer would otherwise wake
+            // the loop forever.
+            fds.push_back({ce ? c.cfd : -1, ce, 0});
+            fds.push_back({se ? c.sfd : -1, se, 0});
+            owners.push_back(&c);
+        }
+        if (poll(fds.data(), fds.size(), acceptPaused ? 100 : -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (fds[0].revents) {
+            char drain[64];
+            while (read(m_wakePipe[0], drain, sizeof drain) > 0) {
+            }
+        }
+        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) acceptAll();
+
+        for (size_t i = 0; i < owners.size(); ++i) {
+            Conn &c = *owners[i];
+            const short cr = fds[2 + 2 * i].revents;
+            const short sr = fds[3 + 2 * i].revents;
+            bool ok = true;
+            std::string reason;
+            if (c.connecting) {
+                if (sr) {
+                    int soerr = 0;
+                    socklen_t len = sizeof soerr;
+                    getsockopt(c.sfd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+                    if (soerr != 0) {
+                        c.lastConnectError = soerr;
+                        ++c.addressIndex;
+                        startConnect(c);
+                        continue;
+                    }
+                    c.connecting = false;
+                }
+            } else {
+                if (ok && (cr & (POLLIN | POLLHUP | POLLERR)) && !c.up.eof) ok = readSide(c, true);
+                if (ok && (sr & (POLLIN | POLLHUP | POLLERR)) && !c.down.eof) ok = readSide(c, false);
+                if (ok && (sr & POLLOUT)) ok = flush(c, false);
+                if (ok && (cr & POLLOUT)) ok = flush(c, true);
+            }
+            if (!ok) {
+                closeConn(c, {});
+                continue;
+            }
+            // Half-close: pass an EOF on once everything before it has been delivered.
+            if (c.up.eof && !c.up.shut && !c.up.pending() && !c.connecting) {
+                shutdown(c.sfd, SHUT_WR);
+                c.up.shut = true;
+            }
+            if (c.down.eof && !c.down.shut && !c.down.pending()) {
+                shutdown(c.cfd, SHUT_WR);
+                c.down.shut = true;
+            }
+            if (c.up.shut && c.down.shut) closeConn(c, {});
+        }
+        m_conns.remove_if([](const Conn &c) { return c.dead; });
+    }
+    for (Conn &c : m_conns)
+        closeConn(c, "capture stopped");
+    m_conns.clear();
+}
+
+} // namespace rpcscope

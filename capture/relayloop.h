@@ -1,0 +1,118 @@
+#pragma once
+
+#include "decoderthread.h"
+#include "hostport.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <vector>
+
+namespace rpcscope {
+
+// The relay's I/O thread: accepts clients, connects each to the target and forwards both directions
+// byte-for-byte, by recv/send or, for a direction carrying a stream, by splice through a pipe. A copy of what
+// it reads goes to the decoder thread (tee'd into a handoff pipe when spliced); it never waits for that
+// thread.
+class RelayLoop
+{
+public:
+    explicit RelayLoop(DecoderThread &decoder) : m_decoder(decoder) {}
+    ~RelayLoop() { stop(); }
+    RelayLoop(const RelayLoop &) = delete;
+    RelayLoop &operator=(const RelayLoop &) = delete;
+
+    // Takes a listening socket and the target's resolved addresses; false (with the reason) when the loop's
+    // wake-up pipe cannot be made. Nothing runs before run().
+    bool open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs, bool decoding,
+              std::string *error);
+    void run();
+    // Closes every connection (their close events go to the decoder), ends the thread and closes the
+    // listener.
+    void stop();
+    bool running() const { return m_thread.joinable(); }
+    std::thread::native_handle_type nativeHandle() { return m_thread.native_handle(); }
+
+    std::uint64_t bytesRelayed() const { return m_bytes.load(); }
+    std::uint64_t bytesSpliced() const { return m_splicedBytes.load(); }
+    int openConnections() const { return m_open.load(); }
+
+private:
+    // One direction of a connection, as in TCP's half-close: what was read from one side and is on its way to
+    // the other.
+    struct HalfConnection
+    {
+        bool eof = false;   // the source side sent EOF
+        bool shut = false;  // ... and it was passed on (shutdown(SHUT_WR) of the destination)
+        std::string queued; // read with recv(), not yet taken by the destination
+        size_t queuedOff = 0;
+        int pipe[2] = {-1, -1}; // spliced in, not yet spliced out: inPipe bytes
+        int copy[2] = {-1, -1}; // the decoder's copy when no handoff pipe is free: tee'd, read back at once
+        size_t inPipe = 0;
+        size_t pipeCapacity = 0;
+        bool splicing = false;     // the last read was large enough to splice the next one
+        bool spliceFailed = false; // no pipes for this direction: it always copies
+        size_t pending() const { return queued.size() - queuedOff + inPipe; }
+        // More is read only while little waits for the destination. A spliced direction reads only into an
+        // empty pipe, because tee duplicates a pipe from its start.
+        bool wantsRead() const;
+    };
+
+    struct Conn
+    {
+        std::uint32_t id = 0;
+        int cfd = -1;
+        int sfd = -1;
+        bool connecting = true;
+        HalfConnection up;   // client -> server
+        HalfConnection down; // server -> client
+        bool decode = true;
+        bool dead = false;
+        bool reset = false;      // one side reset or broke the connection: the other side gets a reset too
+        size_t addressIndex = 0; // which of the target's addresses is being tried
+        std::string closeReason; // set where the connection's end is first noticed
+        int lastConnectError = 0;
+    };
+
+    void loop();
+    void acceptAll();
+    void startConnect(Conn &c);
+    bool readSide(Conn &c, bool fromClient);
+    bool copySide(Conn &c, bool fromClient);
+    bool spliceSide(Conn &c, bool fromClient);
+    bool openPipes(HalfConnection &half, bool withCopy);
+    void closePipes(HalfConnection &half);
+    void toDecoder(Conn &c, RelayChunk &&chunk);
+    std::array<int, 2> handoffPipe();
+    void copyForDecoder(Conn &c, bool fromClient, std::int64_t t, size_t n);
+    // A read (recv or splice) returned n <= 0: false when the connection is over.
+    bool readEnded(Conn &c, bool fromClient, ssize_t n);
+    bool writeFailed(Conn &c, bool toClient, int err);
+    bool flush(Conn &c, bool toClient);
+    void closeConn(Conn &c, const std::string &reason);
+
+    DecoderThread &m_decoder;
+    HostPort m_target;
+    std::vector<sockaddr_storage> m_targetAddrs;
+    bool m_decoding = true;
+    int m_listenFd = -1;
+    int m_wakePipe[2] = {-1, -1};
+    std::atomic<bool> m_stopping{false};
+    std::thread m_thread;
+    std::atomic<std::uint64_t> m_bytes{0};
+    std::atomic<std::uint64_t> m_splicedBytes{0};
+    std::atomic<int> m_open{0};
+
+    // The loop's thread only.
+    std::list<Conn> m_conns;
+    std::vector<char> m_readBuffer;
+    std::int64_t m_acceptPausedUntil = 0;
+    int m_splicedDirections = 0;
+    int m_handoffPipes = 0; // made so far (closed by the decoder thread's stop)
+};
+
+} // namespace rpcscope
