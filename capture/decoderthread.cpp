@@ -171,8 +171,7 @@ void DecoderThread::loop()
                 e.kind = EventKind::ConnectionOpened;
                 e.connection = c.conn;
                 e.tNs = c.t;
-                e.text = std::move(c.clientPeer);
-                e.text2 = std::move(c.serverPeer);
+                e.about = PeerNames{std::move(c.clientPeer), std::move(c.serverPeer)};
                 e.label = m_label;
                 batch.push_back(std::move(e));
                 break;
@@ -193,7 +192,7 @@ void DecoderThread::loop()
                     e.connection = c.conn;
                     e.dir = c.dir;
                     e.tNs = c.t;
-                    e.text = "lost part of the decoder's copy of the relayed bytes; relaying continues "
+                    e.reason = "lost part of the decoder's copy of the relayed bytes; relaying continues "
                              "without decoding";
                     batch.push_back(std::move(e));
                 }
@@ -207,7 +206,7 @@ void DecoderThread::loop()
                 e.connection = c.conn;
                 e.dir = c.dir;
                 e.tNs = c.t;
-                e.text = std::move(c.reason);
+                e.reason = std::move(c.reason);
                 batch.push_back(std::move(e));
                 break;
             }
@@ -218,7 +217,7 @@ void DecoderThread::loop()
                 e.kind = EventKind::ConnectionClosed;
                 e.connection = c.conn;
                 e.tNs = c.t;
-                e.text = std::move(c.reason);
+                e.reason = std::move(c.reason);
                 batch.push_back(std::move(e));
                 break;
             }

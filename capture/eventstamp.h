@@ -24,11 +24,21 @@ struct EventStamp
         return e;
     }
 
-    void notice(std::string text, std::uint32_t stream, EventBatch &out) const
+    void notice(std::string reason, std::uint32_t stream, EventBatch &out) const
     {
         WireEvent e = make(EventKind::Notice);
         e.stream = stream;
-        e.text = std::move(text);
+        e.reason = std::move(reason);
+        out.push_back(std::move(e));
+    }
+
+    // A broken HTTP/2 rule: the structured value, and its sentence as the notice's reason.
+    void violation(ProtocolViolation v, std::uint32_t stream, EventBatch &out) const
+    {
+        WireEvent e = make(EventKind::Notice);
+        e.stream = stream;
+        e.reason = describe(v);
+        e.about = std::move(v);
         out.push_back(std::move(e));
     }
 };

@@ -75,7 +75,7 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
     m_streamed.active = false;
     m_streamed.events = EventBatch();
     WireEvent e = event(EventKind::DecodeError, t);
-    e.text = m_error;
+    e.reason = m_error;
     out.push_back(std::move(e));
 }
 
@@ -481,7 +481,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
             e.lastStreamId = be32(payload) & 0x7fffffffu;
             e.errorCode = be32(payload + 4);
             // Debug data is free text meant for humans; a bounded prefix is enough to show.
-            e.text.assign(reinterpret_cast<const char *>(payload + 8), std::min<size_t>(len - 8, 256));
+            e.reason.assign(reinterpret_cast<const char *>(payload + 8), std::min<size_t>(len - 8, 256));
         }
         break;
     case FramePing:
@@ -641,11 +641,11 @@ void H2Decoder::dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t
             m_rules.report("DATA on stream " + std::to_string(stream) +
                                " overran the connection's flow-control window by " +
                                std::to_string(spent.connectionOverrun) + " bytes",
-                           "FLOW_CONTROL_ERROR", stream, stamp(t), out);
+                           NGHTTP2_FLOW_CONTROL_ERROR, stream, stamp(t), out);
         if (spent.streamOverrun)
             m_rules.report("DATA on stream " + std::to_string(stream) + " overran the stream's flow-control window by " +
                                std::to_string(spent.streamOverrun) + " bytes",
-                           "FLOW_CONTROL_ERROR", stream, stamp(t), out);
+                           NGHTTP2_FLOW_CONTROL_ERROR, stream, stamp(t), out);
     }
     if (spent.streamStallEnded)
         stall(false, stream, t, out);

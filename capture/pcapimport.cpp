@@ -208,11 +208,10 @@ public:
             e.kind = EventKind::ConnectionOpened;
             e.connection = it->second.id;
             e.tNs = t;
-            e.text = client.toString();
-            e.text2 = server.toString();
+            e.about = PeerNames{client.toString(), server.toString()};
             if (!(s.flags & Syn)) {
                 it->second.decoder->attachMidStream();
-                m_r->notes.push_back("connection " + std::to_string(it->second.id) + " (" + e.text +
+                m_r->notes.push_back("connection " + std::to_string(it->second.id) + " (" + e.peers()->client +
                                      ") was already open when the capture began: decoded from the middle");
             }
             m_r->events.push_back(std::move(e));
@@ -338,10 +337,10 @@ private:
         e.connection = c.id;
         e.dir = dir;
         e.tNs = t;
-        e.text = "bytes missing from the capture (a lost segment or a short snap length); the rest of this "
+        e.reason = "bytes missing from the capture (a lost segment or a short snap length); the rest of this "
                  "direction is not decoded";
         m_r->events.push_back(std::move(e));
-        m_r->notes.push_back("connection " + std::to_string(c.id) + ": " + e.text);
+        m_r->notes.push_back("connection " + std::to_string(c.id) + ": " + e.reason);
     }
 
     void close(Conn &c, std::int64_t t, const std::string &reason)
@@ -351,7 +350,7 @@ private:
         e.kind = EventKind::ConnectionClosed;
         e.connection = c.id;
         e.tNs = t;
-        e.text = reason;
+        e.reason = reason;
         m_r->events.push_back(std::move(e));
         c.closed = true;
     }

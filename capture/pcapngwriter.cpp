@@ -192,9 +192,9 @@ private:
         if (fresh) {
             const WireEvent *opened = m_opened.count(id) ? m_opened[id] : nullptr;
             // Stand-ins: 10.0.0.1 -> 10.0.0.2, a client port per connection.
-            c.ends[0] = parseEndpoint(opened ? opened->text : std::string(), 0x0A000001,
+            c.ends[0] = parseEndpoint(opened && opened->peers() ? opened->peers()->client : std::string(), 0x0A000001,
                                       std::uint16_t(40000 + id % 20000));
-            c.ends[1] = parseEndpoint(opened ? opened->text2 : std::string(), 0x0A000002, 50051);
+            c.ends[1] = parseEndpoint(opened && opened->peers() ? opened->peers()->server : std::string(), 0x0A000002, 50051);
             if (c.ends[0].ip == c.ends[1].ip && c.ends[0].port == c.ends[1].port)
                 c.ends[0].port = std::uint16_t(40000 + id % 20000);
             // Distinct initial sequence numbers per connection, as a real stack would pick.
@@ -371,7 +371,7 @@ private:
         case FrameGoaway:
             put32(payload, e.lastStreamId);
             put32(payload, e.errorCode);
-            payload += e.text;
+            payload += e.reason;
             break;
         case FrameWindowUpdate: put32(payload, e.windowIncrement); break;
         case FramePriority: payload.assign("\x00\x00\x00\x00\x0F", 5); break;

@@ -19,8 +19,9 @@ public:
     void check(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::uint32_t len,
                const std::uint8_t *payload, const FlowWindows *peerWindows, const EventStamp &stamp,
                EventBatch &out);
-    // A rule this side broke: `what` it did; `code` names the error the receiver should answer with.
-    void report(const std::string &what, const char *code, std::uint32_t stream, const EventStamp &stamp,
+    // A rule this side broke: `what` it did; `code`, the error the receiver should answer with (RFC 9113
+    // section 7).
+    void report(std::string what, std::uint32_t code, std::uint32_t stream, const EventStamp &stamp,
                 EventBatch &out);
 
     // Frames with nothing to check: DATA, CONTINUATION and HEADERS without priority fields, most of them.

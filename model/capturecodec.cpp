@@ -57,9 +57,40 @@ void toProto(const WireEvent &e, const Redaction *redaction, capture::Event *p)
         s->set_id(id);
         s->set_value(value);
     }
-    p->set_text(e.text);
-    p->set_text2(e.text2);
+    if (const PeerNames *peers = e.peers()) {
+        p->set_text(peers->client);
+        p->set_text2(peers->server);
+    } else if (const LabDecision *decision = e.decision()) {
+        p->set_text(decision->kind);
+        p->set_text2(decision->detail);
+    } else {
+        p->set_text(e.reason);
+    }
     p->set_label(e.label);
+    if (const ProtocolViolation *v = e.violation()) {
+        p->set_violation_rule(v->rule);
+        p->set_violation_error_code(v->errorCode);
+    }
+}
+
+// Files written before the violation fields said a broken rule only as its sentence (describe()).
+std::optional<ProtocolViolation> violationFromSentence(const std::string &s, Direction by)
+{
+    ProtocolViolation v;
+    v.by = by;
+    const std::string head = describe(v); // "protocol error by the client:  (NO_ERROR)"
+    const std::string prefix = head.substr(0, head.find(": ") + 2);
+    const size_t open = s.rfind(" (");
+    if (s.rfind(prefix, 0) != 0 || open == std::string::npos || open < prefix.size() || s.back() != ')')
+        return std::nullopt;
+    const std::string name = s.substr(open + 2, s.size() - open - 3);
+    for (std::uint32_t code = 0; code < 14; ++code)
+        if (h2ErrorName(code) == name) {
+            v.rule = s.substr(prefix.size(), open - prefix.size());
+            v.errorCode = code;
+            return v;
+        }
+    return std::nullopt;
 }
 
 } // namespace
@@ -119,9 +150,18 @@ bool decodeEvent(const capture::Event &p, WireEvent *e)
         if (s.id() > 0xFFFF) return false;
         e->settings.emplace_back(std::uint16_t(s.id()), s.value());
     }
-    e->text = p.text();
-    e->text2 = p.text2();
+    switch (e->kind) {
+    case EventKind::ConnectionOpened: e->about = PeerNames{p.text(), p.text2()}; break;
+    case EventKind::LabEvent: e->about = LabDecision{p.text(), p.text2()}; break;
+    default: e->reason = p.text(); break;
+    }
     e->label = p.label();
+    if (e->kind == EventKind::Notice) {
+        if (p.has_violation_error_code())
+            e->about = ProtocolViolation{e->dir, p.violation_rule(), p.violation_error_code()};
+        else if (auto v = violationFromSentence(e->reason, e->dir))
+            e->about = std::move(*v);
+    }
     return true;
 }
 

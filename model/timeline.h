@@ -24,15 +24,10 @@ struct Connection
     std::string decodeError; // empty while decodable
     std::vector<std::string> notes; // limits hit, mid-connection attach, HPACK resets (bounded)
     std::optional<std::int64_t> lastPingRttNs;
+    // The first HTTP/2 rule a peer was seen breaking (its sentence is among the notes).
+    std::optional<ProtocolViolation> firstViolation;
 
-    // The first HTTP/2 rule a peer was seen breaking (one of the notes), or null.
-    const std::string *protocolError() const
-    {
-        for (const std::string &n : notes)
-            if (n.rfind(kProtocolErrorPrefix, 0) == 0)
-                return &n;
-        return nullptr;
-    }
+    const ProtocolViolation *protocolError() const { return firstViolation ? &*firstViolation : nullptr; }
 };
 
 // A sender whose flow-control window ran out while its stream still had data to send.

@@ -305,8 +305,10 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             m_connectionIndex[e.connection] = m_connections.size();
             Connection c;
             c.id = e.connection;
-            c.client = e.text;
-            c.server = e.text2;
+            if (const PeerNames *peers = e.peers()) {
+                c.client = peers->client;
+                c.server = peers->server;
+            }
             c.label = e.label;
             c.openedNs = e.tNs;
             m_connections.push_back(std::move(c));
@@ -316,7 +318,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
         case EventKind::ConnectionClosed: {
             if (Connection *c = connection(e.connection)) {
                 c->closedNs = e.tNs;
-                c->closeReason = e.text;
+                c->closeReason = e.reason;
             }
             ch.connectionsChanged = true;
             std::vector<AttemptRef> open;
@@ -335,18 +337,23 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
         }
         case EventKind::DecodeError:
             if (Connection *c = connection(e.connection); c && c->decodeError.empty())
-                c->decodeError = e.text;
+                c->decodeError = e.reason;
             ch.connectionsChanged = true;
             break;
         case EventKind::Notice:
             // A connection can hit a limit on every block; the first few say what happened.
-            if (Connection *c = connection(e.connection); c && c->notes.size() < kMaxNotesPerConnection)
-                c->notes.push_back(e.text);
+            if (Connection *c = connection(e.connection); c && c->notes.size() < kMaxNotesPerConnection) {
+                c->notes.push_back(e.reason);
+                if (e.violation() && !c->firstViolation)
+                    c->firstViolation = *e.violation();
+            }
             ch.connectionsChanged = true;
             break;
         case EventKind::LabEvent: {
             // An event reported with a traceparent (the ingestion endpoint) concerns the call that carried it.
-            LabEventRecord r{e.tNs, e.text, e.text2, e.grpc.callId, {}};
+            const LabDecision *decision = e.decision();
+            LabEventRecord r{e.tNs, decision ? decision->kind : std::string(),
+                             decision ? decision->detail : std::string(), e.grpc.callId, {}};
             if (r.callId.empty())
                 for (const Header &h : e.headers)
                     if (h.name == "traceparent")

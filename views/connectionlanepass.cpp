@@ -64,12 +64,10 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
             QString::fromStdString(conn.client) + QStringLiteral(" → ") + QString::fromStdString(conn.server);
         if (!conn.decodeError.empty())
             sub = QStringLiteral("undecodable: ") + QString::fromStdString(conn.decodeError);
-        else if (const std::string *broken = conn.protocolError()) {
-            // kProtocolErrorPrefix + "client: WINDOW_UPDATE of 0 ... (PROTOCOL_ERROR)" -> "client broke
-            // HTTP/2: ..."
-            const QString rest = QString::fromStdString(broken->substr(sizeof kProtocolErrorPrefix - 1));
-            const qsizetype colon = rest.indexOf(QLatin1String(": "));
-            sub = rest.left(colon) + QStringLiteral(" broke HTTP/2: ") + rest.mid(colon + 2);
+        else if (const ProtocolViolation *broken = conn.protocolError()) {
+            sub = QString::asprintf("%s broke HTTP/2: %s (%s)",
+                                    broken->by == Direction::ClientToServer ? "client" : "server",
+                                    broken->rule.c_str(), h2ErrorName(broken->errorCode).c_str());
             subWarns = true;
         }
     }

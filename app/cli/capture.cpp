@@ -42,12 +42,12 @@ void reportCaptured(const TimelineStore &store, size_t calls, const std::string 
     constexpr int kShown = 5;
     int wrong = 0;
     for (const Connection &c : store.connections()) {
-        const std::string *broken = c.protocolError();
+        const ProtocolViolation *broken = c.protocolError();
         if (c.decodeError.empty() && !broken) continue;
         if (++wrong <= kShown)
             std::fprintf(stderr, "rpcscope-cli: connection %u (%s -> %s): %s\n", c.id, c.client.c_str(),
                          c.server.c_str(),
-                         c.decodeError.empty() ? broken->c_str() : ("not decoded: " + c.decodeError).c_str());
+                         (c.decodeError.empty() ? describe(*broken) : "not decoded: " + c.decodeError).c_str());
     }
     if (wrong > kShown)
         std::fprintf(stderr, "rpcscope-cli: ... and %d more connections like these (see the file)\n",

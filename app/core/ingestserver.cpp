@@ -77,6 +77,7 @@ bool toWireEvent(const ReportedEvent &in, std::int64_t steadyNow, std::int64_t w
     WireEvent e;
     e.kind = EventKind::LabEvent;
     e.tNs = in.timeUnixNanos == 0 ? steadyNow : steadyNow - (wallNow - in.timeUnixNanos);
+    LabDecision decision;
     if (in.kind == "breaker") {
         const auto arrow = in.detail.find("->");
         auto trim = [](std::string s) {
@@ -92,25 +93,26 @@ bool toWireEvent(const ReportedEvent &in, std::int64_t steadyNow, std::int64_t w
             return *error = "a breaker event's detail must be \"FROM -> TO\" with states closed, open, half-open; "
                             "got \"" + in.detail + "\"",
                    false;
-        e.text = "breaker";
-        e.text2 = from + " -> " + to;
+        decision.kind = "breaker";
+        decision.detail = from + " -> " + to;
     } else if (in.kind == "rejection") {
-        e.text = "bulkhead-rejected";
-        e.text2 = in.detail;
+        decision.kind = "bulkhead-rejected";
+        decision.detail = in.detail;
     } else if (in.kind == "retry-suppressed") {
-        e.text = "retry-suppressed";
-        e.text2 = in.detail;
+        decision.kind = "retry-suppressed";
+        decision.detail = in.detail;
     } else if (in.kind == "custom") {
         if (in.label.empty())
             return *error = "a custom event needs a label", false;
-        e.text = "custom";
-        e.text2 = in.label + (in.detail.empty() ? "" : ": " + in.detail);
+        decision.kind = "custom";
+        decision.detail = in.label + (in.detail.empty() ? "" : ": " + in.detail);
     } else {
         return *error = "unknown kind \"" + in.kind + "\" (known: breaker, rejection, retry-suppressed, custom)",
                false;
     }
     if (!in.source.empty())
-        e.text2 += " [" + in.source + "]";
+        decision.detail += " [" + in.source + "]";
+    e.about = std::move(decision);
     e.grpc.callId = in.callId;
     if (!in.traceparent.empty())
         e.headers.push_back({"traceparent", in.traceparent});

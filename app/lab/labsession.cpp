@@ -51,8 +51,7 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
         WireEvent e;
         e.kind = EventKind::LabEvent;
         e.tNs = steadyNowNs();
-        e.text = kind;
-        e.text2 = detail;
+        e.about = LabDecision{kind, detail};
         e.grpc.callId = callId;
         m_sink({std::move(e)});
     };

@@ -31,6 +31,12 @@ std::string h2ErrorName(std::uint32_t code)
     return "error " + std::to_string(code);
 }
 
+std::string describe(const ProtocolViolation &v)
+{
+    return std::string("protocol error by the ") + (v.by == Direction::ClientToServer ? "client" : "server") +
+           ": " + v.rule + " (" + h2ErrorName(v.errorCode) + ")";
+}
+
 const char *grpcStatusName(int code)
 {
     static const char *const names[] = {"OK",

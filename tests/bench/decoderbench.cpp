@@ -181,8 +181,7 @@ EventBatch decodeAll(const std::vector<Chunk> &chunks, std::uint32_t connection)
     WireEvent open;
     open.kind = EventKind::ConnectionOpened;
     open.connection = connection;
-    open.text = "127.0.0.1:40000";
-    open.text2 = "127.0.0.1:50051";
+    open.about = PeerNames{"127.0.0.1:40000", "127.0.0.1:50051"};
     out.push_back(open);
     ConnectionDecoder decoder(connection);
     std::int64_t t = 1;

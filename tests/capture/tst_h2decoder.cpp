@@ -100,7 +100,7 @@ std::string describe(const WireEvent &e)
         s += " len " + std::to_string(e.length) + (e.compressed ? " compressed" : "");
         break;
     default:
-        s += " " + e.text;
+        s += " " + e.reason;
         break;
     }
     return s;
@@ -598,7 +598,7 @@ class TestH2Decoder : public QObject
         QVERIFY2(conv.m_error.empty(), conv.m_error.c_str());
         for (const WireEvent &e : events)
             if (e.kind == EventKind::DecodeError ||
-                (e.kind == EventKind::Notice && e.text.find("protocol error") != std::string::npos))
+                (e.kind == EventKind::Notice && e.reason.find("protocol error") != std::string::npos))
                 QFAIL(("unexpected " + describe(e)).c_str());
         for (const WireEvent &e : events)
             QCOMPARE(e.connection, kConnection);
@@ -989,7 +989,7 @@ private slots:
         QVERIFY(refused);
         QCOMPARE(count(out, EventKind::DecodeError), 1);
         const auto err = std::find_if(out.begin(), out.end(), [](const WireEvent &e) { return e.kind == EventKind::DecodeError; });
-        QVERIFY2(err->text.find("needed") != std::string::npos, err->text.c_str());
+        QVERIFY2(err->reason.find("needed") != std::string::npos, err->reason.c_str());
     }
 
     void garbage_data()
@@ -1034,10 +1034,10 @@ private slots:
         QCOMPARE(e.dir, dir);
         QCOMPARE(e.connection, kConnection);
         QCOMPARE(e.tNs, std::int64_t(5));
-        QVERIFY(!e.text.empty());
-        QVERIFY2(QString::fromStdString(e.text).contains(mentions), e.text.c_str());
+        QVERIFY(!e.reason.empty());
+        QVERIFY2(QString::fromStdString(e.reason).contains(mentions), e.reason.c_str());
         QVERIFY(d.decoder(dir).failed());
-        QCOMPARE(d.decoder(dir).error(), e.text);
+        QCOMPARE(d.decoder(dir).error(), e.reason);
 
         // Undecodable from here on: more garbage, and even a valid preface, must not produce anything.
         d.feed(dir, reinterpret_cast<const std::uint8_t *>(bytes.constData()), size_t(bytes.size()), 6,
@@ -1412,11 +1412,19 @@ private slots:
         std::vector<std::string> texts;
         for (const WireEvent &e : out)
             if (e.kind == EventKind::Notice)
-                texts.push_back(e.text);
+                texts.push_back(e.reason);
         QCOMPARE(int(texts.size()), notices);
         for (const std::string &text : texts)
             QVERIFY2(text.rfind("protocol error by the client: ", 0) == 0, text.c_str());
         QVERIFY2(texts[0].find(expected) != std::string::npos, texts[0].c_str());
+        // Each carries the rule as a value too: who broke it, what, and the code; its sentence is made from it.
+        for (const WireEvent &e : out) {
+            if (e.kind != EventKind::Notice) continue;
+            QVERIFY(e.violation());
+            QCOMPARE(e.violation()->by, Direction::ClientToServer);
+            QVERIFY(!e.violation()->rule.empty());
+            QCOMPARE(describe(*e.violation()), e.reason);
+        }
         // Decoding went on: the PING after the bad frame is recorded.
         const auto recorded = framesOf(out, C2S);
         QCOMPARE(recorded.back().type, std::uint8_t(FramePing));
@@ -1437,7 +1445,7 @@ private slots:
             QCOMPARE(count(out2, EventKind::Notice), 5);
             const auto last = std::find_if(out2.rbegin(), out2.rend(),
                                            [](const WireEvent &e) { return e.kind == EventKind::Notice; });
-            QCOMPARE(last->text, std::string("further protocol errors by the client are not recorded"));
+            QCOMPARE(last->reason, std::string("further protocol errors by the client are not recorded"));
         }
     }
 
@@ -1450,7 +1458,7 @@ private slots:
         for (char c : req)
             d.feed(C2S, reinterpret_cast<const std::uint8_t *>(&c), 1, 1, events);
         QCOMPARE(events.size(), size_t(1));
-        QVERIFY2(QString::fromStdString(events[0].text).contains("HTTP/1"), events[0].text.c_str());
+        QVERIFY2(QString::fromStdString(events[0].reason).contains("HTTP/1"), events[0].reason.c_str());
     }
 
     // Too few bytes to classify are held back, and reported when the connection closes.
@@ -1467,7 +1475,7 @@ private slots:
             QCOMPARE(e.kind, EventKind::DecodeError);
             QCOMPARE(e.tNs, std::int64_t(9));
         }
-        QVERIFY(QString::fromStdString(events[1].text).contains("HTTP/1"));
+        QVERIFY(QString::fromStdString(events[1].reason).contains("HTTP/1"));
     }
 
     // The client cancels while the server's reply is partly on the wire: the server's DATA that was already in
@@ -1525,7 +1533,7 @@ private slots:
         d.feed(C2S, bytes(rest), rest.size(), 0, events);
         QCOMPARE(events.size(), size_t(1));
         QCOMPARE(events[0].kind, EventKind::DecodeError);
-        QVERIFY2(QString::fromStdString(events[0].text).contains("HTTP/1"), events[0].text.c_str());
+        QVERIFY2(QString::fromStdString(events[0].reason).contains("HTTP/1"), events[0].reason.c_str());
     }
 
     // Valid start, then a frame header no peer may send: the error comes after the good frames, exactly once.
@@ -1545,8 +1553,8 @@ private slots:
         d.feed(C2S, bytes(oversized), oversized.size(), 0, events);
         QCOMPARE(events.size(), size_t(2));
         QCOMPARE(events[1].kind, EventKind::DecodeError);
-        QVERIFY2(QString::fromStdString(events[1].text).contains("SETTINGS_MAX_FRAME_SIZE"),
-                 events[1].text.c_str());
+        QVERIFY2(QString::fromStdString(events[1].reason).contains("SETTINGS_MAX_FRAME_SIZE"),
+                 events[1].reason.c_str());
         d.feed(C2S, bytes(hello), hello.size(), 0, events);
         QCOMPARE(events.size(), size_t(2));
     }

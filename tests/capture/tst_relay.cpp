@@ -150,12 +150,12 @@ public:
         return m_events;
     }
 
-    // The relay names the accepted socket's peer in ConnectionOpened.text; our client knows its own port.
+    // The relay names the accepted socket's peer in ConnectionOpened.peers(); our client knows its own port.
     std::optional<std::uint32_t> connectionFromPeer(const std::string &peer) const
     {
         std::lock_guard lk(m_mu);
         for (const WireEvent &e : m_events)
-            if (e.kind == EventKind::ConnectionOpened && e.text == peer)
+            if (e.kind == EventKind::ConnectionOpened && e.peers()->client == peer)
                 return e.connection;
         return std::nullopt;
     }
@@ -189,7 +189,7 @@ public:
                 continue;
             }
             out += QByteArray(kindName(e.kind)) + "(conn " + QByteArray::number(e.connection) + ", '" +
-                   QByteArray::fromStdString(e.text) + "') ";
+                   QByteArray::fromStdString(e.reason) + "') ";
         }
         return out + "+ " + QByteArray::number(frames) + " frame/message events";
     }
@@ -437,7 +437,7 @@ void TestRelay::randomBytesByteExactBothWays()
     QCOMPARE(log.count(id, EventKind::ConnectionOpened), 1);
     QCOMPARE(events.front().kind, EventKind::ConnectionOpened);
     QCOMPARE(events.back().kind, EventKind::ConnectionClosed);
-    QCOMPARE(events.front().text2, loopback(server.port()));
+    QCOMPARE(events.front().peers()->server, loopback(server.port()));
     QVERIFY(events.back().tNs >= events.front().tNs);
     // Random bytes are not HTTP/2: nothing may have been decoded as frames or headers.
     for (const WireEvent &e : events)
@@ -729,7 +729,7 @@ void TestRelay::targetRefusingClosesClient()
     QTRY_COMPARE_WITH_TIMEOUT(log.count(id, EventKind::ConnectionClosed), 1, 5000);
     const std::vector<WireEvent> events = log.forConnection(id);
     const bool mentionsTarget = std::any_of(events.begin(), events.end(), [&](const WireEvent &e) {
-        return e.kind != EventKind::ConnectionOpened && e.text.find(target.toString()) != std::string::npos;
+        return e.kind != EventKind::ConnectionOpened && e.reason.find(target.toString()) != std::string::npos;
     });
     QVERIFY2(mentionsTarget, EventLog::describe(events));
     QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 5000);
@@ -804,7 +804,7 @@ void TestRelay::resetIsPassedOnBothWays()
         reasons.clear();
         for (const WireEvent &e : log.all())
             if (e.kind == EventKind::ConnectionClosed)
-                reasons.push_back(e.text);
+                reasons.push_back(e.reason);
         return reasons.size();
     };
     QTRY_COMPARE_WITH_TIMEOUT(closes(), size_t(3), 5000);

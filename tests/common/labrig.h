@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 inline bool decodeProblem(const WireEvent &e)
 {
     return e.kind == EventKind::DecodeError ||
-           (e.kind == EventKind::Notice && e.text.find("protocol error") != std::string::npos);
+           (e.kind == EventKind::Notice && e.reason.find("protocol error") != std::string::npos);
 }
 
 struct Collector

@@ -27,8 +27,7 @@ inline rpcscope::WireEvent opened(std::uint32_t conn, std::int64_t t, std::strin
                                   std::string server = "127.0.0.1:9000", std::string label = {})
 {
     rpcscope::WireEvent e = event(rpcscope::EventKind::ConnectionOpened, conn, 0, t);
-    e.text = std::move(client);
-    e.text2 = std::move(server);
+    e.about = rpcscope::PeerNames{std::move(client), std::move(server)};
     e.label = std::move(label);
     return e;
 }

@@ -92,7 +92,7 @@ std::string firstDifference(const CaptureData &a, const CaptureData &b)
                                x.grpc.retryMultiplier == y.grpc.retryMultiplier &&
                                x.grpc.retryMaxMs == y.grpc.retryMaxMs);
         diff("settings", x.settings == y.settings);
-        diff("text", x.text == y.text && x.text2 == y.text2 && x.label == y.label);
+        diff("text", x.reason == y.reason && x.about == y.about && x.label == y.label);
         diff("payload", x.payload == y.payload);
         return "event " + std::to_string(i) + " (kind " + std::to_string(int(x.kind)) + ") differs in" +
                fields;

@@ -160,7 +160,7 @@ void checkStep(Side &s)
         s.failed[int(d)] = true;
         bool reported = false;
         for (const WireEvent &e : s.events)
-            reported |= e.kind == EventKind::DecodeError && e.dir == d && e.text == h.error();
+            reported |= e.kind == EventKind::DecodeError && e.dir == d && e.reason == h.error();
         if (h.error().empty() || !reported)
             violation(std::string(s.name) + ": " + (d == Direction::ClientToServer ? "c2s" : "s2c") +
                       " decoder failed() without a DecodeError event carrying error() \"" + h.error() + "\"");
@@ -259,8 +259,8 @@ std::string describe(const WireEvent &e)
         s += std::string(" ") + frameTypeName(e.frameType) + " flags " + std::to_string(e.flags);
     if (!e.headers.empty())
         s += " headers " + std::to_string(e.headers.size());
-    if (!e.text.empty())
-        s += " text \"" + e.text.substr(0, 200) + "\"";
+    if (!e.reason.empty())
+        s += " text \"" + e.reason.substr(0, 200) + "\"";
     return s;
 }
 

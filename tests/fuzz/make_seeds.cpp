@@ -209,7 +209,7 @@ Summary decode(const std::vector<Chunk> &chunks)
         s.notices += e.kind == EventKind::Notice;
         if (e.kind == EventKind::DecodeError) {
             if (!s.errors++)
-                s.firstError = e.text;
+                s.firstError = e.reason;
         }
     }
     return s;

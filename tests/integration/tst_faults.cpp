@@ -182,7 +182,7 @@ private slots:
         resetter.join();
         close(lfd);
         auto resetClose = [](const WireEvent &e) {
-            return isClose(e) && QString::fromStdString(e.text).contains("server reset the connection");
+            return isClose(e) && QString::fromStdString(e.reason).contains("server reset the connection");
         };
         QTRY_VERIFY_WITH_TIMEOUT(hop.recorder.any(resetClose), 5000);
         healthyCallThrough(m_main->address(), "after-reset");
@@ -247,7 +247,7 @@ private slots:
             QCOMPARE(client.call(request("refused-1"), std::chrono::seconds(2)).code, 14);
         }
         auto refused = [](const WireEvent &e) {
-            return isClose(e) && QString::fromStdString(e.text).contains("could not connect to target");
+            return isClose(e) && QString::fromStdString(e.reason).contains("could not connect to target");
         };
         QTRY_VERIFY_WITH_TIMEOUT(hop.recorder.any(refused), 5000);
         healthyCallThrough(m_main->address(), "after-refused");

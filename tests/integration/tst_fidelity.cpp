@@ -111,8 +111,8 @@ private slots:
 
         for (const WireEvent &e : events) // grpc++ on both ends breaks no rule and never stops the decoder
             QVERIFY2(e.kind != EventKind::DecodeError &&
-                         !(e.kind == EventKind::Notice && e.text.find("protocol error") != std::string::npos),
-                     e.text.c_str());
+                         !(e.kind == EventKind::Notice && e.reason.find("protocol error") != std::string::npos),
+                     e.reason.c_str());
         const auto conns = tap.connections();
         QCOMPARE(int(conns.size()), 1);
         const auto &conn = conns[0];

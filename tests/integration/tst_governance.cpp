@@ -455,9 +455,9 @@ private slots:
             QVERIFY2(run.result.expectationHeld, run.result.summary.c_str());
             for (const WireEvent &e : run.events)
                 if (e.kind == EventKind::LabEvent) {
-                    kinds.insert(e.text);
-                    if (e.text != "breaker")
-                        QVERIFY2(!e.grpc.callId.empty(), e.text.c_str());
+                    kinds.insert(e.decision()->kind);
+                    if (e.decision()->kind != "breaker")
+                        QVERIFY2(!e.grpc.callId.empty(), e.decision()->kind.c_str());
                 }
         }
         for (const char *kind : {"breaker", "bulkhead-rejected", "retry-suppressed", "hedge-fired",

@@ -204,7 +204,7 @@ private slots:
         QCOMPARE(int(s.error_code()), code);
         QVERIFY2(QString::fromStdString(s.error_message()).startsWith(reason), s.error_message().c_str());
         QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(1), 5000);
-        QCOMPARE(QString::fromStdString(wire.snapshot()[0].text), QStringLiteral("retry-suppressed"));
+        QCOMPARE(QString::fromStdString(wire.snapshot()[0].decision()->kind), QStringLiteral("retry-suppressed"));
         // Still serving after a refusal.
         const grpc::Status again = report(server.grpcPort(), {makeEvent("custom", "x")}, &accepted);
         QCOMPARE(int(again.error_code()), int(grpc::INVALID_ARGUMENT)); // custom needs a label
@@ -240,9 +240,9 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(3), 5000);
         const EventBatch got = wire.snapshot();
         QCOMPARE(QString::fromStdString(got[0].grpc.callId), QStringLiteral("c-7"));
-        QCOMPARE(QString::fromStdString(got[0].text2), QStringLiteral("open -> half-open"));
-        QCOMPARE(QString::fromStdString(got[1].text2), QStringLiteral("deploy: v2 rolled out"));
-        QCOMPARE(QString::fromStdString(got[2].text), QStringLiteral("bulkhead-rejected"));
+        QCOMPARE(QString::fromStdString(got[0].decision()->detail), QStringLiteral("open -> half-open"));
+        QCOMPARE(QString::fromStdString(got[1].decision()->detail), QStringLiteral("deploy: v2 rolled out"));
+        QCOMPARE(QString::fromStdString(got[2].decision()->kind), QStringLiteral("bulkhead-rejected"));
         QCOMPARE(server.accepted(), std::uint64_t(3));
         QCOMPARE(server.rejected(), std::uint64_t(4));
     }

@@ -105,7 +105,7 @@ private slots:
             }
         QCOMPARE(requests, 16);
         for (const WireEvent &e : events)
-            QVERIFY2(!decodeProblem(e), e.text.c_str());
+            QVERIFY2(!decodeProblem(e), e.reason.c_str());
     }
 
     // A decoder that falls behind holds the copies of the spliced reads: once those are all in flight, the
@@ -142,7 +142,7 @@ private slots:
         QVERIFY2(why.empty(), why.c_str());
         QCOMPARE(grpcStatusOf(events, stream).value_or(-1), 0);
         for (const WireEvent &e : events)
-            QVERIFY2(!decodeProblem(e), e.text.c_str());
+            QVERIFY2(!decodeProblem(e), e.reason.c_str());
     }
 
     void serverStreamFailsAfterAsked()

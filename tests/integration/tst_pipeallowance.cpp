@@ -157,7 +157,7 @@ private slots:
         QVERIFY2(why.empty(), why.c_str());
         QCOMPARE(grpcStatusOf(events, stream).value_or(-1), 0);
         for (const WireEvent &e : events)
-            QVERIFY2(!decodeProblem(e), e.text.c_str());
+            QVERIFY2(!decodeProblem(e), e.reason.c_str());
     }
 };
 

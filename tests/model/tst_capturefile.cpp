@@ -2,6 +2,7 @@
 // timeline, damaged files say what is wrong, and the Chrome trace and OTLP exports parse into what their
 // readers expect.
 
+#include "capturecodec.h"
 #include "capturefile.h"
 #include "chrometrace.h"
 #include "jsonexport.h"
@@ -34,7 +35,7 @@ using namespace rpcscope;
 // in sampleBatches() below, then update these numbers.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 static_assert(sizeof(GrpcFields) == 280, "GrpcFields changed: store the new field in the capture file");
-static_assert(sizeof(WireEvent) == 536, "WireEvent changed: store the new field in the capture file");
+static_assert(sizeof(WireEvent) == 576, "WireEvent changed: store the new field in the capture file");
 #endif
 
 namespace {
@@ -98,8 +99,7 @@ std::vector<EventBatch> sampleBatches()
 {
     std::vector<EventBatch> batches(3);
     WireEvent open = ev(EventKind::ConnectionOpened, 1, Direction::ClientToServer, t0);
-    open.text = "127.0.0.1:40000";
-    open.text2 = "127.0.0.1:50051";
+    open.about = PeerNames{"127.0.0.1:40000", "127.0.0.1:50051"};
     open.label = "A->B";
     batches[0].push_back(open);
     WireEvent settings = frame(1, Direction::ClientToServer, t0 + 1000, FrameSettings, 0, 0, 12);
@@ -126,11 +126,14 @@ std::vector<EventBatch> sampleBatches()
     stall.stream = 3;
     batches[1].push_back(stall);
     WireEvent notice = ev(EventKind::Notice, 1, Direction::ServerToClient, t0 + 11 * ms);
-    notice.text = "header list cut at 65536 bytes";
+    notice.reason = "header list cut at 65536 bytes";
     batches[1].push_back(notice);
+    WireEvent broken = ev(EventKind::Notice, 1, Direction::ClientToServer, t0 + 11 * ms);
+    broken.about = ProtocolViolation{Direction::ClientToServer, "WINDOW_UPDATE of 0 on stream 3", 1};
+    broken.reason = describe(*broken.violation());
+    batches[1].push_back(broken);
     WireEvent lab = ev(EventKind::LabEvent, 0, Direction::ClientToServer, t0 + 12 * ms);
-    lab.text = "breaker";
-    lab.text2 = "closed -> open";
+    lab.about = LabDecision{"breaker", "closed -> open"};
     lab.grpc.callId = "call-a";
     batches[1].push_back(lab);
     batches[1].push_back(
@@ -162,13 +165,13 @@ std::vector<EventBatch> sampleBatches()
     WireEvent goaway = frame(1, Direction::ServerToClient, t0 + 60 * ms, FrameGoaway, 0, 0, 13);
     goaway.lastStreamId = 7;
     goaway.errorCode = 0;
-    goaway.text = "bye";
+    goaway.reason = "bye";
     batches[2].push_back(goaway);
     WireEvent err = ev(EventKind::DecodeError, 1, Direction::ServerToClient, t0 + 61 * ms);
-    err.text = "HPACK error";
+    err.reason = "HPACK error";
     batches[2].push_back(err);
     WireEvent closed = ev(EventKind::ConnectionClosed, 1, Direction::ClientToServer, t0 + 70 * ms);
-    closed.text = "closed by client";
+    closed.reason = "closed by client";
     batches[2].push_back(closed);
     return batches;
 }
@@ -262,6 +265,27 @@ private slots:
             QCOMPARE(a.info.redactedHeaders, b.info.redactedHeaders);
             QCOMPARE(a.batches == data.batches, !redact);
         }
+    }
+
+    // A file written before a broken rule had fields of its own holds only its sentence: it reads back as the
+    // structured value, so the connection still says who broke HTTP/2; any other notice stays a plain one.
+    void olderFilesGiveTheRuleFromItsSentence()
+    {
+        WireEvent legacy = ev(EventKind::Notice, 1, Direction::ServerToClient, t0);
+        legacy.reason = "protocol error by the server: PING of 4 bytes, not 8 (FRAME_SIZE_ERROR)";
+        WireEvent plain = ev(EventKind::Notice, 1, Direction::ServerToClient, t0);
+        plain.reason = "protocol error by the server: no code here";
+        const std::string bytes = encodeBatch({legacy, plain});
+        EventBatch back;
+        QVERIFY(decodeBatch(bytes.data(), bytes.size(), &back));
+        QCOMPARE(back.size(), size_t(2));
+        QVERIFY(back[0].violation());
+        QCOMPARE(back[0].violation()->by, Direction::ServerToClient);
+        QCOMPARE(back[0].violation()->rule, std::string("PING of 4 bytes, not 8"));
+        QCOMPARE(back[0].violation()->errorCode, 6u);
+        QCOMPARE(back[0].reason, legacy.reason);
+        QVERIFY(!back[1].violation());
+        QCOMPARE(back[1].reason, plain.reason);
     }
 
     void modelReplay()

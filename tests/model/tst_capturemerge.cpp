@@ -44,8 +44,7 @@ WireEvent labEvent(std::int64_t t, const std::string &callId)
     WireEvent e;
     e.kind = EventKind::LabEvent;
     e.tNs = t;
-    e.text = "breaker";
-    e.text2 = "closed -> open";
+    e.about = LabDecision{"breaker", "closed -> open"};
     e.grpc.callId = callId;
     return e;
 }

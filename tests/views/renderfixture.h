@@ -89,8 +89,7 @@ inline WireEvent labEvent(std::int64_t t, const std::string &kind, const std::st
     WireEvent e;
     e.kind = EventKind::LabEvent;
     e.tNs = t;
-    e.text = kind;
-    e.text2 = detail;
+    e.about = LabDecision{kind, detail};
     e.grpc.callId = call;
     return e;
 }

@@ -241,7 +241,8 @@ private slots:
 
         // A peer that broke an HTTP/2 rule: the subtitle says so, in the error colour.
         WireEvent broken = testev::event(EventKind::Notice, 1, 0, 95 * ms);
-        broken.text = "protocol error by the server: PING of 4 bytes, not 8 (FRAME_SIZE_ERROR)";
+        broken.about = ProtocolViolation{Direction::ServerToClient, "PING of 4 bytes, not 8", 6};
+        broken.reason = describe(*broken.violation());
         model.appendBatch({broken});
         QVERIFY(model.store().connections()[0].protocolError());
         const QImage marked = render(painter, rect);
