@@ -38,10 +38,7 @@ public:
         m_c2s.finish(tNs, out);
         m_s2c.finish(tNs, out);
     }
-    const H2Decoder &decoder(Direction dir) const
-    {
-        return dir == Direction::ClientToServer ? m_c2s : m_s2c;
-    }
+    const H2Decoder &decoder(Direction dir) const { return dir == Direction::ClientToServer ? m_c2s : m_s2c; }
 
 private:
     std::uint32_t m_connection;

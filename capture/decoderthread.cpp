@@ -193,7 +193,7 @@ void DecoderThread::loop()
                     e.dir = c.dir;
                     e.tNs = c.t;
                     e.reason = "lost part of the decoder's copy of the relayed bytes; relaying continues "
-                             "without decoding";
+                               "without decoding";
                     batch.push_back(std::move(e));
                 }
                 returned.push_back({c.pipe[0], c.pipe[1]});

@@ -10,22 +10,17 @@ namespace {
 template <typename T> std::optional<T> parseInt(std::string_view s)
 {
     T v{};
-    if (s.empty())
-        return std::nullopt;
+    if (s.empty()) return std::nullopt;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size())
-        return std::nullopt;
+    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
     return v;
 }
 
 int hexValue(char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
 // "initial_ms=50;multiplier=2;max_ms=1000"; anything malformed leaves the policy unknown.
@@ -37,8 +32,7 @@ void parseRetryPolicy(std::string_view text, GrpcFields *f)
         const std::string_view item = text.substr(0, semi);
         text = semi == std::string_view::npos ? std::string_view() : text.substr(semi + 1);
         const auto eq = item.find('=');
-        if (eq == std::string_view::npos)
-            return;
+        if (eq == std::string_view::npos) return;
         double v = 0;
         const std::string_view value = item.substr(eq + 1);
         auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
@@ -71,17 +65,14 @@ bool parseTraceparent(std::string_view value, std::string *traceId, std::string 
     // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55. A later version may
     // append "-" and more fields, which a version-00 reader skips.
     constexpr size_t kLength = 55;
-    if (value.size() < kLength || value[2] != '-' || value[35] != '-' || value[52] != '-')
-        return false;
+    if (value.size() < kLength || value[2] != '-' || value[35] != '-' || value[52] != '-') return false;
     const std::string_view version = value.substr(0, 2), trace = value.substr(3, 32),
                            parent = value.substr(36, 16), flags = value.substr(53, 2);
     if (!isLowerHex(version) || version == "ff" || !isLowerHex(trace) || !isLowerHex(parent) ||
         !isLowerHex(flags))
         return false;
-    if (value.size() > kLength && (version == "00" || value[kLength] != '-'))
-        return false;
-    if (allZero(trace) || allZero(parent))
-        return false;
+    if (value.size() > kLength && (version == "00" || value[kLength] != '-')) return false;
+    if (allZero(trace) || allZero(parent)) return false;
     *traceId = std::string(trace);
     *parentId = std::string(parent);
     return true;
@@ -89,20 +80,31 @@ bool parseTraceparent(std::string_view value, std::string *traceId, std::string 
 
 std::optional<std::int64_t> parseGrpcTimeout(std::string_view value)
 {
-    if (value.size() < 2 || value.size() > 9)
-        return std::nullopt;
+    if (value.size() < 2 || value.size() > 9) return std::nullopt;
     const auto digits = parseInt<std::int64_t>(value.substr(0, value.size() - 1));
-    if (!digits || *digits < 0)
-        return std::nullopt;
+    if (!digits || *digits < 0) return std::nullopt;
     std::int64_t unitNs = 0;
     switch (value.back()) {
-    case 'H': unitNs = 3600'000'000'000; break;
-    case 'M': unitNs = 60'000'000'000; break;
-    case 'S': unitNs = 1'000'000'000; break;
-    case 'm': unitNs = 1'000'000; break;
-    case 'u': unitNs = 1'000; break;
-    case 'n': unitNs = 1; break;
-    default: return std::nullopt;
+    case 'H':
+        unitNs = 3600'000'000'000;
+        break;
+    case 'M':
+        unitNs = 60'000'000'000;
+        break;
+    case 'S':
+        unitNs = 1'000'000'000;
+        break;
+    case 'm':
+        unitNs = 1'000'000;
+        break;
+    case 'u':
+        unitNs = 1'000;
+        break;
+    case 'n':
+        unitNs = 1;
+        break;
+    default:
+        return std::nullopt;
     }
     // 8 digits of hours (3.6e20 ns) do not fit in int64: longer than the model takes (events.h) is as good as
     // infinite, as in C-core, which saturates too.
@@ -146,7 +148,8 @@ GrpcFields extractGrpcFields(const std::vector<Header> &headers)
         else if (n == "grpc-message")
             f.message = percentDecode(h.value);
         else if (n == "grpc-retry-pushback-ms")
-            f.pushbackMs = parseInt<std::int64_t>(h.value).value_or(-1); // malformed stops retrying, as in C-core
+            f.pushbackMs =
+                parseInt<std::int64_t>(h.value).value_or(-1); // malformed stops retrying, as in C-core
         else if (n == "rpcscope-call-id")
             f.callId = h.value;
         else if (n == "grpc-encoding")

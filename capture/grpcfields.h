@@ -12,8 +12,9 @@ namespace rpcscope {
 std::optional<std::int64_t> parseGrpcTimeout(std::string_view value);
 // grpc-message is percent-encoded (gRPC over HTTP/2 spec); undecodable escapes pass through unchanged.
 std::string percentDecode(std::string_view value);
-// W3C Trace Context `traceparent` ("00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>"). False, leaving the
-// outputs untouched, when malformed: wrong lengths, upper-case or non-hex digits, an all-zero id, version ff.
+// W3C Trace Context `traceparent` ("00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>"). False, leaving
+// the outputs untouched, when malformed: wrong lengths, upper-case or non-hex digits, an all-zero id, version
+// ff.
 bool parseTraceparent(std::string_view value, std::string *traceId, std::string *parentId);
 // Pulls the gRPC fields out of a decoded header list.
 GrpcFields extractGrpcFields(const std::vector<Header> &headers);

@@ -2,9 +2,8 @@
 
 #include "h2wire.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <cstring>
+#include <nghttp2/nghttp2.h>
 
 namespace rpcscope {
 
@@ -28,13 +27,11 @@ std::string classifyNonH2(const std::uint8_t *data, size_t len, Direction dir)
     if (len >= 2 && data[0] == 0x16 && data[1] == 0x03)
         return dir == Direction::ClientToServer ? "TLS handshake (ClientHello): encrypted, not h2c"
                                                 : "TLS handshake (ServerHello): encrypted, not h2c";
-    static const char *const methods[] = {"GET ",  "POST ", "PUT ",     "HEAD ", "DELETE ",
+    static const char *const methods[] = {"GET ",   "POST ",    "PUT ",     "HEAD ", "DELETE ",
                                           "PATCH ", "OPTIONS ", "CONNECT ", "TRACE "};
     for (const char *m : methods)
-        if (startsWith(data, len, m))
-            return "HTTP/1.x request, not HTTP/2";
-    if (startsWith(data, len, "HTTP/1"))
-        return "HTTP/1.x response, not HTTP/2";
+        if (startsWith(data, len, m)) return "HTTP/1.x request, not HTTP/2";
+    if (startsWith(data, len, "HTTP/1")) return "HTTP/1.x response, not HTTP/2";
     std::string hex;
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < len && i < 8; ++i) {
@@ -42,17 +39,17 @@ std::string classifyNonH2(const std::uint8_t *data, size_t len, Direction dir)
         hex += digits[data[i] & 15];
         hex += ' ';
     }
-    if (!hex.empty())
-        hex.pop_back();
-    return dir == Direction::ClientToServer ? "not HTTP/2: no connection preface (first bytes " + hex + ")"
-                                            : "not HTTP/2: server did not start with SETTINGS (first bytes " +
-                                                  hex + ")";
+    if (!hex.empty()) hex.pop_back();
+    return dir == Direction::ClientToServer
+               ? "not HTTP/2: no connection preface (first bytes " + hex + ")"
+               : "not HTTP/2: server did not start with SETTINGS (first bytes " + hex + ")";
 }
 } // namespace
 
 H2Decoder::H2Decoder(Direction dir, const DecoderLimits &limits)
-    : m_dir(dir), m_limits(limits), m_state(dir == Direction::ClientToServer ? State::Preface : State::Frames),
-      m_headers(limits), m_messages(limits.maxMessageKeepBytes)
+    : m_dir(dir), m_limits(limits),
+      m_state(dir == Direction::ClientToServer ? State::Preface : State::Frames), m_headers(limits),
+      m_messages(limits.maxMessageKeepBytes)
 {
 }
 
@@ -60,14 +57,12 @@ void H2Decoder::attachMidStream()
 {
     m_midStream = true;
     m_headers.resetContext();
-    if (m_state == State::Preface || m_state == State::Frames)
-        m_state = State::Resync;
+    if (m_state == State::Preface || m_state == State::Frames) m_state = State::Resync;
 }
 
 void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
 {
-    if (m_state == State::Failed)
-        return;
+    if (m_state == State::Failed) return;
     m_state = State::Failed;
     m_error = std::move(reason);
     m_partial.clear();
@@ -82,12 +77,13 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
 void H2Decoder::finish(std::int64_t t, EventBatch &out)
 {
     if (m_state == State::Sniffing)
-        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t, out);
+        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t,
+             out);
     else if (m_state == State::Preface && m_prefaceHave > 0)
         fail("connection closed inside the HTTP/2 connection preface", t, out);
     else if (m_state == State::Frames && !m_sawFirstFrame && !m_partial.empty())
-        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_partial.data()), m_partial.size(), m_dir), t,
-             out);
+        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_partial.data()), m_partial.size(), m_dir),
+             t, out);
 }
 
 void H2Decoder::peerResetStream(std::uint32_t stream, std::int64_t t, EventBatch &out)
@@ -108,26 +104,23 @@ void H2Decoder::applyPeerInitialWindow(std::uint32_t size, std::int64_t t, Event
     m_windows.setInitialWindow(size, [&](std::uint32_t stream) { stall(false, stream, t, out); });
 }
 
-void H2Decoder::applyWindowUpdate(std::uint32_t stream, std::uint32_t increment, std::int64_t t, EventBatch &out)
+void H2Decoder::applyWindowUpdate(std::uint32_t stream, std::uint32_t increment, std::int64_t t,
+                                  EventBatch &out)
 {
-    if (m_windows.grow(stream, increment))
-        stall(false, stream, t, out);
+    if (m_windows.grow(stream, increment)) stall(false, stream, t, out);
 }
 
 void H2Decoder::dropFlow(std::uint32_t stream, std::int64_t t, EventBatch &out)
 {
-    if (m_windows.close(stream))
-        stall(false, stream, t, out);
+    if (m_windows.close(stream)) stall(false, stream, t, out);
 }
 
 size_t H2Decoder::feedPreface(const std::uint8_t *data, size_t len)
 {
     const size_t n = std::min(len, kPrefaceLen - m_prefaceHave);
-    if (std::memcmp(data, kPreface + m_prefaceHave, n) != 0)
-        return size_t(-1);
+    if (std::memcmp(data, kPreface + m_prefaceHave, n) != 0) return size_t(-1);
     m_prefaceHave += n;
-    if (m_prefaceHave == kPrefaceLen)
-        m_state = State::Frames;
+    if (m_prefaceHave == kPrefaceLen) m_state = State::Frames;
     return n;
 }
 
@@ -135,8 +128,7 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
                      EventBatch &out)
 {
     m_connection = connection;
-    if (m_state == State::Failed || len == 0)
-        return;
+    if (m_state == State::Failed || len == 0) return;
     if (m_state == State::Preface) {
         const size_t used = feedPreface(data, len);
         if (used == size_t(-1)) {
@@ -145,8 +137,7 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
         } else {
             data += used;
             len -= used;
-            if (m_state == State::Preface)
-                return;
+            if (m_state == State::Preface) return;
         }
     }
     if (m_state == State::Resync) {
@@ -155,11 +146,12 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
         return;
     }
     if (m_state == State::Sniffing) {
-        // Name the bytes only once there are enough of them, so "G" + "ET / HTTP/1.1" still reads as HTTP/1.x.
+        // Name the bytes only once there are enough of them, so "G" + "ET / HTTP/1.1" still reads as
+        // HTTP/1.x.
         m_sniff.append(reinterpret_cast<const char *>(data), std::min(len, kSniffLen - m_sniff.size()));
         if (m_sniff.size() >= kSniffLen)
-            fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t,
-                 out);
+            fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir),
+                 t, out);
         return;
     }
 
@@ -170,11 +162,9 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
             streamData(data, n);
             data += n;
             len -= n;
-            if (m_streamed.left > 0)
-                return;
+            if (m_streamed.left > 0) return;
             finishStreamedData(t, out);
-            if (m_state == State::Failed)
-                return;
+            if (m_state == State::Failed) return;
         }
 
         // Complete a frame carried over from an earlier read.
@@ -184,11 +174,9 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
                 m_partial.append(reinterpret_cast<const char *>(data), n);
                 data += n;
                 len -= n;
-                if (m_partial.size() < kFrameHeaderLen)
-                    return;
+                if (m_partial.size() < kFrameHeaderLen) return;
                 const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
-                if (!checkFrameHeader(hdr, t, out))
-                    return;
+                if (!checkFrameHeader(hdr, t, out)) return;
                 if (len < be24(hdr) && streamable(hdr)) {
                     beginStreamedData(hdr);
                     m_partial.clear();
@@ -204,11 +192,10 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
             m_partial.append(reinterpret_cast<const char *>(data), n);
             data += n;
             len -= n;
-            if (m_partial.size() < total)
-                return;
-            // The frame moves to m_whole, whose buffer m_partial takes in exchange: while frames keep splitting
-            // across reads the two buffers are reused instead of allocated each time. handleFrame may clear
-            // m_partial (fail, resync); the frame it reads is m_whole.
+            if (m_partial.size() < total) return;
+            // The frame moves to m_whole, whose buffer m_partial takes in exchange: while frames keep
+            // splitting across reads the two buffers are reused instead of allocated each time. handleFrame
+            // may clear m_partial (fail, resync); the frame it reads is m_whole.
             m_whole.swap(m_partial);
             m_partial.clear();
             const auto *f = reinterpret_cast<const std::uint8_t *>(m_whole.data());
@@ -220,17 +207,14 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
 
         // Whole frames straight from the read buffer: no copy on the common path.
         while (len >= kFrameHeaderLen && m_state != State::Failed) {
-            if (!checkFrameHeader(data, t, out))
-                return;
+            if (!checkFrameHeader(data, t, out)) return;
             const size_t total = kFrameHeaderLen + be24(data);
-            if (len < total)
-                break;
+            if (len < total) break;
             handleFrame(data, data + kFrameHeaderLen, t, out);
             data += total;
             len -= total;
         }
-        if (len == 0 || m_state == State::Failed)
-            return;
+        if (len == 0 || m_state == State::Failed) return;
         if (len >= kFrameHeaderLen && streamable(data)) {
             beginStreamedData(data);
             data += kFrameHeaderLen;
@@ -289,8 +273,7 @@ void H2Decoder::streamData(const std::uint8_t *p, size_t n)
 size_t H2Decoder::skippable() const
 {
     const StreamedData &s = m_streamed;
-    if (m_state != State::Frames || !s.active || !s.padKnown)
-        return 0;
+    if (m_state != State::Frames || !s.active || !s.padKnown) return 0;
     if (s.badPadding || s.streamGone || s.dataLeft == 0)
         return s.left; // nothing more of this frame is looked at
     return m_messages.skippable(frameStream(s.hdr), s.dataLeft);
@@ -299,8 +282,7 @@ size_t H2Decoder::skippable() const
 void H2Decoder::skip(size_t n, std::int64_t t, std::uint32_t connection, EventBatch &out)
 {
     m_connection = connection;
-    if (n == 0)
-        return;
+    if (n == 0) return;
     if (n > skippable()) {
         fail("skipped " + std::to_string(n) + " bytes the decoder needed", t, out);
         return;
@@ -315,8 +297,7 @@ void H2Decoder::skip(size_t n, std::int64_t t, std::uint32_t connection, EventBa
     } else {
         s.dataLeft -= std::uint32_t(std::min<size_t>(n, s.dataLeft));
     }
-    if (s.left == 0)
-        finishStreamedData(t, out);
+    if (s.left == 0) finishStreamedData(t, out);
 }
 
 void H2Decoder::finishStreamedData(std::int64_t t, EventBatch &out)
@@ -340,22 +321,21 @@ void H2Decoder::finishStreamedData(std::int64_t t, EventBatch &out)
         fail("bad padding in DATA on stream " + std::to_string(stream), t, out);
         return;
     }
-    if (!s.touched)
-        m_messages.touch(stream);
+    if (!s.touched) m_messages.touch(stream);
     for (WireEvent &m : s.events) {
         m.tNs = t;
         out.push_back(std::move(m));
     }
     s.events.clear();
-    if (!s.streamGone && (flags & FlagEndStream))
-        m_messages.forget(stream);
+    if (!s.streamGone && (flags & FlagEndStream)) m_messages.forget(stream);
 }
 
 bool H2Decoder::checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out)
 {
     // Checked before buffering, so garbage cannot make us hold megabytes waiting for a frame that never ends.
     const std::uint32_t len = be24(hdr);
-    if (!m_sawFirstFrame && !m_midStream && (hdr[3] != FrameSettings || frameStream(hdr) != 0 || len % 6 != 0)) {
+    if (!m_sawFirstFrame && !m_midStream &&
+        (hdr[3] != FrameSettings || frameStream(hdr) != 0 || len % 6 != 0)) {
         fail(m_dir == Direction::ServerToClient ? classifyNonH2(hdr, kFrameHeaderLen, m_dir)
                                                 : "first frame after the preface is not SETTINGS",
              t, out);
@@ -383,20 +363,28 @@ bool H2Decoder::plausibleFrameHeader(const std::uint8_t *hdr) const
     const std::uint8_t flags = hdr[4];
     const std::uint32_t raw = be32(hdr + 5);
     const std::uint32_t stream = raw & 0x7fffffffu;
-    if ((raw & 0x80000000u) || len > m_maxFrameSize)
-        return false;
+    if ((raw & 0x80000000u) || len > m_maxFrameSize) return false;
     switch (type) {
-    case FrameData: return stream != 0 && !(flags & ~(FlagEndStream | FlagPadded));
+    case FrameData:
+        return stream != 0 && !(flags & ~(FlagEndStream | FlagPadded));
     case FrameHeaders:
         return stream != 0 && !(flags & ~(FlagEndStream | FlagEndHeaders | FlagPadded | FlagPriority));
-    case FramePriority: return stream != 0 && len == 5 && flags == 0;
-    case FrameRstStream: return stream != 0 && len == 4 && flags == 0;
-    case FrameSettings: return stream == 0 && len % 6 == 0 && !(flags & ~FlagAck) && (!(flags & FlagAck) || !len);
-    case FramePing: return stream == 0 && len == 8 && !(flags & ~FlagAck);
-    case FrameGoaway: return stream == 0 && len >= 8 && flags == 0;
-    case FrameWindowUpdate: return len == 4 && flags == 0;
-    case FrameContinuation: return stream != 0 && !(flags & ~FlagEndHeaders);
-    default: return false; // unknown types are legal, but too weak to resynchronise on
+    case FramePriority:
+        return stream != 0 && len == 5 && flags == 0;
+    case FrameRstStream:
+        return stream != 0 && len == 4 && flags == 0;
+    case FrameSettings:
+        return stream == 0 && len % 6 == 0 && !(flags & ~FlagAck) && (!(flags & FlagAck) || !len);
+    case FramePing:
+        return stream == 0 && len == 8 && !(flags & ~FlagAck);
+    case FrameGoaway:
+        return stream == 0 && len >= 8 && flags == 0;
+    case FrameWindowUpdate:
+        return len == 4 && flags == 0;
+    case FrameContinuation:
+        return stream != 0 && !(flags & ~FlagEndHeaders);
+    default:
+        return false; // unknown types are legal, but too weak to resynchronise on
     }
 }
 
@@ -427,10 +415,11 @@ bool H2Decoder::resync(std::int64_t t, EventBatch &out)
             m_resyncFrom = 0;
             m_state = State::Frames;
             m_sawFirstFrame = true;
-            stamp(t).notice("attached mid-connection: skipped " + std::to_string(off) +
-                                " bytes to the first frame boundary; header blocks may be incomplete until HPACK "
-                                "state is rebuilt",
-                            0, out);
+            stamp(t).notice(
+                "attached mid-connection: skipped " + std::to_string(off) +
+                    " bytes to the first frame boundary; header blocks may be incomplete until HPACK "
+                    "state is rebuilt",
+                0, out);
             feed(reinterpret_cast<const std::uint8_t *>(rest.data()), rest.size(), t, m_connection, out);
             return true;
         }
@@ -473,8 +462,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     e.length = len;
     switch (type) {
     case FrameRstStream:
-        if (len >= 4)
-            e.errorCode = be32(payload);
+        if (len >= 4) e.errorCode = be32(payload);
         break;
     case FrameGoaway:
         if (len >= 8) {
@@ -488,8 +476,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         if (len == 8) {
             e.pingData = (std::uint64_t(be32(payload)) << 32) | be32(payload + 4);
             if (!(flags & FlagAck)) {
-                if (m_pendingPings.size() >= 16)
-                    m_pendingPings.pop_front();
+                if (m_pendingPings.size() >= 16) m_pendingPings.pop_front();
                 m_pendingPings.emplace_back(e.pingData, t);
             } else if (m_peer) {
                 // The ACK answers a PING the other direction sent.
@@ -505,8 +492,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         }
         break;
     case FrameWindowUpdate:
-        if (len >= 4)
-            e.windowIncrement = be32(payload) & 0x7fffffffu;
+        if (len >= 4) e.windowIncrement = be32(payload) & 0x7fffffffu;
         break;
     case FrameSettings:
         if (!(flags & FlagAck))
@@ -525,11 +511,11 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
 
     // Strip padding for the frame types that carry it.
     auto unpad = [&](const std::uint8_t *&p, std::uint32_t &n) -> bool {
-        if (!(flags & FlagPadded))
-            return true;
+        if (!(flags & FlagPadded)) return true;
         if (n < 1 || payload[0] >= n) {
-            fail(std::string("bad padding in ") + frameTypeName(type) + " on stream " + std::to_string(stream), t,
-                 out);
+            fail(std::string("bad padding in ") + frameTypeName(type) + " on stream " +
+                     std::to_string(stream),
+                 t, out);
             return false;
         }
         const std::uint32_t pad = payload[0];
@@ -543,8 +529,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         dataFlow(stream, flags, len, t, out);
         const std::uint8_t *p = payload;
         std::uint32_t n = len;
-        if (!unpad(p, n))
-            return;
+        if (!unpad(p, n)) return;
         if (m_messages.feed(stream, p, n, stamp(t), out) && (flags & FlagEndStream))
             m_messages.forget(stream);
         break;
@@ -552,8 +537,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     case FrameHeaders: {
         const std::uint8_t *p = payload;
         std::uint32_t n = len;
-        if (!unpad(p, n))
-            return;
+        if (!unpad(p, n)) return;
         if (flags & FlagPriority) {
             if (n < 5) {
                 fail("HEADERS priority fields truncated on stream " + std::to_string(stream), t, out);
@@ -565,26 +549,21 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         const bool endStream = flags & FlagEndStream;
         m_headers.begin(stream, endStream, false);
         if (m_dir == Direction::ClientToServer && stream > m_lastOpenedStream) {
-            // A new stream has windows both ways from now on: a WINDOW_UPDATE for it may come before its first
-            // DATA (grpc++ raises a response stream's window as soon as it asks).
+            // A new stream has windows both ways from now on: a WINDOW_UPDATE for it may come before its
+            // first DATA (grpc++ raises a response stream's window as soon as it asks).
             m_lastOpenedStream = stream;
-            if (!endStream)
-                m_windows.open(stream);
-            if (m_peer)
-                m_peer->m_windows.open(stream);
+            if (!endStream) m_windows.open(stream);
+            if (m_peer) m_peer->m_windows.open(stream);
         }
-        if (endStream)
-            dropFlow(stream, t, out);
+        if (endStream) dropFlow(stream, t, out);
         handleHeaderFragment(stream, p, n, flags & FlagEndHeaders, t, out);
-        if (endStream && !m_headers.open())
-            m_messages.forget(stream);
+        if (endStream && !m_headers.open()) m_messages.forget(stream);
         break;
     }
     case FramePushPromise: {
         const std::uint8_t *p = payload;
         std::uint32_t n = len;
-        if (!unpad(p, n))
-            return;
+        if (!unpad(p, n)) return;
         if (n < 4) {
             fail("PUSH_PROMISE truncated", t, out);
             return;
@@ -599,8 +578,7 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
             return;
         }
         handleHeaderFragment(stream, payload, len, flags & FlagEndHeaders, t, out);
-        if (m_headers.endStream() && !m_headers.open())
-            m_messages.forget(stream);
+        if (m_headers.endStream() && !m_headers.open()) m_messages.forget(stream);
         break;
     case FrameSettings:
         if (m_peer)
@@ -608,7 +586,8 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
                 // Our SETTINGS bound what the other side may send us, so they configure the peer's decoder.
                 if (id == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
                     m_peer->m_headers.setTableSize(value);
-                else if (id == NGHTTP2_SETTINGS_MAX_FRAME_SIZE && value >= 16384 && value <= kMaxFrameSizeLimit)
+                else if (id == NGHTTP2_SETTINGS_MAX_FRAME_SIZE && value >= 16384 &&
+                         value <= kMaxFrameSizeLimit)
                     m_peer->m_maxFrameSize = value;
                 else if (id == NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE && value <= 0x7fffffffu)
                     m_peer->applyPeerInitialWindow(value, t, out);
@@ -616,16 +595,14 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
         break;
     case FrameWindowUpdate:
         // Our WINDOW_UPDATE lets the other side send more.
-        if (m_peer)
-            m_peer->applyWindowUpdate(stream, e.windowIncrement, t, out);
+        if (m_peer) m_peer->applyWindowUpdate(stream, e.windowIncrement, t, out);
         break;
     case FrameRstStream:
         // Frames the other side sent before it saw this reset are still on the wire; its decoder must
         // not lose its place in a message that is partly through.
         m_messages.forget(stream);
         dropFlow(stream, t, out);
-        if (m_peer)
-            m_peer->peerResetStream(stream, t, out);
+        if (m_peer) m_peer->peerResetStream(stream, t, out);
         break;
     default:
         break; // PRIORITY, PING, GOAWAY and unknown types: recorded above, nothing more to track
@@ -643,16 +620,14 @@ void H2Decoder::dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t
                                std::to_string(spent.connectionOverrun) + " bytes",
                            NGHTTP2_FLOW_CONTROL_ERROR, stream, stamp(t), out);
         if (spent.streamOverrun)
-            m_rules.report("DATA on stream " + std::to_string(stream) + " overran the stream's flow-control window by " +
+            m_rules.report("DATA on stream " + std::to_string(stream) +
+                               " overran the stream's flow-control window by " +
                                std::to_string(spent.streamOverrun) + " bytes",
                            NGHTTP2_FLOW_CONTROL_ERROR, stream, stamp(t), out);
     }
-    if (spent.streamStallEnded)
-        stall(false, stream, t, out);
-    if (spent.streamStalled)
-        stall(true, stream, t, out);
-    if (spent.connectionStalled)
-        stall(true, 0, t, out);
+    if (spent.streamStallEnded) stall(false, stream, t, out);
+    if (spent.streamStalled) stall(true, stream, t, out);
+    if (spent.connectionStalled) stall(true, 0, t, out);
 }
 
 void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p, size_t len, bool endHeaders,
@@ -665,8 +640,7 @@ void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p
              t, out);
         return;
     }
-    if (endHeaders)
-        m_headers.finish(stamp(t), m_midStream, out);
+    if (endHeaders) m_headers.finish(stamp(t), m_midStream, out);
 }
 
 } // namespace rpcscope

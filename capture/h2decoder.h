@@ -1,8 +1,8 @@
 #pragma once
 
 #include "decoderlimits.h"
-#include "eventstamp.h"
 #include "events.h"
+#include "eventstamp.h"
 #include "flowwindows.h"
 #include "grpcmessages.h"
 #include "headerblock.h"
@@ -17,9 +17,9 @@ namespace rpcscope {
 // Passive decoder for one direction of one HTTP/2 connection. It never answers the peer; it only delimits
 // frames, inflates header blocks with nghttp2's HPACK inflater, finds gRPC message boundaries, pairs PINGs
 // with their ACKs and follows flow-control windows. Bytes may be split anywhere across feed() calls: only an
-// incomplete frame is buffered. This class is the framing: bytes into frames, frames into events. Header blocks
-// (HeaderBlock), gRPC messages (GrpcMessages), flow-control windows (FlowWindows) and rule checks (RuleChecks)
-// are each a part of it with a file of its own.
+// incomplete frame is buffered. This class is the framing: bytes into frames, frames into events. Header
+// blocks (HeaderBlock), gRPC messages (GrpcMessages), flow-control windows (FlowWindows) and rule checks
+// (RuleChecks) are each a part of it with a file of its own.
 class H2Decoder
 {
 public:
@@ -34,14 +34,15 @@ public:
     void attachMidStream();
 
     // Appends the events completed by these bytes, all stamped tNs (the read that delivered them).
-    void feed(const std::uint8_t *data, size_t len, std::int64_t tNs, std::uint32_t connection, EventBatch &out);
+    void feed(const std::uint8_t *data, size_t len, std::int64_t tNs, std::uint32_t connection,
+              EventBatch &out);
 
     // The connection closed: report anything held back (a few bytes too short to classify).
     void finish(std::int64_t tNs, EventBatch &out);
 
-    // Bytes just ahead that the decoder would not look at: inside a DATA frame that spans reads, the rest of a
-    // message body past its kept first bytes, or padding. They may be passed to skip() instead of feed(), so
-    // a relay can leave them unread; the events are the same either way.
+    // Bytes just ahead that the decoder would not look at: inside a DATA frame that spans reads, the rest of
+    // a message body past its kept first bytes, or padding. They may be passed to skip() instead of feed(),
+    // so a relay can leave them unread; the events are the same either way.
     size_t skippable() const;
     // Passes over n <= skippable() bytes as if they had been fed (more is a DecodeError).
     void skip(size_t n, std::int64_t tNs, std::uint32_t connection, EventBatch &out);
@@ -50,13 +51,21 @@ public:
     const std::string &error() const { return m_error; }
 
 private:
-    enum class State { Preface, Sniffing, Resync, Frames, Failed };
+    enum class State
+    {
+        Preface,
+        Sniffing,
+        Resync,
+        Frames,
+        Failed
+    };
 
     size_t feedPreface(const std::uint8_t *data, size_t len);
     bool resync(std::int64_t t, EventBatch &out);
     bool plausibleFrameHeader(const std::uint8_t *hdr) const;
     void handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload, std::int64_t t, EventBatch &out);
-    void dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t len, std::int64_t t, EventBatch &out);
+    void dataFlow(std::uint32_t stream, std::uint8_t flags, std::uint32_t len, std::int64_t t,
+                  EventBatch &out);
     bool streamable(const std::uint8_t *hdr) const;
     void beginStreamedData(const std::uint8_t *hdr);
     void streamData(const std::uint8_t *p, size_t n);
@@ -85,7 +94,7 @@ private:
     bool m_midStream = false;
     size_t m_prefaceHave = 0;
     size_t m_resyncFrom = 0; // Resync: where the next scan resumes in m_partial
-    std::string m_sniff; // bytes that are not a preface, kept until they are enough to name what they are
+    std::string m_sniff;     // bytes that are not a preface, kept until they are enough to name what they are
     bool m_sawFirstFrame = false;
     std::uint32_t m_maxFrameSize = 16384; // SETTINGS_MAX_FRAME_SIZE of the receiving side
     std::string m_partial;                // an incomplete frame carried over from the previous feed
@@ -102,8 +111,8 @@ private:
         std::uint32_t dataLeft = 0; // of which message bytes, once the pad length is known
         bool padKnown = true;
         bool badPadding = false;
-        bool streamGone = false;    // the message parser dropped the stream (reset by the peer) mid-frame
-        bool touched = false;       // some message bytes reached the parser
+        bool streamGone = false; // the message parser dropped the stream (reset by the peer) mid-frame
+        bool touched = false;    // some message bytes reached the parser
         EventBatch events;
     } m_streamed;
 

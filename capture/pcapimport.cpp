@@ -2,14 +2,12 @@
 
 #include "connectiondecoder.h"
 
-#include <pcap/pcap.h>
-
 #include <arpa/inet.h>
-
 #include <array>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <pcap/pcap.h>
 #include <set>
 #include <sys/stat.h>
 
@@ -20,7 +18,13 @@ namespace {
 constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr size_t kPrefaceLen = sizeof kPreface - 1;
 
-enum TcpFlag : std::uint8_t { Fin = 0x01, Syn = 0x02, Rst = 0x04, Ack = 0x10 };
+enum TcpFlag : std::uint8_t
+{
+    Fin = 0x01,
+    Syn = 0x02,
+    Rst = 0x04,
+    Ack = 0x10
+};
 
 struct Endpoint
 {
@@ -33,8 +37,7 @@ struct Endpoint
         char buf[INET6_ADDRSTRLEN] = {};
         inet_ntop(v6 ? AF_INET6 : AF_INET, addr.data(), buf, sizeof buf);
         std::string s;
-        if (v6)
-            s += '[';
+        if (v6) s += '[';
         s += buf;
         s += v6 ? "]:" : ":";
         s += std::to_string(port);
@@ -71,8 +74,7 @@ int linkToIp(int linkType, const std::uint8_t *p, size_t len, size_t *offset)
     };
     switch (linkType) {
     case DLT_EN10MB: {
-        if (len < 14)
-            return 0;
+        if (len < 14) return 0;
         size_t at = 12;
         std::uint16_t type = be16(p + at);
         while ((type == 0x8100 || type == 0x88A8) && len >= at + 6) { // VLAN tags
@@ -87,8 +89,7 @@ int linkToIp(int linkType, const std::uint8_t *p, size_t len, size_t *offset)
         return len < 20 ? 0 : byEthertype(be16(p), 20);
     case DLT_NULL:
     case DLT_LOOP: {
-        if (len < 4)
-            return 0;
+        if (len < 4) return 0;
         std::uint32_t family;
         std::memcpy(&family, p, 4);
         if (linkType == DLT_LOOP)
@@ -115,8 +116,7 @@ bool parseTcp(const std::uint8_t *p, size_t len, size_t wireLen, int ipVersion, 
 {
     size_t ipHeader = 0, ipTotal = 0;
     if (ipVersion == 4) {
-        if (len < 20 || p[0] >> 4 != 4 || p[9] != 6)
-            return false;
+        if (len < 20 || p[0] >> 4 != 4 || p[9] != 6) return false;
         ipHeader = size_t(p[0] & 0x0F) * 4;
         ipTotal = be16(p + 2);
         if ((be16(p + 6) & 0x3FFF) != 0) // a fragment: not reassembled
@@ -133,19 +133,18 @@ bool parseTcp(const std::uint8_t *p, size_t len, size_t wireLen, int ipVersion, 
         std::memcpy(s->src.addr.data(), p + 8, 16);
         std::memcpy(s->dst.addr.data(), p + 24, 16);
     }
-    if (ipHeader < 20 || len < ipHeader + 20 || ipTotal < ipHeader + 20)
-        return false;
+    if (ipHeader < 20 || len < ipHeader + 20 || ipTotal < ipHeader + 20) return false;
     const std::uint8_t *t = p + ipHeader;
     const size_t tcpHeader = size_t(t[12] >> 4) * 4;
-    if (tcpHeader < 20 || ipTotal < ipHeader + tcpHeader || len < ipHeader + tcpHeader)
-        return false;
+    if (tcpHeader < 20 || ipTotal < ipHeader + tcpHeader || len < ipHeader + tcpHeader) return false;
     s->src.port = be16(t);
     s->dst.port = be16(t + 2);
     s->seq = be32(t + 4);
     s->flags = t[13];
     s->payload = t + tcpHeader;
     const size_t payloadOnWire = ipTotal - ipHeader - tcpHeader;
-    const size_t present = std::min(payloadOnWire, len - ipHeader - tcpHeader); // Ethernet padding is not payload
+    const size_t present =
+        std::min(payloadOnWire, len - ipHeader - tcpHeader); // Ethernet padding is not payload
     s->length = present;
     s->missing = payloadOnWire - present;
     (void)wireLen;
@@ -182,8 +181,7 @@ public:
     {
         const bool toServer = serverPorts.count(s.dst.port) != 0;
         const bool fromServer = serverPorts.count(s.src.port) != 0;
-        if (!toServer && !fromServer)
-            return;
+        if (!toServer && !fromServer) return;
         ++m_r->tcpSegments;
         // Which end is the client: a bare SYN's sender; else the end that is not on a server port.
         const bool senderIsClient = (s.flags & Syn) ? !(s.flags & Ack) : toServer;
@@ -211,14 +209,14 @@ public:
             e.about = PeerNames{client.toString(), server.toString()};
             if (!(s.flags & Syn)) {
                 it->second.decoder->attachMidStream();
-                m_r->notes.push_back("connection " + std::to_string(it->second.id) + " (" + e.peers()->client +
+                m_r->notes.push_back("connection " + std::to_string(it->second.id) + " (" +
+                                     e.peers()->client +
                                      ") was already open when the capture began: decoded from the middle");
             }
             m_r->events.push_back(std::move(e));
         }
         Conn &c = it->second;
-        if (c.closed)
-            return;
+        if (c.closed) return;
         const Direction dir = senderIsClient ? Direction::ClientToServer : Direction::ServerToClient;
         Side &side = c.side[int(dir)];
         if (s.flags & Syn) {
@@ -230,11 +228,11 @@ public:
             side.started = true;
             side.next = s.seq;
         }
-        if (s.length || s.missing)
-            accept(c, dir, s.seq, s.payload, s.length, s.missing, t);
+        if (s.length || s.missing) accept(c, dir, s.seq, s.payload, s.length, s.missing, t);
         if (s.flags & Rst) {
-            close(c, t, std::string(dir == Direction::ClientToServer ? "client" : "server") +
-                            " reset the connection (RST)");
+            close(c, t,
+                  std::string(dir == Direction::ClientToServer ? "client" : "server") +
+                      " reset the connection (RST)");
             return;
         }
         if (s.flags & Fin) {
@@ -249,19 +247,17 @@ public:
         for (auto &[key, c] : m_conns)
             if (!c.closed) {
                 for (int d = 0; d < 2; ++d)
-                    if (!c.side[d].held.empty())
-                        declareLost(c, Direction(d), t);
+                    if (!c.side[d].held.empty()) declareLost(c, Direction(d), t);
                 close(c, t, "capture ended");
             }
     }
 
 private:
-    void accept(Conn &c, Direction dir, std::uint32_t seq, const std::uint8_t *data, size_t len, size_t missing,
-                std::int64_t t)
+    void accept(Conn &c, Direction dir, std::uint32_t seq, const std::uint8_t *data, size_t len,
+                size_t missing, std::int64_t t)
     {
         Side &side = c.side[int(dir)];
-        if (side.lost)
-            return;
+        if (side.lost) return;
         const std::int32_t ahead = std::int32_t(seq - side.next);
         if (ahead > 0) {
             ++m_r->outOfOrder;
@@ -269,15 +265,15 @@ private:
                 declareLost(c, dir, t);
                 return;
             }
-            auto [it, fresh] = side.held.try_emplace(seq, std::string(reinterpret_cast<const char *>(data), len), t);
+            auto [it, fresh] =
+                side.held.try_emplace(seq, std::string(reinterpret_cast<const char *>(data), len), t);
             if (fresh)
                 side.heldBytes += len;
             else if (it->second.first.size() < len) { // a longer retransmission of a held segment
                 side.heldBytes += len - it->second.first.size();
                 it->second.first.assign(reinterpret_cast<const char *>(data), len);
             }
-            if (side.heldBytes > m_opt.maxOutOfOrderBytes)
-                declareLost(c, dir, t);
+            if (side.heldBytes > m_opt.maxOutOfOrderBytes) declareLost(c, dir, t);
             return;
         }
         const size_t skip = size_t(-std::int64_t(ahead));
@@ -285,10 +281,8 @@ private:
             ++m_r->retransmitted;
             return;
         }
-        if (skip)
-            ++m_r->retransmitted;
-        if (skip < len)
-            deliver(c, dir, data + skip, len - skip, t);
+        if (skip) ++m_r->retransmitted;
+        if (skip < len) deliver(c, dir, data + skip, len - skip, t);
         if (missing) {
             declareLost(c, dir, t);
             return;
@@ -309,26 +303,23 @@ private:
             auto it = side.held.begin();
             // The held segment nearest to `next` (sequence numbers wrap, so compare relative to it).
             for (auto j = side.held.begin(); j != side.held.end(); ++j)
-                if (std::int32_t(j->first - side.next) < std::int32_t(it->first - side.next))
-                    it = j;
+                if (std::int32_t(j->first - side.next) < std::int32_t(it->first - side.next)) it = j;
             const std::int32_t ahead = std::int32_t(it->first - side.next);
-            if (ahead > 0)
-                return;
+            if (ahead > 0) return;
             auto [bytes, when] = std::move(it->second);
             side.heldBytes -= bytes.size();
             side.held.erase(it);
             const size_t skip = size_t(-std::int64_t(ahead));
             if (skip < bytes.size())
-                deliver(c, dir, reinterpret_cast<const std::uint8_t *>(bytes.data()) + skip, bytes.size() - skip,
-                        when);
+                deliver(c, dir, reinterpret_cast<const std::uint8_t *>(bytes.data()) + skip,
+                        bytes.size() - skip, when);
         }
     }
 
     void declareLost(Conn &c, Direction dir, std::int64_t t)
     {
         Side &side = c.side[int(dir)];
-        if (side.lost)
-            return;
+        if (side.lost) return;
         side.lost = true;
         side.held.clear();
         side.heldBytes = 0;
@@ -338,7 +329,7 @@ private:
         e.dir = dir;
         e.tNs = t;
         e.reason = "bytes missing from the capture (a lost segment or a short snap length); the rest of this "
-                 "direction is not decoded";
+                   "direction is not decoded";
         m_r->events.push_back(std::move(e));
         m_r->notes.push_back("connection " + std::to_string(c.id) + ": " + e.reason);
     }
@@ -369,8 +360,7 @@ struct PcapFile
     ~PcapFile() { close(); }
     void close()
     {
-        if (p)
-            pcap_close(p);
+        if (p) pcap_close(p);
         p = nullptr;
     }
 };
@@ -392,20 +382,21 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
                 std::string *error)
 {
     *result = PcapImportResult{};
-    struct stat st{};
+    struct stat st
+    {
+    };
     const double fileSize = ::stat(path.c_str(), &st) == 0 ? double(st.st_size) : 0;
     Importer importer(options, result);
 
     PcapFile file;
-    if (!open(path, &file, error))
-        return false;
+    if (!open(path, &file, error)) return false;
     const int linkType = pcap_datalink(file.p);
     {
         size_t off = 0;
         if (linkToIp(linkType, nullptr, 0, &off) < 0) {
-            *error = std::string("unsupported link type ") + (pcap_datalink_val_to_name(linkType)
-                                                                  ? pcap_datalink_val_to_name(linkType)
-                                                                  : std::to_string(linkType).c_str()) +
+            *error = std::string("unsupported link type ") +
+                     (pcap_datalink_val_to_name(linkType) ? pcap_datalink_val_to_name(linkType)
+                                                          : std::to_string(linkType).c_str()) +
                      " (supported: Ethernet, Linux cooked, BSD loopback, raw IP)";
             return false;
         }
@@ -432,8 +423,7 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
             return false;
         }
         file.close(); // read it again from the start
-        if (!open(path, &file, error))
-            return false;
+        if (!open(path, &file, error)) return false;
     }
     result->serverPort = *importer.serverPorts.begin();
 
@@ -443,14 +433,12 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
     std::int64_t last = 0;
     while ((rc = pcap_next_ex(file.p, &h, &data)) == 1) {
         const std::int64_t t = std::int64_t(h->ts.tv_sec) * 1'000'000'000 + std::int64_t(h->ts.tv_usec);
-        if (!result->packets++)
-            result->firstPacketWallNs = t;
+        if (!result->packets++) result->firstPacketWallNs = t;
         last = std::max(last, t);
         size_t off = 0;
         const int ip = linkToIp(linkType, data, h->caplen, &off);
         Segment s;
-        if (ip > 0 && parseTcp(data + off, h->caplen - off, h->len, ip, &s))
-            importer.packet(s, t);
+        if (ip > 0 && parseTcp(data + off, h->caplen - off, h->len, ip, &s)) importer.packet(s, t);
         if (options.progress && result->packets % 4096 == 0 && fileSize > 0) {
             FILE *fp = pcap_file(file.p);
             const double done = fp ? double(std::ftell(fp)) / fileSize : 0;

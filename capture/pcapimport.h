@@ -16,8 +16,8 @@ struct PcapImportOptions
     // The server's TCP port. Unset: detected from the HTTP/2 client preface (PRI * HTTP/2.0) and SYNs.
     std::optional<std::uint16_t> serverPort;
     DecoderLimits limits;
-    // Out-of-order bytes held per direction while waiting for a missing segment; beyond it the gap is declared
-    // lost and decoding of that direction stops (the connection is marked).
+    // Out-of-order bytes held per direction while waiting for a missing segment; beyond it the gap is
+    // declared lost and decoding of that direction stops (the connection is marked).
     size_t maxOutOfOrderBytes = size_t(8) << 20;
     // Called now and then with the fraction of the file read; return false to cancel.
     std::function<bool(double)> progress;
@@ -25,10 +25,10 @@ struct PcapImportOptions
 
 struct PcapImportResult
 {
-    EventBatch events;        // time-ordered per connection; tNs is the packet's wall-clock time in ns
+    EventBatch events; // time-ordered per connection; tNs is the packet's wall-clock time in ns
     std::int64_t firstPacketWallNs = 0;
-    std::uint64_t packets = 0;      // every packet in the file
-    std::uint64_t tcpSegments = 0;  // TCP segments on HTTP/2 connections
+    std::uint64_t packets = 0;       // every packet in the file
+    std::uint64_t tcpSegments = 0;   // TCP segments on HTTP/2 connections
     std::uint64_t retransmitted = 0; // segments (or parts) seen before, dropped
     std::uint64_t outOfOrder = 0;    // segments that arrived ahead of a gap and were held
     std::uint16_t serverPort = 0;    // given or detected

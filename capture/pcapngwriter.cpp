@@ -1,19 +1,17 @@
 #include "pcapngwriter.h"
 
-#include <nghttp2/nghttp2.h>
-
-#include <arpa/inet.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <nghttp2/nghttp2.h>
+#include <sys/stat.h>
 #include <tuple>
+#include <unistd.h>
 #include <unordered_map>
 
 namespace rpcscope {
@@ -46,8 +44,7 @@ std::uint16_t checksum(const std::string &bytes, size_t from, size_t len, std::u
 {
     for (size_t i = 0; i + 1 < len; i += 2)
         sum += (std::uint8_t(bytes[from + i]) << 8) | std::uint8_t(bytes[from + i + 1]);
-    if (len & 1)
-        sum += std::uint8_t(bytes[from + len - 1]) << 8;
+    if (len & 1) sum += std::uint8_t(bytes[from + len - 1]) << 8;
     while (sum >> 16)
         sum = (sum & 0xFFFF) + (sum >> 16);
     return std::uint16_t(~sum);
@@ -64,15 +61,12 @@ Endpoint parseEndpoint(const std::string &text, std::uint32_t fallbackIp, std::u
 {
     Endpoint e{fallbackIp, fallbackPort};
     const auto colon = text.rfind(':');
-    if (colon == std::string::npos)
-        return e;
+    if (colon == std::string::npos) return e;
     const std::string host = text.substr(0, colon);
     const long port = std::strtol(text.c_str() + colon + 1, nullptr, 10);
-    if (port > 0 && port < 65536)
-        e.port = std::uint16_t(port);
+    if (port > 0 && port < 65536) e.port = std::uint16_t(port);
     in_addr a{};
-    if (inet_pton(AF_INET, host.c_str(), &a) == 1)
-        e.ip = ntohl(a.s_addr);
+    if (inet_pton(AF_INET, host.c_str(), &a) == 1) e.ip = ntohl(a.s_addr);
     return e;
 }
 
@@ -158,15 +152,13 @@ private:
             if (e.kind == EventKind::Frame) {
                 if (e.frameType == FrameHeaders || e.frameType == FramePushPromise) {
                     m_blocks[i].push = e.frameType == FramePushPromise;
-                    if (!(e.flags & FlagEndHeaders))
-                        pending[dk] = i;
+                    if (!(e.flags & FlagEndHeaders)) pending[dk] = i;
                     m_lastBlock[dk] = i;
                 } else if (e.frameType == FrameContinuation) {
                     if (auto it = pending.find(dk); it != pending.end()) {
                         m_blocks[it->second].continuations.push_back(i);
                         m_continuationOf[i] = it->second;
-                        if (e.flags & FlagEndHeaders)
-                            pending.erase(it);
+                        if (e.flags & FlagEndHeaders) pending.erase(it);
                     }
                 }
             } else if (e.kind == EventKind::Headers) {
@@ -192,9 +184,10 @@ private:
         if (fresh) {
             const WireEvent *opened = m_opened.count(id) ? m_opened[id] : nullptr;
             // Stand-ins: 10.0.0.1 -> 10.0.0.2, a client port per connection.
-            c.ends[0] = parseEndpoint(opened && opened->peers() ? opened->peers()->client : std::string(), 0x0A000001,
-                                      std::uint16_t(40000 + id % 20000));
-            c.ends[1] = parseEndpoint(opened && opened->peers() ? opened->peers()->server : std::string(), 0x0A000002, 50051);
+            c.ends[0] = parseEndpoint(opened && opened->peers() ? opened->peers()->client : std::string(),
+                                      0x0A000001, std::uint16_t(40000 + id % 20000));
+            c.ends[1] = parseEndpoint(opened && opened->peers() ? opened->peers()->server : std::string(),
+                                      0x0A000002, 50051);
             if (c.ends[0].ip == c.ends[1].ip && c.ends[0].port == c.ends[1].port)
                 c.ends[0].port = std::uint16_t(40000 + id % 20000);
             // Distinct initial sequence numbers per connection, as a real stack would pick.
@@ -256,8 +249,7 @@ private:
 
     void handshake(Conn &c, std::int64_t t)
     {
-        if (c.open)
-            return;
+        if (c.open) return;
         c.open = true;
         segment(c, 0, t, 0x02, nullptr, 0); // SYN
         segment(c, 1, t, 0x12, nullptr, 0); // SYN+ACK
@@ -305,11 +297,9 @@ private:
             }
             return;
         }
-        if (e.kind != EventKind::Frame)
-            return;
+        if (e.kind != EventKind::Frame) return;
         Conn &c = conn(e.connection);
-        if (c.closed)
-            return;
+        if (c.closed) return;
         handshake(c, e.tNs);
         const int side = e.dir == Direction::ClientToServer ? 0 : 1;
 
@@ -340,11 +330,9 @@ private:
         }
         case FrameContinuation: {
             auto owner = m_continuationOf.find(i);
-            if (owner == m_continuationOf.end())
-                return;
+            if (owner == m_continuationOf.end()) return;
             Block &b = m_blocks[owner->second];
-            if (b.push)
-                return;
+            if (b.push) return;
             const auto &conts = b.continuations;
             const size_t k = size_t(std::find(conts.begin(), conts.end(), i) - conts.begin()) + 1;
             payload = k < b.pieces.size() ? b.pieces[k] : std::string();
@@ -353,7 +341,9 @@ private:
         }
         case FramePushPromise:
             return; // gRPC never pushes; a promise's block would need the promised stream we did not keep
-        case FrameRstStream: put32(payload, e.errorCode); break;
+        case FrameRstStream:
+            put32(payload, e.errorCode);
+            break;
         case FrameSettings:
             if (!(e.flags & FlagAck))
                 for (const auto &[id, value] : e.settings) {
@@ -373,9 +363,15 @@ private:
             put32(payload, e.errorCode);
             payload += e.reason;
             break;
-        case FrameWindowUpdate: put32(payload, e.windowIncrement); break;
-        case FramePriority: payload.assign("\x00\x00\x00\x00\x0F", 5); break;
-        default: payload.assign(std::min<size_t>(e.length, 16384), '\0'); break;
+        case FrameWindowUpdate:
+            put32(payload, e.windowIncrement);
+            break;
+        case FramePriority:
+            payload.assign("\x00\x00\x00\x00\x0F", 5);
+            break;
+        default:
+            payload.assign(std::min<size_t>(e.length, 16384), '\0');
+            break;
         }
         send(c, e.dir, e.tNs, frame(e.frameType, flags, e.stream, payload));
     }
@@ -462,8 +458,7 @@ bool writePcapng(const std::string &path, const CaptureData &data, std::string *
     size_t done = 0;
     while (done < bytes.size()) {
         const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             *error = "cannot write " + path + ": " + std::strerror(errno);
             ::close(fd);

@@ -13,8 +13,9 @@ namespace rpcscope {
 
 // A TCP relay that forwards both directions byte-for-byte and hands copies of what it read to a decoder
 // thread. Small reads are copied through a buffer; a direction carrying a stream is spliced from socket to
-// socket through a pipe and duplicated for the decoder with tee(2), so the decoder's copy is the only one. The relay thread never waits for the decoder: if the decoder falls too far behind, decoding of
-// that connection stops (marked undecodable) while relaying goes on.
+// socket through a pipe and duplicated for the decoder with tee(2), so the decoder's copy is the only one.
+// The relay thread never waits for the decoder: if the decoder falls too far behind, decoding of that
+// connection stops (marked undecodable) while relaying goes on.
 class Relay
 {
 public:

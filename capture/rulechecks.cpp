@@ -43,8 +43,8 @@ void RuleChecks::check(std::uint8_t type, std::uint8_t flags, std::uint32_t stre
     case FramePriority:
         if (stream == 0) report("PRIORITY on stream 0", NGHTTP2_PROTOCOL_ERROR, 0, stamp, out);
         if (sized(5) && (be32(payload) & 0x7fffffffu) == stream)
-            report("PRIORITY makes stream " + std::to_string(stream) + " depend on itself", NGHTTP2_PROTOCOL_ERROR,
-                   stream, stamp, out);
+            report("PRIORITY makes stream " + std::to_string(stream) + " depend on itself",
+                   NGHTTP2_PROTOCOL_ERROR, stream, stamp, out);
         break;
     case FrameHeaders:
         if (flags & FlagPriority) {
@@ -61,19 +61,19 @@ void RuleChecks::check(std::uint8_t type, std::uint8_t flags, std::uint32_t stre
         onConnection();
         if (flags & FlagAck) {
             if (len != 0)
-                report("SETTINGS ACK with " + std::to_string(len) + " bytes of payload", NGHTTP2_FRAME_SIZE_ERROR,
-                       stream, stamp, out);
+                report("SETTINGS ACK with " + std::to_string(len) + " bytes of payload",
+                       NGHTTP2_FRAME_SIZE_ERROR, stream, stamp, out);
             break;
         }
         if (len % 6 != 0)
-            report("SETTINGS of " + std::to_string(len) + " bytes, not a multiple of 6", NGHTTP2_FRAME_SIZE_ERROR,
-                   stream, stamp, out);
+            report("SETTINGS of " + std::to_string(len) + " bytes, not a multiple of 6",
+                   NGHTTP2_FRAME_SIZE_ERROR, stream, stamp, out);
         for (std::uint32_t off = 0; off + 6 <= len; off += 6) {
             const std::uint16_t id = std::uint16_t((payload[off] << 8) | payload[off + 1]);
             const std::uint32_t value = be32(payload + off + 2);
             if (id == NGHTTP2_SETTINGS_ENABLE_PUSH && value > 1)
-                report("SETTINGS_ENABLE_PUSH " + std::to_string(value) + ", not 0 or 1", NGHTTP2_PROTOCOL_ERROR, 0,
-                       stamp, out);
+                report("SETTINGS_ENABLE_PUSH " + std::to_string(value) + ", not 0 or 1",
+                       NGHTTP2_PROTOCOL_ERROR, 0, stamp, out);
             else if (id == NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE && value > 0x7fffffffu)
                 report("SETTINGS_INITIAL_WINDOW_SIZE " + std::to_string(value) + " above 2^31-1",
                        NGHTTP2_FLOW_CONTROL_ERROR, 0, stamp, out);
@@ -89,8 +89,8 @@ void RuleChecks::check(std::uint8_t type, std::uint8_t flags, std::uint32_t stre
     case FrameGoaway:
         onConnection();
         if (len < 8)
-            report("GOAWAY of " + std::to_string(len) + " bytes, under 8", NGHTTP2_FRAME_SIZE_ERROR, stream, stamp,
-                   out);
+            report("GOAWAY of " + std::to_string(len) + " bytes, under 8", NGHTTP2_FRAME_SIZE_ERROR, stream,
+                   stamp, out);
         break;
     case FrameWindowUpdate:
         if (!sized(4)) break;

@@ -151,9 +151,15 @@ bool decodeEvent(const capture::Event &p, WireEvent *e)
         e->settings.emplace_back(std::uint16_t(s.id()), s.value());
     }
     switch (e->kind) {
-    case EventKind::ConnectionOpened: e->about = PeerNames{p.text(), p.text2()}; break;
-    case EventKind::LabEvent: e->about = LabDecision{p.text(), p.text2()}; break;
-    default: e->reason = p.text(); break;
+    case EventKind::ConnectionOpened:
+        e->about = PeerNames{p.text(), p.text2()};
+        break;
+    case EventKind::LabEvent:
+        e->about = LabDecision{p.text(), p.text2()};
+        break;
+    default:
+        e->reason = p.text();
+        break;
     }
     e->label = p.label();
     if (e->kind == EventKind::Notice) {

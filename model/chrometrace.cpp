@@ -32,8 +32,7 @@ QJsonObject timelineToChromeTrace(const TimelineStore &store)
 
     for (size_t k = 0; k < store.calls().size(); ++k) {
         const Call &call = store.calls()[k];
-        if (call.attempts.empty())
-            continue;
+        if (call.attempts.empty()) continue;
         const int pid = int(k) + 2;
         const QString method = QString::fromStdString(call.method);
         const QString key = QString::fromStdString(call.key);
@@ -81,14 +80,10 @@ QJsonObject timelineToChromeTrace(const TimelineStore &store)
                              {"status", statusLabel(a)},
                              {"request_bytes", qint64(a.requestBytes)},
                              {"response_bytes", qint64(a.responseBytes)}};
-            if (a.statusMessage)
-                args.insert("message", QString::fromStdString(*a.statusMessage));
-            if (a.pushbackMs)
-                args.insert("pushback_ms", qint64(*a.pushbackMs));
-            if (a.timeoutNs)
-                args.insert("timeout_ms", double(*a.timeoutNs) / 1e6);
-            if (!a.ended())
-                args.insert("open", true);
+            if (a.statusMessage) args.insert("message", QString::fromStdString(*a.statusMessage));
+            if (a.pushbackMs) args.insert("pushback_ms", qint64(*a.pushbackMs));
+            if (a.timeoutNs) args.insert("timeout_ms", double(*a.timeoutNs) / 1e6);
+            if (!a.ended()) args.insert("open", true);
             const QString name = QStringLiteral("attempt %1 %2").arg(i + 1).arg(statusLabel(a));
             begin(name, "attempt", a.startNs, args);
             end(name, a.endNs.value_or(latest));

@@ -3,18 +3,17 @@
 #include "capture.pb.h"
 #include "capturecodec.h"
 
+#include <algorithm>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
-
-#include <algorithm>
 #include <unordered_set>
 
 namespace rpcscope {
 
 namespace {
 
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
 // The fields of one encoded capture::Event that decide whether retention drops it.
 struct EventHead
@@ -35,7 +34,8 @@ bool readHead(const std::uint8_t *data, int len, EventHead *h)
         case 2:
         case 4:
         case 5:
-            if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_VARINT || !in.ReadVarint64(&v))
+            if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_VARINT ||
+                !in.ReadVarint64(&v))
                 return false;
             if (WireFormatLite::GetTagFieldNumber(tag) == 1)
                 h->kind = EventKind(v);
@@ -47,8 +47,7 @@ bool readHead(const std::uint8_t *data, int len, EventHead *h)
                 h->stream = std::uint32_t(v);
             break;
         default:
-            if (!WireFormatLite::SkipField(&in, tag))
-                return false;
+            if (!WireFormatLite::SkipField(&in, tag)) return false;
         }
     }
     return in.ConsumedEntireMessage();
@@ -56,7 +55,7 @@ bool readHead(const std::uint8_t *data, int len, EventHead *h)
 
 // Copies the events of an encoded batch that `drop` keeps, byte for byte, without decoding them: retention
 // rewrites the batches its cut runs through on the GUI thread. False when the bytes are not a batch.
-template<typename Drop>
+template <typename Drop>
 bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t *kept)
 {
     const auto *data = reinterpret_cast<const std::uint8_t *>(batch.data());
@@ -65,8 +64,7 @@ bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t
     while (true) {
         const int recordStart = in.CurrentPosition();
         const std::uint32_t tag = in.ReadTag();
-        if (!tag)
-            break;
+        if (!tag) break;
         std::uint32_t len = 0;
         if (tag != WireFormatLite::MakeTag(capture::EventBatch::kEventsFieldNumber,
                                            WireFormatLite::WIRETYPE_LENGTH_DELIMITED) ||
@@ -74,8 +72,7 @@ bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t
             return false;
         const int eventStart = in.CurrentPosition();
         EventHead head;
-        if (!readHead(data + eventStart, int(len), &head) || !in.Skip(int(len)))
-            return false;
+        if (!readHead(data + eventStart, int(len), &head) || !in.Skip(int(len))) return false;
         if (!drop(head, data + eventStart, int(len))) {
             out->append(batch, size_t(recordStart), size_t(in.CurrentPosition() - recordStart));
             ++*kept;
@@ -88,8 +85,7 @@ bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t
 
 void EventLog::append(const EventBatch &batch)
 {
-    if (batch.empty())
-        return;
+    if (batch.empty()) return;
     size_t payload = 0;
     for (const WireEvent &e : batch)
         payload += e.payload.size();
@@ -101,8 +97,7 @@ void EventLog::append(const EventBatch &batch)
         // Over the budget: keep the payloads that still fit, drop the rest.
         EventBatch trimmed = batch;
         for (WireEvent &e : trimmed) {
-            if (e.payload.empty())
-                continue;
+            if (e.payload.empty()) continue;
             if (m_payloadBytes + e.payload.size() > m_payloadBudget) {
                 m_droppedPayloadBytes += e.payload.size();
                 std::string().swap(e.payload);
@@ -147,8 +142,7 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
     // `streams` is sorted; the keys are only hashed once a lab event needs them.
     std::unordered_set<std::string> goneKeys;
     auto keyGone = [&](const std::string &key) {
-        if (goneKeys.empty() && !keys.empty())
-            goneKeys.insert(keys.begin(), keys.end());
+        if (goneKeys.empty() && !keys.empty()) goneKeys.insert(keys.begin(), keys.end());
         return goneKeys.count(key) > 0;
     };
     auto drop = [&](const EventHead &e, const std::uint8_t *bytes, int len) {
@@ -161,7 +155,8 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         case EventKind::LabEvent: {
             // Rare enough to decode whole for its call id.
             capture::Event event;
-            const std::string callId = event.ParseFromArray(bytes, len) ? event.grpc().call_id() : std::string();
+            const std::string callId =
+                event.ParseFromArray(bytes, len) ? event.grpc().call_id() : std::string();
             return (e.tNs < keepFromNs && callId.empty()) || keyGone(callId);
         }
         default:
@@ -193,12 +188,11 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         }
         m_events -= m_batches[i].events - keptEvents;
         m_encodedBytes -= m_batches[i].encoded.size();
-        if (!keptEvents)
-            continue;
+        if (!keptEvents) continue;
         // Its time range and flags stay those of the whole batch: wider than what is left, which only means
         // a later eviction may look at it again.
-        Batch b{std::move(filtered), keptEvents, m_batches[i].minNs, m_batches[i].maxNs, m_batches[i].mustKeep,
-                m_batches[i].onlyKept};
+        Batch b{std::move(filtered),   keptEvents,           m_batches[i].minNs, m_batches[i].maxNs,
+                m_batches[i].mustKeep, m_batches[i].onlyKept};
         m_encodedBytes += b.encoded.size();
         kept.push_back(std::move(b));
     }

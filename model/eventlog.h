@@ -25,11 +25,11 @@ public:
 
     void append(const EventBatch &batch);
     void clear();
-    // Retention: drops the events of evicted calls (their streams, sorted, and call keys) and the frames, pings and lab
-    // events before keepFromNs that belong to no call kept; connection opens and closes always stay, so a
-    // saved file still replays to exactly what the store kept. Only batches holding events up to `untilNs`
-    // (the latest evicted call's end) are rewritten.
-    // `pinnedKept`: some pinned call stayed, so old batches must be looked into rather than dropped whole.
+    // Retention: drops the events of evicted calls (their streams, sorted, and call keys) and the frames,
+    // pings and lab events before keepFromNs that belong to no call kept; connection opens and closes always
+    // stay, so a saved file still replays to exactly what the store kept. Only batches holding events up to
+    // `untilNs` (the latest evicted call's end) are rewritten. `pinnedKept`: some pinned call stayed, so old
+    // batches must be looked into rather than dropped whole.
     void evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
                std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept = false);
 

@@ -32,8 +32,7 @@ const char *dirName(Direction d)
 
 QJsonValue status(std::optional<int> code, const std::optional<std::string> &message)
 {
-    if (!code)
-        return QJsonValue::Null;
+    if (!code) return QJsonValue::Null;
     return QJsonObject{{"code", *code},
                        {"name", QString::fromLatin1(grpcStatusName(*code))},
                        {"message", message ? QJsonValue(QString::fromStdString(*message)) : QJsonValue()}};
@@ -69,21 +68,22 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
         const Call &call = store.calls()[i];
         QJsonArray attempts;
         for (const Attempt &a : call.attempts) {
-            attempts.append(QJsonObject{{"connection", qint64(a.connection)},
-                                        {"stream", qint64(a.stream)},
-                                        {"start_ns", qint64(a.startNs - origin)},
-                                        {"end_ns", rel(a.endNs)},
-                                        {"previous_attempts", opt(a.previousAttempts)},
-                                        {"timeout_ns", opt(a.timeoutNs)},
-                                        {"status", status(a.status, a.statusMessage)},
-                                        {"pushback_ms", opt(a.pushbackMs)},
-                                        {"rst_error_code", opt(a.rstErrorCode)},
-                                        {"goaway_error_code", opt(a.goawayErrorCode)},
-                                        {"request_bytes", qint64(a.requestBytes)},
-                                        {"response_bytes", qint64(a.responseBytes)},
-                                        {"trailers_only", a.ended() ? QJsonValue(a.trailersOnly) : QJsonValue()},
-                                        {"encoding", a.encoding.empty() ? QJsonValue()
-                                                                        : QJsonValue(QString::fromStdString(a.encoding))}});
+            attempts.append(QJsonObject{
+                {"connection", qint64(a.connection)},
+                {"stream", qint64(a.stream)},
+                {"start_ns", qint64(a.startNs - origin)},
+                {"end_ns", rel(a.endNs)},
+                {"previous_attempts", opt(a.previousAttempts)},
+                {"timeout_ns", opt(a.timeoutNs)},
+                {"status", status(a.status, a.statusMessage)},
+                {"pushback_ms", opt(a.pushbackMs)},
+                {"rst_error_code", opt(a.rstErrorCode)},
+                {"goaway_error_code", opt(a.goawayErrorCode)},
+                {"request_bytes", qint64(a.requestBytes)},
+                {"response_bytes", qint64(a.responseBytes)},
+                {"trailers_only", a.ended() ? QJsonValue(a.trailersOnly) : QJsonValue()},
+                {"encoding",
+                 a.encoding.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(a.encoding))}});
         }
         QJsonArray gaps, expectedGaps;
         for (const auto &g : call.gapsNs())
@@ -134,13 +134,13 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
         // The attempt it concerns: the one of its call in flight (or last started) at that moment, 1-based.
         QJsonValue attempt;
         if (const auto call = store.callIndex(l.callId))
-            if (const auto a = store.attemptAt(*call, l.tNs))
-                attempt = qint64(*a + 1);
-        labEvents.append(QJsonObject{{"t_ns", qint64(l.tNs - origin)},
-                                     {"kind", QString::fromStdString(l.kind)},
-                                     {"call", l.callId.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(l.callId))},
-                                     {"attempt", attempt},
-                                     {"detail", QString::fromStdString(l.detail)}});
+            if (const auto a = store.attemptAt(*call, l.tNs)) attempt = qint64(*a + 1);
+        labEvents.append(QJsonObject{
+            {"t_ns", qint64(l.tNs - origin)},
+            {"kind", QString::fromStdString(l.kind)},
+            {"call", l.callId.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(l.callId))},
+            {"attempt", attempt},
+            {"detail", QString::fromStdString(l.detail)}});
     }
 
     QJsonObject doc{{"format", "rpcscope-json"},

@@ -17,9 +17,14 @@ QJsonObject attr(const char *key, const QJsonValue &value)
 {
     QJsonObject v;
     switch (value.type()) {
-    case QJsonValue::Bool: v.insert("boolValue", value); break;
-    case QJsonValue::Double: v.insert("intValue", QString::number(value.toInteger())); break;
-    default: v.insert("stringValue", value);
+    case QJsonValue::Bool:
+        v.insert("boolValue", value);
+        break;
+    case QJsonValue::Double:
+        v.insert("intValue", QString::number(value.toInteger()));
+        break;
+    default:
+        v.insert("stringValue", value);
     }
     return {{"key", key}, {"value", v}};
 }
@@ -32,8 +37,7 @@ QByteArray idBytes(const TimelineStore &store, size_t call, int attempt, int byt
                       QByteArray::number(qint64(call)) + '/' + QByteArray::number(attempt) + '/' +
                       QByteArray::fromStdString(store.calls()[call].key);
     QByteArray h = QCryptographicHash::hash(seed, QCryptographicHash::Sha256).left(bytes);
-    if (h.count('\0') == h.size())
-        h[0] = 1; // an all-zero id is invalid
+    if (h.count('\0') == h.size()) h[0] = 1; // an all-zero id is invalid
     return h.toHex();
 }
 
@@ -41,18 +45,15 @@ QByteArray idBytes(const TimelineStore &store, size_t call, int attempt, int byt
 QString spanMethod(const std::string &path)
 {
     QString m = QString::fromStdString(path);
-    if (m.startsWith('/'))
-        m.remove(0, 1);
+    if (m.startsWith('/')) m.remove(0, 1);
     m.replace('/', '.');
     return m;
 }
 
 QJsonObject spanStatus(const Attempt *a)
 {
-    if (!a || !a->ended())
-        return {{"code", 0}};
-    if (a->status && *a->status == 0)
-        return {{"code", 0}};
+    if (!a || !a->ended()) return {{"code", 0}};
+    if (a->status && *a->status == 0) return {{"code", 0}};
     QString message = QString::fromStdString(a->outcomeLabel());
     if (a->statusMessage && !a->statusMessage->empty())
         message += QStringLiteral(": ") + QString::fromStdString(*a->statusMessage);
@@ -70,8 +71,7 @@ QJsonObject timelineToOtlp(const TimelineStore &store)
     QJsonArray spans;
     for (size_t k = 0; k < store.calls().size(); ++k) {
         const Call &call = store.calls()[k];
-        if (call.attempts.empty())
-            continue;
+        if (call.attempts.empty()) continue;
         const QString method = spanMethod(call.method);
         const QString traceId = QString::fromLatin1(idBytes(store, k, -1, 16));
         const QString callSpanId = QString::fromLatin1(idBytes(store, k, 0, 8));
@@ -120,12 +120,9 @@ QJsonObject timelineToOtlp(const TimelineStore &store)
                              attr("rpcscope.stream", qint64(a.stream)),
                              attr("rpcscope.request_bytes", qint64(a.requestBytes)),
                              attr("rpcscope.response_bytes", qint64(a.responseBytes))};
-            if (a.status)
-                attrs.append(attr("rpc.grpc.status_code", qint64(*a.status)));
-            if (a.pushbackMs)
-                attrs.append(attr("rpcscope.pushback_ms", qint64(*a.pushbackMs)));
-            if (a.timeoutNs)
-                attrs.append(attr("rpcscope.timeout_ns", qint64(*a.timeoutNs)));
+            if (a.status) attrs.append(attr("rpc.grpc.status_code", qint64(*a.status)));
+            if (a.pushbackMs) attrs.append(attr("rpcscope.pushback_ms", qint64(*a.pushbackMs)));
+            if (a.timeoutNs) attrs.append(attr("rpcscope.timeout_ns", qint64(*a.timeoutNs)));
             spans.append(QJsonObject{{"traceId", traceId},
                                      {"spanId", QString::fromLatin1(idBytes(store, k, int(i) + 1, 8))},
                                      {"parentSpanId", callSpanId},

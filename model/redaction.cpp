@@ -23,8 +23,7 @@ const std::vector<std::string> &Redaction::defaultNames()
 
 std::vector<std::string> Redaction::names() const
 {
-    if (!enabled)
-        return {};
+    if (!enabled) return {};
     std::vector<std::string> all = defaultNames();
     for (const std::string &n : extraNames)
         if (std::string l = lower(n); !l.empty() && std::find(all.begin(), all.end(), l) == all.end())
@@ -34,25 +33,21 @@ std::vector<std::string> Redaction::names() const
 
 bool Redaction::masks(std::string_view headerName) const
 {
-    if (!enabled)
-        return false;
+    if (!enabled) return false;
     // HTTP/2 header names are lowercase on the wire, but a peer that breaks the rule must not leak a secret.
     const std::string l = lower(headerName);
     const auto &d = defaultNames();
-    if (std::find(d.begin(), d.end(), l) != d.end())
-        return true;
+    if (std::find(d.begin(), d.end(), l) != d.end()) return true;
     return std::any_of(extraNames.begin(), extraNames.end(),
                        [&](const std::string &n) { return lower(n) == l; });
 }
 
 size_t Redaction::apply(EventBatch &batch) const
 {
-    if (!enabled)
-        return 0;
+    if (!enabled) return 0;
     size_t masked = 0;
     for (WireEvent &e : batch) {
-        if (e.kind != EventKind::Headers)
-            continue;
+        if (e.kind != EventKind::Headers) continue;
         for (Header &h : e.headers)
             if (masks(h.name)) {
                 h.value = kRedactedValue;

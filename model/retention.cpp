@@ -19,12 +19,12 @@ size_t stringBytes(const std::string &s)
 
 size_t TimelineStore::callBytes(const Call &c)
 {
-    size_t n = sizeof(Call) + c.attempts.capacity() * sizeof(Attempt) + stringBytes(c.key) + stringBytes(c.method) +
-               stringBytes(c.clientPeer) + stringBytes(c.traceId) + stringBytes(c.spanId) + stringBytes(c.hop);
+    size_t n = sizeof(Call) + c.attempts.capacity() * sizeof(Attempt) + stringBytes(c.key) +
+               stringBytes(c.method) + stringBytes(c.clientPeer) + stringBytes(c.traceId) +
+               stringBytes(c.spanId) + stringBytes(c.hop);
     for (const Attempt &a : c.attempts) {
         n += stringBytes(a.encoding);
-        if (a.statusMessage)
-            n += stringBytes(*a.statusMessage);
+        if (a.statusMessage) n += stringBytes(*a.statusMessage);
     }
     return n;
 }
@@ -45,8 +45,7 @@ size_t TimelineStore::approxBytes() const
         const Call &c = m_calls[i];
         extra += callBytes(c) - sizeof(Call) - c.attempts.size() * sizeof(Attempt);
     }
-    if (sampled)
-        n += size_t(double(extra) / double(sampled) * double(m_calls.size()));
+    if (sampled) n += size_t(double(extra) / double(sampled) * double(m_calls.size()));
     for (const LabEventRecord &e : m_labEvents)
         n += sizeof(LabEventRecord) + stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId);
     return n;
@@ -71,10 +70,10 @@ std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy, Evicte
 std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, size_t knownBytes) const
 {
     std::vector<size_t> evicted;
-    if (m_calls.empty())
-        return evicted;
+    if (m_calls.empty()) return evicted;
     // A cheap lower bound first, so a session far below its budget costs nothing here.
-    const size_t floor = m_calls.size() * (sizeof(Call) + sizeof(Attempt)) + m_frames.size() * sizeof(FrameRecord);
+    const size_t floor =
+        m_calls.size() * (sizeof(Call) + sizeof(Attempt)) + m_frames.size() * sizeof(FrameRecord);
     const bool nearBytes = policy.maxBytes && floor > policy.maxBytes / 2;
     if (!nearBytes && !(policy.maxCalls && m_calls.size() > policy.maxCalls) &&
         !(policy.maxAgeNs && m_calls.front().startNs() < m_latestNs - policy.maxAgeNs))
@@ -84,11 +83,10 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
     const bool overCalls = policy.maxCalls && m_calls.size() > policy.maxCalls;
     const std::int64_t ageCut = policy.maxAgeNs ? m_latestNs - policy.maxAgeNs : INT64_MIN;
     const bool overAge = policy.maxAgeNs && m_calls.front().startNs() < ageCut;
-    if (!overBytes && !overCalls && !overAge)
-        return evicted;
+    if (!overBytes && !overCalls && !overAge) return evicted;
 
-    // Evict down to a fraction of the limits (90% by default), so eviction runs in chunks rather than on every
-    // batch.
+    // Evict down to a fraction of the limits (90% by default), so eviction runs in chunks rather than on
+    // every batch.
     const double to = std::clamp(policy.evictTo, 0.5, 1.0);
     const size_t bytesTarget = overBytes ? size_t(double(policy.maxBytes) * to) : SIZE_MAX;
     const size_t callsTarget = overCalls ? size_t(double(policy.maxCalls) * to) : SIZE_MAX;
@@ -98,11 +96,9 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
     for (size_t i = 0; i < m_calls.size(); ++i) {
         const Call &c = m_calls[i];
         const bool oldEnough = overAge && c.startNs() < ageCut;
-        if (!oldEnough && bytesLeft <= bytesTarget && callsLeft <= callsTarget)
-            break;
+        if (!oldEnough && bytesLeft <= bytesTarget && callsLeft <= callsTarget) break;
         // Whole calls only: one still in flight (or waiting for a retry) stays, and so does a pinned one.
-        if (c.pinned || !c.endNs() || !c.attempts.back().ended())
-            continue;
+        if (c.pinned || !c.endNs() || !c.attempts.back().ended()) continue;
         evicted.push_back(i);
         const size_t cb = callBytes(c) + sharePerCall;
         bytesLeft -= std::min(bytesLeft, cb);
@@ -113,8 +109,7 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
 
 void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
 {
-    if (evicted.empty())
-        return;
+    if (evicted.empty()) return;
     // The work is proportional to the region the evicted calls span - the oldest calls, planEviction walks
     // from the front - not to everything the store keeps: calls and frames are deques, and the key and trace
     // indices hold ids that evicting the oldest calls leaves valid.
@@ -127,16 +122,15 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     // The region's survivors (pinned, or still in flight) move up to just before the calls after the region.
     std::vector<size_t> keptInRegion;
     for (size_t i = 0; i < region; ++i)
-        if (!remap.gone(i))
-            keptInRegion.push_back(i);
+        if (!remap.gone(i)) keptInRegion.push_back(i);
     const size_t removed = evicted.size();
 
-    // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what belongs
-    // to a pinned call. Calls are in (nearly) start order, so the earliest start is among the first ones kept.
+    // Frames, pings, stalls and lab events older than every remaining unpinned call go too, except what
+    // belongs to a pinned call. Calls are in (nearly) start order, so the earliest start is among the first
+    // ones kept.
     std::int64_t keepFrom = INT64_MAX;
     for (size_t i = 0, unpinnedSeen = 0; i < m_calls.size() && unpinnedSeen < 256; ++i) {
-        if (remap.gone(i))
-            continue;
+        if (remap.gone(i)) continue;
         if (!m_calls[i].pinned) {
             keepFrom = std::min(keepFrom, m_calls[i].startNs());
             ++unpinnedSeen;
@@ -147,8 +141,7 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     std::unordered_set<std::string> pinnedKeys;
     if (m_pinnedCalls) {
         for (const Call &c : m_calls) {
-            if (!c.pinned)
-                continue;
+            if (!c.pinned) continue;
             for (const Attempt &a : c.attempts)
                 pinnedStreams.push_back(streamKey(a.connection, a.stream));
             pinnedKeys.insert(c.key);
@@ -179,19 +172,16 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
         const Call &c = m_calls[i];
         if (auto it = m_callsByKey.find(c.key); it != m_callsByKey.end() && it->second == i + m_callBase)
             m_callsByKey.erase(it);
-        if (!c.traceId.empty())
-            touchedTraces.push_back(c.traceId);
+        if (!c.traceId.empty()) touchedTraces.push_back(c.traceId);
     }
     // Each trace the evicted calls were in loses them in one pass.
     std::sort(touchedTraces.begin(), touchedTraces.end());
     touchedTraces.erase(std::unique(touchedTraces.begin(), touchedTraces.end()), touchedTraces.end());
     for (const std::string &trace : touchedTraces) {
         const auto it = m_traces.find(trace);
-        if (it == m_traces.end())
-            continue;
+        if (it == m_traces.end()) continue;
         m_tracedCalls -= std::erase_if(it->second, [&](size_t id) { return remap.gone(id - m_callBase); });
-        if (it->second.empty())
-            m_traces.erase(it);
+        if (it->second.empty()) m_traces.erase(it);
     }
     for (size_t k = 0; k < keptInRegion.size(); ++k) {
         const size_t i = keptInRegion[k], oldId = i + m_callBase, newId = k + newBase;
@@ -207,15 +197,15 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
 
     // Calls: the survivors move up, the evicted ones leave the front of the deque.
     for (size_t k = keptInRegion.size(); k-- > 0;)
-        if (keptInRegion[k] != removed + k)
-            m_calls[removed + k] = std::move(m_calls[keptInRegion[k]]);
+        if (keptInRegion[k] != removed + k) m_calls[removed + k] = std::move(m_calls[keptInRegion[k]]);
     m_calls.erase(m_calls.begin(), m_calls.begin() + std::ptrdiff_t(removed));
     m_callBase = newBase;
     // Parent links are indices: every nested call's shifts (links into the evicted calls are cut). Only calls
     // of a trace have one.
     auto relink = [&](Call &c) {
         if (c.parentCall)
-            c.parentCall = remap(*c.parentCall) == SIZE_MAX ? std::nullopt : std::optional(remap(*c.parentCall));
+            c.parentCall =
+                remap(*c.parentCall) == SIZE_MAX ? std::nullopt : std::optional(remap(*c.parentCall));
     };
     if (m_tracedCalls < m_calls.size() / 4) {
         for (const auto &[trace, members] : m_traces)
@@ -227,8 +217,8 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     }
     m_evictedCalls += removed;
 
-    // Frames are in (nearly) time order: only the front ones, up to the last evicted attempt's end and a second
-    // of slack for batches that arrived out of order, can go.
+    // Frames are in (nearly) time order: only the front ones, up to the last evicted attempt's end and a
+    // second of slack for batches that arrived out of order, can go.
     auto isIn = [](const std::vector<std::uint64_t> &sorted, std::uint64_t key) {
         return std::binary_search(sorted.begin(), sorted.end(), key);
     };
@@ -243,8 +233,7 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     // Survivors of the scanned front move to its end; the front then leaves the deque.
     size_t write = scan;
     for (size_t i = scan; i-- > 0;)
-        if (!frameGone(m_frames[i]))
-            m_frames[--write] = m_frames[i];
+        if (!frameGone(m_frames[i])) m_frames[--write] = m_frames[i];
     m_frames.erase(m_frames.begin(), m_frames.begin() + std::ptrdiff_t(write));
     m_lastFrameTrim = {scan, scan - write};
     std::erase_if(m_pings, [&](const PingRecord &p) { return p.tNs < keepFrom; });

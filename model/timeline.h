@@ -4,8 +4,8 @@
 
 #include "events.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,8 +20,8 @@ struct Connection
     std::string label; // the capturing relay's hop name; empty for the main proxy
     std::int64_t openedNs = 0;
     std::optional<std::int64_t> closedNs;
-    std::string closeReason; // how it ended: "closed", a reset, the target refusing, ...
-    std::string decodeError; // empty while decodable
+    std::string closeReason;        // how it ended: "closed", a reset, the target refusing, ...
+    std::string decodeError;        // empty while decodable
     std::vector<std::string> notes; // limits hit, mid-connection attach, HPACK resets (bounded)
     std::optional<std::int64_t> lastPingRttNs;
     // The first HTTP/2 rule a peer was seen breaking (its sentence is among the notes).
@@ -46,7 +46,7 @@ struct LabEventRecord
     std::int64_t tNs = 0;
     std::string kind;
     std::string detail;
-    std::string callId; // empty when it concerns no single call
+    std::string callId;      // empty when it concerns no single call
     std::string traceparent; // as reported (ingestion endpoint); callId is filled in once that call is seen
 };
 
@@ -75,12 +75,12 @@ struct Attempt
 {
     std::uint32_t connection = 0;
     std::uint32_t stream = 0;
-    std::int64_t startNs = 0;                    // first request HEADERS
-    std::optional<std::int64_t> endNs;           // trailers with END_STREAM, RST_STREAM, GOAWAY, connection close
-    std::optional<int> previousAttempts;         // grpc-previous-rpc-attempts
-    std::optional<std::int64_t> timeoutNs;       // this attempt's own grpc-timeout
-    std::optional<int> status;                   // grpc-status
-    std::optional<std::string> statusMessage;    // grpc-message
+    std::int64_t startNs = 0;              // first request HEADERS
+    std::optional<std::int64_t> endNs;     // trailers with END_STREAM, RST_STREAM, GOAWAY, connection close
+    std::optional<int> previousAttempts;   // grpc-previous-rpc-attempts
+    std::optional<std::int64_t> timeoutNs; // this attempt's own grpc-timeout
+    std::optional<int> status;             // grpc-status
+    std::optional<std::string> statusMessage; // grpc-message
     std::optional<std::int64_t> pushbackMs;
     std::optional<std::int64_t> responseHeadersNs; // response headers that were not Trailers-Only
     bool trailersOnly = false;                     // the response was a single HEADERS with END_STREAM
@@ -89,25 +89,26 @@ struct Attempt
     // The server's GOAWAY named a last stream below this one: the server never processed it, and the client
     // may retry it elsewhere (RFC 9113 6.8). Its error code.
     std::optional<std::uint32_t> goawayErrorCode;
-    std::uint64_t requestBytes = 0;  // DATA payload (gRPC framing included, padding excluded)
+    std::uint64_t requestBytes = 0; // DATA payload (gRPC framing included, padding excluded)
     std::uint64_t responseBytes = 0;
     int requestMessages = 0;
     int responseMessages = 0;
 
     bool ended() const { return endNs.has_value(); }
-    // How it ended, in a few words: "in flight", the grpc-status name, "RST_STREAM CANCEL", "refused by GOAWAY",
-    // or "no status" (the connection closed first).
+    // How it ended, in a few words: "in flight", the grpc-status name, "RST_STREAM CANCEL", "refused by
+    // GOAWAY", or "no status" (the connection closed first).
     std::string outcomeLabel() const;
 };
 
 struct Call
 {
-    std::string key;          // call id, or a synthetic key for calls without one
-    std::string method;       // :path
-    std::string clientPeer;   // client address of the first attempt's connection
-    bool inferred = false;    // grouped without a call id
-    bool pinned = false;      // never evicted by retention (TimelineStore::enforce)
-    std::uint64_t serial = 0; // unique in its store, rising with the index; stays when older calls are evicted
+    std::string key;        // call id, or a synthetic key for calls without one
+    std::string method;     // :path
+    std::string clientPeer; // client address of the first attempt's connection
+    bool inferred = false;  // grouped without a call id
+    bool pinned = false;    // never evicted by retention (TimelineStore::enforce)
+    std::uint64_t serial =
+        0; // unique in its store, rising with the index; stays when older calls are evicted
     std::vector<Attempt> attempts;
     // The client's retryPolicy when it told us (rpcscope-retry-policy), in ms; 0 when unknown.
     double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;
@@ -130,7 +131,8 @@ struct Call
 
     // The range C-core 1.51 allows for gap i (before attempt i+1), in ns, when the policy is known.
     // Pushback >= 0 replaces the backoff exactly and resets it; the first retry (after a reset too) waits
-    // initialBackoff exactly; later ones min(initial * multiplier^n, max) times a uniform factor in [0.8, 1.2].
+    // initialBackoff exactly; later ones min(initial * multiplier^n, max) times a uniform factor in
+    // [0.8, 1.2].
     std::optional<std::pair<std::int64_t, std::int64_t>> expectedGapNs(size_t i) const
     {
         if (i + 1 >= attempts.size() || transparentRetry(i + 1))
@@ -139,19 +141,19 @@ struct Call
         // [0, kMaxTimeoutNs], so that it converts, and adds to a time, without overflow.
         auto toNs = [](double ms) {
             const double ns = ms * 1e6;
-            return !(ns > 0) ? std::int64_t(0) : ns >= double(kMaxTimeoutNs) ? kMaxTimeoutNs : std::int64_t(ns);
+            return !(ns > 0)                     ? std::int64_t(0)
+                   : ns >= double(kMaxTimeoutNs) ? kMaxTimeoutNs
+                                                 : std::int64_t(ns);
         };
         if (const auto &p = attempts[i].pushbackMs; p && *p >= 0) {
             const std::int64_t ns = *p >= kMaxTimeoutNs / 1'000'000 ? kMaxTimeoutNs : *p * 1'000'000;
             return std::pair{ns, ns};
         }
-        if (retryInitialMs <= 0)
-            return std::nullopt;
+        if (retryInitialMs <= 0) return std::nullopt;
         // A pushback also resets the backoff: count retries since the last one.
         size_t since = 0;
         for (size_t k = 0; k < i; ++k)
-            if (attempts[k].pushbackMs && *attempts[k].pushbackMs >= 0)
-                since = k + 1;
+            if (attempts[k].pushbackMs && *attempts[k].pushbackMs >= 0) since = k + 1;
         // Transparent retries are not counted (C-core: they never bump grpc-previous-rpc-attempts).
         size_t retries = 0;
         for (size_t k = since; k < i; ++k)
@@ -160,23 +162,22 @@ struct Call
         for (size_t k = 0; k < retries; ++k)
             base *= retryMultiplier;
         base = std::min(base, retryMaxMs);
-        if (retries == 0)
-            return std::pair{toNs(base), toNs(base)};
+        if (retries == 0) return std::pair{toNs(base), toNs(base)};
         return std::pair{toNs(base * 0.8), toNs(base * 1.2)};
     }
 
-    // Attempt i replays attempt i-1 transparently (C-core: a stream the server never saw). It carries no higher
-    // grpc-previous-rpc-attempts, and the previous attempt got no response at all: refused (RST_STREAM
-    // REFUSED_STREAM), or beyond a GOAWAY's last-stream-id (C-core then resets it with NO_ERROR, or its connection
-    // just closes, often after this attempt started). A hedged sibling ends with a status or is cancelled
-    // (RST_STREAM CANCEL), so it is never taken for one.
+    // Attempt i replays attempt i-1 transparently (C-core: a stream the server never saw). It carries no
+    // higher grpc-previous-rpc-attempts, and the previous attempt got no response at all: refused (RST_STREAM
+    // REFUSED_STREAM), or beyond a GOAWAY's last-stream-id (C-core then resets it with NO_ERROR, or its
+    // connection just closes, often after this attempt started). A hedged sibling ends with a status or is
+    // cancelled (RST_STREAM CANCEL), so it is never taken for one.
     bool transparentRetry(size_t i) const
     {
-        if (i == 0 || i >= attempts.size())
-            return false;
+        if (i == 0 || i >= attempts.size()) return false;
         const Attempt &a = attempts[i], &p = attempts[i - 1];
         constexpr std::uint32_t kNoError = 0, kRefusedStream = 7;
-        if (a.previousAttempts.value_or(0) > p.previousAttempts.value_or(0) || !p.endNs || p.startNs > a.startNs)
+        if (a.previousAttempts.value_or(0) > p.previousAttempts.value_or(0) || !p.endNs ||
+            p.startNs > a.startNs)
             return false;
         const bool noReset = !p.rstErrorCode || *p.rstErrorCode == kNoError;
         return (p.rstErrorCode && *p.rstErrorCode == kRefusedStream) ||
@@ -197,17 +198,14 @@ struct Call
     std::vector<std::string> deadlineFlags() const
     {
         std::vector<std::string> flags;
-        if (deadlineReset)
-            flags.emplace_back("reset");
-        if (deadlineDropped)
-            flags.emplace_back("dropped");
+        if (deadlineReset) flags.emplace_back("reset");
+        if (deadlineDropped) flags.emplace_back("dropped");
         return flags;
     }
     // Absolute deadline: first attempt's start plus its grpc-timeout.
     std::optional<std::int64_t> deadlineNs() const
     {
-        if (attempts.empty() || !attempts.front().timeoutNs)
-            return std::nullopt;
+        if (attempts.empty() || !attempts.front().timeoutNs) return std::nullopt;
         return attempts.front().startNs + *attempts.front().timeoutNs;
     }
     // Gap i is from the end of attempt i to the start of attempt i+1; unknown while attempt i is open.

@@ -30,8 +30,7 @@ size_t TimelineModel::storeRow(int row) const
     // While evicted rows are being announced, the store still holds them: skip the runs already removed.
     size_t r = size_t(row);
     for (const auto &[first, count] : m_removedRuns)
-        if (first <= r)
-            r += count;
+        if (first <= r) r += count;
     return r;
 }
 
@@ -39,22 +38,18 @@ int TimelineModel::modelRow(size_t storeRow) const
 {
     size_t r = storeRow;
     for (const auto &[first, count] : m_removedRuns)
-        if (first + count <= storeRow)
-            r -= count;
+        if (first + count <= storeRow) r -= count;
     return int(r);
 }
 
 QModelIndex TimelineModel::index(int row, int column, const QModelIndex &parent) const
 {
-    if (row < 0 || column < 0 || column >= ColumnCount)
-        return {};
+    if (row < 0 || column < 0 || column >= ColumnCount) return {};
     if (!parent.isValid()) {
-        if (row >= int(m_publishedAttempts.size()))
-            return {};
+        if (row >= int(m_publishedAttempts.size())) return {};
         return createIndex(row, column, kCallRow);
     }
-    if (parent.internalId() != kCallRow || parent.column() != 0)
-        return {};
+    if (parent.internalId() != kCallRow || parent.column() != 0) return {};
     if (parent.row() >= int(m_publishedAttempts.size()) || row >= m_publishedAttempts[parent.row()])
         return {};
     return createIndex(row, column, quintptr(m_store.calls()[storeRow(parent.row())].serial) + 1);
@@ -62,18 +57,15 @@ QModelIndex TimelineModel::index(int row, int column, const QModelIndex &parent)
 
 QModelIndex TimelineModel::parent(const QModelIndex &child) const
 {
-    if (!child.isValid() || child.internalId() == kCallRow)
-        return {};
+    if (!child.isValid() || child.internalId() == kCallRow) return {};
     const auto call = m_store.indexOfSerial(child.internalId() - 1);
     return call ? createIndex(modelRow(*call), 0, kCallRow) : QModelIndex();
 }
 
 int TimelineModel::rowCount(const QModelIndex &parent) const
 {
-    if (!parent.isValid())
-        return int(m_publishedAttempts.size());
-    if (parent.internalId() != kCallRow || parent.column() != 0)
-        return 0;
+    if (!parent.isValid()) return int(m_publishedAttempts.size());
+    if (parent.internalId() != kCallRow || parent.column() != 0) return 0;
     return m_publishedAttempts[parent.row()];
 }
 
@@ -84,33 +76,33 @@ int TimelineModel::columnCount(const QModelIndex &) const
 
 QVariant TimelineModel::data(const QModelIndex &index, int role) const
 {
-    if (!index.isValid())
-        return {};
+    if (!index.isValid()) return {};
     const bool isCall = index.internalId() == kCallRow;
     const std::optional<size_t> row =
         isCall ? std::optional(storeRow(index.row())) : m_store.indexOfSerial(index.internalId() - 1);
-    if (!row)
-        return {};
+    if (!row) return {};
     const Call &call = m_store.calls()[*row];
     const Attempt *attempt = isCall ? nullptr : &call.attempts[index.row()];
     const qint64 origin = m_store.originNs();
     const qint64 start = isCall ? call.startNs() : attempt->startNs;
     const std::optional<std::int64_t> end = isCall ? call.endNs() : attempt->endNs;
 
-    if (role == StartNsRole)
-        return start - origin;
-    if (role == EndNsRole)
-        return end ? QVariant(qint64(*end - origin)) : QVariant();
+    if (role == StartNsRole) return start - origin;
+    if (role == EndNsRole) return end ? QVariant(qint64(*end - origin)) : QVariant();
     if (role == StatusCodeRole) {
         const Attempt *a = isCall ? call.outcomeAttempt() : (attempt->ended() ? attempt : nullptr);
         return (a && a->status) ? QVariant(*a->status) : QVariant();
     }
     if (isCall) {
         switch (role) {
-        case ParentCallRole: return call.parentCall ? QVariant(int(*call.parentCall)) : QVariant();
-        case NestingDepthRole: return m_store.nestingDepth(*row);
-        case TraceIdRole: return QString::fromStdString(call.traceId);
-        case HopRole: return QString::fromStdString(call.hop);
+        case ParentCallRole:
+            return call.parentCall ? QVariant(int(*call.parentCall)) : QVariant();
+        case NestingDepthRole:
+            return m_store.nestingDepth(*row);
+        case TraceIdRole:
+            return QString::fromStdString(call.traceId);
+        case HopRole:
+            return QString::fromStdString(call.hop);
         case DeadlineFlagsRole: {
             QStringList flags;
             for (const std::string &f : call.deadlineFlags())
@@ -121,8 +113,7 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
             return call.parentBudgetNs ? QVariant(qint64(*call.parentBudgetNs)) : QVariant();
         }
     }
-    if (role != Qt::DisplayRole)
-        return {};
+    if (role != Qt::DisplayRole) return {};
 
     switch (index.column()) {
     case ColName:
@@ -141,14 +132,18 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
 
 QVariant TimelineModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
-        return {};
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-    case ColName: return QStringLiteral("Call / attempt");
-    case ColMethod: return QStringLiteral("Method");
-    case ColStatus: return QStringLiteral("Status");
-    case ColStart: return QStringLiteral("Start");
-    case ColDuration: return QStringLiteral("Duration");
+    case ColName:
+        return QStringLiteral("Call / attempt");
+    case ColMethod:
+        return QStringLiteral("Method");
+    case ColStatus:
+        return QStringLiteral("Status");
+    case ColStart:
+        return QStringLiteral("Start");
+    case ColDuration:
+        return QStringLiteral("Duration");
     }
     return {};
 }
@@ -164,8 +159,7 @@ void TimelineModel::setKeepHeaders(bool keep)
 void TimelineModel::appendBatch(const EventBatch &batch)
 {
     // Before the rows are announced, so whoever reacts to them finds the headers already there.
-    if (m_headers)
-        m_headers->record(batch);
+    if (m_headers) m_headers->record(batch);
     StoreChanges ch;
     m_store.apply(batch, &ch);
     m_log.append(batch);
@@ -206,8 +200,8 @@ void TimelineModel::appendBatch(const EventBatch &batch)
         const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
         const bool overAge = m_retention.maxAgeNs && calls &&
                              m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
-        if (overCalls || overAge || now - m_lastRetentionCheckMs >= 1000 || calls >= m_callsAtLastCheck + step ||
-            (m_nextCheckCalls && calls >= m_nextCheckCalls))
+        if (overCalls || overAge || now - m_lastRetentionCheckMs >= 1000 ||
+            calls >= m_callsAtLastCheck + step || (m_nextCheckCalls && calls >= m_nextCheckCalls))
             enforceRetention();
     }
     emit timelineChanged();
@@ -230,24 +224,21 @@ bool TimelineModel::enforceRetention()
     storePolicy.evictTo = 0.985;
     size_t storeBytes = 0;
     if (m_retention.maxBytes) {
-        // The budget covers the store and the log; the log shrinks with the store, so give the store its share.
-        // Evict from 95% of the budget on, so the calls arriving between two checks still fit in it.
+        // The budget covers the store and the log; the log shrinks with the store, so give the store its
+        // share. Evict from 95% of the budget on, so the calls arriving between two checks still fit in it.
         const size_t limit = m_retention.maxBytes / 20 * 19;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.encodedBytes();
-        storePolicy.maxBytes =
-            std::max<size_t>(1, size_t(double(limit) * double(storeBytes) / double(std::max<size_t>(1, total))));
+        storePolicy.maxBytes = std::max<size_t>(
+            1, size_t(double(limit) * double(storeBytes) / double(std::max<size_t>(1, total))));
         // Check again before the limit can be reached: after half the calls that would fill the room left.
         const size_t calls = std::max<size_t>(1, m_store.calls().size());
         const double perCall = double(total) / double(calls);
-        if (total < limit)
-            m_nextCheckCalls = calls + size_t(double(limit - total) / perCall * 0.5);
-        if (total <= limit && !m_retention.maxCalls && !m_retention.maxAgeNs)
-            return false;
+        if (total < limit) m_nextCheckCalls = calls + size_t(double(limit - total) / perCall * 0.5);
+        if (total <= limit && !m_retention.maxCalls && !m_retention.maxAgeNs) return false;
     }
     const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);
-    if (evicted.empty())
-        return false;
+    if (evicted.empty()) return false;
     // Announced as row removals, not a reset: a view keeps its place, its selection and its caches. Runs of
     // consecutive evicted rows go from the last one up, so the rows above a run keep their numbers; the store
     // evicts once they are all announced.
@@ -276,7 +267,8 @@ bool TimelineModel::enforceRetention()
         // Small steps leave little room: check again after half the calls that would fill it.
         const size_t limit = m_retention.maxBytes / 20 * 19, total = memoryBytes();
         const double perCall = double(total) / double(std::max<size_t>(1, m_store.calls().size()));
-        m_nextCheckCalls = m_callsAtLastCheck + (total < limit ? size_t(double(limit - total) / perCall * 0.5) : 0);
+        m_nextCheckCalls =
+            m_callsAtLastCheck + (total < limit ? size_t(double(limit - total) / perCall * 0.5) : 0);
     }
     emit callsEvicted(evicted);
     return true;
@@ -284,8 +276,7 @@ bool TimelineModel::enforceRetention()
 
 void TimelineModel::setPinned(int callRow, bool pinned)
 {
-    if (callRow < 0 || size_t(callRow) >= m_store.calls().size())
-        return;
+    if (callRow < 0 || size_t(callRow) >= m_store.calls().size()) return;
     m_store.setPinned(size_t(callRow), pinned);
     emit dataChanged(index(callRow, 0), index(callRow, ColumnCount - 1));
     emit timelineChanged();
@@ -296,14 +287,11 @@ void TimelineModel::replay(const CaptureData &data)
     beginResetModel();
     m_store.clear();
     m_log.clear();
-    if (m_headers)
-        m_headers->clear();
+    if (m_headers) m_headers->clear();
     m_store.setRecordFrames(data.info.recordFrames);
-    if (data.info.hasOrigin)
-        m_store.setOrigin(data.info.originNs, data.info.originWallNs);
+    if (data.info.hasOrigin) m_store.setOrigin(data.info.originNs, data.info.originWallNs);
     for (const EventBatch &batch : data.batches) {
-        if (m_headers)
-            m_headers->record(batch);
+        if (m_headers) m_headers->record(batch);
         m_store.apply(batch);
         m_log.append(batch);
     }
@@ -319,8 +307,7 @@ void TimelineModel::clear()
     beginResetModel();
     m_store.clear();
     m_log.clear();
-    if (m_headers)
-        m_headers->clear();
+    if (m_headers) m_headers->clear();
     m_publishedAttempts.clear();
     endResetModel();
     emit timelineChanged();

@@ -6,7 +6,6 @@
 #include "timelinestore.h"
 
 #include <QAbstractItemModel>
-
 #include <optional>
 
 namespace rpcscope {
@@ -18,8 +17,17 @@ class TimelineModel : public QAbstractItemModel
 {
     Q_OBJECT
 public:
-    enum Column { ColName, ColMethod, ColStatus, ColStart, ColDuration, ColumnCount };
-    enum Role {
+    enum Column
+    {
+        ColName,
+        ColMethod,
+        ColStatus,
+        ColStart,
+        ColDuration,
+        ColumnCount
+    };
+    enum Role
+    {
         StartNsRole = Qt::UserRole + 1,
         EndNsRole,
         StatusCodeRole,

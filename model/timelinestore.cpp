@@ -29,8 +29,7 @@ std::int64_t resetToleranceNs(std::int64_t childTimeoutNs)
 void addUnique(std::vector<size_t> &v, size_t x)
 {
     auto it = std::lower_bound(v.begin(), v.end(), x);
-    if (it == v.end() || *it != x)
-        v.insert(it, x);
+    if (it == v.end() || *it != x) v.insert(it, x);
 }
 } // namespace
 
@@ -73,12 +72,9 @@ Connection *TimelineStore::connection(std::uint32_t id)
 
 std::string Attempt::outcomeLabel() const
 {
-    if (!ended())
-        return "in flight";
-    if (status)
-        return grpcStatusName(*status);
-    if (rstErrorCode)
-        return "RST_STREAM " + h2ErrorName(*rstErrorCode);
+    if (!ended()) return "in flight";
+    if (status) return grpcStatusName(*status);
+    if (rstErrorCode) return "RST_STREAM " + h2ErrorName(*rstErrorCode);
     if (goawayErrorCode)
         return *goawayErrorCode ? "refused by GOAWAY " + h2ErrorName(*goawayErrorCode) : "refused by GOAWAY";
     return "no status";
@@ -86,21 +82,18 @@ std::string Attempt::outcomeLabel() const
 
 void TimelineStore::markChanged(StoreChanges &ch, size_t call)
 {
-    if (call < ch.firstNewCall)
-        addUnique(ch.changedCalls, call);
+    if (call < ch.firstNewCall) addUnique(ch.changedCalls, call);
 }
 
 void TimelineStore::endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch)
 {
     Call &call = m_calls[ref.call];
     Attempt &a = call.attempts[ref.attempt];
-    if (!a.endNs)
-        a.endNs = t;
+    if (!a.endNs) a.endNs = t;
     m_openStreams.erase(streamKey(a.connection, a.stream));
     markChanged(ch, ref.call);
     // The call is no longer in flight: calls of its trace that started after this may not nest under it.
-    if (!call.traceId.empty() && ref.attempt + 1 == call.attempts.size())
-        linkTrace(ref.call, ch);
+    if (!call.traceId.empty() && ref.attempt + 1 == call.attempts.size()) linkTrace(ref.call, ch);
 }
 
 int TimelineStore::nestingDepth(size_t call) const
@@ -124,8 +117,7 @@ int TimelineStore::nestingDepth(size_t call) const
 void TimelineStore::linkTrace(size_t call, StoreChanges &ch)
 {
     auto it = m_traces.find(m_calls[call].traceId);
-    if (it == m_traces.end())
-        return;
+    if (it == m_traces.end()) return;
     const std::vector<size_t> &members = it->second;
     const std::int64_t start = m_calls[call].startNs();
     size_t pos =
@@ -134,8 +126,7 @@ void TimelineStore::linkTrace(size_t call, StoreChanges &ch)
                members.begin());
     while (pos < members.size() && members[pos] != call + m_callBase)
         ++pos;
-    if (pos == members.size())
-        return;
+    if (pos == members.size()) return;
     const size_t stop = std::min(members.size(), pos + 1 + kNestSearchDepth);
     for (size_t j = pos; j < stop; ++j)
         linkCall(members, j, ch);
@@ -150,10 +141,8 @@ void TimelineStore::linkCall(const std::vector<size_t> &members, size_t pos, Sto
     const size_t stop = pos > kNestSearchDepth ? pos - kNestSearchDepth : 0;
     for (size_t i = pos; i-- > stop;) {
         const Call &p = callById(members[i]);
-        if (p.startNs() >= start || p.attempts.front().connection == conn)
-            continue;
-        if (const auto end = p.endNs(); end && *end <= start)
-            continue;
+        if (p.startNs() >= start || p.attempts.front().connection == conn) continue;
+        if (const auto end = p.endNs(); end && *end <= start) continue;
         parent = members[i] - m_callBase;
         break;
     }
@@ -184,11 +173,9 @@ size_t TimelineStore::findInferredCall(const std::string &method, const std::str
     const size_t stop = m_calls.size() > kInferSearchDepth ? m_calls.size() - kInferSearchDepth : 0;
     for (size_t i = m_calls.size(); i-- > stop;) {
         const Call &c = m_calls[i];
-        if (c.method != method || c.clientPeer != peer || int(c.attempts.size()) != previous)
-            continue;
+        if (c.method != method || c.clientPeer != peer || int(c.attempts.size()) != previous) continue;
         const Attempt &last = c.attempts.back();
-        if (last.endNs && t >= *last.endNs && t - *last.endNs <= kInferWindowNs)
-            return i;
+        if (last.endNs && t >= *last.endNs && t - *last.endNs <= kInferWindowNs) return i;
     }
     return m_calls.size();
 }
@@ -196,10 +183,8 @@ size_t TimelineStore::findInferredCall(const std::string &method, const std::str
 void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
 {
     const auto key = streamKey(e.connection, e.stream);
-    if (m_openStreams.count(key))
-        return; // request trailers or a repeated block on a stream we already track
-    if (e.grpc.path.empty())
-        return;
+    if (m_openStreams.count(key)) return; // request trailers or a repeated block on a stream we already track
+    if (e.grpc.path.empty()) return;
 
     Attempt a;
     a.connection = e.connection;
@@ -216,8 +201,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
     size_t callIndex = m_calls.size();
     if (!e.grpc.callId.empty()) {
         auto it = m_callsByKey.find(e.grpc.callId);
-        if (it != m_callsByKey.end())
-            callIndex = it->second - m_callBase;
+        if (it != m_callsByKey.end()) callIndex = it->second - m_callBase;
     } else if (*a.previousAttempts > 0) {
         callIndex = findInferredCall(e.grpc.path, peer, *a.previousAttempts, e.tNs);
     }
@@ -231,8 +215,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
         c.retryMaxMs = e.grpc.retryMaxMs;
         c.traceId = e.grpc.traceId;
         c.spanId = e.grpc.parentSpanId;
-        if (conn)
-            c.hop = conn->label;
+        if (conn) c.hop = conn->label;
         if (!e.grpc.callId.empty()) {
             c.key = e.grpc.callId;
         } else {
@@ -250,8 +233,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
     call.attempts.push_back(std::move(a));
     ++m_attemptCount;
     m_openStreams[key] = {callIndex, call.attempts.size() - 1};
-    if (call.traceId.empty())
-        return;
+    if (call.traceId.empty()) return;
     if (call.attempts.size() == 1) {
         std::vector<size_t> &members = m_traces[call.traceId];
         const std::int64_t start = call.startNs();
@@ -268,17 +250,13 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
 void TimelineStore::onResponseHeaders(const WireEvent &e, StoreChanges &ch)
 {
     auto it = m_openStreams.find(streamKey(e.connection, e.stream));
-    if (it == m_openStreams.end())
-        return;
+    if (it == m_openStreams.end()) return;
     const AttemptRef ref = it->second;
     Attempt &a = m_calls[ref.call].attempts[ref.attempt];
     if (e.endStream) {
-        if (e.grpc.status)
-            a.status = e.grpc.status;
-        if (e.grpc.message)
-            a.statusMessage = e.grpc.message;
-        if (e.grpc.pushbackMs)
-            a.pushbackMs = e.grpc.pushbackMs;
+        if (e.grpc.status) a.status = e.grpc.status;
+        if (e.grpc.message) a.statusMessage = e.grpc.message;
+        if (e.grpc.pushbackMs) a.pushbackMs = e.grpc.pushbackMs;
         a.trailersOnly = !a.responseHeadersNs;
         endAttempt(ref, e.tNs, ch);
     } else if (!a.responseHeadersNs) {
@@ -295,13 +273,11 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
     ch.firstNewCall = m_calls.size();
 
     for (const WireEvent &e : batch) {
-        if (!m_hasOrigin)
-            setOrigin(e.tNs, 0);
+        if (!m_hasOrigin) setOrigin(e.tNs, 0);
         m_latestNs = std::max(m_latestNs, e.tNs);
         switch (e.kind) {
         case EventKind::ConnectionOpened: {
-            if (connection(e.connection))
-                break;
+            if (connection(e.connection)) break;
             m_connectionIndex[e.connection] = m_connections.size();
             Connection c;
             c.id = e.connection;
@@ -323,8 +299,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             ch.connectionsChanged = true;
             std::vector<AttemptRef> open;
             for (const auto &[key, ref] : m_openStreams)
-                if ((key >> 32) == e.connection)
-                    open.push_back(ref);
+                if ((key >> 32) == e.connection) open.push_back(ref);
             for (const AttemptRef &ref : open)
                 endAttempt(ref, e.tNs, ch);
             // A stall ends with its connection: nothing waits for a window any more.
@@ -344,20 +319,22 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             // A connection can hit a limit on every block; the first few say what happened.
             if (Connection *c = connection(e.connection); c && c->notes.size() < kMaxNotesPerConnection) {
                 c->notes.push_back(e.reason);
-                if (e.violation() && !c->firstViolation)
-                    c->firstViolation = *e.violation();
+                if (e.violation() && !c->firstViolation) c->firstViolation = *e.violation();
             }
             ch.connectionsChanged = true;
             break;
         case EventKind::LabEvent: {
-            // An event reported with a traceparent (the ingestion endpoint) concerns the call that carried it.
+            // An event reported with a traceparent (the ingestion endpoint) concerns the call that carried
+            // it.
             const LabDecision *decision = e.decision();
-            LabEventRecord r{e.tNs, decision ? decision->kind : std::string(),
-                             decision ? decision->detail : std::string(), e.grpc.callId, {}};
+            LabEventRecord r{e.tNs,
+                             decision ? decision->kind : std::string(),
+                             decision ? decision->detail : std::string(),
+                             e.grpc.callId,
+                             {}};
             if (r.callId.empty())
                 for (const Header &h : e.headers)
-                    if (h.name == "traceparent")
-                        r.traceparent = h.value;
+                    if (h.name == "traceparent") r.traceparent = h.value;
             if (!r.traceparent.empty())
                 m_unresolvedLabEvents.push_back(m_labEvents.size()); // its call may not have arrived yet
             m_labEvents.push_back(std::move(r));
@@ -379,11 +356,10 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                                     e.frameType == FrameWindowUpdate ? e.windowIncrement : e.errorCode});
             if (e.frameType == FramePing && e.rttNs >= 0) {
                 // The ACK travels opposite to the PING it answers.
-                const Direction sender =
-                    e.dir == Direction::ClientToServer ? Direction::ServerToClient : Direction::ClientToServer;
+                const Direction sender = e.dir == Direction::ClientToServer ? Direction::ServerToClient
+                                                                            : Direction::ClientToServer;
                 m_pings.push_back({e.connection, sender, e.tNs, e.rttNs});
-                if (Connection *c = connection(e.connection))
-                    c->lastPingRttNs = e.rttNs;
+                if (Connection *c = connection(e.connection)) c->lastPingRttNs = e.rttNs;
             }
             if (e.frameType == FrameGoaway && e.dir == Direction::ServerToClient) {
                 // Requests on streams above the last one the server names were never processed: they end
@@ -415,8 +391,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             break;
         case EventKind::Message: {
             auto it = m_openStreams.find(streamKey(e.connection, e.stream));
-            if (it == m_openStreams.end())
-                break;
+            if (it == m_openStreams.end()) break;
             Attempt &a = m_calls[it->second.call].attempts[it->second.attempt];
             if (e.dir == Direction::ClientToServer) {
                 a.requestBytes += e.length + 5;
@@ -430,8 +405,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
         }
         }
     }
-    if (!m_unresolvedLabEvents.empty())
-        resolveLabEvents();
+    if (!m_unresolvedLabEvents.empty()) resolveLabEvents();
     ++m_generation;
 }
 
@@ -445,13 +419,13 @@ std::optional<size_t> TimelineStore::indexOfSerial(std::uint64_t serial) const
 {
     const auto it = std::lower_bound(m_calls.begin(), m_calls.end(), serial,
                                      [](const Call &c, std::uint64_t s) { return c.serial < s; });
-    return it != m_calls.end() && it->serial == serial ? std::optional(size_t(it - m_calls.begin())) : std::nullopt;
+    return it != m_calls.end() && it->serial == serial ? std::optional(size_t(it - m_calls.begin()))
+                                                       : std::nullopt;
 }
 
 std::optional<size_t> TimelineStore::attemptAt(size_t call, std::int64_t tNs) const
 {
-    if (call >= m_calls.size())
-        return std::nullopt;
+    if (call >= m_calls.size()) return std::nullopt;
     const auto &attempts = m_calls[call].attempts;
     std::optional<size_t> found;
     for (size_t i = 0; i < attempts.size() && attempts[i].startNs <= tNs; ++i)
@@ -463,19 +437,15 @@ std::string TimelineStore::callForTraceparent(const std::string &traceparent, st
                                               bool exactOnly) const
 {
     // version-traceid-parentid-flags
-    if (traceparent.size() < 55)
-        return {};
+    if (traceparent.size() < 55) return {};
     const std::string traceId = traceparent.substr(3, 32), spanId = traceparent.substr(36, 16);
     const auto it = m_traces.find(traceId);
-    if (it == m_traces.end())
-        return {};
+    if (it == m_traces.end()) return {};
     const Call *latest = nullptr;
     for (size_t c : it->second) {
         const Call &call = callById(c);
-        if (call.spanId == spanId)
-            return call.key;
-        if (call.startNs() <= tNs && (!latest || call.startNs() >= latest->startNs()))
-            latest = &call;
+        if (call.spanId == spanId) return call.key;
+        if (call.startNs() <= tNs && (!latest || call.startNs() >= latest->startNs())) latest = &call;
     }
     return latest && !exactOnly ? latest->key : std::string();
 }
@@ -483,8 +453,7 @@ std::string TimelineStore::callForTraceparent(const std::string &traceparent, st
 void TimelineStore::resolveLabEvents()
 {
     std::erase_if(m_unresolvedLabEvents, [this](size_t i) {
-        if (i >= m_labEvents.size())
-            return true;
+        if (i >= m_labEvents.size()) return true;
         LabEventRecord &e = m_labEvents[i];
         // Wait a while for the very call that carried it (relays deliver in their own time), then settle for
         // the latest call of its trace.

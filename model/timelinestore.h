@@ -14,9 +14,9 @@ namespace rpcscope {
 // What one applied batch changed; the item model turns this into row insertions and dataChanged.
 struct StoreChanges
 {
-    size_t firstNewCall = 0;                      // calls at or after this index are new
-    std::vector<size_t> callsWithNewAttempts;     // existing calls that gained attempts (sorted, unique)
-    std::vector<size_t> changedCalls;             // existing calls whose data changed (sorted, unique)
+    size_t firstNewCall = 0;                  // calls at or after this index are new
+    std::vector<size_t> callsWithNewAttempts; // existing calls that gained attempts (sorted, unique)
+    std::vector<size_t> changedCalls;         // existing calls whose data changed (sorted, unique)
     bool connectionsChanged = false;
 };
 
@@ -39,8 +39,7 @@ public:
     // The call's index after the eviction; SIZE_MAX for an evicted one.
     size_t operator()(size_t i) const
     {
-        if (i >= region())
-            return i - m_removed;
+        if (i >= region()) return i - m_removed;
         return gone(i) ? SIZE_MAX : i - m_goneBefore[i];
     }
 
@@ -94,11 +93,11 @@ public:
     // Increments on every change, so views can key caches on it.
     std::uint64_t generation() const { return m_generation; }
 
-    // Retention. enforce() evicts the oldest calls whole - never one still in flight, never a pinned one - until
-    // the policy holds again (down to 90% of a limit, so it works in chunks), together with the frames, pings,
-    // stalls and lab events older than every call that stays. Returns the evicted calls' former indices, in
-    // order. O(calls): run it now and then (TimelineModel does, at most once a second).
-    // `gone`, when given, receives what the evicted calls left behind elsewhere (the event log trims with it).
+    // Retention. enforce() evicts the oldest calls whole - never one still in flight, never a pinned one -
+    // until the policy holds again (down to 90% of a limit, so it works in chunks), together with the frames,
+    // pings, stalls and lab events older than every call that stays. Returns the evicted calls' former
+    // indices, in order. O(calls): run it now and then (TimelineModel does, at most once a second). `gone`,
+    // when given, receives what the evicted calls left behind elsewhere (the event log trims with it).
     struct Evicted
     {
         std::vector<std::uint64_t> streams; // (connection << 32 | stream) of every evicted attempt
@@ -116,8 +115,8 @@ public:
     // The end of the latest call evicted so far (0 when none was): the timeline marks it.
     std::int64_t retentionCutNs() const { return m_retentionCutNs; }
     size_t evictedCalls() const { return m_evictedCalls; }
-    // What the last evict() did to frames(): of the first `scanned` frames, `kept` stayed and are now the first
-    // ones; every later frame moved up by scanned - kept. A view indexing frames follows with it.
+    // What the last evict() did to frames(): of the first `scanned` frames, `kept` stayed and are now the
+    // first ones; every later frame moved up by scanned - kept. A view indexing frames follows with it.
     struct FrameTrim
     {
         size_t scanned = 0;
@@ -142,8 +141,8 @@ private:
     void onResponseHeaders(const WireEvent &e, StoreChanges &ch);
     void endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch);
     void linkTrace(size_t call, StoreChanges &ch);
-    // The key of the call a W3C traceparent points at: the one that carried exactly it, else (unless exactOnly)
-    // the latest call of that trace started by tNs; empty when none.
+    // The key of the call a W3C traceparent points at: the one that carried exactly it, else (unless
+    // exactOnly) the latest call of that trace started by tNs; empty when none.
     std::string callForTraceparent(const std::string &traceparent, std::int64_t tNs, bool exactOnly) const;
     void resolveLabEvents();
     std::vector<size_t> m_unresolvedLabEvents; // lab events with a traceparent whose call is not known yet
@@ -162,8 +161,8 @@ private:
     std::vector<PingRecord> m_pings;
     std::vector<LabEventRecord> m_labEvents;
     std::unordered_map<std::uint64_t, AttemptRef> m_openStreams; // (conn, stream) -> attempt, while open
-    // These two hold call ids, not indices: id = index + m_callBase. Evicting the oldest calls raises the base
-    // instead of renumbering every entry (only calls kept from among the evicted ones get new ids).
+    // These two hold call ids, not indices: id = index + m_callBase. Evicting the oldest calls raises the
+    // base instead of renumbering every entry (only calls kept from among the evicted ones get new ids).
     std::unordered_map<std::string, size_t> m_callsByKey;
     std::unordered_map<std::string, std::vector<size_t>> m_traces; // trace id -> its calls, sorted by start
     size_t m_callBase = 0;

@@ -14,7 +14,7 @@ PACKAGES=(
   libnghttp2-dev socat
   libpcap-dev tshark
   fonts-dejavu-core
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   python3
 )
 

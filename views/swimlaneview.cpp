@@ -224,8 +224,7 @@ void SwimlaneView::mouseDoubleClickEvent(QMouseEvent *e)
         return QWidget::mouseDoubleClickEvent(e);
     const std::string key = m_model->store().calls()[hit.call].key;
     updateOptions([&](TimelinePainter::Options &o) {
-        if (!o.filter.collapsed.erase(key))
-            o.filter.collapsed.insert(key);
+        if (!o.filter.collapsed.erase(key)) o.filter.collapsed.insert(key);
     });
 }
 

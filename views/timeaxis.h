@@ -1,7 +1,6 @@
 #pragma once
 
 #include <QtGlobal>
-
 #include <cmath>
 
 namespace rpcscope {
@@ -22,8 +21,7 @@ struct TimeAxis
         const double raw = std::max(1.0, nsPerPx * targetPx);
         double p = std::pow(10.0, std::floor(std::log10(raw)));
         for (double m : {1.0, 2.0, 5.0, 10.0})
-            if (m * p >= raw)
-                return qint64(m * p);
+            if (m * p >= raw) return qint64(m * p);
         return qint64(10 * p);
     }
 };

@@ -99,7 +99,8 @@ public:
     bool update(const TimelineStore &store, const StoreChanges &changes, const LaneMetrics &m);
     // Follows retention evicting `evicted` calls (`store` is after it): their lanes go, the others move up as
     // `shift` says. Same conditions as update().
-    bool removeCalls(const TimelineStore &store, const EvictionShift &shift, size_t evicted, const LaneMetrics &m);
+    bool removeCalls(const TimelineStore &store, const EvictionShift &shift, size_t evicted,
+                     const LaneMetrics &m);
     const std::vector<LaneBlock> &blocks() const { return m_blocks; }
     const std::vector<Group> &groups() const { return m_groups; }
     double height() const { return m_height; }

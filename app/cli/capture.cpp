@@ -45,9 +45,10 @@ void reportCaptured(const TimelineStore &store, size_t calls, const std::string 
         const ProtocolViolation *broken = c.protocolError();
         if (c.decodeError.empty() && !broken) continue;
         if (++wrong <= kShown)
-            std::fprintf(stderr, "rpcscope-cli: connection %u (%s -> %s): %s\n", c.id, c.client.c_str(),
-                         c.server.c_str(),
-                         (c.decodeError.empty() ? describe(*broken) : "not decoded: " + c.decodeError).c_str());
+            std::fprintf(
+                stderr, "rpcscope-cli: connection %u (%s -> %s): %s\n", c.id, c.client.c_str(),
+                c.server.c_str(),
+                (c.decodeError.empty() ? describe(*broken) : "not decoded: " + c.decodeError).c_str());
     }
     if (wrong > kShown)
         std::fprintf(stderr, "rpcscope-cli: ... and %d more connections like these (see the file)\n",

@@ -1,9 +1,8 @@
 // rpcscope-cli decode: a capture's gRPC messages as JSON, with schemas from .proto files or server
 // reflection.
 
-#include "commands.h"
-
 #include "captureio.h"
+#include "commands.h"
 #include "messagedecoder.h"
 #include "reflectionclient.h"
 
@@ -131,8 +130,8 @@ int cmdDecode(const std::vector<std::string> &args)
         const std::string &hex = opts["--hex"];
         const size_t bad = hex.find_first_not_of("0123456789abcdefABCDEF");
         return fail(2, bad != std::string::npos
-                           ? "--hex takes hex digits (0-9, a-f), got '" + hex.substr(bad, 1) + "' at position " +
-                                 std::to_string(bad + 1)
+                           ? "--hex takes hex digits (0-9, a-f), got '" + hex.substr(bad, 1) +
+                                 "' at position " + std::to_string(bad + 1)
                            : "--hex needs an even number of hex digits, got " + std::to_string(hex.size()));
     }
 

@@ -1,8 +1,7 @@
 // rpcscope-cli merge: several captures (agents on several hosts) onto one timeline, saved as one capture.
 
-#include "commands.h"
-
 #include "captureio.h"
+#include "commands.h"
 #include "mergeset.h"
 #include "options.h"
 #include "timelinemodel.h"

@@ -27,12 +27,18 @@ bool writeBytes(const QString &path, const QByteArray &bytes, std::string *error
 const char *formatName(FileFormat format)
 {
     switch (format) {
-    case FileFormat::Rpcscope: return "rpcscope";
-    case FileFormat::Json: return "json";
-    case FileFormat::Chrome: return "chrome";
-    case FileFormat::Otlp: return "otlp";
-    case FileFormat::Pcapng: return "pcapng";
-    case FileFormat::Unknown: break;
+    case FileFormat::Rpcscope:
+        return "rpcscope";
+    case FileFormat::Json:
+        return "json";
+    case FileFormat::Chrome:
+        return "chrome";
+    case FileFormat::Otlp:
+        return "otlp";
+    case FileFormat::Pcapng:
+        return "pcapng";
+    case FileFormat::Unknown:
+        break;
     }
     return "unknown";
 }
@@ -46,24 +52,19 @@ FileFormat formatFromName(const std::string &name)
 {
     for (FileFormat f :
          {FileFormat::Rpcscope, FileFormat::Json, FileFormat::Chrome, FileFormat::Otlp, FileFormat::Pcapng})
-        if (name == formatName(f))
-            return f;
+        if (name == formatName(f)) return f;
     return FileFormat::Unknown;
 }
 
 FileFormat formatFromPath(const QString &path)
 {
     const QString p = path.toLower();
-    if (p.endsWith(QLatin1String(".rpcscope")))
-        return FileFormat::Rpcscope;
-    if (p.endsWith(QLatin1String(".pcapng")))
-        return FileFormat::Pcapng;
-    if (p.endsWith(QLatin1String(".otlp.json")))
-        return FileFormat::Otlp;
+    if (p.endsWith(QLatin1String(".rpcscope"))) return FileFormat::Rpcscope;
+    if (p.endsWith(QLatin1String(".pcapng"))) return FileFormat::Pcapng;
+    if (p.endsWith(QLatin1String(".otlp.json"))) return FileFormat::Otlp;
     if (p.endsWith(QLatin1String(".chrome.json")) || p.endsWith(QLatin1String(".trace.json")))
         return FileFormat::Chrome;
-    if (p.endsWith(QLatin1String(".json")))
-        return FileFormat::Json;
+    if (p.endsWith(QLatin1String(".json"))) return FileFormat::Json;
     return FileFormat::Unknown;
 }
 
@@ -72,7 +73,8 @@ bool exportCapture(const CaptureData &data, FileFormat format, const QString &pa
                    const CaptureProgress &progress)
 {
     switch (format) {
-    case FileFormat::Rpcscope: return writeCaptureFile(path, data, options.redaction, error, progress);
+    case FileFormat::Rpcscope:
+        return writeCaptureFile(path, data, options.redaction, error, progress);
     case FileFormat::Pcapng: {
         CaptureData redacted = data;
         for (EventBatch &b : redacted.batches)
@@ -84,15 +86,15 @@ bool exportCapture(const CaptureData &data, FileFormat format, const QString &pa
     case FileFormat::Otlp: {
         // These carry no header values, so there is nothing to redact in them.
         TimelineStore replayed;
-        if (!live)
-            replayCapture(data, replayed);
+        if (!live) replayCapture(data, replayed);
         const TimelineStore &store = live ? *live : replayed;
         const QByteArray bytes = format == FileFormat::Json ? timelineToJsonBytes(store, options.withFrames)
                                  : format == FileFormat::Chrome ? timelineToChromeTraceBytes(store)
                                                                 : timelineToOtlpBytes(store);
         return writeBytes(path, bytes, error);
     }
-    case FileFormat::Unknown: break;
+    case FileFormat::Unknown:
+        break;
     }
     *error = "cannot write " + path.toStdString() + ": unknown format (known: " + formatNames() + ")";
     return false;
@@ -104,8 +106,7 @@ bool isPacketCapture(const QByteArray &head)
     static const char *const magics[] = {"\x0a\x0d\x0d\x0a", "\xd4\xc3\xb2\xa1", "\xa1\xb2\xc3\xd4",
                                          "\x4d\x3c\xb2\xa1", "\xa1\xb2\x3c\x4d"};
     for (const char *m : magics)
-        if (head.startsWith(QByteArray(m, 4)))
-            return true;
+        if (head.startsWith(QByteArray(m, 4))) return true;
     return false;
 }
 
@@ -117,8 +118,7 @@ CaptureReadResult importPacketCapture(const QString &path, CaptureData *out, con
 {
     const std::int64_t size = QFileInfo(path).size();
     PcapImportOptions o;
-    if (options.serverPort)
-        o.serverPort = options.serverPort;
+    if (options.serverPort) o.serverPort = options.serverPort;
     if (progress)
         o.progress = [&](double fraction) { return progress(std::int64_t(fraction * double(size)), size); };
     PcapImportResult r;

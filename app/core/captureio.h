@@ -10,7 +10,6 @@
 #include "capturefile.h"
 
 #include <QString>
-
 #include <string>
 
 namespace rpcscope {

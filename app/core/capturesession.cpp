@@ -8,7 +8,6 @@
 
 #include <QDateTime>
 #include <QTimerEvent>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -36,9 +35,10 @@ HopCheck CaptureSession::check(const HopSpec &hop, bool allowRemote, int probeTi
     else if (!parseHostPort(hop.listen.trimmed().toStdString(), &listen, &error))
         c.listenError = QString::fromStdString(error);
     else if (!allowRemote && !isLoopbackHost(listen.host))
-        c.listenError = QStringLiteral("%1 is reachable from other machines: tick \"Allow remote clients\" to "
-                                       "listen there")
-                            .arg(QString::fromStdString(listen.host));
+        c.listenError =
+            QStringLiteral("%1 is reachable from other machines: tick \"Allow remote clients\" to "
+                           "listen there")
+                .arg(QString::fromStdString(listen.host));
     else if (listen.port != 0 && !canListen(listen, &error))
         c.listenError = QString::fromStdString(error);
 
@@ -65,8 +65,7 @@ QString CaptureSession::freeLoopbackAddress()
     if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
         ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
         port = ntohs(a.sin_port);
-    if (fd >= 0)
-        ::close(fd);
+    if (fd >= 0) ::close(fd);
     return QStringLiteral("127.0.0.1:%1").arg(port);
 }
 
@@ -81,7 +80,8 @@ bool CaptureSession::parseHopSpec(const QString &text, HopSpec *out, QString *er
                      .arg(text);
         return false;
     }
-    HopSpec h{at < 0 ? QString() : text.left(at).trimmed(), rest.left(eq).trimmed(), rest.mid(eq + 1).trimmed()};
+    HopSpec h{at < 0 ? QString() : text.left(at).trimmed(), rest.left(eq).trimmed(),
+              rest.mid(eq + 1).trimmed()};
     for (const QString *part : {&h.listen, &h.target}) {
         HostPort hp;
         std::string why;
@@ -90,8 +90,7 @@ bool CaptureSession::parseHopSpec(const QString &text, HopSpec *out, QString *er
             return false;
         }
     }
-    if (h.label.isEmpty())
-        h.label = h.target;
+    if (h.label.isEmpty()) h.label = h.target;
     *out = h;
     return true;
 }
@@ -125,16 +124,14 @@ QString CaptureSession::recordingPartialPath() const
 
 QString CaptureSession::recordingError() const
 {
-    if (!m_recording)
-        return {};
+    if (!m_recording) return {};
     std::lock_guard lk(m_recording->mu);
     return QString::fromStdString(m_recording->file->error());
 }
 
 std::int64_t CaptureSession::recordingBytesWritten() const
 {
-    if (!m_recording)
-        return 0;
+    if (!m_recording) return 0;
     std::lock_guard lk(m_recording->mu);
     return m_recording->file->bytesWritten();
 }
@@ -142,16 +139,14 @@ std::int64_t CaptureSession::recordingBytesWritten() const
 // A start that failed part way: its recording holds nothing worth keeping.
 void CaptureSession::discardRecording()
 {
-    if (m_recording)
-        m_recording->file->discard();
+    if (m_recording) m_recording->file->discard();
     m_recording.reset();
 }
 
 bool CaptureSession::fail(CaptureStartError *failure, CaptureStartError::Stage stage, const QString &reason,
                           QString *error, const QString &message)
 {
-    if (failure)
-        *failure = {stage, reason};
+    if (failure) *failure = {stage, reason};
     *error = message;
     return false;
 }
@@ -160,8 +155,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
                            CaptureStartError *failure)
 {
     stop();
-    if (failure)
-        *failure = {};
+    if (failure) *failure = {};
     if (hops.empty()) {
         const QString why = QStringLiteral("add at least one hop");
         return fail(failure, CaptureStartError::Hops, why, error, why);
@@ -175,11 +169,11 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         auto recording = std::make_shared<Recording>();
         std::string err;
         CaptureInfo info = captureInfoOf(m_model->store());
-        if (!m_recordWriter.empty())
-            info.writer = m_recordWriter;
+        if (!m_recordWriter.empty()) info.writer = m_recordWriter;
         if (!recording->file->open(m_recordPath, info, m_recordRedaction, &err)) {
             const QString why = QString::fromStdString(err);
-            return fail(failure, CaptureStartError::Recording, why, error, QStringLiteral("recording: %1").arg(why));
+            return fail(failure, CaptureStartError::Recording, why, error,
+                        QStringLiteral("recording: %1").arg(why));
         }
         m_recording = recording;
         forward = [forward, recording](EventBatch &&batch) {
@@ -194,8 +188,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
             return e.kind != EventKind::ConnectionOpened && e.kind != EventKind::ConnectionClosed &&
                    pauses->covers(e.tNs);
         });
-        if (batch.empty())
-            return;
+        if (batch.empty()) return;
         stats->events += batch.size();
         for (const WireEvent &e : batch)
             if (e.kind == EventKind::DecodeError) {
@@ -250,10 +243,8 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
 bool CaptureSession::stopRunning()
 {
     const bool wasRunning = isRunning();
-    if (m_timer)
-        killTimer(std::exchange(m_timer, 0));
-    if (m_ingest)
-        m_ingest->stop();
+    if (m_timer) killTimer(std::exchange(m_timer, 0));
+    if (m_ingest) m_ingest->stop();
     m_ingest.reset();
     for (auto &r : m_relays)
         r->stop(); // closes connections, so their close events reach the timeline
@@ -274,26 +265,25 @@ void CaptureSession::stop()
             m_recordingResult = QStringLiteral("Recording stopped early: %1. What was written is in %2")
                                     .arg(QString::fromStdString(file.error()), file.partialPath());
         else if (!file.finish(&err))
-            m_recordingResult = QStringLiteral("Could not finish the recording: %1. What was written is in %2")
-                                    .arg(QString::fromStdString(err), file.partialPath());
+            m_recordingResult =
+                QStringLiteral("Could not finish the recording: %1. What was written is in %2")
+                    .arg(QString::fromStdString(err), file.partialPath());
         else
-            m_recordingResult = QStringLiteral("Recorded %1 events to %2").arg(file.events()).arg(m_recordPath);
+            m_recordingResult =
+                QStringLiteral("Recorded %1 events to %2").arg(file.events()).arg(m_recordPath);
         m_recording.reset();
         emit recordingFinished(m_recordingResult);
     }
-    if (wasRunning)
-        emit runningChanged(false);
+    if (wasRunning) emit runningChanged(false);
 }
 
 std::unique_ptr<CaptureFileStream> CaptureSession::stopAndTakeRecording()
 {
     const bool wasRunning = stopRunning();
     std::unique_ptr<CaptureFileStream> file;
-    if (m_recording)
-        file = std::move(m_recording->file); // every sink has returned
+    if (m_recording) file = std::move(m_recording->file); // every sink has returned
     m_recording.reset();
-    if (wasRunning)
-        emit runningChanged(false);
+    if (wasRunning) emit runningChanged(false);
     return file;
 }
 
@@ -301,15 +291,13 @@ bool CaptureSession::Pauses::covers(std::int64_t t)
 {
     std::lock_guard lk(mu);
     for (const auto &[from, to] : spans)
-        if (t >= from && t < to)
-            return true;
+        if (t >= from && t < to) return true;
     return false;
 }
 
 void CaptureSession::setPaused(bool paused)
 {
-    if (paused == isPaused())
-        return;
+    if (paused == isPaused()) return;
     std::lock_guard lk(m_pauses->mu);
     if (paused)
         m_pauses->spans.emplace_back(steadyNowNs(), INT64_MAX);
@@ -343,8 +331,7 @@ int CaptureSession::openConnections() const
 
 void CaptureSession::timerEvent(QTimerEvent *e)
 {
-    if (e->timerId() != m_timer)
-        return QObject::timerEvent(e);
+    if (e->timerId() != m_timer) return QObject::timerEvent(e);
     sample();
 }
 
@@ -352,8 +339,7 @@ void CaptureSession::sample()
 {
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     const std::uint64_t events = m_stats->events.load();
-    if (now > m_lastSampleMs)
-        m_rate = double(events - m_lastEvents) * 1000.0 / double(now - m_lastSampleMs);
+    if (now > m_lastSampleMs) m_rate = double(events - m_lastEvents) * 1000.0 / double(now - m_lastSampleMs);
     m_lastEvents = events;
     m_lastSampleMs = now;
     emit statsChanged();

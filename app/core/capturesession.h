@@ -6,7 +6,6 @@
 
 #include <QObject>
 #include <QString>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -40,7 +39,14 @@ struct HopCheck
 // What start() failed at, for a caller that answers each differently (rpcscope-cli's exit codes).
 struct CaptureStartError
 {
-    enum Stage { None, Hops, Recording, Hop, Ingest };
+    enum Stage
+    {
+        None,
+        Hops,
+        Recording,
+        Hop,
+        Ingest
+    };
     Stage stage = None;
     QString reason; // the cause alone, without the hop's label or "recording:" in front
 };
@@ -69,8 +75,8 @@ public:
     bool start(const std::vector<HopSpec> &hops, bool allowRemote, QString *error,
                CaptureStartError *failure = nullptr);
     void stop();
-    // Stops as stop() does, but hands the recording over unfinished instead of finishing it, for a caller that
-    // finishes it itself (the CLI saves it elsewhere when it cannot be put in place). Null without one.
+    // Stops as stop() does, but hands the recording over unfinished instead of finishing it, for a caller
+    // that finishes it itself (the CLI saves it elsewhere when it cannot be put in place). Null without one.
     std::unique_ptr<CaptureFileStream> stopAndTakeRecording();
 
     // For the relays the next start() makes (the CLI's --max-header-list and --max-message-keep).
@@ -80,12 +86,12 @@ public:
 
     // Recording: the next start() also writes everything it records to this .rpcscope file as it comes, in
     // the order the model gets it (header values masked as in a saved file), through `path`.partial until
-    // stop(). It keeps what retention evicts, and a crash leaves the .partial file, which opens as a truncated
-    // capture. Empty: no recording; ".rpcscope" is added when the name lacks it. start() fails if the file
-    // cannot be opened.
+    // stop(). It keeps what retention evicts, and a crash leaves the .partial file, which opens as a
+    // truncated capture. Empty: no recording; ".rpcscope" is added when the name lacks it. start() fails if
+    // the file cannot be opened.
     void setRecordTo(const QString &path);
-    // As setRecordTo(), but to `path` as given whatever its suffix, masking header values with `redaction` and
-    // naming `writer` in the file's header (rpcscope-cli's --out, --redact).
+    // As setRecordTo(), but to `path` as given whatever its suffix, masking header values with `redaction`
+    // and naming `writer` in the file's header (rpcscope-cli's --out, --redact).
     void setRecordTo(const QString &path, const Redaction &redaction, const std::string &writer);
     QString recordTo() const { return m_recordPath; }
     bool isRecording() const { return m_recording != nullptr; }
@@ -122,7 +128,7 @@ public:
 signals:
     void runningChanged(bool running);
     void recordingFinished(const QString &result); // emitted by stop() when a recording ends
-    void statsChanged(); // about once a second while running
+    void statsChanged();                           // about once a second while running
 
 private:
     struct Stats
@@ -133,8 +139,8 @@ private:
     };
     void sample();
     void discardRecording();
-    bool fail(CaptureStartError *failure, CaptureStartError::Stage stage, const QString &reason, QString *error,
-              const QString &message);
+    bool fail(CaptureStartError *failure, CaptureStartError::Stage stage, const QString &reason,
+              QString *error, const QString &message);
     bool stopRunning();
 
     TimelineModel *m_model;

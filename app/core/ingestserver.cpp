@@ -5,20 +5,17 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
-
-#include <grpcpp/grpcpp.h>
-
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace rpcscope {
@@ -31,7 +28,8 @@ constexpr size_t kMaxDetail = 1024, kMaxLabel = 128, kMaxCallId = 256, kMaxSourc
 bool isHex(const std::string &s, size_t from, size_t n)
 {
     for (size_t i = from; i < from + n; ++i)
-        if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i])))
+        if (!std::isxdigit(static_cast<unsigned char>(s[i])) ||
+            std::isupper(static_cast<unsigned char>(s[i])))
             return false;
     return true;
 }
@@ -39,8 +37,9 @@ bool isHex(const std::string &s, size_t from, size_t n)
 // version-traceid-parentid-flags, lower-case hex (W3C Trace Context).
 bool validTraceparent(const std::string &t)
 {
-    return t.size() == 55 && t[2] == '-' && t[35] == '-' && t[52] == '-' && isHex(t, 0, 2) && isHex(t, 3, 32) &&
-           isHex(t, 36, 16) && isHex(t, 53, 2) && t.compare(3, 32, std::string(32, '0')) != 0;
+    return t.size() == 55 && t[2] == '-' && t[35] == '-' && t[52] == '-' && isHex(t, 0, 2) &&
+           isHex(t, 3, 32) && isHex(t, 36, 16) && isHex(t, 53, 2) &&
+           t.compare(3, 32, std::string(32, '0')) != 0;
 }
 
 bool validState(const std::string &s)
@@ -58,16 +57,13 @@ std::string tooLong(const char *field, size_t limit)
 bool toWireEvent(const ReportedEvent &in, std::int64_t steadyNow, std::int64_t wallNow, WireEvent *out,
                  std::string *error)
 {
-    if (in.detail.size() > kMaxDetail)
-        return *error = tooLong("detail", kMaxDetail), false;
-    if (in.label.size() > kMaxLabel)
-        return *error = tooLong("label", kMaxLabel), false;
-    if (in.callId.size() > kMaxCallId)
-        return *error = tooLong("call_id", kMaxCallId), false;
-    if (in.source.size() > kMaxSource)
-        return *error = tooLong("source", kMaxSource), false;
+    if (in.detail.size() > kMaxDetail) return *error = tooLong("detail", kMaxDetail), false;
+    if (in.label.size() > kMaxLabel) return *error = tooLong("label", kMaxLabel), false;
+    if (in.callId.size() > kMaxCallId) return *error = tooLong("call_id", kMaxCallId), false;
+    if (in.source.size() > kMaxSource) return *error = tooLong("source", kMaxSource), false;
     if (!in.traceparent.empty() && !validTraceparent(in.traceparent))
-        return *error = "traceparent is not W3C version-traceid-parentid-flags (00-<32 hex>-<16 hex>-<2 hex>)",
+        return *error =
+                   "traceparent is not W3C version-traceid-parentid-flags (00-<32 hex>-<16 hex>-<2 hex>)",
                false;
     if (in.timeUnixNanos < 0 || (in.timeUnixNanos != 0 && std::llabs(in.timeUnixNanos - wallNow) > kDayNs))
         return *error = "time_unix_nanos " + std::to_string(in.timeUnixNanos) +
@@ -90,8 +86,10 @@ bool toWireEvent(const ReportedEvent &in, std::int64_t steadyNow, std::int64_t w
         const std::string from = arrow == std::string::npos ? "" : trim(in.detail.substr(0, arrow));
         const std::string to = arrow == std::string::npos ? "" : trim(in.detail.substr(arrow + 2));
         if (!validState(from) || !validState(to))
-            return *error = "a breaker event's detail must be \"FROM -> TO\" with states closed, open, half-open; "
-                            "got \"" + in.detail + "\"",
+            return *error =
+                       "a breaker event's detail must be \"FROM -> TO\" with states closed, open, half-open; "
+                       "got \"" +
+                       in.detail + "\"",
                    false;
         decision.kind = "breaker";
         decision.detail = from + " -> " + to;
@@ -102,20 +100,18 @@ bool toWireEvent(const ReportedEvent &in, std::int64_t steadyNow, std::int64_t w
         decision.kind = "retry-suppressed";
         decision.detail = in.detail;
     } else if (in.kind == "custom") {
-        if (in.label.empty())
-            return *error = "a custom event needs a label", false;
+        if (in.label.empty()) return *error = "a custom event needs a label", false;
         decision.kind = "custom";
         decision.detail = in.label + (in.detail.empty() ? "" : ": " + in.detail);
     } else {
-        return *error = "unknown kind \"" + in.kind + "\" (known: breaker, rejection, retry-suppressed, custom)",
+        return *error =
+                   "unknown kind \"" + in.kind + "\" (known: breaker, rejection, retry-suppressed, custom)",
                false;
     }
-    if (!in.source.empty())
-        decision.detail += " [" + in.source + "]";
+    if (!in.source.empty()) decision.detail += " [" + in.source + "]";
     e.about = std::move(decision);
     e.grpc.callId = in.callId;
-    if (!in.traceparent.empty())
-        e.headers.push_back({"traceparent", in.traceparent});
+    if (!in.traceparent.empty()) e.headers.push_back({"traceparent", in.traceparent});
     *out = std::move(e);
     return true;
 }
@@ -125,10 +121,10 @@ bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *er
     QJsonParseError pe;
     const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(line), &pe);
     if (pe.error != QJsonParseError::NoError)
-        return *error = "not JSON: " + pe.errorString().toStdString() + " at offset " + std::to_string(pe.offset),
+        return *error =
+                   "not JSON: " + pe.errorString().toStdString() + " at offset " + std::to_string(pe.offset),
                false;
-    if (!doc.isObject())
-        return *error = "a line must be one JSON object", false;
+    if (!doc.isObject()) return *error = "a line must be one JSON object", false;
     const QJsonObject o = doc.object();
     static const char *const known[] = {"time_unix_nanos", "time_unix_ms", "kind",        "detail",
                                         "label",           "call_id",      "traceparent", "source"};
@@ -136,9 +132,9 @@ bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *er
         bool ok = false;
         for (const char *k : known)
             ok = ok || it.key() == QLatin1String(k);
-        if (!ok)
-            return *error = "unknown field \"" + it.key().toStdString() + "\"", false;
-        if (it.key().startsWith(QLatin1String("time_unix")) ? !it->isDouble() && !it->isString() : !it->isString())
+        if (!ok) return *error = "unknown field \"" + it.key().toStdString() + "\"", false;
+        if (it.key().startsWith(QLatin1String("time_unix")) ? !it->isDouble() && !it->isString()
+                                                            : !it->isString())
             return *error = "field \"" + it.key().toStdString() + "\" has the wrong type", false;
     }
     ReportedEvent e;
@@ -147,14 +143,12 @@ bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *er
         const QJsonValue v = o.value("time_unix_nanos");
         bool ok = true;
         e.timeUnixNanos = v.isString() ? v.toString().toLongLong(&ok) : std::int64_t(v.toDouble());
-        if (!ok)
-            return *error = "time_unix_nanos is not an integer", false;
+        if (!ok) return *error = "time_unix_nanos is not an integer", false;
     } else if (o.contains("time_unix_ms")) {
         const QJsonValue v = o.value("time_unix_ms");
         bool ok = true;
         const double ms = v.isString() ? v.toString().toDouble(&ok) : v.toDouble();
-        if (!ok)
-            return *error = "time_unix_ms is not a number", false;
+        if (!ok) return *error = "time_unix_ms is not a number", false;
         e.timeUnixNanos = std::int64_t(ms * 1e6);
     }
     e.kind = o.value("kind").toString().toStdString();
@@ -163,8 +157,7 @@ bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *er
     e.callId = o.value("call_id").toString().toStdString();
     e.traceparent = o.value("traceparent").toString().toStdString();
     e.source = o.value("source").toString().toStdString();
-    if (e.kind.empty())
-        return *error = "missing \"kind\"", false;
+    if (e.kind.empty()) return *error = "missing \"kind\"", false;
     *out = std::move(e);
     return true;
 }
@@ -201,8 +194,7 @@ struct IngestServer::Impl
             return false;
         }
         ++accepted;
-        if (sink)
-            sink({std::move(e)});
+        if (sink) sink({std::move(e)});
         return true;
     }
 
@@ -234,10 +226,8 @@ struct IngestServer::Impl
             std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listenFd, POLLIN, 0}};
             for (const Client &c : clients)
                 fds.push_back({c.fd, short(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
-            if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
-                break;
-            if (fds[0].revents)
-                break;
+            if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+            if (fds[0].revents) break;
             // Only the clients that were polled: a client accepted below has no entry in fds yet.
             for (size_t i = 0; i + 2 < fds.size() && i < clients.size(); ++i) {
                 Client &c = clients[i];
@@ -246,18 +236,17 @@ struct IngestServer::Impl
                 if (re & (POLLIN | POLLHUP | POLLERR)) {
                     char buf[4096];
                     const ssize_t n = ::read(c.fd, buf, sizeof buf);
-                    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
-                        dead = true;
+                    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) dead = true;
                     for (ssize_t k = 0; k < n; ++k) {
                         if (buf[k] != '\n') {
-                            if (c.discarding)
-                                continue;
+                            if (c.discarding) continue;
                             c.in.push_back(buf[k]);
                             if (c.in.size() > kMaxLineBytes) {
                                 c.in.clear();
                                 c.discarding = true;
                                 ++rejected;
-                                c.out += "error: line longer than " + std::to_string(kMaxLineBytes) + " bytes\n";
+                                c.out +=
+                                    "error: line longer than " + std::to_string(kMaxLineBytes) + " bytes\n";
                             }
                             continue;
                         }
@@ -267,10 +256,8 @@ struct IngestServer::Impl
                         }
                         std::string line;
                         line.swap(c.in);
-                        if (!line.empty() && line.back() == '\r')
-                            line.pop_back();
-                        if (line.empty())
-                            continue;
+                        if (!line.empty() && line.back() == '\r') line.pop_back();
+                        if (line.empty()) continue;
                         ReportedEvent r;
                         std::string error;
                         bool ok = parseEventLine(line, &r, &error);
@@ -330,7 +317,8 @@ bool IngestServer::start(std::uint16_t grpcPort, std::uint16_t jsonPort, Sink si
     a.sin_port = htons(jsonPort);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (::bind(d->listenFd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(d->listenFd, 16) != 0 ||
+    if (::bind(d->listenFd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+        ::listen(d->listenFd, 16) != 0 ||
         ::getsockname(d->listenFd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
         *error = "cannot listen for JSON events on 127.0.0.1:" + std::to_string(jsonPort) + ": " +
                  std::strerror(errno);
@@ -374,10 +362,8 @@ void IngestServer::stop()
         d->jsonThread.join();
     }
     for (int &fd : d->wake)
-        if (fd >= 0)
-            ::close(std::exchange(fd, -1));
-    if (d->listenFd >= 0)
-        ::close(std::exchange(d->listenFd, -1));
+        if (fd >= 0) ::close(std::exchange(fd, -1));
+    if (d->listenFd >= 0) ::close(std::exchange(d->listenFd, -1));
     if (d->server) {
         d->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
         d->server.reset();

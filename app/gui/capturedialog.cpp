@@ -44,9 +44,10 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
     auto *form = new QWidget(m_pages);
     auto *v = new QVBoxLayout(form);
     auto *intro = new QLabel(
-        QStringLiteral("Each hop is a proxy: point a client at its listen address and it relays to the target, "
-                       "recording every call. Add one hop per link of a chain (front → API → DB) to see them on "
-                       "one timeline."),
+        QStringLiteral(
+            "Each hop is a proxy: point a client at its listen address and it relays to the target, "
+            "recording every call. Add one hop per link of a chain (front → API → DB) to see them on "
+            "one timeline."),
         form);
     intro->setWordWrap(true);
     v->addWidget(intro);
@@ -68,9 +69,10 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
     m_record->setObjectName(QStringLiteral("recordTo"));
     m_record->setClearButtonEnabled(true);
     m_record->setPlaceholderText(QStringLiteral("optional .rpcscope file, written as calls come in"));
-    m_record->setToolTip(QStringLiteral("Writes everything the capture records to this file as it comes: it keeps "
-                                        "what retention evicts from memory, and a crash leaves FILE.partial, "
-                                        "which opens as a truncated capture"));
+    m_record->setToolTip(
+        QStringLiteral("Writes everything the capture records to this file as it comes: it keeps "
+                       "what retention evicts from memory, and a crash leaves FILE.partial, "
+                       "which opens as a truncated capture"));
     record->addWidget(m_record, 1);
     auto *browse = new QPushButton(QStringLiteral("Browse…"), form);
     connect(browse, &QPushButton::clicked, this, [this] {
@@ -79,8 +81,7 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
                                   : m_record->text().trimmed();
         const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Record to"), start,
                                                           QStringLiteral("rpcscope capture (*.rpcscope)"));
-        if (!file.isEmpty())
-            m_record->setText(file);
+        if (!file.isEmpty()) m_record->setText(file);
     });
     record->addWidget(browse);
     v->addLayout(record);
@@ -137,8 +138,7 @@ void CaptureDialog::addHop()
 
 void CaptureDialog::removeHop(QPushButton *button)
 {
-    if (m_rows.size() == 1)
-        return;
+    if (m_rows.size() == 1) return;
     for (auto it = m_rows.begin(); it != m_rows.end(); ++it)
         if (it->remove == button) {
             for (QWidget *w : {static_cast<QWidget *>(it->label), static_cast<QWidget *>(it->listen),
@@ -155,7 +155,8 @@ void CaptureDialog::relayout()
 {
     while (m_grid->count())
         delete m_grid->takeAt(0); // the layout's wrapper, not the widget
-    const QStringList heads = {QStringLiteral("Label"), QStringLiteral("Listen on"), QStringLiteral("Target")};
+    const QStringList heads = {QStringLiteral("Label"), QStringLiteral("Listen on"),
+                               QStringLiteral("Target")};
     for (int c = 0; c < heads.size(); ++c) {
         auto *h = findChild<QLabel *>(QStringLiteral("head%1").arg(c));
         if (!h) {
@@ -199,8 +200,8 @@ std::vector<HopSpec> CaptureDialog::hops() const
     for (size_t i = 0; i < m_rows.size(); ++i) {
         const Row &r = m_rows[i];
         const QString label = r.label->text().trimmed();
-        out.push_back({label.isEmpty() ? QStringLiteral("hop %1").arg(i + 1) : label, r.listen->text().trimmed(),
-                       r.target->text().trimmed()});
+        out.push_back({label.isEmpty() ? QStringLiteral("hop %1").arg(i + 1) : label,
+                       r.listen->text().trimmed(), r.target->text().trimmed()});
     }
     return out;
 }
@@ -243,10 +244,8 @@ bool CaptureDialog::startCapture()
             c.listenError = QStringLiteral("another hop already listens on %1").arg(specs[i].listen);
         listens << specs[i].listen;
         QStringList parts;
-        if (!c.listenError.isEmpty())
-            parts << QStringLiteral("Listen: %1").arg(c.listenError);
-        if (!c.targetError.isEmpty())
-            parts << QStringLiteral("Target: %1").arg(c.targetError);
+        if (!c.listenError.isEmpty()) parts << QStringLiteral("Listen: %1").arg(c.listenError);
+        if (!c.targetError.isEmpty()) parts << QStringLiteral("Target: %1").arg(c.targetError);
         m_rows[i].error->setText(parts.join(QStringLiteral("  ·  ")));
         ok = ok && c.ok();
     }
@@ -258,12 +257,12 @@ bool CaptureDialog::startCapture()
             m_general->setText(QStringLiteral("Record to: %1 is a folder; name a file in it").arg(record));
             ok = false;
         } else if (!file.absoluteDir().exists()) {
-            m_general->setText(QStringLiteral("Record to: the folder %1 does not exist").arg(file.absolutePath()));
+            m_general->setText(
+                QStringLiteral("Record to: the folder %1 does not exist").arg(file.absolutePath()));
             ok = false;
         }
     }
-    if (!ok)
-        return false;
+    if (!ok) return false;
     QString error;
     if (!m_session->start(specs, m_allowRemote->isChecked(), &error)) {
         m_general->setText(error);
@@ -276,7 +275,8 @@ bool CaptureDialog::startCapture()
 
 void CaptureDialog::showAddresses()
 {
-    auto *title = new QLabel(QStringLiteral("<b>Capturing.</b> Point your clients at these addresses:"), this);
+    auto *title =
+        new QLabel(QStringLiteral("<b>Capturing.</b> Point your clients at these addresses:"), this);
     m_addresses->addWidget(title);
     auto *grid = new QGridLayout;
     int line = 0;
@@ -291,17 +291,19 @@ void CaptureDialog::showAddresses()
         ++line;
     }
     m_addresses->addLayout(grid);
-    auto *events = new QLabel(QStringLiteral("Your own breaker, bulkhead and retry events: gRPC Ingest service at "
-                                             "<b>%1</b>, JSON lines at <b>%2</b> (see the README).")
-                                  .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress()),
-                              this);
+    auto *events =
+        new QLabel(QStringLiteral("Your own breaker, bulkhead and retry events: gRPC Ingest service at "
+                                  "<b>%1</b>, JSON lines at <b>%2</b> (see the README).")
+                       .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress()),
+                   this);
     events->setWordWrap(true);
     m_addresses->addWidget(events);
     if (m_session->isRecording()) {
-        auto *recording = new QLabel(QStringLiteral("Recording to <b>%1</b>; it becomes %2 when the capture stops.")
-                                         .arg(m_session->recordingPartialPath().toHtmlEscaped(),
-                                              m_session->recordTo().toHtmlEscaped()),
-                                     this);
+        auto *recording =
+            new QLabel(QStringLiteral("Recording to <b>%1</b>; it becomes %2 when the capture stops.")
+                           .arg(m_session->recordingPartialPath().toHtmlEscaped(),
+                                m_session->recordTo().toHtmlEscaped()),
+                       this);
         recording->setObjectName(QStringLiteral("recording"));
         recording->setWordWrap(true);
         m_addresses->addWidget(recording);
@@ -367,14 +369,12 @@ void CapturePanel::newCapture()
 
 QString CapturePanel::statusText() const
 {
-    if (!m_session->isRunning())
-        return {};
+    if (!m_session->isRunning()) return {};
     QString s = QStringLiteral("%1 connection%2 · %3 events/s")
                     .arg(m_session->openConnections())
                     .arg(m_session->openConnections() == 1 ? "" : "s")
                     .arg(qRound(m_session->eventsPerSecond()));
-    if (m_session->isPaused())
-        s += QStringLiteral(" · PAUSED");
+    if (m_session->isPaused()) s += QStringLiteral(" · PAUSED");
     if (m_session->decodeProblems())
         s += QStringLiteral(" · %1 decode problem%2 (connection %3)")
                  .arg(m_session->decodeProblems())
@@ -388,11 +388,11 @@ void CapturePanel::refresh()
     const bool running = m_session->isRunning();
     m_stop->setEnabled(running);
     m_pause->setEnabled(running);
-    if (!running && m_pause->isChecked())
-        m_pause->setChecked(false);
+    if (!running && m_pause->isChecked()) m_pause->setChecked(false);
     m_pause->setText(m_session->isPaused() ? QStringLiteral("Resume") : QStringLiteral("Pause"));
     if (!running) {
-        QString idle = QStringLiteral("No capture running. \"New capture…\" puts a proxy in front of your server.");
+        QString idle =
+            QStringLiteral("No capture running. \"New capture…\" puts a proxy in front of your server.");
         if (!m_session->lastRecordingResult().isEmpty())
             idle += QStringLiteral("<br>") + m_session->lastRecordingResult().toHtmlEscaped();
         m_list->setText(idle);
@@ -400,14 +400,17 @@ void CapturePanel::refresh()
     }
     QStringList lines;
     for (const CaptureSession::RunningHop &h : m_session->hops())
-        lines << QStringLiteral("<b>%1</b>: %2 → %3").arg(h.label.toHtmlEscaped(), h.listen, h.target.toHtmlEscaped());
+        lines << QStringLiteral("<b>%1</b>: %2 → %3")
+                     .arg(h.label.toHtmlEscaped(), h.listen, h.target.toHtmlEscaped());
     lines << QStringLiteral("events in: gRPC %1, JSON lines %2")
                  .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress());
     if (m_session->isRecording()) {
         const QString failed = m_session->recordingError();
-        lines << (failed.isEmpty()
-                      ? QStringLiteral("recording to %1").arg(m_session->recordingPartialPath().toHtmlEscaped())
-                      : QStringLiteral("<b>recording stopped</b>: %1 (the capture goes on)").arg(failed.toHtmlEscaped()));
+        lines
+            << (failed.isEmpty()
+                    ? QStringLiteral("recording to %1").arg(m_session->recordingPartialPath().toHtmlEscaped())
+                    : QStringLiteral("<b>recording stopped</b>: %1 (the capture goes on)")
+                          .arg(failed.toHtmlEscaped()));
     }
     lines << statusText();
     m_list->setText(lines.join(QStringLiteral("<br>")));

@@ -10,14 +10,12 @@
 #include <QApplication>
 #include <QSocketNotifier>
 #include <QTimer>
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
+#include <unistd.h>
 
 using namespace rpcscope;
 
@@ -29,9 +27,11 @@ const char kUsage[] =
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
     "  --capture SPEC      start capturing your own service at once: a proxy on LISTEN relaying to TARGET,\n"
-    "                      named LABEL on the timeline (repeat it for every hop of a chain); the lab scenario\n"
+    "                      named LABEL on the timeline (repeat it for every hop of a chain); the lab "
+    "scenario\n"
     "                      is then not run at start\n"
-    "  --record FILE       with --capture: also write everything it records to FILE (.rpcscope) as it comes,\n"
+    "  --record FILE       with --capture: also write everything it records to FILE (.rpcscope) as it "
+    "comes,\n"
     "                      through FILE.partial until the capture stops (a crash leaves that, readable)\n"
     "  FILE                open a capture file instead of running a scenario; several files are merged\n"
     "                      onto one timeline (aligned by their wall-clock origins)\n"
@@ -41,9 +41,9 @@ const char kUsage[] =
     "                      save the window as PNG, and quit\n"
     "Headless use: rpcscope-cli --help\n";
 
-// SIGINT, SIGTERM or SIGHUP (a terminal's Ctrl+C, a kill, the terminal closed) quit the way closing the window
-// does, without asking: a running capture stops and its recording is finished. The handler only writes a
-// byte; the event loop reads it.
+// SIGINT, SIGTERM or SIGHUP (a terminal's Ctrl+C, a kill, the terminal closed) quit the way closing the
+// window does, without asking: a running capture stops and its recording is finished. The handler only writes
+// a byte; the event loop reads it.
 int g_signalPipe[2] = {-1, -1};
 
 void onQuitSignal(int)
@@ -103,7 +103,8 @@ int main(int argc, char **argv)
         }
     }
     if (!record.isEmpty() && hops.empty()) {
-        std::fprintf(stderr, "rpcscope: --record needs --capture: it records a capture of your own service\n");
+        std::fprintf(stderr,
+                     "rpcscope: --record needs --capture: it records a capture of your own service\n");
         return 2;
     }
     if (!lab::findScenario(scenario.toStdString())) {

@@ -121,10 +121,13 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
                                      QString::fromStdString(m_lab->proxyAddress().toString())));
     else
         m_labLabel->setText(QStringLiteral("lab not running"));
-    // Direct: the panel emits them on the run's thread, and so the window's signals are emitted there as before.
-    connect(m_labPanel, &LabPanel::scenarioFinished, this, &MainWindow::scenarioFinished, Qt::DirectConnection);
+    // Direct: the panel emits them on the run's thread, and so the window's signals are emitted there as
+    // before.
+    connect(m_labPanel, &LabPanel::scenarioFinished, this, &MainWindow::scenarioFinished,
+            Qt::DirectConnection);
     connect(m_labPanel, &LabPanel::runFinished, this, &MainWindow::runFinished, Qt::DirectConnection);
-    connect(m_labPanel, &LabPanel::statusMessage, this, [this](const QString &text) { statusBar()->showMessage(text); });
+    connect(m_labPanel, &LabPanel::statusMessage, this,
+            [this](const QString &text) { statusBar()->showMessage(text); });
 
     auto *scenarioDock = new QDockWidget(QStringLiteral("Scenario"), this);
     scenarioDock->setObjectName(QStringLiteral("scenario"));
@@ -200,9 +203,9 @@ void MainWindow::setDark(bool on)
 
 MainWindow::~MainWindow()
 {
-    // While the whole window still exists: stopping finishes a recording and signals the window and its docks.
-    if (m_capture)
-        m_capture->stop();
+    // While the whole window still exists: stopping finishes a recording and signals the window and its
+    // docks.
+    if (m_capture) m_capture->stop();
     m_labPanel->waitForRun();
 }
 

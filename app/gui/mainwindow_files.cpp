@@ -1,11 +1,10 @@
 // MainWindow: capture files (Open, Save, recent files, drag and drop, the unsaved-session prompt), live
 // capture sessions of the user's own services, retention and the status bar.
 
-#include "mainwindow.h"
-
 #include "capturedialog.h"
 #include "captureio.h"
 #include "capturesession.h"
+#include "mainwindow.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
@@ -44,14 +43,10 @@ struct RetentionChoice
     RetentionPolicy policy;
 };
 const RetentionChoice kRetentionChoices[] = {
-    {"keep 256 MB", {size_t(256) << 20, 0, 0}},
-    {"keep 512 MB", {size_t(512) << 20, 0, 0}},
-    {"keep 2 GB", {size_t(2) << 30, 0, 0}},
-    {"keep 10 minutes", {0, 600'000'000'000, 0}},
-    {"keep 60 minutes", {0, 3'600'000'000'000, 0}},
-    {"keep 100,000 calls", {0, 0, 100'000}},
-    {"keep 1,000,000 calls", {0, 0, 1'000'000}},
-    {"keep everything", {0, 0, 0}},
+    {"keep 256 MB", {size_t(256) << 20, 0, 0}},     {"keep 512 MB", {size_t(512) << 20, 0, 0}},
+    {"keep 2 GB", {size_t(2) << 30, 0, 0}},         {"keep 10 minutes", {0, 600'000'000'000, 0}},
+    {"keep 60 minutes", {0, 3'600'000'000'000, 0}}, {"keep 100,000 calls", {0, 0, 100'000}},
+    {"keep 1,000,000 calls", {0, 0, 1'000'000}},    {"keep everything", {0, 0, 0}},
 };
 constexpr int kDefaultRetention = 1; // 512 MB
 
@@ -78,9 +73,10 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     fileButton->setText(QStringLiteral("File"));
     fileButton->setMenu(fileMenu);
     fileButton->setPopupMode(QToolButton::InstantPopup);
-    fileButton->setToolTip(QStringLiteral("Open a capture (.rpcscope, pcap, pcapng) with Ctrl+O or by dropping it "
-                                          "here; add one to the timeline with Ctrl+Shift+O or Shift+drop; save "
-                                          "the session with Ctrl+S"));
+    fileButton->setToolTip(
+        QStringLiteral("Open a capture (.rpcscope, pcap, pcapng) with Ctrl+O or by dropping it "
+                       "here; add one to the timeline with Ctrl+Shift+O or Shift+drop; save "
+                       "the session with Ctrl+S"));
     tb->insertWidget(tb->actions().value(0), fileButton);
     addActions({open, save});
 
@@ -99,8 +95,7 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     for (const RetentionChoice &c : kRetentionChoices)
         retention->addItem(QString::fromLatin1(c.label));
     connect(retention, &QComboBox::currentIndexChanged, this, [this](int i) {
-        if (i < 0 || i >= int(std::size(kRetentionChoices)))
-            return;
+        if (i < 0 || i >= int(std::size(kRetentionChoices))) return;
         m_model->setRetention(kRetentionChoices[i].policy);
         QSettings().setValue(QLatin1String(kRetention), i);
         updateStatus();
@@ -118,7 +113,8 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     });
     addAction(newCapture);
     const int saved = QSettings().value(QLatin1String(kRetention), kDefaultRetention).toInt();
-    retention->setCurrentIndex(saved >= 0 && saved < int(std::size(kRetentionChoices)) ? saved : kDefaultRetention);
+    retention->setCurrentIndex(saved >= 0 && saved < int(std::size(kRetentionChoices)) ? saved
+                                                                                       : kDefaultRetention);
     m_model->setRetention(kRetentionChoices[retention->currentIndex()].policy);
 
     // Pin: keep the selected call whatever retention evicts.
@@ -137,8 +133,9 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
         bool ok = false;
         const size_t index = link.section(QLatin1Char(':'), 1).toULongLong(&ok);
         if (ok && index < m_model->store().connections().size())
-            QMessageBox::information(this, QStringLiteral("Connection %1").arg(m_model->store().connections()[index].id),
-                                     m_view->connectionToolTip(index));
+            QMessageBox::information(
+                this, QStringLiteral("Connection %1").arg(m_model->store().connections()[index].id),
+                m_view->connectionToolTip(index));
     });
     statusBar()->addWidget(m_statusLabel, 1);
     auto *timer = new QTimer(this);
@@ -163,8 +160,7 @@ QString MainWindow::statusText() const
 {
     QStringList parts;
     const QString capture = m_capturePanel ? m_capturePanel->statusText() : QString();
-    if (!capture.isEmpty())
-        parts << capture;
+    if (!capture.isEmpty()) parts << capture;
     const auto &store = m_model->store();
     // Calls in view: those overlapping the visible time range.
     const qint64 from = m_view->timelinePainter().rangeStart(), to = m_view->timelinePainter().rangeEnd();
@@ -173,8 +169,7 @@ QString MainWindow::statusText() const
         inView += c.startNs() <= to && c.endNs().value_or(store.latestNs()) >= from;
     parts << QStringLiteral("%1 calls (%2 in view)").arg(store.calls().size()).arg(inView);
     parts << megabytes(m_model->memoryBytes());
-    if (store.evictedCalls())
-        parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
+    if (store.evictedCalls()) parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
     // Links: clicking one shows what went wrong on the last connection it counts.
     auto linkToConnections = [&](auto wentWrong, const char *what) {
         int count = 0;
@@ -200,8 +195,7 @@ QString MainWindow::statusText() const
 
 void MainWindow::updateStatus()
 {
-    if (m_statusLabel)
-        m_statusLabel->setText(statusText());
+    if (m_statusLabel) m_statusLabel->setText(statusText());
 }
 
 bool MainWindow::startCapture(const std::vector<HopSpec> &hops, QString *error)
@@ -209,12 +203,12 @@ bool MainWindow::startCapture(const std::vector<HopSpec> &hops, QString *error)
     for (const HopSpec &h : hops) {
         const HopCheck c = CaptureSession::check(h, false);
         if (!c.ok()) {
-            *error = QStringLiteral("%1: %2").arg(h.label, c.listenError.isEmpty() ? c.targetError : c.listenError);
+            *error = QStringLiteral("%1: %2").arg(h.label,
+                                                  c.listenError.isEmpty() ? c.targetError : c.listenError);
             return false;
         }
     }
-    if (!m_capture->start(hops, false, error))
-        return false;
+    if (!m_capture->start(hops, false, error)) return false;
     CaptureDialog::rememberTargets(hops);
     updateStatus();
     return true;
@@ -228,9 +222,8 @@ void MainWindow::togglePinSelected()
     }
     const bool pinned = !m_model->store().calls()[size_t(m_selectedCall)].pinned;
     m_model->setPinned(m_selectedCall, pinned);
-    statusBar()->showMessage(pinned ? QStringLiteral("Pinned: retention will keep this call")
-                                    : QStringLiteral("Unpinned"),
-                             3000);
+    statusBar()->showMessage(
+        pinned ? QStringLiteral("Pinned: retention will keep this call") : QStringLiteral("Unpinned"), 3000);
 }
 
 bool MainWindow::hasUnsavedEvents() const
@@ -259,12 +252,10 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
     }
     if (r.status == CaptureReadResult::Failed) {
         *error = QString::fromStdString(r.message);
-        if (!quiet)
-            QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
+        if (!quiet) QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
         return false;
     }
-    if (m_capture->isRunning())
-        m_capture->stop();
+    if (m_capture->isRunning()) m_capture->stop();
     m_model->replay(data);
     m_savedGeneration = m_model->eventLog().generation();
     m_openedPath = path; // the first file if another is added to this timeline
@@ -273,22 +264,21 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
     rememberRecent(path);
     setWindowTitle(QStringLiteral("rpcscope — %1").arg(QFileInfo(path).fileName()));
     QStringList notes;
-    if (r.status != CaptureReadResult::Ok)
-        notes << QString::fromStdString(r.message);
+    if (r.status != CaptureReadResult::Ok) notes << QString::fromStdString(r.message);
     for (const std::string &n : r.notes)
         notes << QString::fromStdString(n);
     if (!notes.isEmpty()) {
         *error = notes.join('\n');
-        if (!quiet)
-            QMessageBox::information(this, QStringLiteral("Opened with notes"), *error);
+        if (!quiet) QMessageBox::information(this, QStringLiteral("Opened with notes"), *error);
     }
     const size_t calls = m_model->store().calls().size();
-    statusBar()->showMessage(QStringLiteral("Opened %1: %2 %3%4")
-                                 .arg(path)
-                                 .arg(calls)
-                                 .arg(calls == 1 ? "call" : "calls")
-                                 .arg(notes.isEmpty() ? QString() : QStringLiteral(" (with notes: ") + notes.front() + ')'),
-                             notes.isEmpty() ? 5000 : 15000);
+    statusBar()->showMessage(
+        QStringLiteral("Opened %1: %2 %3%4")
+            .arg(path)
+            .arg(calls)
+            .arg(calls == 1 ? "call" : "calls")
+            .arg(notes.isEmpty() ? QString() : QStringLiteral(" (with notes: ") + notes.front() + ')'),
+        notes.isEmpty() ? 5000 : 15000);
     updateStatus();
     return true;
 }
@@ -298,10 +288,9 @@ bool MainWindow::saveFile(const QString &path, QString *errorOut)
     QString dummy;
     QString *error = errorOut ? errorOut : &dummy;
     FileFormat format = formatFromPath(path);
-    if (format == FileFormat::Unknown)
-        format = FileFormat::Rpcscope;
-    QProgressDialog progress(QStringLiteral("Saving %1…").arg(QFileInfo(path).fileName()), QStringLiteral("Cancel"),
-                             0, 1000, this);
+    if (format == FileFormat::Unknown) format = FileFormat::Rpcscope;
+    QProgressDialog progress(QStringLiteral("Saving %1…").arg(QFileInfo(path).fileName()),
+                             QStringLiteral("Cancel"), 0, 1000, this);
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(400);
     std::string why;
@@ -329,8 +318,7 @@ void MainWindow::openInteractive()
     const QString path = QFileDialog::getOpenFileName(
         this, QStringLiteral("Open capture"), QString(),
         QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
-    if (!path.isEmpty())
-        openFile(path);
+    if (!path.isEmpty()) openFile(path);
 }
 
 void MainWindow::saveInteractive()
@@ -339,8 +327,7 @@ void MainWindow::saveInteractive()
         this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
         QStringLiteral("rpcscope capture (*.rpcscope);;rpcscope JSON (*.json);;Chrome trace (*.chrome.json);;"
                        "OTLP JSON (*.otlp.json);;pcapng for Wireshark (*.pcapng)"));
-    if (path.isEmpty())
-        return;
+    if (path.isEmpty()) return;
     QString error;
     if (!saveFile(path, &error) && error != QLatin1String("cancelled"))
         QMessageBox::warning(this, QStringLiteral("Cannot save"), error);
@@ -361,8 +348,7 @@ void MainWindow::rememberRecent(const QString &path)
 
 void MainWindow::rebuildRecentMenu()
 {
-    if (!m_recentMenu)
-        return;
+    if (!m_recentMenu) return;
     m_recentMenu->clear();
     const QStringList recent = QSettings().value(QLatin1String(kRecentFiles)).toStringList();
     for (const QString &path : recent)
@@ -374,8 +360,7 @@ void MainWindow::rebuildRecentMenu()
 void MainWindow::dragEnterEvent(QDragEnterEvent *event)
 {
     const auto urls = event->mimeData()->urls();
-    if (!urls.isEmpty() && urls.front().isLocalFile())
-        event->acceptProposedAction();
+    if (!urls.isEmpty() && urls.front().isLocalFile()) event->acceptProposedAction();
 }
 
 void MainWindow::dropEvent(QDropEvent *event)
@@ -383,10 +368,8 @@ void MainWindow::dropEvent(QDropEvent *event)
     // One file opens; several are merged onto one timeline; with Shift held they join what is shown.
     QStringList paths;
     for (const QUrl &url : event->mimeData()->urls())
-        if (url.isLocalFile())
-            paths << url.toLocalFile();
-    if (paths.isEmpty())
-        return;
+        if (url.isLocalFile()) paths << url.toLocalFile();
+    if (paths.isEmpty()) return;
     event->acceptProposedAction();
     const bool add = event->modifiers() & Qt::ShiftModifier;
     QTimer::singleShot(0, this, [this, paths, add] { // not inside the drag's event loop
@@ -410,13 +393,12 @@ void MainWindow::closeEvent(QCloseEvent *event)
             return;
         }
         if (answer == QMessageBox::Save) {
-            const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save session"),
-                                                              QStringLiteral("session.rpcscope"),
-                                                              QStringLiteral("rpcscope capture (*.rpcscope)"));
+            const QString path = QFileDialog::getSaveFileName(
+                this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
+                QStringLiteral("rpcscope capture (*.rpcscope)"));
             QString error;
             if (path.isEmpty() || !saveFile(path, &error)) {
-                if (!path.isEmpty())
-                    QMessageBox::warning(this, QStringLiteral("Cannot save"), error);
+                if (!path.isEmpty()) QMessageBox::warning(this, QStringLiteral("Cannot save"), error);
                 event->ignore();
                 return;
             }
@@ -425,8 +407,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
-    if (m_capture)
-        m_capture->stop();
+    if (m_capture) m_capture->stop();
     event->accept();
 }
 

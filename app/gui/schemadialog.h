@@ -2,7 +2,6 @@
 
 #include <QDialog>
 #include <QStringList>
-
 #include <functional>
 
 class QLabel;
@@ -11,11 +10,13 @@ class QPlainTextEdit;
 
 namespace rpcscope {
 
-// What the dialog calls back for, rather than knowing who keeps the schemas (SchemaController::dialogHooks()).
+// What the dialog calls back for, rather than knowing who keeps the schemas
+// (SchemaController::dialogHooks()).
 struct SchemaDialogHooks
 {
     // Loads the .proto files with these import paths; false with "file:line:column: message" errors.
-    std::function<bool(const QStringList &files, const QStringList &importPaths, QStringList *errors)> loadProtos;
+    std::function<bool(const QStringList &files, const QStringList &importPaths, QStringList *errors)>
+        loadProtos;
     // What is loaded now, shown under the lists.
     std::function<QString()> summary;
 };

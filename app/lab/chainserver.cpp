@@ -3,10 +3,9 @@
 #include "chain.grpc.pb.h"
 #include "clock.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <condition_variable>
 #include <cstdio>
+#include <grpcpp/grpcpp.h>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -28,8 +27,7 @@ std::string randomHex(size_t digits)
     }
     out.resize(digits);
     // An all-zero id is invalid (W3C Trace Context); 2^-64 is not worth a loop.
-    if (out.find_first_not_of('0') == std::string::npos)
-        out.back() = '1';
+    if (out.find_first_not_of('0') == std::string::npos) out.back() = '1';
     return out;
 }
 
@@ -210,8 +208,7 @@ bool ChainServer::start(std::string *error)
 
 void ChainServer::stop()
 {
-    if (!d->server)
-        return;
+    if (!d->server) return;
     {
         std::lock_guard lk(d->mu);
         d->stopping = true;
@@ -255,8 +252,7 @@ std::optional<HopRecord> ChainServer::recordFor(const std::string &callId) const
 {
     std::lock_guard lk(d->mu);
     for (const HopRecord &r : d->records)
-        if (r.callId == callId)
-            return r;
+        if (r.callId == callId) return r;
     return std::nullopt;
 }
 
@@ -265,8 +261,7 @@ bool ChainServer::waitFor(const std::string &callId, bool answered, std::chrono:
     std::unique_lock lk(d->mu);
     return d->changedCv.wait_for(lk, timeout, [&] {
         for (const HopRecord &r : d->records)
-            if (r.callId == callId && (!answered || r.doneNs != 0))
-                return true;
+            if (r.callId == callId && (!answered || r.doneNs != 0)) return true;
         return false;
     });
 }
@@ -278,12 +273,10 @@ CallResult callChain(const std::string &target, const std::string &callId,
     auto stub = Chain::NewStub(channel);
     grpc::ClientContext ctx;
     const std::string tp = newTraceparent();
-    if (traceparent)
-        *traceparent = tp;
+    if (traceparent) *traceparent = tp;
     ctx.AddMetadata("rpcscope-call-id", callId);
     ctx.AddMetadata("traceparent", tp);
-    if (timeout)
-        ctx.set_deadline(std::chrono::system_clock::now() + *timeout);
+    if (timeout) ctx.set_deadline(std::chrono::system_clock::now() + *timeout);
     HopRequest request;
     request.set_origin("client");
     HopReply reply;

@@ -13,18 +13,25 @@ namespace rpcscope::lab {
 class CircuitBreaker
 {
 public:
-    enum class State { Closed, Open, HalfOpen };
+    enum class State
+    {
+        Closed,
+        Open,
+        HalfOpen
+    };
     struct Options
     {
-        int window = 10;             // last N outcomes
-        int minRequests = 5;         // no verdict before this many
-        double errorRate = 0.5;      // open at or above this failure ratio
+        int window = 10;        // last N outcomes
+        int minRequests = 5;    // no verdict before this many
+        double errorRate = 0.5; // open at or above this failure ratio
         std::int64_t openNs = 200'000'000;
     };
     // Called on every transition, with the new state, under no lock.
     using Listener = std::function<void(State from, State to)>;
 
-    CircuitBreaker(Options options, Listener listener) : m_options(options), m_listener(std::move(listener)) {}
+    CircuitBreaker(Options options, Listener listener) : m_options(options), m_listener(std::move(listener))
+    {
+    }
 
     // Whether a call may go out now; an open breaker past its open duration lets one probe through.
     bool allow(std::int64_t nowNs);

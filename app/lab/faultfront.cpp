@@ -3,15 +3,14 @@
 #include "clock.h"
 
 #include <arpa/inet.h>
+#include <cerrno>
+#include <mutex>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <mutex>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace rpcscope::lab {
@@ -24,8 +23,7 @@ constexpr size_t kPrefaceSize = 24;
 int connectLoopback(std::uint16_t port)
 {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     sockaddr_in sin{};
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -44,10 +42,8 @@ bool sendAll(int fd, const std::string &bytes)
     size_t off = 0;
     while (off < bytes.size()) {
         const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
         off += size_t(n);
     }
     return true;
@@ -101,11 +97,9 @@ struct FaultFront::Impl
     {
         while (!stopping) {
             pollfd p{listenFd, POLLIN, 0};
-            if (poll(&p, 1, kPollMs) <= 0)
-                continue;
+            if (poll(&p, 1, kPollMs) <= 0) continue;
             const int fd = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0)
-                continue;
+            if (fd < 0) continue;
             const int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             const int n = ++accepted;
@@ -125,15 +119,12 @@ struct FaultFront::Impl
         size_t pos = kPrefaceSize;
         while (!stopping && !goaway) {
             pollfd p{fd, POLLIN, 0};
-            if (poll(&p, 1, kPollMs) <= 0)
-                continue;
+            if (poll(&p, 1, kPollMs) <= 0) continue;
             char buf[4096];
             const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-            if (n <= 0)
-                break;
+            if (n <= 0) break;
             in.append(buf, size_t(n));
-            if (in.size() < kPrefaceSize)
-                continue;
+            if (in.size() < kPrefaceSize) continue;
             if (!sentSettings) {
                 // C-core's client waits for the server's SETTINGS before it calls the connection ready.
                 sendAll(fd, frame(4, 0, 0, {}));
@@ -142,8 +133,7 @@ struct FaultFront::Impl
             while (in.size() >= pos + 9) {
                 const auto *h = reinterpret_cast<const unsigned char *>(in.data() + pos);
                 const size_t len = (size_t(h[0]) << 16) | (size_t(h[1]) << 8) | h[2];
-                if (in.size() < pos + 9 + len)
-                    break;
+                if (in.size() < pos + 9 + len) break;
                 const std::uint8_t type = h[3], flags = h[4];
                 pos += 9 + len;
                 if (type == 4 && !(flags & 1)) {
@@ -162,11 +152,9 @@ struct FaultFront::Impl
         const std::int64_t until = steadyNowNs() + 2'000'000'000;
         while (!stopping && steadyNowNs() < until) {
             pollfd p{fd, POLLIN, 0};
-            if (poll(&p, 1, kPollMs) <= 0)
-                continue;
+            if (poll(&p, 1, kPollMs) <= 0) continue;
             char buf[4096];
-            if (::recv(fd, buf, sizeof buf, 0) <= 0)
-                break;
+            if (::recv(fd, buf, sizeof buf, 0) <= 0) break;
         }
         close(fd);
     }
@@ -182,30 +170,25 @@ struct FaultFront::Impl
         while (!stopping && clientOpen) {
             const bool holed = blackholeEpoch.load() > epoch;
             pollfd p[2] = {{client, POLLIN, 0}, {server, short(serverOpen ? POLLIN : 0), 0}};
-            if (poll(p, 2, kPollMs) <= 0)
-                continue;
+            if (poll(p, 2, kPollMs) <= 0) continue;
             char buf[16384];
             if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
                 const ssize_t n = ::recv(client, buf, sizeof buf, 0);
                 if (n <= 0) {
                     clientOpen = false;
-                    if (holed && noticedNs.load() == 0)
-                        noticedNs = steadyNowNs();
+                    if (holed && noticedNs.load() == 0) noticedNs = steadyNowNs();
                     break;
                 }
-                if (!holed && serverOpen && !sendAll(server, std::string(buf, size_t(n))))
-                    break;
+                if (!holed && serverOpen && !sendAll(server, std::string(buf, size_t(n)))) break;
             }
             if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
                 const ssize_t n = ::recv(server, buf, sizeof buf, 0);
                 if (n <= 0) {
                     serverOpen = false;
-                    if (!holed)
-                        break; // the server closed: pass that on
+                    if (!holed) break; // the server closed: pass that on
                     continue;
                 }
-                if (!holed && !sendAll(client, std::string(buf, size_t(n))))
-                    break;
+                if (!holed && !sendAll(client, std::string(buf, size_t(n)))) break;
             }
         }
         close(server);
@@ -236,10 +219,8 @@ bool FaultFront::start(std::uint16_t targetPort, std::string *error)
     if (d->listenFd < 0 || bind(d->listenFd, reinterpret_cast<sockaddr *>(&sin), sizeof sin) != 0 ||
         listen(d->listenFd, 64) != 0 ||
         getsockname(d->listenFd, reinterpret_cast<sockaddr *>(&sin), &len) != 0) {
-        if (error)
-            *error = "lab fault front could not listen on 127.0.0.1";
-        if (d->listenFd >= 0)
-            close(d->listenFd);
+        if (error) *error = "lab fault front could not listen on 127.0.0.1";
+        if (d->listenFd >= 0) close(d->listenFd);
         d->listenFd = -1;
         return false;
     }
@@ -250,8 +231,7 @@ bool FaultFront::start(std::uint16_t targetPort, std::string *error)
 
 void FaultFront::stop()
 {
-    if (d->listenFd < 0)
-        return;
+    if (d->listenFd < 0) return;
     d->stopping = true;
     d->acceptThread.join();
     std::vector<std::thread> workers;

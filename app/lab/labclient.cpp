@@ -3,11 +3,10 @@
 #include "clock.h"
 #include "lab.grpc.pb.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <grpcpp/grpcpp.h>
 
 namespace rpcscope::lab {
 
@@ -16,28 +15,25 @@ namespace {
 double durationMs(const QJsonValue &v)
 {
     QString s = v.toString();
-    if (!s.endsWith('s'))
-        return -1;
+    if (!s.endsWith('s')) return -1;
     s.chop(1);
     bool ok = false;
     const double seconds = s.toDouble(&ok);
     return ok ? seconds * 1000 : -1;
 }
 
-// The client's own retryPolicy, told to the capture as rpcscope-retry-policy metadata so the timeline can shade
-// each backoff's expected range. Empty when the config has no retryPolicy.
+// The client's own retryPolicy, told to the capture as rpcscope-retry-policy metadata so the timeline can
+// shade each backoff's expected range. Empty when the config has no retryPolicy.
 std::string retryHint(const std::string &serviceConfigJson)
 {
     const QJsonObject config = QJsonDocument::fromJson(QByteArray::fromStdString(serviceConfigJson)).object();
     for (const QJsonValue &mc : config.value("methodConfig").toArray()) {
         const QJsonObject policy = mc.toObject().value("retryPolicy").toObject();
-        if (policy.isEmpty())
-            continue;
+        if (policy.isEmpty()) continue;
         const double initial = durationMs(policy.value("initialBackoff"));
         const double max = durationMs(policy.value("maxBackoff"));
         const double multiplier = policy.value("backoffMultiplier").toDouble(-1);
-        if (initial < 0 || max < 0 || multiplier <= 0)
-            return {};
+        if (initial < 0 || max < 0 || multiplier <= 0) return {};
         return QStringLiteral("initial_ms=%1;multiplier=%2;max_ms=%3")
             .arg(initial)
             .arg(multiplier)
@@ -52,8 +48,7 @@ LabClient::LabClient(const std::string &target, const std::string &serviceConfig
     : m_retryHint(retryHint(serviceConfigJson))
 {
     grpc::ChannelArguments args;
-    if (!serviceConfigJson.empty())
-        args.SetServiceConfigJSON(serviceConfigJson);
+    if (!serviceConfigJson.empty()) args.SetServiceConfigJSON(serviceConfigJson);
     // Service-config resolution from DNS would override ours; the lab's config is the experiment.
     args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
     args.SetMaxSendMessageSize(64 << 20);
@@ -68,10 +63,8 @@ void prepare(grpc::ClientContext &ctx, const std::string &callId,
              std::optional<std::chrono::milliseconds> timeout, const std::string &retryHint)
 {
     ctx.AddMetadata("rpcscope-call-id", callId);
-    if (!retryHint.empty())
-        ctx.AddMetadata("rpcscope-retry-policy", retryHint);
-    if (timeout)
-        ctx.set_deadline(std::chrono::system_clock::now() + *timeout);
+    if (!retryHint.empty()) ctx.AddMetadata("rpcscope-retry-policy", retryHint);
+    if (timeout) ctx.set_deadline(std::chrono::system_clock::now() + *timeout);
 }
 
 StreamResult started(const std::string &callId)
@@ -125,8 +118,7 @@ StreamResult LabClient::serverStream(const StreamRequest &request,
     auto reader = stub->ServerStream(&ctx, request);
     CallReply reply;
     while (reader->Read(&reply)) {
-        if (r.messages++ == 0)
-            r.firstMessageNs = steadyNowNs();
+        if (r.messages++ == 0) r.firstMessageNs = steadyNowNs();
         r.bytes += reply.payload().size();
     }
     finishResult(r, reader->Finish());
@@ -165,13 +157,10 @@ StreamResult LabClient::bidi(const CallRequest &request, int count,
     auto stream = stub->Bidi(&ctx);
     CallReply reply;
     while (r.sent < count) {
-        if (!stream->Write(request))
-            break;
+        if (!stream->Write(request)) break;
         ++r.sent;
-        if (!stream->Read(&reply))
-            break;
-        if (r.messages++ == 0)
-            r.firstMessageNs = steadyNowNs();
+        if (!stream->Read(&reply)) break;
+        if (r.messages++ == 0) r.firstMessageNs = steadyNowNs();
         r.bytes += reply.payload().size();
     }
     stream->WritesDone();

@@ -3,14 +3,13 @@
 #include "clock.h"
 #include "lab.grpc.pb.h"
 
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/impl/server_builder_option.h>
-
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -50,8 +49,7 @@ public:
             m_stopping = true;
         }
         m_cv.notify_one();
-        if (m_thread.joinable())
-            m_thread.join();
+        if (m_thread.joinable()) m_thread.join();
     }
 
 private:
@@ -60,8 +58,7 @@ private:
         std::unique_lock lk(m_mu);
         for (;;) {
             if (m_tasks.empty()) {
-                if (m_stopping)
-                    return;
+                if (m_stopping) return;
                 m_cv.wait(lk);
                 continue;
             }
@@ -113,8 +110,7 @@ public:
         std::lock_guard lk(m_mu);
         std::vector<Arrival> out;
         for (const Arrival &a : m_log)
-            if (a.callId == callId)
-                out.push_back(a);
+            if (a.callId == callId) out.push_back(a);
         return out;
     }
 
@@ -134,8 +130,7 @@ std::string metadataCallId(const grpc::CallbackServerContext *ctx)
 // The status a CallRequest asks for on this arrival: OK, or its failure (with a pushback trailer if asked).
 grpc::Status requestedStatus(const CallRequest &req, int arrival, grpc::CallbackServerContext *ctx)
 {
-    if (arrival > req.fail_first_n())
-        return grpc::Status::OK;
+    if (arrival > req.fail_first_n()) return grpc::Status::OK;
     const std::string message =
         req.fail_message().empty() ? "lab: failing arrival " + std::to_string(arrival) : req.fail_message();
     if (req.has_pushback_ms())
@@ -146,7 +141,10 @@ grpc::Status requestedStatus(const CallRequest &req, int arrival, grpc::Callback
 class Reactor : public grpc::ServerUnaryReactor
 {
 public:
-    Reactor(grpc::Status status, bool headersFirst) : m_status(std::move(status)), m_headersFirst(headersFirst) {}
+    Reactor(grpc::Status status, bool headersFirst)
+        : m_status(std::move(status)), m_headersFirst(headersFirst)
+    {
+    }
     void begin()
     {
         if (m_headersFirst)
@@ -234,16 +232,14 @@ public:
     void OnReadDone(bool ok) override
     {
         if (ok) {
-            if (m_messages == 0)
-                first();
+            if (m_messages == 0) first();
             ++m_messages;
             m_bytes += m_req.payload().size();
             StartRead(&m_req);
             return;
         }
         // The client half-closed (or went away; then Finish is a no-op for it).
-        if (m_messages == 0)
-            m_arrival = m_log->record(m_callId, m_t, m_ctx);
+        if (m_messages == 0) m_arrival = m_log->record(m_callId, m_t, m_ctx);
         if (!m_status.ok()) {
             Finish(m_status);
             return;
@@ -287,8 +283,7 @@ public:
     void OnReadDone(bool ok) override
     {
         if (!ok) {
-            if (m_replies == 0)
-                m_log->record(m_callId, m_t, m_ctx);
+            if (m_replies == 0) m_log->record(m_callId, m_t, m_ctx);
             Finish(grpc::Status::OK);
             return;
         }
@@ -303,8 +298,7 @@ public:
         m_reply.set_arrival(m_arrival.arrival);
         m_reply.set_sequence(++m_replies);
         const size_t size = size_t(std::max(0, m_req.response_size()));
-        if (m_reply.payload().size() != size)
-            m_reply.set_payload(std::string(size, 'b'));
+        if (m_reply.payload().size() != size) m_reply.set_payload(std::string(size, 'b'));
         StartWrite(&m_reply);
     }
     void OnWriteDone(bool ok) override
@@ -397,11 +391,9 @@ struct LabServer::Impl : public Lab::CallbackService
                     replies[key] = *reply;
                 }
             }
-            if (!listener)
-                ++sideEffects[req.call_id()];
+            if (!listener) ++sideEffects[req.call_id()];
         }
-        if (!listener)
-            return false;
+        if (!listener) return false;
         listener(req.call_id(), key);
         return true;
     }
@@ -416,8 +408,7 @@ struct LabServer::Impl : public Lab::CallbackService
         reply->set_payload(std::string(std::max(0, req->response_size()), 'r'));
         const bool cached = req->side_effect() && sideEffect(ctx, *req, reply);
         const grpc::Status status = cached ? grpc::Status::OK : requestedStatus(*req, a.arrival, ctx);
-        if (!status.ok())
-            reply->Clear();
+        if (!status.ok()) reply->Clear();
         auto *reactor = new Reactor(status, !status.ok() && req->send_initial_metadata());
         const std::int64_t delayNs = std::int64_t(std::max(0, req->delay_ms())) * 1'000'000;
         if (options.handlerPool > 0) {
@@ -479,8 +470,7 @@ public:
     {
         auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
         std::erase_if(*plugins, [&](const auto &p) { return p->name() == reflection->name(); });
-        if (m_on)
-            plugins->push_back(std::move(reflection));
+        if (m_on) plugins->push_back(std::move(reflection));
     }
 
 private:
@@ -530,8 +520,7 @@ bool LabServer::start(std::string *error)
             d->server->GetHealthCheckService()->SetServingStatus(Lab::service_full_name(), true);
     }
     if (!d->server || d->port == 0) {
-        if (error)
-            *error = "lab server could not listen on 127.0.0.1";
+        if (error) *error = "lab server could not listen on 127.0.0.1";
         d->server.reset();
         return false;
     }
@@ -540,8 +529,7 @@ bool LabServer::start(std::string *error)
 
 void LabServer::stop()
 {
-    if (!d->server)
-        return;
+    if (!d->server) return;
     d->scheduler->stop(); // sends every delayed reply and stream message now
     d->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     d->server->Wait();
@@ -587,8 +575,7 @@ void LabServer::setDeduplicationListener(std::function<void(const std::string &,
 
 void LabServer::setServing(bool serving)
 {
-    if (!d->server || !d->server->GetHealthCheckService())
-        return;
+    if (!d->server || !d->server->GetHealthCheckService()) return;
     // One update per service, so a watcher sees one message per change.
     d->server->GetHealthCheckService()->SetServingStatus("", serving);
     d->server->GetHealthCheckService()->SetServingStatus(Lab::service_full_name(), serving);

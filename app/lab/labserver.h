@@ -30,8 +30,8 @@ struct LabServerOptions
     // answers a third early PING with GOAWAY too_many_pings).
     bool permitIdlePings = false;
     bool healthService = false; // grpc.health.v1 (grpc++'s default health service), SERVING at start
-    // gRPC server reflection (grpc.reflection.v1alpha), so rpcscope can fetch the lab's schemas and decode its
-    // messages with no .proto at hand.
+    // gRPC server reflection (grpc.reflection.v1alpha), so rpcscope can fetch the lab's schemas and decode
+    // its messages with no .proto at hand.
     bool reflection = true;
 };
 

@@ -11,8 +11,7 @@ LabSession::~LabSession()
 
 bool LabSession::start(Relay::Sink sink, std::string *error)
 {
-    if (!m_server.start(error))
-        return false;
+    if (!m_server.start(error)) return false;
     m_sink = sink;
     if (!m_relay.start({"127.0.0.1", 0}, serverAddress(), std::move(sink), error)) {
         m_server.stop();
@@ -24,8 +23,7 @@ bool LabSession::start(Relay::Sink sink, std::string *error)
 
 void LabSession::stop()
 {
-    if (!m_running)
-        return;
+    if (!m_running) return;
     m_relay.stop();
     m_server.stop();
     m_running = false;
@@ -46,8 +44,7 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
     ctx.server = &m_server;
     ctx.nextCallId = [this, name = scenario.name] { return name + "-" + std::to_string(m_nextCall++); };
     ctx.labEvent = [this](const std::string &kind, const std::string &detail, const std::string &callId) {
-        if (!m_sink)
-            return;
+        if (!m_sink) return;
         WireEvent e;
         e.kind = EventKind::LabEvent;
         e.tNs = steadyNowNs();
@@ -55,14 +52,13 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
         e.grpc.callId = callId;
         m_sink({std::move(e)});
     };
-    ctx.openHop = [this](const std::string &label, const std::string &target, std::string *error) -> std::string {
+    ctx.openHop = [this](const std::string &label, const std::string &target,
+                         std::string *error) -> std::string {
         HostPort to;
-        if (!parseHostPort(target, &to, error))
-            return {};
+        if (!parseHostPort(target, &to, error)) return {};
         auto relay = std::make_unique<Relay>();
         relay->setLabel(label);
-        if (!relay->start({"127.0.0.1", 0}, to, m_sink, error))
-            return {};
+        if (!relay->start({"127.0.0.1", 0}, to, m_sink, error)) return {};
         const std::string address = relay->listenAddress().toString();
         m_hops.push_back(std::move(relay));
         return address;

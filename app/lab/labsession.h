@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <memory>
-#include <vector>
 #include <string>
+#include <vector>
 
 namespace rpcscope::lab {
 
@@ -34,7 +34,7 @@ private:
     LabServer m_server;
     Relay m_relay;
     std::atomic<int> m_nextCall{1};
-    Relay::Sink m_sink; // lab events go where the relay's events go
+    Relay::Sink m_sink;                         // lab events go where the relay's events go
     std::vector<std::unique_ptr<Relay>> m_hops; // extra relays a scenario opened (ScenarioContext::openHop)
     bool m_running = false;
 };

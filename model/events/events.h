@@ -1,7 +1,7 @@
 #pragma once
 
-// The event vocabulary. Capture, the lab and file readers produce these plain values; the model consumes them.
-// Nothing here depends on Qt so that producers on any thread can build them cheaply.
+// The event vocabulary. Capture, the lab and file readers produce these plain values; the model consumes
+// them. Nothing here depends on Qt so that producers on any thread can build them cheaply.
 
 #include <cstdint>
 #include <optional>
@@ -11,9 +11,14 @@
 
 namespace rpcscope {
 
-enum class Direction : std::uint8_t { ClientToServer, ServerToClient };
+enum class Direction : std::uint8_t
+{
+    ClientToServer,
+    ServerToClient
+};
 
-enum class EventKind : std::uint8_t {
+enum class EventKind : std::uint8_t
+{
     ConnectionOpened, // peers(), label
     ConnectionClosed, // reason
     Frame,            // one HTTP/2 frame, complete
@@ -22,14 +27,16 @@ enum class EventKind : std::uint8_t {
     DecodeError,      // reason; this direction is undecodable from here on (bytes still relayed)
     Notice,           // reason: something worth marking that does not stop decoding (a limit hit, HPACK
                       // unknown); violation(): the HTTP/2 rule a peer broke, when that is what it marks
-    FlowStallBegin,   // dir = the sender whose window reached 0 with its stream still open; stream 0 = connection
+    FlowStallBegin,   // dir = the sender whose window reached 0 with its stream still open; stream 0 =
+                      // connection
     FlowStallEnd,     // a WINDOW_UPDATE (or SETTINGS) opened the window again, or the stream was reset
     LabEvent,         // a client policy's decision(): its kind ("breaker", "fast-fail", ...) and detail,
                       // grpc.callId = the call it concerns (may never reach the wire), connection = 0
 };
 
 // HTTP/2 frame types (RFC 9113 section 6).
-enum FrameType : std::uint8_t {
+enum FrameType : std::uint8_t
+{
     FrameData = 0,
     FrameHeaders = 1,
     FramePriority = 2,
@@ -42,7 +49,8 @@ enum FrameType : std::uint8_t {
     FrameContinuation = 9,
 };
 
-enum FrameFlag : std::uint8_t {
+enum FrameFlag : std::uint8_t
+{
     FlagEndStream = 0x1,
     FlagAck = 0x1,
     FlagEndHeaders = 0x4,
@@ -60,15 +68,15 @@ struct Header
 // gRPC fields pulled out of a header block. Absent fields stay empty.
 struct GrpcFields
 {
-    std::string path;                            // :path (requests)
-    std::optional<std::int64_t> timeoutNs;       // grpc-timeout, parsed
-    std::optional<int> previousAttempts;         // grpc-previous-rpc-attempts
-    std::optional<int> httpStatus;               // :status (responses)
-    std::optional<int> status;                   // grpc-status
-    std::optional<std::string> message;          // grpc-message, percent-decoded
-    std::optional<std::int64_t> pushbackMs;      // grpc-retry-pushback-ms; negative means "stop retrying"
-    std::string callId;                          // rpcscope-call-id metadata (the lab sends it)
-    std::string encoding;                        // grpc-encoding
+    std::string path;                       // :path (requests)
+    std::optional<std::int64_t> timeoutNs;  // grpc-timeout, parsed
+    std::optional<int> previousAttempts;    // grpc-previous-rpc-attempts
+    std::optional<int> httpStatus;          // :status (responses)
+    std::optional<int> status;              // grpc-status
+    std::optional<std::string> message;     // grpc-message, percent-decoded
+    std::optional<std::int64_t> pushbackMs; // grpc-retry-pushback-ms; negative means "stop retrying"
+    std::string callId;                     // rpcscope-call-id metadata (the lab sends it)
+    std::string encoding;                   // grpc-encoding
     // rpcscope-retry-policy (the lab client tells its retryPolicy): backoff parameters in ms; 0 when absent
     double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;
     // W3C traceparent (requests): the trace this call belongs to and the caller's span that made it, as the
@@ -78,8 +86,8 @@ struct GrpcFields
     bool operator==(const GrpcFields &) const = default;
 };
 
-// A rule of RFC 9113 that one side broke while the framing survived: a frame of the wrong size or on the wrong
-// stream, a SETTINGS value out of range, a WINDOW_UPDATE of 0, DATA past a window.
+// A rule of RFC 9113 that one side broke while the framing survived: a frame of the wrong size or on the
+// wrong stream, a SETTINGS value out of range, a WINDOW_UPDATE of 0, DATA past a window.
 struct ProtocolViolation
 {
     Direction by = Direction::ClientToServer; // the side that broke it
@@ -123,8 +131,8 @@ struct WireEvent
     std::vector<Header> headers; // Headers only
     GrpcFields grpc;             // Headers only
     bool hpackUnknown = false;   // Headers: decoded without the full HPACK context (attached mid-connection)
-    bool truncated = false;      // Headers: the list was cut at the header-list limit; Message: payload was cut
-    std::string payload;         // Message: its first bytes (without the 5-byte prefix), up to the keep limit
+    bool truncated = false; // Headers: the list was cut at the header-list limit; Message: payload was cut
+    std::string payload;    // Message: its first bytes (without the 5-byte prefix), up to the keep limit
 
     std::uint32_t lastStreamId = 0;    // GOAWAY
     std::uint32_t windowIncrement = 0; // WINDOW_UPDATE
@@ -132,7 +140,8 @@ struct WireEvent
     std::int64_t rttNs = -1;           // PING ACK: time since the PING it answers, when that was seen
     std::vector<std::pair<std::uint16_t, std::uint32_t>> settings; // SETTINGS parameters, in order
 
-    std::string label; // ConnectionOpened: the capturing relay's label (a hop name such as "B->C"); may be empty
+    std::string
+        label; // ConnectionOpened: the capturing relay's label (a hop name such as "B->C"); may be empty
 
     // Why: ConnectionClosed, why it closed; DecodeError, why this direction stopped decoding; Notice, what
     // happened; a GOAWAY frame, its debug data (the peer's own why, up to 256 bytes).
@@ -140,8 +149,8 @@ struct WireEvent
 
     // What only one kind carries, typed by that kind: PeerNames (ConnectionOpened), LabDecision (LabEvent), a
     // ProtocolViolation (a Notice that marks a broken rule). One variant rather than a field each keeps
-    // WireEvent small: the decoder moves millions of them a second (HEADERS-heavy decoding measured 10% slower
-    // with five more strings in every event).
+    // WireEvent small: the decoder moves millions of them a second (HEADERS-heavy decoding measured 10%
+    // slower with five more strings in every event).
     std::variant<std::monostate, PeerNames, LabDecision, ProtocolViolation> about;
 
     const PeerNames *peers() const { return std::get_if<PeerNames>(&about); }
@@ -156,9 +165,9 @@ using EventBatch = std::vector<WireEvent>;
 // Bounds on the times the model takes in. A capture file beyond them is refused, the merge refuses to go
 // beyond them, and the decoder caps a longer grpc-timeout. Within them every sum and difference the model and
 // its exports form fits in int64: a deadline (start + timeout), a budget (deadline - start), deadlines
-// compared, gaps, wall-clock times (wall origin + time since origin). With |origin| <= O, |t - origin| <= S and
-// timeouts <= T: 2O + 2S + T = 8.9e18 < 9.22e18.
-// O = 4e18 ns is 2096 for clocks that count from the epoch (pcap imports); S and T are 9.5 years.
+// compared, gaps, wall-clock times (wall origin + time since origin). With |origin| <= O, |t - origin| <= S
+// and timeouts <= T: 2O + 2S + T = 8.9e18 < 9.22e18. O = 4e18 ns is 2096 for clocks that count from the epoch
+// (pcap imports); S and T are 9.5 years.
 inline constexpr std::int64_t kMaxOriginNs = 4'000'000'000'000'000'000; // steady and wall-clock origins
 inline constexpr std::int64_t kMaxSpanNs = 300'000'000'000'000'000;     // an event from its capture's origin
 inline constexpr std::int64_t kMaxTimeoutNs = 300'000'000'000'000'000;  // grpc-timeout, and a gap's length

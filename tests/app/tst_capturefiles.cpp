@@ -8,9 +8,8 @@
 #include "labserver.h"
 #include "labsession.h"
 #include "modelsink.h"
-#include "timelinemodel.h"
-
 #include "runtool.h"
+#include "timelinemodel.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -20,12 +19,11 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <atomic>
-#include <thread>
 #include <csignal>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace rpcscope;
 
@@ -51,8 +49,7 @@ bool runLive(const std::string &name, LiveRun *run, std::string *error)
     }
     run->model.setOrigin(steadyNowNs(), wallNowNs());
     lab::LabSession lab;
-    if (!lab.start(queuedSinkTo(&run->model), error))
-        return false;
+    if (!lab.start(queuedSinkTo(&run->model), error)) return false;
     const lab::ScenarioResult result = lab.run(*scenario);
     lab.stop();
     QCoreApplication::sendPostedEvents();
@@ -114,8 +111,7 @@ bool tshark(const QString &program, const QString &file, const TimelineStore &st
     }
     for (const QString &line : r.out.split('\n', Qt::SkipEmptyParts)) {
         const QStringList fields = line.split('|');
-        if (fields.size() < 3)
-            continue;
+        if (fields.size() < 3) continue;
         for (const QString &t : fields[0].split(';', Qt::SkipEmptyParts))
             ++view->frameTypes[t.toInt()];
         view->headerValues << fields[1].split(';', Qt::SkipEmptyParts);
@@ -177,8 +173,7 @@ private slots:
         // The same model: every call, attempt, gap, stall, ping, lab event and frame.
         QCOMPARE(timelineToJsonBytes(reopened, true), timelineToJsonBytes(store, true));
         QCOMPARE(reopened.calls().size(), store.calls().size());
-        if (scenario == "circuit-breaker")
-            QVERIFY(!reopened.labEvents().empty());
+        if (scenario == "circuit-breaker") QVERIFY(!reopened.labEvents().empty());
         if (scenario == "retry-buffer") // request messages of 100 and 300 KiB, kept up to 64 KiB each
             QVERIFY(readAll(path).size() > 4 * 64 * 1024);
     }
@@ -428,8 +423,7 @@ private slots:
             QVERIFY2(r.code == c.code,
                      qPrintable(c.args.join(' ') + " -> " + QString::number(r.code) + ": " + r.err));
             QVERIFY2(r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
-            if (c.code == 1)
-                QCOMPARE(r.err.count('\n'), 1); // one clear line
+            if (c.code == 1) QCOMPARE(r.err.count('\n'), 1); // one clear line
         }
 
         // A truncated file converts what is intact, and says so.

@@ -1,5 +1,6 @@
-// The "New capture…" workflow, driven offscreen: inline errors for bad input, then a real grpc++ client calls a
-// real lab server through two labelled hops, the calls appear on the model, pause stops recording, stop ends it.
+// The "New capture…" workflow, driven offscreen: inline errors for bad input, then a real grpc++ client calls
+// a real lab server through two labelled hops, the calls appear on the model, pause stops recording, stop
+// ends it.
 
 #include "capturedialog.h"
 #include "capturefile.h"
@@ -16,11 +17,9 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QtTest>
-
-#include <sys/resource.h>
-
 #include <csignal>
 #include <cstring>
+#include <sys/resource.h>
 
 using namespace rpcscope;
 
@@ -28,8 +27,7 @@ namespace {
 const Call *callByKey(const TimelineStore &store, const std::string &key)
 {
     for (const Call &c : store.calls())
-        if (c.key == key)
-            return &c;
+        if (c.key == key) return &c;
     return nullptr;
 }
 
@@ -37,8 +35,7 @@ const Call *callByKey(const TimelineStore &store, const std::string &key)
 std::vector<std::string> callsIn(const QString &path)
 {
     CaptureData data;
-    if (!readCaptureFile(path, &data).usable())
-        return {};
+    if (!readCaptureFile(path, &data).usable()) return {};
     TimelineStore store;
     replayCapture(data, store);
     std::vector<std::string> keys;
@@ -77,16 +74,20 @@ private slots:
         QTest::addColumn<QString>("expected");
         const QString busy = QStringLiteral("127.0.0.1:%1").arg(m_server.port()); // the lab server holds it
         const QString closed = QStringLiteral("127.0.0.1:%1").arg(testnet::closedPort());
-        QTest::newRow("listen syntax") << "localhost" << m_target << "Listen: expected HOST:PORT, got 'localhost'";
+        QTest::newRow("listen syntax")
+            << "localhost" << m_target << "Listen: expected HOST:PORT, got 'localhost'";
         QTest::newRow("bad port") << "127.0.0.1:99999" << m_target << "Listen: bad port '99999'";
         QTest::newRow("port in use") << busy << m_target
                                      << QStringLiteral("Listen: port %1 is in use").arg(m_server.port());
-        QTest::newRow("remote without consent") << "0.0.0.0:0" << m_target
-                                                << "Listen: 0.0.0.0 is reachable from other machines";
-        QTest::newRow("empty target") << "127.0.0.1:0" << "" << "Target: give the HOST:PORT";
-        QTest::newRow("target unreachable") << "127.0.0.1:0" << closed << "Target: target " + closed +
-                                                                              " is unreachable";
-        QTest::newRow("unresolvable target") << "127.0.0.1:0" << "no-such-host.invalid:50051"
+        QTest::newRow("remote without consent")
+            << "0.0.0.0:0" << m_target << "Listen: 0.0.0.0 is reachable from other machines";
+        QTest::newRow("empty target") << "127.0.0.1:0"
+                                      << ""
+                                      << "Target: give the HOST:PORT";
+        QTest::newRow("target unreachable")
+            << "127.0.0.1:0" << closed << "Target: target " + closed + " is unreachable";
+        QTest::newRow("unresolvable target") << "127.0.0.1:0"
+                                             << "no-such-host.invalid:50051"
                                              << "Target: cannot resolve 'no-such-host.invalid'";
     }
 
@@ -120,8 +121,8 @@ private slots:
         hops[1].target = m_target;
         dialog.setHops(hops);
         QTest::mouseClick(dialog.startButton(), Qt::LeftButton); // Start, as a user would
-        QVERIFY2(dialog.isShowingAddresses(), qPrintable(dialog.errorText(0) + dialog.errorText(1) +
-                                                         dialog.generalError()));
+        QVERIFY2(dialog.isShowingAddresses(),
+                 qPrintable(dialog.errorText(0) + dialog.errorText(1) + dialog.generalError()));
         QCOMPARE(running.count(), 1);
         QCOMPARE(session.hops().size(), size_t(2));
         // The shown address is the one to dial.
@@ -214,15 +215,16 @@ private slots:
         // The next capture from the same dialog settings does not record unless asked.
         QString error;
         session.setRecordTo({});
-        QVERIFY2(session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
-                 qPrintable(error));
+        QVERIFY2(
+            session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
+            qPrintable(error));
         QVERIFY(!session.isRecording());
         session.stop();
         QVERIFY(session.lastRecordingResult().isEmpty());
     }
 
-    // The file stops growing (a full disk; here a file-size limit): the Capture dock says so, the session goes
-    // on in memory, and what was written stays readable in the .partial file.
+    // The file stops growing (a full disk; here a file-size limit): the Capture dock says so, the session
+    // goes on in memory, and what was written stays readable in the .partial file.
     void recordingThatCannotGrowSaysSo()
     {
         QTemporaryDir dir;
@@ -231,12 +233,13 @@ private slots:
         CaptureSession session(&model);
         session.setRecordTo(file);
         QString error;
-        QVERIFY2(session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
-                 qPrintable(error));
+        QVERIFY2(
+            session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
+            qPrintable(error));
         CapturePanel panel(&session);
         {
-            // This process's files may grow to 16 KiB for a while; past that a write fails (EFBIG) rather than
-            // killing it. Restored however this block is left.
+            // This process's files may grow to 16 KiB for a while; past that a write fails (EFBIG) rather
+            // than killing it. Restored however this block is left.
             struct SmallFiles
             {
                 rlimit before{};
@@ -287,7 +290,8 @@ private slots:
         dialog.setHops({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}});
         dialog.setRecordTo(dir.filePath("missing/x.rpcscope"));
         QVERIFY(!dialog.startCapture());
-        QVERIFY2(dialog.generalError().contains(QStringLiteral("the folder %1 does not exist").arg(dir.filePath("missing"))),
+        QVERIFY2(dialog.generalError().contains(
+                     QStringLiteral("the folder %1 does not exist").arg(dir.filePath("missing"))),
                  qPrintable(dialog.generalError()));
         QVERIFY(!session.isRunning());
 
@@ -299,7 +303,8 @@ private slots:
         f.close();
         dialog.setRecordTo(dir.filePath("x.rpcscope"));
         QVERIFY(!dialog.startCapture());
-        QVERIFY2(dialog.generalError().contains(QStringLiteral("already exists")), qPrintable(dialog.generalError()));
+        QVERIFY2(dialog.generalError().contains(QStringLiteral("already exists")),
+                 qPrintable(dialog.generalError()));
         QVERIFY(!session.isRunning());
         QVERIFY(!session.isRecording());
         QVERIFY(f.open(QIODevice::ReadOnly));
@@ -310,7 +315,8 @@ private slots:
     {
         HopSpec h;
         QString error;
-        QVERIFY(CaptureSession::parseHopSpec(QStringLiteral("front@127.0.0.1:7000=10.0.0.5:50051"), &h, &error));
+        QVERIFY(
+            CaptureSession::parseHopSpec(QStringLiteral("front@127.0.0.1:7000=10.0.0.5:50051"), &h, &error));
         QCOMPARE(h.label, QStringLiteral("front"));
         QCOMPARE(h.listen, QStringLiteral("127.0.0.1:7000"));
         QCOMPARE(h.target, QStringLiteral("10.0.0.5:50051"));
@@ -327,8 +333,9 @@ private slots:
         TimelineModel model;
         CaptureSession session(&model);
         QString error;
-        QVERIFY2(session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
-                 qPrintable(error));
+        QVERIFY2(
+            session.start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), m_target}}, false, &error),
+            qPrintable(error));
         QSignalSpy stats(&session, &CaptureSession::statsChanged);
         lab::LabClient client(session.hops()[0].listen.toStdString(), {});
         for (int i = 0; i < 20; ++i)

@@ -3,9 +3,8 @@
 #include "capturefile.h"
 #include "labclient.h"
 #include "labserver.h"
-#include "testnet.h"
-
 #include "runtool.h"
+#include "testnet.h"
 
 #include <QDeadlineTimer>
 #include <QImage>
@@ -16,13 +15,11 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
-
+#include <csignal>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <csignal>
 
 namespace {
 
@@ -61,8 +58,7 @@ int closedPort()
 int startCapture(QProcess &p, const QStringList &args, QString *printed)
 {
     p.start(QStringLiteral(RPCSCOPE_CLI), QStringList{"capture"} + args);
-    if (!p.waitForStarted())
-        return 0;
+    if (!p.waitForStarted()) return 0;
     QDeadlineTimer deadline(10000);
     while (!printed->contains('\n') && !deadline.hasExpired() && p.state() == QProcess::Running) {
         p.waitForReadyRead(100);
@@ -79,8 +75,7 @@ bool makeCalls(int port, const std::string &prefix, int n)
     rpcscope::lab::CallRequest req;
     for (int i = 0; i < n; ++i) {
         req.set_call_id(prefix + std::to_string(i));
-        if (client.call(req, std::chrono::seconds(5)).code != 0)
-            return false;
+        if (client.call(req, std::chrono::seconds(5)).code != 0) return false;
     }
     return true;
 }
@@ -119,12 +114,11 @@ struct CaptureRun
     // Starts the lab server and `capture --target SERVER ARGS...`; false with the reason in `error`.
     bool start(const QStringList &args)
     {
-        if (!server.start(&error))
-            return false;
-        port = startCapture(process, QStringList{"--target", QStringLiteral("127.0.0.1:%1").arg(server.port())} + args,
+        if (!server.start(&error)) return false;
+        port = startCapture(process,
+                            QStringList{"--target", QStringLiteral("127.0.0.1:%1").arg(server.port())} + args,
                             &printed);
-        if (port == 0)
-            error = "no 'listening on' line; it printed: " + printed.toStdString();
+        if (port == 0) error = "no 'listening on' line; it printed: " + printed.toStdString();
         return port > 0;
     }
     // Sends the signal and waits for the capture to end; false when it did not within the timeout.
@@ -150,65 +144,73 @@ private slots:
         QTest::addColumn<QString>("message");
         QTest::newRow("no args") << QStringList{} << 2 << "usage";
         QTest::newRow("bad command") << QStringList{"frobnicate"} << 2 << "unknown command 'frobnicate'";
-        QTest::newRow("bad flag") << QStringList{"run", "retry-basic", "--bogus"} << 2 << "unknown option '--bogus'";
-        QTest::newRow("missing value") << QStringList{"run", "retry-basic", "--json"} << 2 << "--json needs a value";
-        QTest::newRow("unknown parameter") << QStringList{"run", "retry-basic", "--set", "nope=1"} << 2
-                                           << "has no parameter 'nope'";
-        QTest::newRow("bad parameter value") << QStringList{"run", "retry-basic", "--set", "max_attempts=abc"} << 2
-                                             << "needs a non-negative whole number";
+        QTest::newRow("bad flag") << QStringList{"run", "retry-basic", "--bogus"} << 2
+                                  << "unknown option '--bogus'";
+        QTest::newRow("missing value")
+            << QStringList{"run", "retry-basic", "--json"} << 2 << "--json needs a value";
+        QTest::newRow("unknown parameter")
+            << QStringList{"run", "retry-basic", "--set", "nope=1"} << 2 << "has no parameter 'nope'";
+        QTest::newRow("bad parameter value") << QStringList{"run", "retry-basic", "--set", "max_attempts=abc"}
+                                             << 2 << "needs a non-negative whole number";
         // Numbers are read whole or refused: "1e1" is not taken as 1, nor a huge one left to overflow.
-        QTest::newRow("exponent parameter value") << QStringList{"run", "retry-basic", "--set", "fail_first_n=1e1"}
-                                                  << 2 << "parameter fail_first_n needs a non-negative whole number";
-        QTest::newRow("fraction parameter value") << QStringList{"run", "retry-basic", "--set", "max_attempts=2.5"}
-                                                  << 2 << "parameter max_attempts needs a non-negative whole number";
+        QTest::newRow("exponent parameter value")
+            << QStringList{"run", "retry-basic", "--set", "fail_first_n=1e1"} << 2
+            << "parameter fail_first_n needs a non-negative whole number";
+        QTest::newRow("fraction parameter value")
+            << QStringList{"run", "retry-basic", "--set", "max_attempts=2.5"} << 2
+            << "parameter max_attempts needs a non-negative whole number";
         QTest::newRow("huge parameter value")
             << QStringList{"run", "retry-basic", "--set", "max_attempts=99999999999999999999"} << 2
             << "parameter max_attempts is at most 5000";
         QTest::newRow("more clients than a machine runs")
-            << QStringList{"run", "retry-storm", "--set", "clients=100000"} << 2 << "parameter clients is at most 5000";
+            << QStringList{"run", "retry-storm", "--set", "clients=100000"} << 2
+            << "parameter clients is at most 5000";
         QTest::newRow("a backoff gRPC cannot take")
             << QStringList{"run", "retry-basic", "--set", "initial_backoff_ms=2147483647"} << 2
             << "parameter initial_backoff_ms is at most 600000 (10 minutes)";
-        QTest::newRow("set without value") << QStringList{"run", "retry-basic", "--set", "max_attempts"} << 2
-                                           << "--set needs KEY=VALUE";
+        QTest::newRow("set without value")
+            << QStringList{"run", "retry-basic", "--set", "max_attempts"} << 2 << "--set needs KEY=VALUE";
         QTest::newRow("no scenario") << QStringList{"run"} << 2 << "needs a scenario name";
         QTest::newRow("unknown scenario") << QStringList{"run", "nope"} << 2 << "unknown scenario 'nope'";
         QTest::newRow("capture missing target")
-            << QStringList{"capture", "--listen", "127.0.0.1:0", "--out", "x.json"} << 2 << "capture needs --target";
+            << QStringList{"capture", "--listen", "127.0.0.1:0", "--out", "x.json"} << 2
+            << "capture needs --target";
         QTest::newRow("capture missing out")
             << QStringList{"capture", "--target", "127.0.0.1:1"} << 2 << "capture needs --out";
-        QTest::newRow("bad listen") << QStringList{"capture", "--listen", "localhost", "--target", "127.0.0.1:1",
-                                                   "--out", "x.json"}
+        QTest::newRow("bad listen") << QStringList{"capture",     "--listen", "localhost", "--target",
+                                                   "127.0.0.1:1", "--out",    "x.json"}
                                     << 2 << "expected HOST:PORT";
-        QTest::newRow("bad port") << QStringList{"capture", "--listen", "127.0.0.1:70000", "--target",
-                                                 "127.0.0.1:1", "--out", "x.json"}
+        QTest::newRow("bad port") << QStringList{"capture",     "--listen", "127.0.0.1:70000", "--target",
+                                                 "127.0.0.1:1", "--out",    "x.json"}
                                   << 2 << "bad port '70000'";
         QTest::newRow("remote bind needs a flag")
-            << QStringList{"capture", "--listen", "0.0.0.0:0", "--target", "127.0.0.1:1", "--out", "x.json"} << 2
-            << "pass --allow-remote";
+            << QStringList{"capture", "--listen", "0.0.0.0:0", "--target", "127.0.0.1:1", "--out", "x.json"}
+            << 2 << "pass --allow-remote";
         QTest::newRow("listen on another machine's address")
-            << QStringList{"capture", "--listen", "192.0.2.1:0", "--target", "127.0.0.1:1", "--out", "x.json",
-                           "--allow-remote"}
+            << QStringList{"capture",     "--listen", "192.0.2.1:0", "--target",
+                           "127.0.0.1:1", "--out",    "x.json",      "--allow-remote"}
             << 1 << "192.0.2.1 is not an address of this machine";
         QTest::newRow("flag given twice")
-            << QStringList{"capture", "--target", "127.0.0.1:1", "--target", "127.0.0.1:2", "--out", "x.json"} << 2
-            << "option --target given twice ('127.0.0.1:1' and '127.0.0.1:2')";
-        QTest::newRow("hex that is not hex") << QStringList{"decode", "--method", "/a.B/C", "--hex", "0z"} << 2
-                                             << "--hex takes hex digits (0-9, a-f), got 'z' at position 2";
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--target", "127.0.0.1:2", "--out", "x.json"}
+            << 2 << "option --target given twice ('127.0.0.1:1' and '127.0.0.1:2')";
+        QTest::newRow("hex that is not hex")
+            << QStringList{"decode", "--method", "/a.B/C", "--hex", "0z"} << 2
+            << "--hex takes hex digits (0-9, a-f), got 'z' at position 2";
         QTest::newRow("convert a device") << QStringList{"convert", "/dev/zero", "x.json"} << 1
                                           << "cannot read /dev/zero: it is not a regular file";
-        QTest::newRow("bad limit") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json",
-                                                  "--max-header-list", "lots"}
+        QTest::newRow("bad limit") << QStringList{"capture", "--target",          "127.0.0.1:1", "--out",
+                                                  "x.json",  "--max-header-list", "lots"}
                                    << 2 << "--max-header-list needs a byte count";
-        QTest::newRow("bad keep") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json", "--keep",
-                                                 "-5"}
+        QTest::newRow("bad keep") << QStringList{"capture", "--target", "127.0.0.1:1", "--out",
+                                                 "x.json",  "--keep",   "-5"}
                                   << 2 << "--keep needs a number of megabytes";
-        QTest::newRow("bad duration") << QStringList{"capture", "--listen", "127.0.0.1:0", "--target",
-                                                     "127.0.0.1:1", "--out", "x.json", "--duration", "soon"}
-                                      << 2 << "--duration needs a positive number";
-        QTest::newRow("endless duration") << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json",
-                                                         "--duration", "inf"}
-                                          << 2 << "--duration needs a positive number";
+        QTest::newRow("bad duration")
+            << QStringList{"capture", "--listen", "127.0.0.1:0", "--target", "127.0.0.1:1",
+                           "--out",   "x.json",   "--duration",  "soon"}
+            << 2 << "--duration needs a positive number";
+        QTest::newRow("endless duration")
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json", "--duration", "inf"} << 2
+            << "--duration needs a positive number";
         QTest::newRow("duration beyond a year")
             << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "x.json", "--duration", "1e10"} << 2
             << "--duration is at most 31622400 seconds (a year); leave it out";
@@ -219,8 +221,10 @@ private slots:
             << "--out needs a file name, got an empty one";
         // Outputs are checked before anything runs: before the target is probed, before a scenario starts.
         QTest::newRow("capture into a missing directory")
-            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "/nonexistent-rpcscope-dir/x.json"} << 2
-            << "cannot write /nonexistent-rpcscope-dir/x.json: there is no directory /nonexistent-rpcscope-dir";
+            << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "/nonexistent-rpcscope-dir/x.json"}
+            << 2
+            << "cannot write /nonexistent-rpcscope-dir/x.json: there is no directory "
+               "/nonexistent-rpcscope-dir";
         QTest::newRow("capture onto a directory")
             << QStringList{"capture", "--target", "127.0.0.1:1", "--out", "/tmp", "--to", "json"} << 2
             << "cannot write /tmp: it is a directory";
@@ -241,8 +245,9 @@ private slots:
     void portInUse()
     {
         Listener taken, target;
-        const Result r = cli({"capture", "--listen", QStringLiteral("127.0.0.1:%1").arg(taken.port), "--target",
-                              QStringLiteral("127.0.0.1:%1").arg(target.port), "--out", "unused.json"});
+        const Result r =
+            cli({"capture", "--listen", QStringLiteral("127.0.0.1:%1").arg(taken.port), "--target",
+                 QStringLiteral("127.0.0.1:%1").arg(target.port), "--out", "unused.json"});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains(QStringLiteral("cannot listen on 127.0.0.1:%1").arg(taken.port)) &&
                      r.err.contains("in use"),
@@ -329,8 +334,8 @@ private slots:
         QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
     }
 
-    // At the end the capture names each connection that went wrong on the wire: one that is not HTTP/2, and one
-    // whose client broke a rule. A sound connection is not named.
+    // At the end the capture names each connection that went wrong on the wire: one that is not HTTP/2, and
+    // one whose client broke a rule. A sound connection is not named.
     void captureNamesConnectionsThatWentWrong()
     {
         CaptureRun run;
@@ -339,8 +344,7 @@ private slots:
         // Sends the bytes, half-closes, and waits for the relay to close back: by then it has read them all.
         auto exchange = [&](const std::string &bytes) {
             const int fd = testnet::connectLoopback(std::uint16_t(run.port));
-            if (fd < 0)
-                return false;
+            if (fd < 0) return false;
             testnet::setIoTimeouts(fd, 20);
             bool ok = testnet::sendAll(fd, bytes.data(), bytes.size()) && ::shutdown(fd, SHUT_WR) == 0;
             char buf[4096];
@@ -359,7 +363,8 @@ private slots:
         QCOMPARE(run.process.exitCode(), 0);
         QVERIFY2(run.printed.contains("captured 1 call on 3 connections"), qPrintable(run.printed));
         const QString err = QString::fromUtf8(run.process.readAllStandardError());
-        const QStringList named = err.split('\n').filter(QRegularExpression("^rpcscope-cli: connection \\d+ "));
+        const QStringList named =
+            err.split('\n').filter(QRegularExpression("^rpcscope-cli: connection \\d+ "));
         QCOMPARE(named.size(), 2);
         QVERIFY2(named[0].contains("not decoded: ") && named[0].contains("HTTP/1"), qPrintable(named[0]));
         QVERIFY2(named[1].endsWith(
@@ -379,14 +384,16 @@ private slots:
         QCOMPARE(run.process.exitCode(), 0);
         const QString err = QString::fromUtf8(run.process.readAllStandardError());
         const auto warned =
-            QRegularExpression(R"(the (\d+) oldest calls were dropped to keep the capture within 1 MB)").match(err);
+            QRegularExpression(R"(the (\d+) oldest calls were dropped to keep the capture within 1 MB)")
+                .match(err);
         QVERIFY2(warned.hasMatch(), qPrintable(err));
         QFile f(out);
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
         qInfo("--keep 1: kept the newest %lld of %d calls", qint64(calls.size()), kCalls);
         QVERIFY2(calls.size() > 100 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
-        QCOMPARE(calls.size() + warned.captured(1).toInt(), kCalls); // every call either kept or counted as dropped
+        QCOMPARE(calls.size() + warned.captured(1).toInt(),
+                 kCalls); // every call either kept or counted as dropped
         QCOMPARE(calls.last().toObject()["key"].toString(), QStringLiteral("k-%1").arg(kCalls - 1));
     }
 
@@ -411,7 +418,7 @@ private slots:
         QCOMPARE(waitForCalls(1).keys.size(), size_t(1));
         QVERIFY(makeCalls(run.port, "live-", 19));
         const LoadedCalls live = waitForCalls(20);
-        QCOMPARE(live.keys.size(), size_t(20)); // first-0 and live-0 to live-18
+        QCOMPARE(live.keys.size(), size_t(20));                        // first-0 and live-0 to live-18
         QCOMPARE(live.status, rpcscope::CaptureReadResult::Truncated); // no end record yet
         QVERIFY(run.stop(SIGKILL));
         QVERIFY2(run.printed.contains("writing " + partial), qPrintable(run.printed));
@@ -427,7 +434,8 @@ private slots:
         QFile before(partial);
         QVERIFY(before.open(QIODevice::ReadOnly));
         const QByteArray kept = before.readAll();
-        const Result again = cli({"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(run.server.port()), "--out", out});
+        const Result again =
+            cli({"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(run.server.port()), "--out", out});
         QCOMPARE(again.code, 2);
         QVERIFY2(again.err.contains(partial + " already exists, left by a capture that did not finish"),
                  qPrintable(again.err));
@@ -456,19 +464,22 @@ private slots:
         QVERIFY(makeCalls(run.port, "more-", 400));
         QProcess &p = run.process;
         QString err;
-        while (!err.contains("goes on in memory") && !deadline.hasExpired() && p.state() == QProcess::Running) {
+        while (!err.contains("goes on in memory") && !deadline.hasExpired() &&
+               p.state() == QProcess::Running) {
             p.waitForReadyRead(100);
             err += QString::fromUtf8(p.readAllStandardError());
         }
         // The reason is the system's (a file too large), not Qt's "Unknown error" for a short write.
         QVERIFY2(err.contains("rpcscope-cli: warning: cannot write " + partial + ": " +
-                              QString::fromLocal8Bit(std::strerror(EFBIG)) + "; the capture goes on in memory"),
+                              QString::fromLocal8Bit(std::strerror(EFBIG)) +
+                              "; the capture goes on in memory"),
                  qPrintable(err));
         QVERIFY(run.stop(SIGTERM));
         QCOMPARE(p.exitStatus(), QProcess::NormalExit);
         err += QString::fromUtf8(p.readAllStandardError());
         QVERIFY2(err.contains("the capture written up to the failure stays in " + partial), qPrintable(err));
-        // The limit holds for every file the capture might write, so saving from memory fails as well, and says so.
+        // The limit holds for every file the capture might write, so saving from memory fails as well, and
+        // says so.
         QCOMPARE(p.exitCode(), 1);
         QVERIFY2(err.contains("failed too"), qPrintable(err));
         const LoadedCalls left = loadCalls(partial);
@@ -479,7 +490,8 @@ private slots:
         QVERIFY(QFileInfo(partial).size() <= 64 * 1024);
     }
 
-    // A long capture shows it is alive: once a second, with --progress (on a terminal without it), what it holds.
+    // A long capture shows it is alive: once a second, with --progress (on a terminal without it), what it
+    // holds.
     void captureShowsProgress()
     {
         CaptureRun run;
@@ -515,7 +527,8 @@ private slots:
         QCOMPARE(run.process.exitCode(), 0);
         const QString err = QString::fromUtf8(run.process.readAllStandardError());
         QVERIFY2(!err.contains("dropped"), qPrintable(err));
-        QVERIFY2(run.printed.contains(QStringLiteral("captured %1 calls").arg(kCalls)), qPrintable(run.printed));
+        QVERIFY2(run.printed.contains(QStringLiteral("captured %1 calls").arg(kCalls)),
+                 qPrintable(run.printed));
         QVERIFY(!QFile::exists(out + ".partial"));
         const LoadedCalls all = loadCalls(out);
         QVERIFY2(all.status == rpcscope::CaptureReadResult::Ok, all.message.c_str());
@@ -548,7 +561,8 @@ private slots:
         QVERIFY(run.stop(SIGTERM));
         QCOMPARE(run.process.exitCode(), 1);
         const QString err = QString::fromUtf8(run.process.readAllStandardError());
-        const auto saved = QRegularExpression(R"(the capture \(1 call\) was saved to (\S+\.rpcscope) instead)").match(err);
+        const auto saved =
+            QRegularExpression(R"(the capture \(1 call\) was saved to (\S+\.rpcscope) instead)").match(err);
         QVERIFY2(err.contains("cannot write " + out) && saved.hasMatch(), qPrintable(err));
         const QString rescue = saved.captured(1);
         QVERIFY2(rescue.startsWith(tmp.path() + "/rpcscope-capture-"), qPrintable(rescue));
@@ -600,7 +614,8 @@ private slots:
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("QT_QPA_PLATFORM", "offscreen");
         const QString shot = dir.filePath("opened.png");
-        const Result r = runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, capture}, env);
+        const Result r =
+            runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, capture}, env);
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY(!QImage(shot).isNull());
 
@@ -609,17 +624,20 @@ private slots:
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("definitely not a capture\n");
         f.close();
-        const Result bad = runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, junk}, env);
+        const Result bad =
+            runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, junk}, env);
         QCOMPARE(bad.code, 1);
         QVERIFY2(bad.err.contains("junk.rpcscope"), qPrintable(bad.err));
 
         // A file cut short opens with what is intact, and the screenshot says so (the window shows a dialog).
         QVERIFY(QFile::copy(capture, dir.filePath("cut.rpcscope")));
         QVERIFY(QFile::resize(dir.filePath("cut.rpcscope"), QFileInfo(capture).size() / 2));
-        const Result cut =
-            runTool(QStringLiteral(RPCSCOPE_GUI), {"--no-lab", "--screenshot", shot, dir.filePath("cut.rpcscope")}, env);
+        const Result cut = runTool(QStringLiteral(RPCSCOPE_GUI),
+                                   {"--no-lab", "--screenshot", shot, dir.filePath("cut.rpcscope")}, env);
         QVERIFY2(cut.code == 0, qPrintable(cut.err));
-        QVERIFY2(cut.err.contains("rpcscope: warning: ") && cut.err.contains("cut.rpcscope is truncated inside record"), qPrintable(cut.err));
+        QVERIFY2(cut.err.contains("rpcscope: warning: ") &&
+                     cut.err.contains("cut.rpcscope is truncated inside record"),
+                 qPrintable(cut.err));
         QVERIFY2(!r.err.contains("warning:"), qPrintable(r.err)); // the intact file had nothing to say
     }
 
@@ -643,7 +661,8 @@ private slots:
         QString printed;
         const QRegularExpression address(R"(point clients at 127\.0\.0\.1:(\d+))");
         QDeadlineTimer deadline(10000);
-        while (!address.match(printed).hasMatch() && !deadline.hasExpired() && gui.state() == QProcess::Running) {
+        while (!address.match(printed).hasMatch() && !deadline.hasExpired() &&
+               gui.state() == QProcess::Running) {
             gui.waitForReadyRead(100);
             printed += QString::fromUtf8(gui.readAllStandardOutput());
         }
@@ -671,9 +690,11 @@ private slots:
         const Result r = runTool(QStringLiteral(RPCSCOPE_GUI), {"--capture", "127.0.0.1:7000"}, env);
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("expects [LABEL@]LISTEN=TARGET"), qPrintable(r.err));
-        const Result unreachable = runTool(
-            QStringLiteral(RPCSCOPE_GUI),
-            {"--no-lab", "--capture", QStringLiteral("api@127.0.0.1:0=127.0.0.1:%1").arg(testnet::closedPort())}, env);
+        const Result unreachable =
+            runTool(QStringLiteral(RPCSCOPE_GUI),
+                    {"--no-lab", "--capture",
+                     QStringLiteral("api@127.0.0.1:0=127.0.0.1:%1").arg(testnet::closedPort())},
+                    env);
         QCOMPARE(unreachable.code, 1);
         QVERIFY2(unreachable.err.contains("api: target") && unreachable.err.contains("unreachable"),
                  qPrintable(unreachable.err));

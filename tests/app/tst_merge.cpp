@@ -12,9 +12,8 @@
 #include "mainwindow.h"
 #include "mergepanel.h"
 #include "mergeset.h"
-#include "timelinemodel.h"
-
 #include "runtool.h"
+#include "timelinemodel.h"
 
 #include <QAbstractItemModelTester>
 #include <QDoubleSpinBox>
@@ -646,9 +645,9 @@ private slots:
     void guiOpensSeveralFilesMerged()
     {
         const QString shot = path(QStringLiteral("gui-merged.png"));
-        const Result r =
-            testtool::runTool(QStringLiteral(RPCSCOPE_GUI),
-                {QStringLiteral("--no-lab"), QStringLiteral("--screenshot"), shot, m_edge, m_backend});
+        const Result r = testtool::runTool(
+            QStringLiteral(RPCSCOPE_GUI),
+            {QStringLiteral("--no-lab"), QStringLiteral("--screenshot"), shot, m_edge, m_backend});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         const QImage image(shot);
         QVERIFY(!image.isNull());

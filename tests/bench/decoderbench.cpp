@@ -3,13 +3,12 @@
 #include "clock.h"
 #include "connectiondecoder.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <nghttp2/nghttp2.h>
 #include <string>
 
 namespace rpcscope::bench {
@@ -50,8 +49,7 @@ struct Walker
             skipLeft -= k;
             p += k;
             n -= k;
-            if (skipLeft)
-                return;
+            if (skipLeft) return;
             ++frames;
         }
         if (!partial.empty()) {
@@ -60,8 +58,7 @@ struct Walker
                 partial.append(reinterpret_cast<const char *>(p), k);
                 p += k;
                 n -= k;
-                if (partial.size() < 9)
-                    return;
+                if (partial.size() < 9) return;
                 if (bytesOf(partial)[3] == 0 && n < be24(bytesOf(partial))) { // DATA: pass over its payload
                     skipLeft = be24(bytesOf(partial)) - n;
                     partial.clear();
@@ -73,15 +70,13 @@ struct Walker
             partial.append(reinterpret_cast<const char *>(p), k);
             p += k;
             n -= k;
-            if (partial.size() < total)
-                return;
+            if (partial.size() < total) return;
             ++frames;
             partial.clear();
         }
         while (n >= 9) {
             const size_t total = 9 + be24(p);
-            if (n < total)
-                break;
+            if (n < total) break;
             ++frames;
             p += total;
             n -= total;
@@ -90,8 +85,7 @@ struct Walker
             skipLeft = 9 + be24(p) - n;
             return;
         }
-        if (n)
-            partial.assign(reinterpret_cast<const char *>(p), n);
+        if (n) partial.assign(reinterpret_cast<const char *>(p), n);
     }
 };
 
@@ -117,8 +111,7 @@ void extractBlocks(const std::vector<Chunk> &chunks, HeaderBlocks out[2])
         std::string block;
         while (n >= 9) {
             const size_t len = be24(p);
-            if (n < 9 + len)
-                break;
+            if (n < 9 + len) break;
             const std::uint8_t type = p[3], flags = p[4];
             const std::uint8_t *pl = p + 9;
             size_t pn = len;
@@ -232,8 +225,7 @@ void hpackPass(const std::array<HeaderBlocks, 2> &blocks, bool copyStrings)
                 nghttp2_nv nv;
                 int flags = 0;
                 const ssize_t rv = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, in, inlen, 1);
-                if (rv < 0)
-                    break;
+                if (rv < 0) break;
                 in += rv;
                 inlen -= size_t(rv);
                 if (flags & NGHTTP2_HD_INFLATE_EMIT) {
@@ -247,8 +239,7 @@ void hpackPass(const std::array<HeaderBlocks, 2> &blocks, bool copyStrings)
                     nghttp2_hd_inflate_end_headers(inflater);
                     break;
                 }
-                if (rv == 0 && inlen == 0)
-                    break;
+                if (rv == 0 && inlen == 0) break;
             }
             total += headers.size();
         }
@@ -271,8 +262,7 @@ DecoderPasses decoderPasses(const std::vector<Chunk> &chunks)
         std::int64_t t = 0;
         for (const Chunk &c : chunks) {
             decoder.feed(c.dir, bytesOf(c.bytes), c.bytes.size(), ++t, *out);
-            if (out->size() >= kFlushEvents)
-                out->clear();
+            if (out->size() >= kFlushEvents) out->clear();
         }
         decoder.finish(t, *out);
         out->clear();

@@ -35,17 +35,16 @@
 #include "storeconsumer.h"
 #include "timelinestore.h"
 
-#include <malloc.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace rpcscope;
@@ -162,8 +161,8 @@ struct Lane
     std::vector<double> roundP50; // p50 of each round
     int failures = 0;
     int next = 0;
-    Relay *relay = nullptr;     // rpcscope's lane: whose threads' CPU is counted
-    double relayCpuNs = 0;      // the relay's threads over the measured rounds
+    Relay *relay = nullptr; // rpcscope's lane: whose threads' CPU is counted
+    double relayCpuNs = 0;  // the relay's threads over the measured rounds
     int measuredCalls = 0;
 
     void run(int calls, bool record)
@@ -180,8 +179,7 @@ struct Lane
                 ++failures;
                 continue;
             }
-            if (record)
-                round.push_back(double(r.endNs - r.startNs) / 1e3);
+            if (record) round.push_back(double(r.endNs - r.startNs) / 1e3);
         }
         if (record && !round.empty()) {
             roundP50.push_back(median(round));
@@ -199,8 +197,7 @@ std::string ratioWithSpread(double pooled, const std::vector<double> &num, const
     std::vector<double> r;
     for (size_t i = 0; i < num.size() && i < den.size(); ++i)
         r.push_back(num[i] / den[i]);
-    if (r.empty())
-        return fmt("%.2f", pooled);
+    if (r.empty()) return fmt("%.2f", pooled);
     return fmt("%.2f", pooled) + " (rounds " + fmt("%.2f", percentile(r, 0)) + "-" +
            fmt("%.2f", percentile(r, 100)) + ")";
 }
@@ -234,8 +231,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) {
             quick = true;
-        } else if (std::strcmp(argv[i], "--decoder-only") == 0 || std::strcmp(argv[i], "--stream-only") == 0 ||
-                   std::strcmp(argv[i], "--unary-only") == 0) {
+        } else if (std::strcmp(argv[i], "--decoder-only") == 0 ||
+                   std::strcmp(argv[i], "--stream-only") == 0 || std::strcmp(argv[i], "--unary-only") == 0) {
             if (only && std::strcmp(only, argv[i]) != 0) {
                 std::fprintf(stderr, "rpcscope-bench: %s and %s exclude each other\n", only, argv[i]);
                 return 2;
@@ -294,7 +291,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "rpcscope-bench: relay: %s\n", error.c_str());
         return 1;
     }
-    // The leanest relay there is (blocking splice, a thread per direction): what the extra TCP hop alone costs.
+    // The leanest relay there is (blocking splice, a thread per direction): what the extra TCP hop alone
+    // costs.
     PlainProxy lean(PlainProxy::Mode::Splice);
     if (!lean.start(serverPort, &error)) {
         std::fprintf(stderr, "rpcscope-bench: %s\n", error.c_str());
@@ -302,8 +300,7 @@ int main(int argc, char **argv)
     }
     SocatProxy socat;
     const bool haveSocat = socat.start(serverPort, &error);
-    if (!haveSocat)
-        notes.push_back("socat baseline skipped: " + error);
+    if (!haveSocat) notes.push_back("socat baseline skipped: " + error);
 
     // ---- 1. unary latency, interleaved ----
     if (!plan.decoderOnly && !plan.streamOnly) {
@@ -338,8 +335,7 @@ int main(int argc, char **argv)
         const double rP50 = median(rs.us), rP99 = percentile(rs.us, 99);
         const std::string n = " (" + std::to_string(d.us.size()) + " calls each)";
         rows.push_back({"unary 100 B p50, direct" + n, fmt("%.1f us", dP50), "", "", "", ""});
-        if (so)
-            rows.push_back({"unary 100 B p50, socat", fmt("%.1f us", median(so->us)), "", "", "", ""});
+        if (so) rows.push_back({"unary 100 B p50, socat", fmt("%.1f us", median(so->us)), "", "", "", ""});
         if (so) {
             const double ratio = rP50 / median(so->us);
             rows.push_back({"unary 100 B p50, rpcscope", fmt("%.1f us", rP50),
@@ -388,9 +384,10 @@ int main(int argc, char **argv)
                          std::make_unique<lab::LabClient>(bare.listenAddress().toString(), std::string()),
                          {}});
         lanes.back().relay = &bare;
-        lanes.push_back({"splice relay",
-                         std::make_unique<lab::LabClient>("127.0.0.1:" + std::to_string(lean.port()), std::string()),
-                         {}});
+        lanes.push_back(
+            {"splice relay",
+             std::make_unique<lab::LabClient>("127.0.0.1:" + std::to_string(lean.port()), std::string()),
+             {}});
         if (haveSocat)
             lanes.push_back(
                 {"socat",
@@ -407,8 +404,7 @@ int main(int argc, char **argv)
             const lab::StreamResult r = c.serverStream(req, 120s);
             if (lane) {
                 lane->cpuSeconds += processCpuSeconds() - cpu0;
-                if (lane->relay)
-                    lane->relaySeconds += double(lane->relay->threadCpuNs() - relay0) / 1e9;
+                if (lane->relay) lane->relaySeconds += double(lane->relay->threadCpuNs() - relay0) / 1e9;
                 lane->gigabytes += double(r.bytes) / 1e9;
             }
             if (r.code != 0 || r.messages != count) {
@@ -434,44 +430,51 @@ int main(int argc, char **argv)
         rows.push_back({what + ", direct (median of " + std::to_string(plan.streamRounds) + ")",
                         fmt("%.0f MB/s", d), "", "", "", ""});
         if (sl)
-            rows.push_back({what + ", socat", fmt("%.0f MB/s", median(sl->mbs)), "direct " + fmt("%.0f MB/s", d),
+            rows.push_back({what + ", socat", fmt("%.0f MB/s", median(sl->mbs)),
+                            "direct " + fmt("%.0f MB/s", d),
                             ratioWithSpread(median(sl->mbs) / d, sl->mbs, dl.mbs), "", ""});
-        rows.push_back({what + ", plain splice relay", fmt("%.0f MB/s", leanMbs), "direct " + fmt("%.0f MB/s", d),
-                        ratioWithSpread(leanMbs / d, ll.mbs, dl.mbs), "", ""});
-        rows.push_back({what + ", relay only (decoding off)", fmt("%.0f MB/s", bare), "direct " + fmt("%.0f MB/s", d),
-                        ratioWithSpread(bare / d, bl.mbs, dl.mbs), "", ""});
+        rows.push_back({what + ", plain splice relay", fmt("%.0f MB/s", leanMbs),
+                        "direct " + fmt("%.0f MB/s", d), ratioWithSpread(leanMbs / d, ll.mbs, dl.mbs), "",
+                        ""});
         rows.push_back({what + ", relay only (decoding off)", fmt("%.0f MB/s", bare),
-                        "splice relay " + fmt("%.0f MB/s", leanMbs), ratioWithSpread(bare / leanMbs, bl.mbs, ll.mbs),
-                        "", ""});
+                        "direct " + fmt("%.0f MB/s", d), ratioWithSpread(bare / d, bl.mbs, dl.mbs), "", ""});
+        rows.push_back({what + ", relay only (decoding off)", fmt("%.0f MB/s", bare),
+                        "splice relay " + fmt("%.0f MB/s", leanMbs),
+                        ratioWithSpread(bare / leanMbs, bl.mbs, ll.mbs), "", ""});
         rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "direct " + fmt("%.0f MB/s", d),
-                        ratioWithSpread(rr / d, rl.mbs, dl.mbs), ">= 0.90", rr / d >= 0.9 ? "met" : "missed"});
+                        ratioWithSpread(rr / d, rl.mbs, dl.mbs), ">= 0.90",
+                        rr / d >= 0.9 ? "met" : "missed"});
         rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "relay only " + fmt("%.0f MB/s", bare),
                         ratioWithSpread(rr / bare, rl.mbs, bl.mbs), "", ""});
         if (sl)
-            rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr), "socat " + fmt("%.0f MB/s", median(sl->mbs)),
+            rows.push_back({what + ", rpcscope", fmt("%.0f MB/s", rr),
+                            "socat " + fmt("%.0f MB/s", median(sl->mbs)),
                             ratioWithSpread(rr / median(sl->mbs), rl.mbs, sl->mbs), "", ""});
-        // What limits it: CPU. Every GB through a relay costs the client, the server and the relay more than a
-        // direct GB costs the client and the server; the rows below say how much, and what rate that allows.
-        auto perGb = [](const StreamLane &l, double seconds) { return l.gigabytes > 0 ? seconds / l.gigabytes : 0.0; };
-        const double cd = perGb(dl, dl.cpuSeconds), cr = perGb(rl, rl.cpuSeconds), cb = perGb(bl, bl.cpuSeconds),
-                     cl = perGb(ll, ll.cpuSeconds);
+        // What limits it: CPU. Every GB through a relay costs the client, the server and the relay more than
+        // a direct GB costs the client and the server; the rows below say how much, and what rate that
+        // allows.
+        auto perGb = [](const StreamLane &l, double seconds) {
+            return l.gigabytes > 0 ? seconds / l.gigabytes : 0.0;
+        };
+        const double cd = perGb(dl, dl.cpuSeconds), cr = perGb(rl, rl.cpuSeconds),
+                     cb = perGb(bl, bl.cpuSeconds), cl = perGb(ll, ll.cpuSeconds);
         rows.push_back({"CPU per GB streamed, direct (client + server)", fmt("%.2f core-s", cd),
                         fmt("%.1f cores busy", cd * d / 1000.0) + " of " +
                             std::to_string(std::thread::hardware_concurrency()),
                         "", "", ""});
-        rows.push_back({"CPU per GB streamed, through rpcscope", fmt("%.2f core-s", cr), "direct " + fmt("%.2f", cd),
-                        fmt("%.2f", cr / cd), "", ""});
-        rows.push_back({"  of which the relay's I/O + decoder threads", fmt("%.2f core-s", perGb(rl, rl.relaySeconds)),
-                        "", "", "", ""});
-        rows.push_back({"CPU per GB streamed, relay only", fmt("%.2f core-s", cb), "direct " + fmt("%.2f", cd),
-                        fmt("%.2f", cb / cd), "", ""});
-        rows.push_back({"  of which the relay's threads", fmt("%.2f core-s", perGb(bl, bl.relaySeconds)), "", "", "",
-                        ""});
-        rows.push_back({"CPU per GB streamed, plain splice relay", fmt("%.2f core-s", cl), "direct " + fmt("%.2f", cd),
-                        fmt("%.2f", cl / cd), "", ""});
-        // The most a proxied run could reach if it kept every core busy all the time: cores / (core-s per GB).
-        // Below 0.90 of direct, the goal is out of reach on this machine whatever the relay does; in practice a
-        // pipeline of client, relay and server threads keeps fewer cores busy than all of them.
+        rows.push_back({"CPU per GB streamed, through rpcscope", fmt("%.2f core-s", cr),
+                        "direct " + fmt("%.2f", cd), fmt("%.2f", cr / cd), "", ""});
+        rows.push_back({"  of which the relay's I/O + decoder threads",
+                        fmt("%.2f core-s", perGb(rl, rl.relaySeconds)), "", "", "", ""});
+        rows.push_back({"CPU per GB streamed, relay only", fmt("%.2f core-s", cb),
+                        "direct " + fmt("%.2f", cd), fmt("%.2f", cb / cd), "", ""});
+        rows.push_back({"  of which the relay's threads", fmt("%.2f core-s", perGb(bl, bl.relaySeconds)), "",
+                        "", "", ""});
+        rows.push_back({"CPU per GB streamed, plain splice relay", fmt("%.2f core-s", cl),
+                        "direct " + fmt("%.2f", cd), fmt("%.2f", cl / cd), "", ""});
+        // The most a proxied run could reach if it kept every core busy all the time: cores / (core-s per
+        // GB). Below 0.90 of direct, the goal is out of reach on this machine whatever the relay does; in
+        // practice a pipeline of client, relay and server threads keeps fewer cores busy than all of them.
         const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
         for (auto [name, cpu] : {std::pair{"rpcscope", cr}, std::pair{"plain splice relay", cl}})
             if (cpu > 0)
@@ -480,14 +483,17 @@ int main(int argc, char **argv)
                                 fmt("%.0f MB/s", cores / cpu * 1000.0), "direct " + fmt("%.0f MB/s", d),
                                 fmt("%.2f", cores / cpu * 1000.0 / d), "", ""});
         const std::uint64_t spliced = relay.bytesSpliced(), relayed = relay.bytesRelayed();
-        notes.push_back("relay only: the same relay with decoding off, so rpcscope / relay only is what decoding "
-                        "costs and relay only / direct what the extra TCP hop costs on this machine; rpcscope "
-                        "spliced " + fmt("%.0f%%", relayed ? 100.0 * double(spliced) / double(relayed) : 0.0) +
-                        " of the bytes it relayed (socket to pipe to socket, tee'd for the decoder)");
-        notes.push_back("plain splice relay: a baseline with nothing but the hop, two threads per connection that "
-                        "splice socket -> 1 MiB pipe -> socket with blocking calls (no poll, no decoder); "
-                        "splice relay / direct is what any relay on this machine pays for the extra TCP hop" +
-                        std::string(lean.copiedDirections() ? " (some directions had no pipe and copied)" : ""));
+        notes.push_back(
+            "relay only: the same relay with decoding off, so rpcscope / relay only is what decoding "
+            "costs and relay only / direct what the extra TCP hop costs on this machine; rpcscope "
+            "spliced " +
+            fmt("%.0f%%", relayed ? 100.0 * double(spliced) / double(relayed) : 0.0) +
+            " of the bytes it relayed (socket to pipe to socket, tee'd for the decoder)");
+        notes.push_back(
+            "plain splice relay: a baseline with nothing but the hop, two threads per connection that "
+            "splice socket -> 1 MiB pipe -> socket with blocking calls (no poll, no decoder); "
+            "splice relay / direct is what any relay on this machine pays for the extra TCP hop" +
+            std::string(lean.copiedDirections() ? " (some directions had no pipe and copied)" : ""));
     }
 
     consumer.calls(); // drains
@@ -499,8 +505,7 @@ int main(int argc, char **argv)
         notes.push_back("the relay reported " + std::to_string(consumer.decodeErrors()) +
                         " decode errors: the proxied numbers may not include full decoding");
 
-    if (plan.streamOnly || plan.unaryOnly)
-        return finish();
+    if (plan.streamOnly || plan.unaryOnly) return finish();
 
     // ---- 3. decoder throughput over recorded bytes ----
     auto record = [&](auto &&traffic) {
@@ -516,8 +521,7 @@ int main(int argc, char **argv)
         rec.stop();
         std::vector<Chunk> biggest;
         for (auto &c : rec.connections())
-            if (c.size() > biggest.size())
-                biggest = std::move(c);
+            if (c.size() > biggest.size()) biggest = std::move(c);
         return biggest;
     };
     progress("recording %d x 1 MiB server-stream messages and %d unary calls for the decoder",
@@ -613,7 +617,8 @@ int main(int argc, char **argv)
                         fmt("%.1f B", perFrame), "", "", "", ""});
         notes.push_back(
             "memory: heap in use (mallinfo2 uordblks + hblkhd) before and after applying the decoded "
-            "HEADERS-heavy events; calls and frames live in deques, which grow by fixed blocks (sizeof(FrameRecord) = " +
+            "HEADERS-heavy events; calls and frames live in deques, which grow by fixed blocks "
+            "(sizeof(FrameRecord) = " +
             std::to_string(sizeof(FrameRecord)) + ", sizeof(Call) = " + std::to_string(sizeof(Call)) +
             ", sizeof(Attempt) = " + std::to_string(sizeof(Attempt)) + ")");
     }

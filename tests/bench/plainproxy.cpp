@@ -3,21 +3,20 @@
 #include "testnet.h"
 
 #include <arpa/inet.h>
+#include <csignal>
 #include <fcntl.h>
+#include <mutex>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#include <csignal>
-#include <mutex>
 #include <thread>
+#include <unistd.h>
 
 namespace rpcscope::bench {
 
 namespace {
 constexpr size_t kReadSize = 64 * 1024; // recording: the read size rpcscope::Relay used when this was written
-constexpr int kPipeSize = 1 << 20;       // splicing: as rpcscope::Relay's pipes
+constexpr int kPipeSize = 1 << 20;      // splicing: as rpcscope::Relay's pipes
 
 void noDelay(int fd)
 {
@@ -37,12 +36,12 @@ struct PlainProxy::Impl
 
     explicit Impl(Mode m) : mode(m) {}
 
-    // Relays src to dst through a pipe until EOF or an error; false (nothing relayed yet) if there is no pipe.
+    // Relays src to dst through a pipe until EOF or an error; false (nothing relayed yet) if there is no
+    // pipe.
     bool splice(int src, int dst)
     {
         int p[2];
-        if (pipe2(p, O_CLOEXEC) != 0)
-            return noPipe();
+        if (pipe2(p, O_CLOEXEC) != 0) return noPipe();
         if (fcntl(p[1], F_SETPIPE_SZ, kPipeSize) < kPipeSize) {
             close(p[0]);
             close(p[1]);
@@ -93,13 +92,11 @@ struct PlainProxy::Impl
     {
         const int src = fromClient ? c->cfd : c->sfd;
         const int dst = fromClient ? c->sfd : c->cfd;
-        if (mode == Mode::Splice && splice(src, dst))
-            return;
+        if (mode == Mode::Splice && splice(src, dst)) return;
         std::string buf(kReadSize, '\0');
         for (;;) {
             const ssize_t n = recv(src, buf.data(), buf.size(), 0);
-            if (n <= 0)
-                break;
+            if (n <= 0) break;
             if (mode == Mode::Record) {
                 std::lock_guard lk(mu);
                 c->chunks.push_back({fromClient ? Direction::ClientToServer : Direction::ServerToClient,
@@ -107,8 +104,7 @@ struct PlainProxy::Impl
             }
             for (ssize_t off = 0; off < n;) {
                 const ssize_t w = send(dst, buf.data() + off, size_t(n - off), MSG_NOSIGNAL);
-                if (w <= 0)
-                    return;
+                if (w <= 0) return;
                 off += w;
             }
         }
@@ -170,8 +166,7 @@ std::uint16_t PlainProxy::port() const
 
 void PlainProxy::stop()
 {
-    if (d->listenFd < 0)
-        return;
+    if (d->listenFd < 0) return;
     {
         std::lock_guard lk(d->mu);
         d->stopping = true;

@@ -18,14 +18,19 @@ struct Chunk
 
 // A plain blocking TCP forwarder on 127.0.0.1, two threads per connection (one per direction), that decodes
 // nothing. It does one of two jobs:
-// - Record: keeps every read, in the order the reads happened, so the decoder benchmark can replay real grpc++
+// - Record: keeps every read, in the order the reads happened, so the decoder benchmark can replay real
+// grpc++
 //   bytes cut the way a relay's 64 KiB reads cut them. Not fast; it exists only to record.
 // - Splice: the leanest relay there is, as a baseline for the cost of the extra TCP hop alone. Each direction
 //   splices socket -> 1 MiB pipe -> socket with blocking calls: no poll, no user-space copy, no bookkeeping.
 class PlainProxy
 {
 public:
-    enum class Mode { Record, Splice };
+    enum class Mode
+    {
+        Record,
+        Splice
+    };
 
     explicit PlainProxy(Mode mode);
     ~PlainProxy();

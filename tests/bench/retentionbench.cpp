@@ -1,10 +1,10 @@
-// rpcscope-retentionbench (scripts/bench.sh --retention): a live session left running for an hour, compressed.
-// One million calls (two attempts each, with their frames) are fed at full speed, in batches the way the relay
-// flushes them, into the GUI's item model with the default retention budget. It prints the memory the model
-// reports and the process's peak RSS, against an unbounded run of a tenth of the calls measured in the same
-// run, and how long each batch keeps the GUI thread busy (that is what decides whether the GUI stays
-// responsive), with the evictions included: first the model alone, then again with the swimlane widget
-// attached (offscreen) and repainted after every batch, as the GUI does at most once a frame.
+// rpcscope-retentionbench (scripts/bench.sh --retention): a live session left running for an hour,
+// compressed. One million calls (two attempts each, with their frames) are fed at full speed, in batches the
+// way the relay flushes them, into the GUI's item model with the default retention budget. It prints the
+// memory the model reports and the process's peak RSS, against an unbounded run of a tenth of the calls
+// measured in the same run, and how long each batch keeps the GUI thread busy (that is what decides whether
+// the GUI stays responsive), with the evictions included: first the model alone, then again with the swimlane
+// widget attached (offscreen) and repainted after every batch, as the GUI does at most once a frame.
 
 #include "stats.h"
 #include "swimlaneview.h"
@@ -13,15 +13,13 @@
 
 #include <QApplication>
 #include <QImage>
-
-#include <sys/resource.h>
-#include <time.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <sys/resource.h>
+#include <time.h>
 #include <vector>
 
 using namespace rpcscope;
@@ -30,8 +28,8 @@ namespace {
 
 constexpr std::int64_t ms = 1'000'000;
 
-WireEvent headers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, bool request, const std::string &id,
-                  int prev, int status)
+WireEvent headers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, bool request,
+                  const std::string &id, int prev, int status)
 {
     WireEvent e = testev::event(EventKind::Headers, conn, stream, t,
                                 request ? Direction::ClientToServer : Direction::ServerToClient);
@@ -40,8 +38,7 @@ WireEvent headers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, bool
         e.grpc.path = "/shop.Cart/Get";
         e.grpc.callId = id;
         e.grpc.timeoutNs = 1000 * ms;
-        if (prev)
-            e.grpc.previousAttempts = prev;
+        if (prev) e.grpc.previousAttempts = prev;
         e.headers = {{":method", "POST"}, {":path", "/shop.Cart/Get"}, {"rpcscope-call-id", id}};
     } else {
         e.endStream = true;
@@ -130,14 +127,12 @@ Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch, Swimla
         const double cpu0 = threadCpuMs();
         const size_t evicted0 = model.store().evictedCalls();
         model.appendBatch(batch);
-        if (view)
-            view->render(&frame);
-        r.batchMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if (view) view->render(&frame);
+        r.batchMs.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         r.batchCpuMs.push_back(threadCpuMs() - cpu0);
-        if (model.store().evictedCalls() != evicted0)
-            r.evictionCpuMs.push_back(r.batchCpuMs.back());
-        if ((i / callsPerBatch) % 64 == 0)
-            r.peakModelBytes = std::max(r.peakModelBytes, model.memoryBytes());
+        if (model.store().evictedCalls() != evicted0) r.evictionCpuMs.push_back(r.batchCpuMs.back());
+        if ((i / callsPerBatch) % 64 == 0) r.peakModelBytes = std::max(r.peakModelBytes, model.memoryBytes());
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.finalModelBytes = model.memoryBytes();
@@ -152,8 +147,7 @@ Run feed(TimelineModel &model, std::uint64_t calls, size_t callsPerBatch, Swimla
 
 int main(int argc, char **argv)
 {
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-        qputenv("QT_QPA_PLATFORM", "offscreen");
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     std::uint64_t calls = 1'000'000;
     size_t budgetMb = 256;
@@ -166,8 +160,9 @@ int main(int argc, char **argv)
         } else if (!std::strcmp(argv[i], "--budget-mb") && i + 1 < argc) {
             budgetMb = size_t(std::atol(argv[++i]));
         } else {
-            std::fprintf(stderr, "usage: rpcscope-retentionbench [--quick] [--budget-mb N] [--png FILE]\n"
-                                 "  --png FILE  save the swimlane view's last frame of the run with the view\n");
+            std::fprintf(stderr,
+                         "usage: rpcscope-retentionbench [--quick] [--budget-mb N] [--png FILE]\n"
+                         "  --png FILE  save the swimlane view's last frame of the run with the view\n");
             return 2;
         }
     }
@@ -217,7 +212,8 @@ int main(int argc, char **argv)
     };
     const double perCallUnbounded = double(unbounded.finalModelBytes) / double(unbounded.calls);
     std::printf("measurement                                              | value\n");
-    std::printf("---------------------------------------------------------+--------------------------------\n");
+    std::printf(
+        "---------------------------------------------------------+--------------------------------\n");
     std::printf("unbounded baseline: %8llu calls, model memory            | %.0f MB (%.0f B per call)\n",
                 (unsigned long long)unbounded.calls, double(unbounded.finalModelBytes) / (1 << 20),
                 perCallUnbounded);
@@ -240,7 +236,8 @@ int main(int argc, char **argv)
                 size_t(std::count_if(sorted.begin(), sorted.end(), [](double v) { return v > 16; })),
                 sorted.size());
     std::printf("GUI thread CPU per batch: p50 / p99 / max                | %.2f / %.2f / %.1f ms\n",
-                pctOf(bounded.batchCpuMs, 0.5), pctOf(bounded.batchCpuMs, 0.99), pctOf(bounded.batchCpuMs, 1.0));
+                pctOf(bounded.batchCpuMs, 0.5), pctOf(bounded.batchCpuMs, 0.99),
+                pctOf(bounded.batchCpuMs, 1.0));
     std::printf("batches that evicted: count, CPU p50 / max                | %zu, %.2f / %.1f ms\n",
                 bounded.evictionCpuMs.size(), pctOf(bounded.evictionCpuMs, 0.5),
                 pctOf(bounded.evictionCpuMs, 1.0));
@@ -252,9 +249,11 @@ int main(int argc, char **argv)
     std::printf("with the swimlane view, per batch + repaint: p50 / p99 / max | %.2f / %.2f / %.1f ms wall\n",
                 pctOf(withView.batchMs, 0.5), pctOf(withView.batchMs, 0.99), pctOf(withView.batchMs, 1.0));
     std::printf("with the swimlane view, CPU: p50 / p99 / max              | %.2f / %.2f / %.1f ms\n",
-                pctOf(withView.batchCpuMs, 0.5), pctOf(withView.batchCpuMs, 0.99), pctOf(withView.batchCpuMs, 1.0));
+                pctOf(withView.batchCpuMs, 0.5), pctOf(withView.batchCpuMs, 0.99),
+                pctOf(withView.batchCpuMs, 1.0));
     std::printf("with the swimlane view, batches that evicted: CPU p50 / max | %.2f / %.1f ms (%zu)\n",
-                pctOf(withView.evictionCpuMs, 0.5), pctOf(withView.evictionCpuMs, 1.0), withView.evictionCpuMs.size());
+                pctOf(withView.evictionCpuMs, 0.5), pctOf(withView.evictionCpuMs, 1.0),
+                withView.evictionCpuMs.size());
     std::printf("with the swimlane view, over 16 ms: wall / CPU            | %zu / %zu of %zu\n",
                 over16(withView.batchMs), over16(withView.batchCpuMs), withView.batchMs.size());
 

@@ -3,19 +3,18 @@
 #include "testnet.h"
 
 #include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace rpcscope::bench {
@@ -24,8 +23,7 @@ namespace {
 bool accepts(std::uint16_t port)
 {
     const int fd = testnet::connectLoopback(port);
-    if (fd >= 0)
-        close(fd);
+    if (fd >= 0) close(fd);
     return fd >= 0;
 }
 } // namespace
@@ -72,8 +70,7 @@ bool SocatProxy::start(std::uint16_t targetPort, std::string *error)
         // interrupted benchmark leaves no socat listening.
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(1);
+        if (getppid() != parent) _exit(1);
         const int null = open("/dev/null", O_RDWR);
         dup2(null, 0);
         dup2(null, 1);
@@ -90,8 +87,7 @@ bool SocatProxy::start(std::uint16_t targetPort, std::string *error)
             *error = "socat exited at start (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
             return false;
         }
-        if (accepts(m_port))
-            return true;
+        if (accepts(m_port)) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     stop();
@@ -101,8 +97,7 @@ bool SocatProxy::start(std::uint16_t targetPort, std::string *error)
 
 void SocatProxy::stop()
 {
-    if (m_pid <= 0)
-        return;
+    if (m_pid <= 0) return;
     kill(-m_pid, SIGTERM); // the group this object created: socat and its forked children
     waitpid(m_pid, nullptr, 0);
     m_pid = -1;

@@ -56,8 +56,7 @@ void StoreConsumer::loop()
     std::unique_lock lk(m_mu);
     for (;;) {
         m_cv.wait(lk, [this] { return m_stopping || !m_queue.empty(); });
-        if (m_queue.empty())
-            return;
+        if (m_queue.empty()) return;
         EventBatch batch = std::move(m_queue.front());
         m_queue.pop_front();
         m_busy = true;

@@ -85,7 +85,8 @@ public:
             open.kind = EventKind::ConnectionOpened;
             open.connection = std::uint32_t(c);
             open.tNs = c * 1000;
-            open.about = PeerNames{"10.0.0." + std::to_string(c) + ":5" + std::to_string(1000 + c), "10.0.1.1:50051"};
+            open.about =
+                PeerNames{"10.0.0." + std::to_string(c) + ":5" + std::to_string(1000 + c), "10.0.1.1:50051"};
             push(std::move(open));
             for (Direction d : {Direction::ClientToServer, Direction::ServerToClient})
                 push(frame(std::uint32_t(c), 0, c * 1000 + 10, d, FrameSettings, 0, 18));

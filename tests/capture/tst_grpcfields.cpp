@@ -74,20 +74,24 @@ private slots:
         QCOMPARE(t.message.value_or(""), std::string("down!"));
         QCOMPARE(t.pushbackMs.value_or(0), std::int64_t(300));
 
-        const GrpcFields policy = extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50;multiplier=2;max_ms=1000"}});
+        const GrpcFields policy =
+            extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50;multiplier=2;max_ms=1000"}});
         QCOMPARE(policy.retryInitialMs, 50.0);
         QCOMPARE(policy.retryMultiplier, 2.0);
         QCOMPARE(policy.retryMaxMs, 1000.0);
         QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=fast"}}).retryInitialMs, 0.0);
         QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50"}}).retryInitialMs, 0.0);
         // from_chars reads "nan" and "inf" too: not a policy.
-        QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=nan;multiplier=2;max_ms=1000"}}).retryInitialMs,
+        QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=nan;multiplier=2;max_ms=1000"}})
+                     .retryInitialMs,
                  0.0);
-        QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50;multiplier=inf;max_ms=1000"}}).retryInitialMs,
+        QCOMPARE(extractGrpcFields({{"rpcscope-retry-policy", "initial_ms=50;multiplier=inf;max_ms=1000"}})
+                     .retryInitialMs,
                  0.0);
 
         // C-core treats a malformed pushback like a negative one: stop retrying.
-        QCOMPARE(extractGrpcFields({{"grpc-retry-pushback-ms", "soon"}}).pushbackMs.value_or(0), std::int64_t(-1));
+        QCOMPARE(extractGrpcFields({{"grpc-retry-pushback-ms", "soon"}}).pushbackMs.value_or(0),
+                 std::int64_t(-1));
     }
 
     void traceparent_data()

@@ -1,12 +1,10 @@
 #include "connectiondecoder.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <QtTest>
-
 #include <algorithm>
 #include <cstring>
 #include <list>
+#include <nghttp2/nghttp2.h>
 #include <random>
 
 using namespace rpcscope;
@@ -21,7 +19,10 @@ constexpr Direction C2S = Direction::ClientToServer;
 constexpr Direction S2C = Direction::ServerToClient;
 constexpr std::uint32_t kConnection = 7;
 
-int index(Direction d) { return d == C2S ? 0 : 1; }
+int index(Direction d)
+{
+    return d == C2S ? 0 : 1;
+}
 
 struct FrameInfo
 {
@@ -51,12 +52,14 @@ struct Msg
 
 std::string clip(const std::string &s)
 {
-    if (s.size() <= 60)
-        return s;
+    if (s.size() <= 60) return s;
     return s.substr(0, 40) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
-std::string describe(const Header &h) { return h.name + ": " + clip(h.value); }
+std::string describe(const Header &h)
+{
+    return h.name + ": " + clip(h.value);
+}
 
 std::string describe(const std::vector<Header> &hs)
 {
@@ -125,8 +128,7 @@ template <typename T> QByteArray mismatch(const std::vector<T> &actual, const st
     do {                                                                                                     \
         const auto &a_ = (actual);                                                                           \
         const auto &e_ = (expected);                                                                         \
-        if (!(a_ == e_))                                                                                     \
-            QFAIL(mismatch(a_, e_).constData());                                                             \
+        if (!(a_ == e_)) QFAIL(mismatch(a_, e_).constData());                                                \
     } while (false)
 
 // --- gRPC building blocks ----------------------------------------------------------------------------------
@@ -166,7 +168,10 @@ std::vector<Header> responseHeaders()
             {"server", "rpcscope-test-server/1.0"}};
 }
 
-std::vector<Header> okTrailers() { return {{"grpc-status", "0"}, {"grpc-message", "done"}}; }
+std::vector<Header> okTrailers()
+{
+    return {{"grpc-status", "0"}, {"grpc-message", "done"}};
+}
 
 std::vector<nghttp2_nv> toNv(const std::vector<Header> &headers)
 {
@@ -222,8 +227,7 @@ struct Conversation
             fail("session creation failed");
         nghttp2_option_del(serverOption);
         nghttp2_session_callbacks_del(cb);
-        if (!m_error.empty())
-            return;
+        if (!m_error.empty()) return;
 
         // nghttp2 sends the client magic by itself, but each side's SETTINGS is the application's job.
         check(nghttp2_submit_settings(m_client.session, NGHTTP2_FLAG_NONE, options.clientSettings.data(),
@@ -287,10 +291,12 @@ struct Conversation
 
     void ping() { check(nghttp2_submit_ping(m_client.session, NGHTTP2_FLAG_NONE, nullptr), "ping"); }
 
-    // The client lets the server send more on a stream (0: the connection) before the server has sent anything.
+    // The client lets the server send more on a stream (0: the connection) before the server has sent
+    // anything.
     void raiseWindow(std::int32_t stream, std::int32_t increment)
     {
-        check(nghttp2_submit_window_update(m_client.session, NGHTTP2_FLAG_NONE, stream, increment), "window_update");
+        check(nghttp2_submit_window_update(m_client.session, NGHTTP2_FLAG_NONE, stream, increment),
+              "window_update");
     }
 
     void goaway(std::uint32_t errorCode, const std::string &debug)
@@ -307,8 +313,7 @@ struct Conversation
         for (int round = 0; round < 64 && m_error.empty(); ++round) {
             const bool clientSent = transfer(m_client, m_server);
             const bool serverSent = transfer(m_server, m_client);
-            if (!clientSent && !serverSent)
-                return;
+            if (!clientSent && !serverSent) return;
         }
         fail("conversation did not settle");
     }
@@ -344,21 +349,18 @@ private:
 
     void fail(const std::string &what)
     {
-        if (m_error.empty())
-            m_error = what;
+        if (m_error.empty()) m_error = what;
     }
     void check(int rv, const char *what)
     {
-        if (rv != 0)
-            fail(std::string(what) + ": " + nghttp2_strerror(rv));
+        if (rv != 0) fail(std::string(what) + ": " + nghttp2_strerror(rv));
     }
 
     bool transfer(Side &from, Side &to)
     {
         from.out.clear();
         check(nghttp2_session_send(from.session), "session_send");
-        if (from.out.empty() || !m_error.empty())
-            return false;
+        if (from.out.empty() || !m_error.empty()) return false;
         m_chunks.push_back({from.sends, from.out});
         const auto *p = reinterpret_cast<const std::uint8_t *>(from.out.data());
         const ssize_t used = nghttp2_session_mem_recv(to.session, p, from.out.size());
@@ -407,8 +409,7 @@ private:
                                  void *userData)
     {
         Side &s = side(userData);
-        if (!s.conv->m_padding)
-            return ssize_t(frame->hd.length);
+        if (!s.conv->m_padding) return ssize_t(frame->hd.length);
         const size_t pad = (s.conv->m_padSeq++ * 37) % 256;
         return ssize_t(std::min(maxPayload, frame->hd.length + 1 + pad));
     }
@@ -449,7 +450,10 @@ private:
 
 using Chunks = std::vector<Conversation::Chunk>;
 
-const std::uint8_t *bytes(const std::string &s) { return reinterpret_cast<const std::uint8_t *>(s.data()); }
+const std::uint8_t *bytes(const std::string &s)
+{
+    return reinterpret_cast<const std::uint8_t *>(s.data());
+}
 
 // Every chunk in one feed() call, as a relay reading whole sends would.
 EventBatch decodeWhole(const Chunks &chunks)
@@ -528,8 +532,7 @@ std::vector<const WireEvent *> headersEventsOf(const EventBatch &events, Directi
 {
     std::vector<const WireEvent *> v;
     for (const WireEvent &e : events)
-        if (e.kind == EventKind::Headers && e.dir == dir)
-            v.push_back(&e);
+        if (e.kind == EventKind::Headers && e.dir == dir) v.push_back(&e);
     return v;
 }
 
@@ -545,8 +548,7 @@ std::vector<Msg> messagesOf(const EventBatch &events, Direction dir)
 {
     std::vector<Msg> v;
     for (const WireEvent &e : events)
-        if (e.kind == EventKind::Message && e.dir == dir)
-            v.push_back({e.stream, e.length, e.compressed});
+        if (e.kind == EventKind::Message && e.dir == dir) v.push_back({e.stream, e.length, e.compressed});
     return v;
 }
 
@@ -560,8 +562,7 @@ std::vector<std::uint32_t> headersFrameLengths(const EventBatch &events, Directi
 {
     std::vector<std::uint32_t> v;
     for (const FrameInfo &f : framesOf(events, dir))
-        if (f.type == FrameHeaders && bool(f.flags & FlagEndStream) == endStream)
-            v.push_back(f.length);
+        if (f.type == FrameHeaders && bool(f.flags & FlagEndStream) == endStream) v.push_back(f.length);
     return v;
 }
 
@@ -630,8 +631,7 @@ private slots:
 
         const EventBatch events = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, events);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         COMPARE_SEQ(blocksOf(events, C2S), sentRequests);
         COMPARE_SEQ(blocksOf(events, S2C), sentResponses);
 
@@ -668,14 +668,12 @@ private slots:
 
         const EventBatch events = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, events);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
 
         // The wire shape nghttp2 chose: HEADERS without END_HEADERS, then CONTINUATIONs, the last ends it.
         std::vector<FrameInfo> bigFrames;
         for (const FrameInfo &f : framesOf(events, C2S))
-            if (f.stream == std::uint32_t(bigId) && f.type != FrameData)
-                bigFrames.push_back(f);
+            if (f.stream == std::uint32_t(bigId) && f.type != FrameData) bigFrames.push_back(f);
         QVERIFY(bigFrames.size() >= 3);
         QCOMPARE(bigFrames.front().type, std::uint8_t(FrameHeaders));
         QCOMPARE(bigFrames.front().flags & FlagEndHeaders, 0);
@@ -741,8 +739,7 @@ private slots:
 
         const EventBatch events = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, events);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
 
         int headersFrames = 0, dataFrames = 0;
         for (const WireEvent &e : events) {
@@ -777,14 +774,12 @@ private slots:
 
         const EventBatch events = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, events);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
 
         const auto s = std::uint32_t(id);
         std::vector<std::uint32_t> dataLens;
         for (const FrameInfo &f : framesOf(events, C2S))
-            if (f.type == FrameData)
-                dataLens.push_back(f.length);
+            if (f.type == FrameData) dataLens.push_back(f.length);
         QCOMPARE(joined(dataLens), QByteArray("16384 16384 16384 7375"));
 
         COMPARE_SEQ(messagesOf(events, C2S), (std::vector<Msg>{{s, 16377, false},
@@ -801,8 +796,7 @@ private slots:
             std::vector<std::uint32_t> v;
             std::uint32_t data = 0;
             for (const WireEvent &e : events) {
-                if (e.dir != dir)
-                    continue;
+                if (e.dir != dir) continue;
                 if (e.kind == EventKind::Frame && e.frameType == FrameData)
                     ++data;
                 else if (e.kind == EventKind::Message)
@@ -855,8 +849,7 @@ private slots:
 
         const EventBatch reference = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, reference);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         QCOMPARE(count(reference, EventKind::Headers), 3 + 2 + 3 + 1);
         QCOMPARE(count(reference, EventKind::Message), 3 + 1 + 3 + 1 + 1);
         const auto hasFrame = [&](std::uint8_t type, std::uint32_t err) {
@@ -901,8 +894,7 @@ private slots:
 
         const EventBatch reference = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, reference);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         QCOMPARE(count(reference, EventKind::Message), 5);
 
         COMPARE_SEQ(decodeBytewise(conv.m_chunks), reference);
@@ -963,7 +955,8 @@ private slots:
             size_t skipped = 0;
             const EventBatch events = decode(&rng, &skipped);
             if (events != reference)
-                QFAIL(QByteArray("round " + QByteArray::number(round) + ": " + mismatch(events, reference)).constData());
+                QFAIL(QByteArray("round " + QByteArray::number(round) + ": " + mismatch(events, reference))
+                          .constData());
             // Most of the 66 KB of message bodies lie past the 100 kept bytes of each.
             QVERIFY2(skipped > 40'000, std::to_string(skipped).c_str());
         }
@@ -983,12 +976,12 @@ private slots:
                 d.feed(c.dir, bytes(c.bytes) + off, n, 0, out);
                 off += n;
             }
-            if (refused)
-                break;
+            if (refused) break;
         }
         QVERIFY(refused);
         QCOMPARE(count(out, EventKind::DecodeError), 1);
-        const auto err = std::find_if(out.begin(), out.end(), [](const WireEvent &e) { return e.kind == EventKind::DecodeError; });
+        const auto err = std::find_if(out.begin(), out.end(),
+                                      [](const WireEvent &e) { return e.kind == EventKind::DecodeError; });
         QVERIFY2(err->reason.find("needed") != std::string::npos, err->reason.c_str());
     }
 
@@ -1045,14 +1038,12 @@ private slots:
         Conversation conv;
         conv.pump();
         for (const auto &c : conv.m_chunks)
-            if (c.dir == dir)
-                d.feed(dir, ::bytes(c.bytes), c.bytes.size(), 7, events);
+            if (c.dir == dir) d.feed(dir, ::bytes(c.bytes), c.bytes.size(), 7, events);
         QByteArray huge(1 << 20, '\xff');
         d.feed(dir, reinterpret_cast<const std::uint8_t *>(huge.constData()), size_t(huge.size()), 8, events);
         QCOMPARE(events.size(), size_t(1));
         QVERIFY(d.decoder(dir).failed());
     }
-
 
     // A PING and its ACK are paired into a round-trip time measured between the two reads.
     void pingRtt()
@@ -1123,8 +1114,8 @@ private slots:
     }
 
     // A WINDOW_UPDATE for a stream that comes before the stream's first DATA counts (grpc++ raises a response
-    // stream's window as soon as it asks): 6,005 bytes through a 1,000-byte window raised by 100,000 first are
-    // neither a stall nor an overrun.
+    // stream's window as soon as it asks): 6,005 bytes through a 1,000-byte window raised by 100,000 first
+    // are neither a stall nor an overrun.
     void windowRaisedBeforeTheFirstData()
     {
         Conversation::Options o;
@@ -1141,7 +1132,8 @@ private slots:
         QCOMPARE(count(out, EventKind::FlowStallBegin), 0);
         int updates = 0;
         for (const WireEvent &e : out)
-            updates += e.kind == EventKind::Frame && e.frameType == FrameWindowUpdate && e.stream == std::uint32_t(id);
+            updates += e.kind == EventKind::Frame && e.frameType == FrameWindowUpdate &&
+                       e.stream == std::uint32_t(id);
         QVERIFY(updates >= 1);
     }
 
@@ -1149,7 +1141,8 @@ private slots:
     void connectionFlowControlStall()
     {
         Conversation::Options o;
-        o.clientSettings = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
+        o.clientSettings = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
         Conversation conv(o);
         const auto id = conv.request(requestHeaders("fc2"), grpcMessage(10));
         conv.pump();
@@ -1178,9 +1171,9 @@ private slots:
         Conversation conv;
         std::vector<std::int32_t> ids;
         for (int i = 0; i < 12; ++i) {
-            ids.push_back(conv.request(requestHeaders("mid-" + std::to_string(i), i % 3,
-                                                      "/pkg.Svc/Method" + std::to_string(i)),
-                                       grpcMessage(200 + i)));
+            ids.push_back(conv.request(
+                requestHeaders("mid-" + std::to_string(i), i % 3, "/pkg.Svc/Method" + std::to_string(i)),
+                grpcMessage(200 + i)));
             conv.pump();
             conv.respond(ids.back(), responseHeaders(), grpcMessage(300), okTrailers());
             conv.pump();
@@ -1189,16 +1182,17 @@ private slots:
         for (Direction dir : {C2S, S2C}) {
             std::string all;
             for (const auto &c : conv.m_chunks)
-                if (c.dir == dir)
-                    all += c.bytes;
+                if (c.dir == dir) all += c.bytes;
             // Frame starts, walked independently of the decoder.
             std::vector<size_t> starts;
             for (size_t at = dir == C2S ? 24 : 0; at + 9 <= all.size();
-                 at += 9 + ((std::uint8_t(all[at]) << 16) | (std::uint8_t(all[at + 1]) << 8) | std::uint8_t(all[at + 2])))
+                 at += 9 + ((std::uint8_t(all[at]) << 16) | (std::uint8_t(all[at + 1]) << 8) |
+                            std::uint8_t(all[at + 2])))
                 starts.push_back(at);
             QCOMPARE(starts.size(), conv.m_frames[index(dir)].size());
             for (size_t cut : {all.size() / 3, all.size() / 2 + 7, all.size() * 2 / 3 + 1}) {
-                const size_t first = size_t(std::lower_bound(starts.begin(), starts.end(), cut) - starts.begin());
+                const size_t first =
+                    size_t(std::lower_bound(starts.begin(), starts.end(), cut) - starts.begin());
                 ConnectionDecoder d(kConnection);
                 d.attachMidStream();
                 EventBatch out;
@@ -1217,10 +1211,8 @@ private slots:
                 int blocks = 0;
                 for (const WireEvent *e : headersEventsOf(out, dir)) {
                     auto within = [&](const Block &b) {
-                        if (b.stream != e->stream)
-                            return false;
-                        if (!e->hpackUnknown)
-                            return b.headers == e->headers;
+                        if (b.stream != e->stream) return false;
+                        if (!e->hpackUnknown) return b.headers == e->headers;
                         for (const Header &h : e->headers)
                             if (std::find(b.headers.begin(), b.headers.end(), h) == b.headers.end())
                                 return false;
@@ -1279,7 +1271,6 @@ private slots:
         QVERIFY(!d2.decoder(S2C).failed());
     }
 
-
     // Each message's first bytes are kept for inspection, up to the limit; longer ones are marked truncated.
     void messageKeepLimit()
     {
@@ -1296,8 +1287,7 @@ private slots:
             d.feed(c.dir, bytes(c.bytes), c.bytes.size(), 0, out);
         std::vector<const WireEvent *> msgs;
         for (const WireEvent &e : out)
-            if (e.kind == EventKind::Message)
-                msgs.push_back(&e);
+            if (e.kind == EventKind::Message) msgs.push_back(&e);
         QCOMPARE(int(msgs.size()), 2);
         QCOMPARE(msgs[0]->payload, std::string(50, 'a'));
         QVERIFY(!msgs[0]->truncated);
@@ -1307,25 +1297,27 @@ private slots:
         QCOMPARE(count(out, EventKind::Notice), 1);
     }
 
-
     // PRIORITY, PUSH_PROMISE and an extension frame type: recorded, and decoding goes on past them.
     void otherFrameTypes()
     {
-        auto frame = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string &payload) {
+        auto frame = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+                        const std::string &payload) {
             const auto n = std::uint32_t(payload.size());
-            std::string f{char(n >> 16), char(n >> 8), char(n), char(type), char(flags),
+            std::string f{char(n >> 16),      char(n >> 8),       char(n),           char(type),  char(flags),
                           char(stream >> 24), char(stream >> 16), char(stream >> 8), char(stream)};
             return f + payload;
         };
         ConnectionDecoder d(kConnection);
         EventBatch out;
-        const std::string c2s = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + frame(FrameSettings, 0, 0, {}) +
+        const std::string c2s = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                                frame(FrameSettings, 0, 0, {}) +
                                 frame(FramePriority, 0, 3, std::string("\0\0\0\1\x10", 5)) +
                                 frame(0x0a, 0, 0, std::string("\0\0ab\0\0", 6)) + // ALTSVC, unknown to us
                                 frame(FrameHeaders, FlagEndHeaders | FlagEndStream, 1, "\x83\x84\x86");
         // :method GET (2), :path / (4), :scheme http (6) from the static table; promised stream 2.
-        const std::string s2c = frame(FrameSettings, 0, 0, {}) +
-                                frame(FramePushPromise, FlagEndHeaders, 1, std::string("\0\0\0\2\x82\x84\x86", 7));
+        const std::string s2c =
+            frame(FrameSettings, 0, 0, {}) +
+            frame(FramePushPromise, FlagEndHeaders, 1, std::string("\0\0\0\2\x82\x84\x86", 7));
         d.feed(C2S, bytes(c2s), c2s.size(), 1, out);
         d.feed(S2C, bytes(s2c), s2c.size(), 2, out);
         QCOMPARE(count(out, EventKind::DecodeError), 0);
@@ -1336,15 +1328,18 @@ private slots:
         QCOMPARE(frameTypeName(0x0a), "UNKNOWN");
         const auto req = headersEventsOf(out, C2S);
         QCOMPARE(int(req.size()), 1);
-        QCOMPARE(req[0]->headers, (std::vector<Header>{{":method", "POST"}, {":path", "/"}, {":scheme", "http"}}));
+        QCOMPARE(req[0]->headers,
+                 (std::vector<Header>{{":method", "POST"}, {":path", "/"}, {":scheme", "http"}}));
         const auto push = headersEventsOf(out, S2C);
         QCOMPARE(int(push.size()), 1);
         QCOMPARE(push[0]->frameType, std::uint8_t(FramePushPromise));
-        QCOMPARE(push[0]->headers, (std::vector<Header>{{":method", "GET"}, {":path", "/"}, {":scheme", "http"}}));
+        QCOMPARE(push[0]->headers,
+                 (std::vector<Header>{{":method", "GET"}, {":path", "/"}, {":scheme", "http"}}));
     }
 
     // A rule the sender broke that framing survives is a notice naming the rule and the sender; decoding goes
-    // on with the next frame. The first four of a side's errors are recorded, then one line that there are more.
+    // on with the next frame. The first four of a side's errors are recorded, then one line that there are
+    // more.
     void protocolErrorsAreNoted_data()
     {
         QTest::addColumn<std::string>("frames"); // the client's frames after its preface and SETTINGS
@@ -1352,29 +1347,33 @@ private slots:
         QTest::addColumn<int>("notices"); // how many the frames give
         auto f = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string &payload) {
             const auto n = std::uint32_t(payload.size());
-            std::string h{char(n >> 16), char(n >> 8), char(n), char(type), char(flags),
+            std::string h{char(n >> 16),      char(n >> 8),       char(n),           char(type),  char(flags),
                           char(stream >> 24), char(stream >> 16), char(stream >> 8), char(stream)};
             return h + payload;
         };
         const std::string u32zero("\0\0\0\0", 4);
-        QTest::newRow("short SETTINGS") << f(FrameSettings, 0, 0, std::string("\0\4\0\0\1", 5))
-                                        << std::string("SETTINGS of 5 bytes, not a multiple of 6 (FRAME_SIZE_ERROR)") << 1;
+        QTest::newRow("short SETTINGS")
+            << f(FrameSettings, 0, 0, std::string("\0\4\0\0\1", 5))
+            << std::string("SETTINGS of 5 bytes, not a multiple of 6 (FRAME_SIZE_ERROR)") << 1;
         QTest::newRow("SETTINGS ACK with payload")
             << f(FrameSettings, FlagAck, 0, std::string("\0\4\0\0\1\0", 6))
             << std::string("SETTINGS ACK with 6 bytes of payload (FRAME_SIZE_ERROR)") << 1;
-        QTest::newRow("SETTINGS on a stream") << f(FrameSettings, 0, 3, {})
-                                              << std::string("SETTINGS on stream 3, not on stream 0 (PROTOCOL_ERROR)") << 1;
-        QTest::newRow("ENABLE_PUSH 2") << f(FrameSettings, 0, 0, std::string("\0\2\0\0\0\2", 6))
-                                       << std::string("SETTINGS_ENABLE_PUSH 2, not 0 or 1 (PROTOCOL_ERROR)") << 1;
+        QTest::newRow("SETTINGS on a stream")
+            << f(FrameSettings, 0, 3, {})
+            << std::string("SETTINGS on stream 3, not on stream 0 (PROTOCOL_ERROR)") << 1;
+        QTest::newRow("ENABLE_PUSH 2")
+            << f(FrameSettings, 0, 0, std::string("\0\2\0\0\0\2", 6))
+            << std::string("SETTINGS_ENABLE_PUSH 2, not 0 or 1 (PROTOCOL_ERROR)") << 1;
         QTest::newRow("window above 2^31-1") << f(FrameSettings, 0, 0, std::string("\0\4\x80\0\0\0", 6))
                                              << std::string("above 2^31-1 (FLOW_CONTROL_ERROR)") << 1;
         QTest::newRow("max frame size 100") << f(FrameSettings, 0, 0, std::string("\0\5\0\0\0\x64", 6))
                                             << std::string("SETTINGS_MAX_FRAME_SIZE 100 outside") << 1;
-        QTest::newRow("PING of 4 bytes") << f(FramePing, 0, 0, u32zero)
-                                         << std::string("PING of 4 bytes, not 8 (FRAME_SIZE_ERROR)") << 1;
-        QTest::newRow("PING on a stream") << f(FramePing, 0, 1, u32zero + u32zero)
-                                          << std::string("PING on stream 1, not on stream 0") << 1;
-        QTest::newRow("short GOAWAY") << f(FrameGoaway, 0, 0, u32zero) << std::string("GOAWAY of 4 bytes, under 8") << 1;
+        QTest::newRow("PING of 4 bytes")
+            << f(FramePing, 0, 0, u32zero) << std::string("PING of 4 bytes, not 8 (FRAME_SIZE_ERROR)") << 1;
+        QTest::newRow("PING on a stream")
+            << f(FramePing, 0, 1, u32zero + u32zero) << std::string("PING on stream 1, not on stream 0") << 1;
+        QTest::newRow("short GOAWAY")
+            << f(FrameGoaway, 0, 0, u32zero) << std::string("GOAWAY of 4 bytes, under 8") << 1;
         QTest::newRow("RST_STREAM of 2 bytes") << f(FrameRstStream, 0, 1, std::string("\0\0", 2))
                                                << std::string("RST_STREAM of 2 bytes, not 4") << 1;
         QTest::newRow("PRIORITY on itself") << f(FramePriority, 0, 5, std::string("\0\0\0\5\x10", 5))
@@ -1382,18 +1381,24 @@ private slots:
         QTest::newRow("HEADERS on itself")
             << f(FrameHeaders, FlagEndHeaders | FlagPriority, 5, std::string("\0\0\0\5\x10\x83\x84\x86", 8))
             << std::string("HEADERS makes stream 5 depend on itself") << 1;
-        QTest::newRow("WINDOW_UPDATE of 0") << f(FrameWindowUpdate, 0, 0, u32zero)
-                                            << std::string("WINDOW_UPDATE of 0 on the connection (PROTOCOL_ERROR)") << 1;
+        QTest::newRow("WINDOW_UPDATE of 0")
+            << f(FrameWindowUpdate, 0, 0, u32zero)
+            << std::string("WINDOW_UPDATE of 0 on the connection (PROTOCOL_ERROR)") << 1;
         QTest::newRow("WINDOW_UPDATE overflow")
             << f(FrameWindowUpdate, 0, 0, std::string("\x7f\xff\xff\xff", 4))
-            << std::string("WINDOW_UPDATE takes the connection's window 65535 bytes past 2^31-1 (FLOW_CONTROL_ERROR)") << 1;
+            << std::string(
+                   "WINDOW_UPDATE takes the connection's window 65535 bytes past 2^31-1 (FLOW_CONTROL_ERROR)")
+            << 1;
         // 70,000 bytes of DATA against the connection's and the stream's 65,535 (no WINDOW_UPDATE came).
         QTest::newRow("DATA past the window")
-            << f(FrameHeaders, FlagEndHeaders, 1, "\x83\x84\x86") + f(FrameData, 0, 1, std::string(16000, '\0')) +
-                   f(FrameData, 0, 1, std::string(16000, '\0')) + f(FrameData, 0, 1, std::string(16000, '\0')) +
+            << f(FrameHeaders, FlagEndHeaders, 1, "\x83\x84\x86") +
+                   f(FrameData, 0, 1, std::string(16000, '\0')) +
+                   f(FrameData, 0, 1, std::string(16000, '\0')) +
+                   f(FrameData, 0, 1, std::string(16000, '\0')) +
                    f(FrameData, 0, 1, std::string(16000, '\0')) + f(FrameData, 0, 1, std::string(6000, '\0'))
             << std::string("DATA on stream 1 overran the connection's flow-control window by 4465 bytes "
-                           "(FLOW_CONTROL_ERROR)") << 2;
+                           "(FLOW_CONTROL_ERROR)")
+            << 2;
     }
     void protocolErrorsAreNoted()
     {
@@ -1411,13 +1416,13 @@ private slots:
         QCOMPARE(count(out, EventKind::DecodeError), 0);
         std::vector<std::string> texts;
         for (const WireEvent &e : out)
-            if (e.kind == EventKind::Notice)
-                texts.push_back(e.reason);
+            if (e.kind == EventKind::Notice) texts.push_back(e.reason);
         QCOMPARE(int(texts.size()), notices);
         for (const std::string &text : texts)
             QVERIFY2(text.rfind("protocol error by the client: ", 0) == 0, text.c_str());
         QVERIFY2(texts[0].find(expected) != std::string::npos, texts[0].c_str());
-        // Each carries the rule as a value too: who broke it, what, and the code; its sentence is made from it.
+        // Each carries the rule as a value too: who broke it, what, and the code; its sentence is made from
+        // it.
         for (const WireEvent &e : out) {
             if (e.kind != EventKind::Notice) continue;
             QVERIFY(e.violation());
@@ -1478,11 +1483,12 @@ private slots:
         QVERIFY(QString::fromStdString(events[1].reason).contains("HTTP/1"));
     }
 
-    // The client cancels while the server's reply is partly on the wire: the server's DATA that was already in
-    // flight must still be read as the rest of that message, not as new 5-byte prefixes.
+    // The client cancels while the server's reply is partly on the wire: the server's DATA that was already
+    // in flight must still be read as the rest of that message, not as new 5-byte prefixes.
     void resetWhilePeerMidMessage()
     {
-        auto frame = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string &payload) {
+        auto frame = [](std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+                        const std::string &payload) {
             std::string f;
             const auto n = std::uint32_t(payload.size());
             f += char(n >> 16);
@@ -1581,8 +1587,7 @@ private slots:
 
         const EventBatch events = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, events);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
 
         const auto requests = headersEventsOf(events, C2S);
         QCOMPARE(requests.size(), size_t(2));
@@ -1651,15 +1656,13 @@ private slots:
 
         const EventBatch events = decodeWhole(conv.m_chunks);
         verifyAgainstNghttp2(conv, events);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         const auto lens = headersFrameLengths(events, S2C, false);
         QCOMPARE(lens.size(), size_t(2));
         QVERIFY2(lens[0] > 3000 && lens[1] < 100, joined(lens).constData());
         std::vector<std::uint32_t> dataLens;
         for (const FrameInfo &f : framesOf(events, S2C))
-            if (f.type == FrameData)
-                dataLens.push_back(f.length);
+            if (f.type == FrameData) dataLens.push_back(f.length);
         QCOMPARE(joined(dataLens), QByteArray("50005 50005"));
         COMPARE_SEQ(messagesOf(events, S2C), (std::vector<Msg>{{std::uint32_t(ids[0]), 50000, false},
                                                                {std::uint32_t(ids[1]), 50000, false}}));

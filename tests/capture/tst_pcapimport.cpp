@@ -15,7 +15,6 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <algorithm>
 #include <fstream>
 #include <mutex>
@@ -42,8 +41,8 @@ public:
         put32(1); // LINKTYPE_ETHERNET
     }
     // One TCP segment from port `src` to port `dst` on 127.0.0.1.
-    void segment(std::int64_t tNs, std::uint16_t src, std::uint16_t dst, std::uint32_t seq, std::uint8_t flags,
-                 const std::string &payload)
+    void segment(std::int64_t tNs, std::uint16_t src, std::uint16_t dst, std::uint32_t seq,
+                 std::uint8_t flags, const std::string &payload)
     {
         std::string f(14, '\0');
         f[12] = 0x08; // IPv4
@@ -93,7 +92,8 @@ struct Seg
 std::vector<Seg> segments(const testnet::Tap::Conn &c, size_t mss)
 {
     std::vector<Seg> out;
-    auto cut = [&](const std::string &all, const std::vector<std::pair<std::int64_t, size_t>> &reads, bool c2s) {
+    auto cut = [&](const std::string &all, const std::vector<std::pair<std::int64_t, size_t>> &reads,
+                   bool c2s) {
         size_t from = 0;
         for (const auto &[t, end] : reads) {
             for (size_t o = from; o < end; o += mss)
@@ -110,7 +110,14 @@ std::vector<Seg> segments(const testnet::Tap::Conn &c, size_t mss)
 constexpr std::uint16_t kClientPort = 40000, kServerPort = 50051;
 constexpr std::uint32_t kIsnC = 0xFFFFF000, kIsnS = 1000; // the client's numbers wrap around 2^32
 
-enum class Damage { None, Retransmit, Reorder, MidStream, CutShort };
+enum class Damage
+{
+    None,
+    Retransmit,
+    Reorder,
+    MidStream,
+    CutShort
+};
 
 void writeCapture(const std::string &path, const std::vector<Seg> &segs, Damage damage, std::int64_t t0)
 {
@@ -130,7 +137,8 @@ void writeCapture(const std::string &path, const std::vector<Seg> &segs, Damage 
         if (damage == Damage::MidStream && s.offset < 1200)
             continue; // the capture began after the preface, the SETTINGS and the first call's headers
         const std::uint32_t seq = (s.c2s ? kIsnC : kIsnS) + 1 + s.offset;
-        w.segment(s.t, s.c2s ? kClientPort : kServerPort, s.c2s ? kServerPort : kClientPort, seq, 0x18, s.bytes);
+        w.segment(s.t, s.c2s ? kClientPort : kServerPort, s.c2s ? kServerPort : kClientPort, seq, 0x18,
+                  s.bytes);
         if (damage == Damage::Retransmit && rng() % 4 == 0) {
             // A full retransmission, then one overlapping the next segment's start.
             w.segment(s.t, s.c2s ? kClientPort : kServerPort, s.c2s ? kServerPort : kClientPort, seq, 0x18,
@@ -211,7 +219,8 @@ private slots:
         {
             lab::LabClient client(
                 "127.0.0.1:" + std::to_string(tap.port()),
-                "{\"methodConfig\":[{\"name\":[{\"service\":\"rpcscope.lab.Lab\"}],\"retryPolicy\":{\"maxAttempts\":3,"
+                "{\"methodConfig\":[{\"name\":[{\"service\":\"rpcscope.lab.Lab\"}],\"retryPolicy\":{"
+                "\"maxAttempts\":3,"
                 "\"initialBackoff\":\"0.02s\",\"maxBackoff\":\"1s\",\"backoffMultiplier\":2,"
                 "\"retryableStatusCodes\":[\"UNAVAILABLE\"]}}]}");
             for (int i = 0; i < 3; ++i) {
@@ -257,7 +266,8 @@ private slots:
         const auto got = shapes(store);
         if (Damage(damage) == Damage::Reorder) {
             QVERIFY(r.outOfOrder > 0);
-            // Held segments are delivered when the gap fills, so times may move by a segment; the calls may not.
+            // Held segments are delivered when the gap fills, so times may move by a segment; the calls may
+            // not.
             QCOMPARE(got.size(), m_expected.size());
             for (size_t i = 0; i < got.size(); ++i) {
                 QCOMPARE(got[i].key, m_expected[i].key);
@@ -266,10 +276,10 @@ private slots:
         } else {
             QVERIFY2(got == m_expected, qPrintable(describe(got) + " vs " + describe(m_expected)));
         }
-        if (Damage(damage) == Damage::Retransmit)
-            QVERIFY(r.retransmitted > 0);
+        if (Damage(damage) == Damage::Retransmit) QVERIFY(r.retransmitted > 0);
         QVERIFY(store.connections()[0].decodeError.empty());
-        QCOMPARE(QString::fromStdString(store.connections()[0].closeReason), QStringLiteral("closed by client"));
+        QCOMPARE(QString::fromStdString(store.connections()[0].closeReason),
+                 QStringLiteral("closed by client"));
     }
 
     void midStream()
@@ -289,8 +299,9 @@ private slots:
         store.apply(r.events);
         // Frames are still delimited, and header blocks decoded without the HPACK context are marked so.
         QVERIFY(!store.frames().empty());
-        QVERIFY(std::any_of(r.events.begin(), r.events.end(),
-                            [](const WireEvent &e) { return e.kind == EventKind::Headers && e.hpackUnknown; }));
+        QVERIFY(std::any_of(r.events.begin(), r.events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::Headers && e.hpackUnknown;
+        }));
     }
 
     void cutShortKeepsWhatIsIntact()
@@ -301,7 +312,8 @@ private slots:
         std::ifstream in(path, std::ios::binary);
         std::string all((std::istreambuf_iterator<char>(in)), {});
         all.resize(all.size() * 2 / 3);
-        std::ofstream(path, std::ios::binary | std::ios::trunc).write(all.data(), std::streamsize(all.size()));
+        std::ofstream(path, std::ios::binary | std::ios::trunc)
+            .write(all.data(), std::streamsize(all.size()));
         PcapImportResult r;
         std::string error;
         QVERIFY2(importPcap(path, {}, &r, &error), error.c_str());
@@ -327,13 +339,13 @@ private slots:
         QVERIFY(!importPcap(m_dir.filePath(QStringLiteral("missing.pcap")).toStdString(), {}, &r, &error));
     }
 
-    // Debian's tshark captures loopback while a lab scenario runs through rpcscope's relay; importing its file
-    // gives the same calls, attempts and gaps as the live capture, within 1 ms (the median; each within 5 ms).
+    // Debian's tshark captures loopback while a lab scenario runs through rpcscope's relay; importing its
+    // file gives the same calls, attempts and gaps as the live capture, within 1 ms (the median; each within
+    // 5 ms).
     void tsharkCaptureMatchesLive()
     {
         const QString tshark = QStandardPaths::findExecutable(QStringLiteral("tshark"));
-        if (tshark.isEmpty())
-            QSKIP("tshark is not installed (scripts/setup.sh installs it)");
+        if (tshark.isEmpty()) QSKIP("tshark is not installed (scripts/setup.sh installs it)");
         std::mutex mu;
         EventBatch live;
         lab::LabSession session;
@@ -352,24 +364,22 @@ private slots:
         const QString file = m_dir.filePath(QStringLiteral("tshark.pcapng"));
         QProcess cap;
         cap.setProcessChannelMode(QProcess::MergedChannels);
-        cap.start(tshark, {"-i", "lo", "-f", QStringLiteral("tcp port %1 or tcp port %2").arg(proxyPort).arg(markerPort),
-                           "-w", file, "-P", "-l"});
-        if (!cap.waitForStarted(10000))
-            QSKIP("tshark could not start");
+        cap.start(tshark, {"-i", "lo", "-f",
+                           QStringLiteral("tcp port %1 or tcp port %2").arg(proxyPort).arg(markerPort), "-w",
+                           file, "-P", "-l"});
+        if (!cap.waitForStarted(10000)) QSKIP("tshark could not start");
         QString output;
         bool capturing = false;
         for (int i = 0; i < 200 && !capturing; ++i) {
             const int fd = testnet::connectLoopback(markerPort);
-            if (fd >= 0)
-                ::close(fd);
+            if (fd >= 0) ::close(fd);
             const int accepted = ::accept(marker, nullptr, nullptr); // keep the backlog from filling up
-            if (accepted >= 0)
-                ::close(accepted);
+            if (accepted >= 0) ::close(accepted);
             cap.waitForReadyRead(100);
             output += QString::fromUtf8(cap.readAll());
-            capturing = output.contains(QStringLiteral(" %1 ").arg(markerPort)) && output.contains(QLatin1String("TCP"));
-            if (cap.state() == QProcess::NotRunning)
-                break;
+            capturing = output.contains(QStringLiteral(" %1 ").arg(markerPort)) &&
+                        output.contains(QLatin1String("TCP"));
+            if (cap.state() == QProcess::NotRunning) break;
         }
         ::close(marker);
         if (!capturing) {
@@ -387,15 +397,17 @@ private slots:
         session.stop(); // closes the connection: its FIN is the last thing to capture
         const int liveClosed = [&] {
             std::lock_guard lk(mu);
-            return int(std::count_if(live.begin(), live.end(),
-                                     [](const WireEvent &e) { return e.kind == EventKind::ConnectionClosed; }));
+            return int(std::count_if(live.begin(), live.end(), [](const WireEvent &e) {
+                return e.kind == EventKind::ConnectionClosed;
+            }));
         }();
         QVERIFY(liveClosed >= 1);
         // Let tshark print the closing segments, then stop it; it writes out what it holds.
         const std::int64_t until = steadyNowNs() + 3'000 * ms;
         auto sawProxyFin = [&] {
             for (const QString &line : output.split('\n'))
-                if (line.contains(QStringLiteral(" %1 ").arg(proxyPort)) && line.contains(QLatin1String("FIN")))
+                if (line.contains(QStringLiteral(" %1 ").arg(proxyPort)) &&
+                    line.contains(QLatin1String("FIN")))
                     return true;
             return false;
         };
@@ -421,7 +433,8 @@ private slots:
         // tshark stamps a segment as it passes the loopback device; the relay stamps it when its thread reads
         // it, so the two differ by the relay's wake-up. Quiet, that is tens of microseconds; with both cores
         // busy, one of the three attempts once started 1.8 ms apart. So the median difference must meet the
-        // 1 ms goal and every single one must stay within 5 ms, which still catches a wrong clock, origin or unit.
+        // 1 ms goal and every single one must stay within 5 ms, which still catches a wrong clock, origin or
+        // unit.
         std::vector<std::int64_t> startDiffs, gapDiffs;
         for (size_t i = 0; i < got.size(); ++i) {
             QCOMPARE(got[i].key, want[i].key);
@@ -454,7 +467,8 @@ private slots:
             return v[v.size() / 2];
         };
         QVERIFY(!startDiffs.empty() && !gapDiffs.empty());
-        qInfo("tshark vs live: median start difference %.3f ms over %zu attempts, median gap difference %.3f ms",
+        qInfo("tshark vs live: median start difference %.3f ms over %zu attempts, median gap difference %.3f "
+              "ms",
               double(median(startDiffs)) / ms, startDiffs.size(), double(median(gapDiffs)) / ms);
         QVERIFY(median(startDiffs) <= ms);
         QVERIFY(median(gapDiffs) <= ms);

@@ -10,14 +10,8 @@
 
 #include <QCryptographicHash>
 #include <QtTest>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -26,10 +20,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <netinet/in.h>
 #include <optional>
+#include <poll.h>
 #include <random>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace rpcscope;
@@ -46,8 +44,7 @@ bool sendInRandomChunks(int fd, const std::string &data, std::uint64_t seed, siz
     size_t off = 0;
     while (off < data.size()) {
         const size_t n = std::min(size(rng), data.size() - off);
-        if (!sendAll(fd, data.data() + off, n))
-            return false;
+        if (!sendAll(fd, data.data() + off, n)) return false;
         off += n;
     }
     return true;
@@ -57,8 +54,8 @@ struct ReadResult
 {
     QByteArray sha256;
     size_t bytes = 0;
-    bool eof = false;   // ended with a clean EOF (recv returned 0)
-    std::string error;  // otherwise why it ended
+    bool eof = false;  // ended with a clean EOF (recv returned 0)
+    std::string error; // otherwise why it ended
 };
 
 // Reads until EOF (or an error), hashing what arrived.
@@ -97,7 +94,8 @@ std::string randomBytes(size_t n, std::uint64_t seed)
 
 QByteArray sha256(const std::string &s)
 {
-    return QCryptographicHash::hash(QByteArrayView(s.data(), qsizetype(s.size())), QCryptographicHash::Sha256);
+    return QCryptographicHash::hash(QByteArrayView(s.data(), qsizetype(s.size())),
+                                    QCryptographicHash::Sha256);
 }
 
 // Polls `cond` until it holds or `timeout` passes; the sleep is only the polling interval. (Unlike QTRY_*,
@@ -106,8 +104,7 @@ bool waitUntil(const std::function<bool()> &cond, std::chrono::milliseconds time
 {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!cond()) {
-        if (std::chrono::steady_clock::now() >= deadline)
-            return cond();
+        if (std::chrono::steady_clock::now() >= deadline) return cond();
         std::this_thread::sleep_for(5ms);
     }
     return true;
@@ -116,16 +113,26 @@ bool waitUntil(const std::function<bool()> &cond, std::chrono::milliseconds time
 const char *kindName(EventKind k)
 {
     switch (k) {
-    case EventKind::ConnectionOpened: return "ConnectionOpened";
-    case EventKind::ConnectionClosed: return "ConnectionClosed";
-    case EventKind::Frame: return "Frame";
-    case EventKind::Headers: return "Headers";
-    case EventKind::Message: return "Message";
-    case EventKind::DecodeError: return "DecodeError";
-    case EventKind::Notice: return "Notice";
-    case EventKind::FlowStallBegin: return "FlowStallBegin";
-    case EventKind::FlowStallEnd: return "FlowStallEnd";
-    case EventKind::LabEvent: return "LabEvent";
+    case EventKind::ConnectionOpened:
+        return "ConnectionOpened";
+    case EventKind::ConnectionClosed:
+        return "ConnectionClosed";
+    case EventKind::Frame:
+        return "Frame";
+    case EventKind::Headers:
+        return "Headers";
+    case EventKind::Message:
+        return "Message";
+    case EventKind::DecodeError:
+        return "DecodeError";
+    case EventKind::Notice:
+        return "Notice";
+    case EventKind::FlowStallBegin:
+        return "FlowStallBegin";
+    case EventKind::FlowStallEnd:
+        return "FlowStallEnd";
+    case EventKind::LabEvent:
+        return "LabEvent";
     }
     return "?";
 }
@@ -155,8 +162,7 @@ public:
     {
         std::lock_guard lk(m_mu);
         for (const WireEvent &e : m_events)
-            if (e.kind == EventKind::ConnectionOpened && e.peers()->client == peer)
-                return e.connection;
+            if (e.kind == EventKind::ConnectionOpened && e.peers()->client == peer) return e.connection;
         return std::nullopt;
     }
 
@@ -165,8 +171,7 @@ public:
         std::lock_guard lk(m_mu);
         std::vector<WireEvent> out;
         for (const WireEvent &e : m_events)
-            if (e.connection == id)
-                out.push_back(e);
+            if (e.connection == id) out.push_back(e);
         return out;
     }
 
@@ -210,22 +215,18 @@ public:
     ~OneConnection()
     {
         m_stop = true;
-        if (m_thread.joinable())
-            m_thread.join();
-        if (m_listen >= 0)
-            close(m_listen);
+        if (m_thread.joinable()) m_thread.join();
+        if (m_listen >= 0) close(m_listen);
     }
     bool start(std::function<void(int fd)> serve)
     {
         m_listen = listenLoopback();
-        if (m_listen < 0)
-            return false;
+        if (m_listen < 0) return false;
         m_thread = std::thread([this, serve = std::move(serve)] {
             int fd = -1;
             while (!m_stop && fd < 0) {
                 pollfd p{m_listen, POLLIN, 0};
-                if (poll(&p, 1, 100) == 1)
-                    fd = accept(m_listen, nullptr, nullptr);
+                if (poll(&p, 1, 100) == 1) fd = accept(m_listen, nullptr, nullptr);
             }
             serve(fd);
         });
@@ -249,13 +250,24 @@ public:
         : m_toSend(std::move(toSend)), m_chunkSeed(chunkSeed)
     {
     }
-    bool start() { return m_server.start([this](int fd) { run(fd); }); }
+    bool start()
+    {
+        return m_server.start([this](int fd) { run(fd); });
+    }
     std::uint16_t port() const { return m_server.port(); }
 
     bool finished() const { return m_finished; }
-    ReadResult received() const { std::lock_guard lk(m_mu); return m_received; }
+    ReadResult received() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_received;
+    }
     bool sentAll() const { return m_sentAll; }
-    std::string acceptError() const { std::lock_guard lk(m_mu); return m_acceptError; }
+    std::string acceptError() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_acceptError;
+    }
 
 private:
     void run(int fd)
@@ -294,26 +306,36 @@ private:
 class CollectingServer
 {
 public:
-    explicit CollectingServer(size_t readSize = 1 << 20, std::chrono::microseconds pause = {}, size_t fastBytes = 0)
+    explicit CollectingServer(size_t readSize = 1 << 20, std::chrono::microseconds pause = {},
+                              size_t fastBytes = 0)
         : m_readSize(readSize), m_pause(pause), m_fastBytes(fastBytes)
     {
     }
-    bool start() { return m_server.start([this](int fd) { run(fd); }); }
+    bool start()
+    {
+        return m_server.start([this](int fd) { run(fd); });
+    }
     std::uint16_t port() const { return m_server.port(); }
-    size_t size() const { std::lock_guard lk(m_mu); return m_data.size(); }
-    std::string data() const { std::lock_guard lk(m_mu); return m_data; }
+    size_t size() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_data.size();
+    }
+    std::string data() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_data;
+    }
     bool eof() const { return m_eof; }
 
 private:
     void run(int fd)
     {
-        if (fd < 0)
-            return;
+        if (fd < 0) return;
         std::vector<char> buf(m_readSize);
         while (!m_server.stopping()) {
             pollfd p{fd, POLLIN, 0};
-            if (poll(&p, 1, 100) != 1)
-                continue;
+            if (poll(&p, 1, 100) != 1) continue;
             const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
             if (n <= 0) {
                 m_eof = n == 0;
@@ -430,7 +452,8 @@ void TestRelay::randomBytesByteExactBothWays()
     // The relay's view: this connection opened, failed to decode (random bytes), and closed.
     QTRY_VERIFY_WITH_TIMEOUT(log.connectionFromPeer(clientPeer).has_value(), 5000);
     const std::uint32_t id = *log.connectionFromPeer(clientPeer);
-    QTRY_VERIFY2_WITH_TIMEOUT(log.count(id, EventKind::ConnectionClosed) == 1, EventLog::describe(log.all()), 5000);
+    QTRY_VERIFY2_WITH_TIMEOUT(log.count(id, EventKind::ConnectionClosed) == 1, EventLog::describe(log.all()),
+                              5000);
     QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 5000);
     const std::vector<WireEvent> events = log.forConnection(id);
     QVERIFY2(log.count(id, EventKind::DecodeError) >= 1, EventLog::describe(events));
@@ -446,8 +469,8 @@ void TestRelay::randomBytesByteExactBothWays()
     relay.stop();
 }
 
-// Bulk bytes are spliced and small messages copied; a direction moves between the two ways as its reads change
-// size. Whatever way each byte took, they all arrive, in order.
+// Bulk bytes are spliced and small messages copied; a direction moves between the two ways as its reads
+// change size. Whatever way each byte took, they all arrive, in order.
 void TestRelay::switchingBetweenCopyAndSpliceKeepsOrder()
 {
     CollectingServer server;
@@ -467,8 +490,8 @@ void TestRelay::switchingBetweenCopyAndSpliceKeepsOrder()
             QVERIFY2(waitUntil([&] { return server.size() == expected.size(); }, 10s),
                      (std::to_string(server.size()) + " of " + std::to_string(expected.size())).c_str());
             const std::uint64_t spliced = relay.bytesSpliced() - splicedBefore;
-            QVERIFY2(spliced >= (2u << 20), ("phase " + std::to_string(phase) + ": spliced " +
-                                             std::to_string(spliced)).c_str());
+            QVERIFY2(spliced >= (2u << 20),
+                     ("phase " + std::to_string(phase) + ": spliced " + std::to_string(spliced)).c_str());
         } else {
             for (int i = 0; i < 50; ++i) {
                 const std::string small = randomBytes(100, std::uint64_t(phase) * 100 + std::uint64_t(i));
@@ -478,8 +501,8 @@ void TestRelay::switchingBetweenCopyAndSpliceKeepsOrder()
             }
             // At most the first small read after the bulk may still have been spliced; then it copies again.
             const std::uint64_t spliced = relay.bytesSpliced() - splicedBefore;
-            QVERIFY2(spliced <= 100, ("phase " + std::to_string(phase) + ": spliced " +
-                                      std::to_string(spliced)).c_str());
+            QVERIFY2(spliced <= 100,
+                     ("phase " + std::to_string(phase) + ": spliced " + std::to_string(spliced)).c_str());
         }
     }
     QVERIFY(shutdown(fd, SHUT_WR) == 0);
@@ -576,7 +599,8 @@ void TestRelay::grpcExchangeByteIdentical()
     }
     for (const lab::CallRequest &r : requests) {
         const lab::CallResult result = client->call(r, 20000ms);
-        QVERIFY2(result.code == 0, (r.call_id() + ": code " + std::to_string(result.code) + " " + result.message).c_str());
+        QVERIFY2(result.code == 0,
+                 (r.call_id() + ": code " + std::to_string(result.code) + " " + result.message).c_str());
     }
     const std::vector<lab::Arrival> retryArrivals = server.arrivalsFor("retry-1");
     QCOMPARE(int(retryArrivals.size()), 3);
@@ -585,7 +609,10 @@ void TestRelay::grpcExchangeByteIdentical()
     // Closing the channel closes its connection; every direction of both taps must then end.
     client.reset();
     const bool ended = waitUntil(
-        [&] { return !tapA.connections().empty() && tapA.allDone() && !tapB.connections().empty() && tapB.allDone(); },
+        [&] {
+            return !tapA.connections().empty() && tapA.allDone() && !tapB.connections().empty() &&
+                   tapB.allDone();
+        },
         15s);
     QVERIFY2(ended, "the taps did not see both directions end after the client closed its channel");
 
@@ -621,8 +648,7 @@ void TestRelay::grpcExchangeByteIdentical()
     QVERIFY2(log.count(id, EventKind::DecodeError) == 0, EventLog::describe(events));
     int requestHeaders = 0;
     for (const WireEvent &e : events) {
-        if (e.kind != EventKind::Headers || e.grpc.path != "/rpcscope.lab.Lab/Call")
-            continue;
+        if (e.kind != EventKind::Headers || e.grpc.path != "/rpcscope.lab.Lab/Call") continue;
         QCOMPARE(e.dir, Direction::ClientToServer);
         const bool hasPath = std::any_of(e.headers.begin(), e.headers.end(), [](const Header &h) {
             return h.name == ":path" && h.value == "/rpcscope.lab.Lab/Call";
@@ -736,8 +762,8 @@ void TestRelay::targetRefusingClosesClient()
     relay.stop();
 }
 
-// A reset is not a close: a peer that resets must reach the other side as a reset (ECONNRESET), not as a clean
-// EOF, in both directions, after the bytes sent before it.
+// A reset is not a close: a peer that resets must reach the other side as a reset (ECONNRESET), not as a
+// clean EOF, in both directions, after the bytes sent before it.
 void TestRelay::resetIsPassedOnBothWays()
 {
     const int listener = listenLoopback();
@@ -745,17 +771,16 @@ void TestRelay::resetIsPassedOnBothWays()
     EventLog log;
     Relay relay;
     std::string error;
-    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", localPort(listener)}, log.sink(), &error), error.c_str());
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", localPort(listener)}, log.sink(), &error),
+             error.c_str());
     const linger abort{1, 0};
     // What the next recv on fd gives once it is readable: the bytes, "EOF" or the error's name.
     auto next = [](int fd) -> std::string {
         pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, 5000) != 1)
-            return "nothing within 5 s";
+        if (poll(&p, 1, 5000) != 1) return "nothing within 5 s";
         char buf[64];
         const ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n > 0)
-            return std::string(buf, size_t(n));
+        if (n > 0) return std::string(buf, size_t(n));
         return n == 0 ? "EOF" : (errno == ECONNRESET ? "ECONNRESET" : std::strerror(errno));
     };
     auto accepted = [&]() -> int {
@@ -803,8 +828,7 @@ void TestRelay::resetIsPassedOnBothWays()
     auto closes = [&] {
         reasons.clear();
         for (const WireEvent &e : log.all())
-            if (e.kind == EventKind::ConnectionClosed)
-                reasons.push_back(e.reason);
+            if (e.kind == EventKind::ConnectionClosed) reasons.push_back(e.reason);
         return reasons.size();
     };
     QTRY_COMPARE_WITH_TIMEOUT(closes(), size_t(3), 5000);
@@ -823,7 +847,8 @@ void TestRelay::aDecoderBehindSendsBoundedBatches()
     QVERIFY(server.start());
     // A client preface, an empty SETTINGS, then 200,000 PINGs of 17 bytes: 3.4 MB, an event each.
     constexpr int kPings = 200'000;
-    std::string wire = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+    std::string wire =
+        std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
     for (int i = 0; i < kPings; ++i) {
         const char ping[17] = {0, 0, 8, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, char(i & 0x7f)};
         wire.append(ping, sizeof ping);
@@ -857,8 +882,8 @@ void TestRelay::aDecoderBehindSendsBoundedBatches()
     relay.stop();
     std::lock_guard lk(mu);
     QCOMPARE(pings, size_t(kPings));
-    // Batches of 4096 events, plus what one relayed read adds past that: a spliced read is up to a 1 MiB pipe,
-    // 61,680 PINGs. Without the bound the catching-up round was one batch of nearly all 200,000.
+    // Batches of 4096 events, plus what one relayed read adds past that: a spliced read is up to a 1 MiB
+    // pipe, 61,680 PINGs. Without the bound the catching-up round was one batch of nearly all 200,000.
     const size_t largest = *std::max_element(batchSizes.begin(), batchSizes.end());
     QVERIFY2(largest <= 4096 + 61'700, qPrintable(QStringLiteral("largest batch: %1 events").arg(largest)));
 }

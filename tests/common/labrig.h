@@ -94,7 +94,7 @@ inline std::pair<std::uint32_t, std::uint32_t> streamOf(const EventBatch &events
 }
 
 inline std::vector<std::uint32_t> messageSizes(const EventBatch &events,
-                                        std::pair<std::uint32_t, std::uint32_t> stream, Direction dir)
+                                               std::pair<std::uint32_t, std::uint32_t> stream, Direction dir)
 {
     std::vector<std::uint32_t> sizes;
     for (const WireEvent &e : events)
@@ -104,7 +104,8 @@ inline std::vector<std::uint32_t> messageSizes(const EventBatch &events,
     return sizes;
 }
 
-inline std::optional<int> grpcStatusOf(const EventBatch &events, std::pair<std::uint32_t, std::uint32_t> stream)
+inline std::optional<int> grpcStatusOf(const EventBatch &events,
+                                       std::pair<std::uint32_t, std::uint32_t> stream)
 {
     for (const WireEvent &e : events)
         if (e.kind == EventKind::Headers && e.dir == Direction::ServerToClient &&
@@ -123,15 +124,16 @@ inline lab::CallReply serverStreamReply(const lab::StreamRequest &req, int seque
     return r;
 }
 
-// Checks the server stream's replies the relay decoded on `stream` against what the lab server sent for `req`:
-// each one's length, and its kept first bytes. Returns how many there were; *why names the first mismatch.
+// Checks the server stream's replies the relay decoded on `stream` against what the lab server sent for
+// `req`: each one's length, and its kept first bytes. Returns how many there were; *why names the first
+// mismatch.
 inline int checkServerStreamReplies(const EventBatch &events, std::pair<std::uint32_t, std::uint32_t> stream,
                                     const lab::StreamRequest &req, std::string *why)
 {
     int seen = 0;
     for (const WireEvent &e : events) {
-        if (e.kind != EventKind::Message || e.dir != Direction::ServerToClient || e.connection != stream.first ||
-            e.stream != stream.second)
+        if (e.kind != EventKind::Message || e.dir != Direction::ServerToClient ||
+            e.connection != stream.first || e.stream != stream.second)
             continue;
         const std::string reply = serverStreamReply(req, ++seen).SerializeAsString();
         if (why->empty() && e.length != reply.size())

@@ -20,15 +20,14 @@ struct Result
 inline Result runTool(const QString &program, const QStringList &args, const QProcessEnvironment &env = {})
 {
     QProcess p;
-    if (!env.isEmpty())
-        p.setProcessEnvironment(env);
+    if (!env.isEmpty()) p.setProcessEnvironment(env);
     p.start(program, args);
     if (!p.waitForFinished(60000)) {
         p.kill();
         p.waitForFinished();
     }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
 }
 
 #ifdef RPCSCOPE_CLI

@@ -6,19 +6,18 @@
 #include "clock.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace testnet {
@@ -27,8 +26,7 @@ inline std::uint16_t localPort(int fd)
 {
     sockaddr_in sin{};
     socklen_t len = sizeof sin;
-    if (getsockname(fd, reinterpret_cast<sockaddr *>(&sin), &len) != 0)
-        return 0;
+    if (getsockname(fd, reinterpret_cast<sockaddr *>(&sin), &len) != 0) return 0;
     return ntohs(sin.sin_port);
 }
 
@@ -36,8 +34,7 @@ inline std::uint16_t localPort(int fd)
 inline int listenLoopback(std::uint16_t port = 0)
 {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     sockaddr_in sin{};
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -53,8 +50,7 @@ inline int listenLoopback(std::uint16_t port = 0)
 inline int connectLoopback(std::uint16_t port)
 {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     sockaddr_in sin{};
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -114,13 +110,13 @@ class Tap
 public:
     struct Conn
     {
-        std::string c2s, s2c;         // bytes read from the downstream (client) / upstream (server) side
+        std::string c2s, s2c; // bytes read from the downstream (client) / upstream (server) side
         // (steady ns at the read, offset just past the bytes it delivered), per direction
         std::vector<std::pair<std::int64_t, size_t>> c2sReads, s2cReads;
         bool c2sDone = false, s2cDone = false;
-        std::string c2sEnd, s2cEnd;   // "eof" or the read error that ended the direction
-        bool c2sSendFailed = false;   // forwarding to upstream failed at some point
-        bool s2cSendFailed = false;   // forwarding to downstream failed at some point
+        std::string c2sEnd, s2cEnd; // "eof" or the read error that ended the direction
+        bool c2sSendFailed = false; // forwarding to upstream failed at some point
+        bool s2cSendFailed = false; // forwarding to downstream failed at some point
         std::uint16_t upstreamLocalPort = 0;
         std::string connectError;
     };
@@ -129,8 +125,7 @@ public:
     ~Tap()
     {
         m_stop = true;
-        if (m_acceptThread.joinable())
-            m_acceptThread.join();
+        if (m_acceptThread.joinable()) m_acceptThread.join();
         {
             std::lock_guard lk(m_mu);
             for (int fd : m_fds)
@@ -140,15 +135,13 @@ public:
             t.join();
         for (int fd : m_fds)
             close(fd);
-        if (m_listen >= 0)
-            close(m_listen);
+        if (m_listen >= 0) close(m_listen);
     }
 
     bool start()
     {
         m_listen = listenLoopback();
-        if (m_listen < 0)
-            return false;
+        if (m_listen < 0) return false;
         m_acceptThread = std::thread([this] { acceptLoop(); });
         return true;
     }
@@ -163,8 +156,7 @@ public:
     {
         std::lock_guard lk(m_mu);
         for (const Conn &c : m_conns)
-            if (!c.c2sDone || !c.s2cDone)
-                return false;
+            if (!c.c2sDone || !c.s2cDone) return false;
         return true;
     }
 
@@ -173,18 +165,15 @@ private:
     {
         while (!m_stop) {
             pollfd p{m_listen, POLLIN, 0};
-            if (poll(&p, 1, 50) != 1)
-                continue;
+            if (poll(&p, 1, 50) != 1) continue;
             const int down = accept(m_listen, nullptr, nullptr);
-            if (down < 0)
-                continue;
+            if (down < 0) continue;
             const int up = connectLoopback(m_upstreamPort);
             // Without TCP_NODELAY, Nagle plus the peer's delayed ACK would hold small frames for up to 40 ms
             // and the witness would skew the very timing it is there to check.
             int one = 1;
             setsockopt(down, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            if (up >= 0)
-                setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            if (up >= 0) setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             size_t index;
             {
                 std::lock_guard lk(m_mu);
@@ -218,8 +207,7 @@ private:
                 break;
             }
             if (n < 0) {
-                if (errno == EINTR)
-                    continue;
+                if (errno == EINTR) continue;
                 end = std::strerror(errno);
                 break;
             }
@@ -231,8 +219,7 @@ private:
                 (c2s ? c.c2sReads : c.s2cReads).emplace_back(t, bytes.size());
             }
             // Keep reading even when the other side is gone, so everything sent to us is still recorded.
-            if (!sendFailed && !sendAll(dst, buf.data(), size_t(n)))
-                sendFailed = true;
+            if (!sendFailed && !sendAll(dst, buf.data(), size_t(n))) sendFailed = true;
         }
         shutdown(dst, SHUT_WR); // pass the EOF (or the end) on
         std::lock_guard lk(m_mu);
@@ -246,7 +233,8 @@ private:
     int m_listen = -1;
     std::atomic<bool> m_stop{false};
     std::thread m_acceptThread;
-    std::vector<std::thread> m_threads; // touched by the accept thread, then by the destructor after joining it
+    std::vector<std::thread>
+        m_threads; // touched by the accept thread, then by the destructor after joining it
     mutable std::mutex m_mu;
     std::deque<Conn> m_conns;
     std::vector<int> m_fds;

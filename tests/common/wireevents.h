@@ -10,7 +10,8 @@
 
 namespace testev {
 
-inline rpcscope::WireEvent event(rpcscope::EventKind kind, std::uint32_t conn, std::uint32_t stream, std::int64_t t,
+inline rpcscope::WireEvent event(rpcscope::EventKind kind, std::uint32_t conn, std::uint32_t stream,
+                                 std::int64_t t,
                                  rpcscope::Direction dir = rpcscope::Direction::ClientToServer)
 {
     rpcscope::WireEvent e;
@@ -33,8 +34,9 @@ inline rpcscope::WireEvent opened(std::uint32_t conn, std::int64_t t, std::strin
 }
 
 // An HTTP/2 frame; `code` is the RST_STREAM or GOAWAY error code.
-inline rpcscope::WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, rpcscope::Direction dir,
-                                 std::uint8_t type, std::uint32_t code = 0, std::uint32_t length = 0)
+inline rpcscope::WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t,
+                                 rpcscope::Direction dir, std::uint8_t type, std::uint32_t code = 0,
+                                 std::uint32_t length = 0)
 {
     rpcscope::WireEvent e = event(rpcscope::EventKind::Frame, conn, stream, t, dir);
     e.frameType = type;

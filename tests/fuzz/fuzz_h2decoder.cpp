@@ -5,8 +5,8 @@
 //  - split invariance: H2Decoder promises that bytes may be split anywhere across feed() calls. A second
 //    decoder gets every read again in random smaller pieces (same order, same timestamps), in lockstep, and
 //    after each read both must have produced exactly the same events. It also skip()s, at random, bytes
-//    that skippable() says it would not look at: that must not change the events either. Not checked in mid-stream mode, where
-//    finding the first frame boundary is a heuristic over the bytes at hand.
+//    that skippable() says it would not look at: that must not change the events either. Not checked in
+//    mid-stream mode, where finding the first frame boundary is a heuristic over the bytes at hand.
 //  - a decoder that has just become failed() emitted a DecodeError for its direction with error() as text.
 //  - every event carries the decoder's connection id.
 //  - FlowStallBegin and FlowStallEnd pair up per direction and stream.
@@ -69,8 +69,7 @@ std::vector<Record> parse(const std::uint8_t *data, size_t size)
                 n |= size_t(data[i++]) << (8 * (1 - k));
         }
         if ((h & 0x60) == 0x60) {
-            if (i >= size)
-                break;
+            if (i >= size) break;
             const std::uint8_t b = data[i++];
             n = std::min(n, kMaxFillBytes - filled);
             filled += n;
@@ -111,7 +110,8 @@ void feedCopy(ConnectionDecoder &dec, Direction dir, const std::uint8_t *p, std:
               std::int64_t t, EventBatch &out)
 {
     // Exactly n bytes on the heap: a read past them is an ASan report, not a silent read of the next record.
-    std::vector<std::uint8_t> buf = p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>(n, fill);
+    std::vector<std::uint8_t> buf =
+        p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>(n, fill);
     // An empty read still comes with a valid pointer, as the Relay's std::string::data() always is.
     static const std::uint8_t kNothing = 0;
     dec.feed(dir, n ? buf.data() : &kNothing, n, t, out);
@@ -122,7 +122,10 @@ void feedCopy(ConnectionDecoder &dec, Direction dir, const std::uint8_t *p, std:
 struct Side
 {
     // The batch outlives the run and keeps its capacity: fresh pages for every run cost more than decoding.
-    Side(const char *name, EventBatch &events) : name(name), dec(kConnection), events(events) { events.clear(); }
+    Side(const char *name, EventBatch &events) : name(name), dec(kConnection), events(events)
+    {
+        events.clear();
+    }
     const char *name;
     ConnectionDecoder dec;
     EventBatch &events;
@@ -155,8 +158,7 @@ void checkStep(Side &s)
     }
     for (Direction d : {Direction::ClientToServer, Direction::ServerToClient}) {
         const H2Decoder &h = s.dec.decoder(d);
-        if (!h.failed() || s.failed[int(d)])
-            continue;
+        if (!h.failed() || s.failed[int(d)]) continue;
         s.failed[int(d)] = true;
         bool reported = false;
         for (const WireEvent &e : s.events)
@@ -176,8 +178,9 @@ void checkSame(Side &whole, Side &split, const std::string &where)
         ++i;
     if (i < a.size() || i < b.size())
         violation("events depend on how the bytes were split (" + where + "): " + std::to_string(a.size()) +
-                  " events fed whole, " + std::to_string(b.size()) + " fed split; first difference at event " +
-                  std::to_string(i) + "\n  whole: " + (i < a.size() ? describe(a[i]) : "<none>") +
+                  " events fed whole, " + std::to_string(b.size()) +
+                  " fed split; first difference at event " + std::to_string(i) +
+                  "\n  whole: " + (i < a.size() ? describe(a[i]) : "<none>") +
                   "\n  split: " + (i < b.size() ? describe(b[i]) : "<none>"));
 }
 
@@ -194,8 +197,8 @@ void run(std::uint8_t mode, const std::vector<Record> &records, Side &whole, Sid
             do {
                 size_t want = n;
                 if (rng) {
-                    // Mostly a few bytes (across frame headers, HPACK strings, gRPC prefixes), sometimes more;
-                    // fills in bigger pieces, or a long fill costs a feed() per few bytes.
+                    // Mostly a few bytes (across frame headers, HPACK strings, gRPC prefixes), sometimes
+                    // more; fills in bigger pieces, or a long fill costs a feed() per few bytes.
                     const std::uint64_t x = rng->next();
                     const bool small = p ? (x & 7) != 0 : (x & 1) != 0;
                     want = small ? 1 + (x >> 8) % 10 : 1 + (x >> 8) % 8192;
@@ -222,10 +225,11 @@ void run(std::uint8_t mode, const std::vector<Record> &records, Side &whole, Sid
     };
 
     if (mode & fuzz::kModeClientPreface)
-        step(Direction::ClientToServer, reinterpret_cast<const std::uint8_t *>(kPreface), 0, sizeof kPreface - 1, 0,
-             nullptr, "preface");
+        step(Direction::ClientToServer, reinterpret_cast<const std::uint8_t *>(kPreface), 0,
+             sizeof kPreface - 1, 0, nullptr, "preface");
     if (mode & fuzz::kModeServerSettings)
-        step(Direction::ServerToClient, kEmptySettings, 0, sizeof kEmptySettings, 0, nullptr, "server SETTINGS");
+        step(Direction::ServerToClient, kEmptySettings, 0, sizeof kEmptySettings, 0, nullptr,
+             "server SETTINGS");
 
     Rng rng{seed | 1};
     std::int64_t t = 0;
@@ -257,10 +261,8 @@ std::string describe(const WireEvent &e)
                     " stream " + std::to_string(e.stream) + " length " + std::to_string(e.length);
     if (e.kind == EventKind::Frame)
         s += std::string(" ") + frameTypeName(e.frameType) + " flags " + std::to_string(e.flags);
-    if (!e.headers.empty())
-        s += " headers " + std::to_string(e.headers.size());
-    if (!e.reason.empty())
-        s += " text \"" + e.reason.substr(0, 200) + "\"";
+    if (!e.headers.empty()) s += " headers " + std::to_string(e.headers.size());
+    if (!e.reason.empty()) s += " text \"" + e.reason.substr(0, 200) + "\"";
     return s;
 }
 
@@ -274,8 +276,7 @@ std::string describe(const WireEvent &e)
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, size_t size)
 {
-    if (size == 0)
-        return 0;
+    if (size == 0) return 0;
     const std::uint8_t mode = data[0];
     const std::vector<Record> records = parse(data, size);
 

@@ -13,20 +13,13 @@
 
 #include "connectiondecoder.h"
 #include "h2input.h"
-#include "testnet.h"
 #include "lab.pb.h"
 #include "labclient.h"
 #include "labsession.h"
 #include "scenario.h"
-
-#include <grpcpp/support/status_code_enum.h>
+#include "testnet.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -35,10 +28,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <grpcpp/support/status_code_enum.h>
 #include <memory>
 #include <mutex>
+#include <netinet/in.h>
+#include <poll.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace rpcscope;
@@ -121,11 +119,9 @@ private:
     {
         while (!m_stopping) {
             pollfd p{m_listen, POLLIN, 0};
-            if (poll(&p, 1, 50) <= 0)
-                continue;
+            if (poll(&p, 1, 50) <= 0) continue;
             const int cfd = accept(m_listen, nullptr, nullptr);
-            if (cfd < 0)
-                continue;
+            if (cfd < 0) continue;
             const int sfd = socket(AF_INET, SOCK_STREAM, 0);
             sockaddr_in sin{};
             sin.sin_family = AF_INET;
@@ -152,17 +148,14 @@ private:
         std::vector<char> buf(64 * 1024);
         for (;;) {
             const ssize_t n = recv(from, buf.data(), buf.size(), 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
             {
                 // Recorded before it is forwarded: an answer can only be recorded after what caused it.
                 std::lock_guard lk(c->mu);
                 c->chunks.push_back({s2c, std::string(buf.data(), size_t(n))});
             }
-            if (!testnet::sendAll(to, buf.data(), size_t(n)))
-                break;
+            if (!testnet::sendAll(to, buf.data(), size_t(n))) break;
         }
         shutdown(to, SHUT_WR);
         std::lock_guard lk(c->mu);
@@ -208,14 +201,14 @@ Summary decode(const std::vector<Chunk> &chunks)
         s.messages += e.kind == EventKind::Message;
         s.notices += e.kind == EventKind::Notice;
         if (e.kind == EventKind::DecodeError) {
-            if (!s.errors++)
-                s.firstError = e.reason;
+            if (!s.errors++) s.firstError = e.reason;
         }
     }
     return s;
 }
 
-std::string encode(const std::vector<Chunk> &chunks, std::uint8_t mode, size_t skipC2S = 0, size_t skipS2C = 0)
+std::string encode(const std::vector<Chunk> &chunks, std::uint8_t mode, size_t skipC2S = 0,
+                   size_t skipS2C = 0)
 {
     std::string out(1, char(mode));
     for (const Chunk &c : chunks) {
@@ -314,8 +307,8 @@ int main(int argc, char **argv)
              c.set_fail_code(grpc::StatusCode::UNAVAILABLE);
              c.set_send_initial_metadata(true);
              const lab::CallResult rc = client.call(c, 5s);
-             std::printf("  pushback 30 ms: status %d; pushback -1: status %d; committed: status %d\n", ra.code,
-                         rb.code, rc.code);
+             std::printf("  pushback 30 ms: status %d; pushback -1: status %d; committed: status %d\n",
+                         ra.code, rb.code, rc.code);
              return ra.code == grpc::StatusCode::OK && rb.code == grpc::StatusCode::UNAVAILABLE &&
                     rc.code == grpc::StatusCode::UNAVAILABLE;
          }},
@@ -352,11 +345,11 @@ int main(int argc, char **argv)
         }
         for (size_t i = 0; i < conns.size(); ++i) {
             const Summary s = decode(conns[i]);
-            std::printf("  connection %zu: %zu reads, %d frames, %d header blocks, %d messages, %d notices\n", i,
-                        conns[i].size(), s.frames, s.headers, s.messages, s.notices);
+            std::printf("  connection %zu: %zu reads, %d frames, %d header blocks, %d messages, %d notices\n",
+                        i, conns[i].size(), s.frames, s.headers, s.messages, s.notices);
             if (s.errors) {
-                std::fprintf(stderr, "rpcscope-fuzz-seeds: %s: real traffic did not decode: %s\n", name.c_str(),
-                             s.firstError.c_str());
+                std::fprintf(stderr, "rpcscope-fuzz-seeds: %s: real traffic did not decode: %s\n",
+                             name.c_str(), s.firstError.c_str());
                 return 1;
             }
             const std::string base = name + (conns.size() > 1 ? "-" + std::to_string(i) : "");

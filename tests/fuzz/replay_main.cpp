@@ -1,6 +1,6 @@
-// Runs fuzz targets' inputs without libFuzzer: every file named, or found in a directory named, is passed once
-// to LLVMFuzzerTestOneInput. Built with the normal compiler, so the committed corpus (and any reproducer) runs
-// under ctest and under scripts/sanitize.sh.
+// Runs fuzz targets' inputs without libFuzzer: every file named, or found in a directory named, is passed
+// once to LLVMFuzzerTestOneInput. Built with the normal compiler, so the committed corpus (and any
+// reproducer) runs under ctest and under scripts/sanitize.sh.
 
 #include <algorithm>
 #include <cstdint>
@@ -22,8 +22,7 @@ int main(int argc, char **argv)
         const fs::path p(argv[i]);
         if (fs::is_directory(p)) {
             for (const auto &entry : fs::directory_iterator(p))
-                if (entry.is_regular_file())
-                    files.push_back(entry.path());
+                if (entry.is_regular_file()) files.push_back(entry.path());
         } else if (fs::is_regular_file(p)) {
             files.push_back(p);
         } else {

@@ -9,7 +9,6 @@
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QtTest>
-
 #include <memory>
 #include <mutex>
 
@@ -31,8 +30,7 @@ struct Run
 std::optional<size_t> callIndex(const TimelineStore &store, const std::string &key)
 {
     for (size_t i = 0; i < store.calls().size(); ++i)
-        if (store.calls()[i].key == key)
-            return i;
+        if (store.calls()[i].key == key) return i;
     return std::nullopt;
 }
 
@@ -139,8 +137,7 @@ private slots:
     {
         Run r;
         run("deadline-chain", {}, r);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         QVERIFY2(r.result.expectationHeld, r.result.summary.c_str());
         QCOMPARE(int(r.result.calls.size()), 2);
         const TimelineStore &store = r.model->store();
@@ -157,8 +154,7 @@ private slots:
                          qPrintable(QString::fromStdString(c.key) + ": sent " + msText(c.budgetNs()) +
                                     " with " + msText(c.parentBudgetNs) + " left"));
                 QVERIFY(!c.deadlineDropped);
-                if (i == 0)
-                    continue;
+                if (i == 0) continue;
                 // grpc-timeout strictly decreasing hop by hop, by at least most of a hop's 100 ms of work.
                 const Call &up = *calls[i - 1];
                 QVERIFY2(*c.budgetNs() < *up.budgetNs() - 50 * ms,
@@ -203,8 +199,7 @@ private slots:
         // deadline.
         Run r;
         run("deadline-chain", {{"work_ms", "150"}, {"min_budget_ms", "20"}, {"tight_budget_ms", "550"}}, r);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         QVERIFY2(r.result.expectationHeld, r.result.summary.c_str());
         const auto calls = chain(r.model->store(), r.result.calls.back().callId);
         QCOMPARE(int(calls.size()), 4);
@@ -228,8 +223,7 @@ private slots:
     {
         Run r;
         run("deadline-reset", {}, r);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         QVERIFY2(r.result.expectationHeld, r.result.summary.c_str());
         const TimelineStore &store = r.model->store();
         const auto calls = chain(store, r.result.calls.front().callId);
@@ -266,8 +260,7 @@ private slots:
     {
         Run r;
         run("gateway-drops-deadline", {}, r);
-        if (QTest::currentTestFailed())
-            return;
+        if (QTest::currentTestFailed()) return;
         QVERIFY2(r.result.expectationHeld, r.result.summary.c_str());
         const TimelineStore &store = r.model->store();
         const auto calls = chain(store, r.result.calls.front().callId);

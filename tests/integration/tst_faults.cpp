@@ -7,13 +7,11 @@
 
 #include <QProcess>
 #include <QtTest>
-
+#include <mutex>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#include <mutex>
 #include <thread>
+#include <unistd.h>
 
 using namespace rpcscope;
 
@@ -99,14 +97,14 @@ private slots:
     {
         // The client gives up at its 200 ms deadline while the server still works: C-core resets the stream.
         lab::LabClient client(m_main->address(), {});
-        // Connected first, so the 200 ms are the call's own and not spent on a busy machine's connection set-up
-        // (a deadline that passes before the stream is opened sends no RST_STREAM at all).
+        // Connected first, so the 200 ms are the call's own and not spent on a busy machine's connection
+        // set-up (a deadline that passes before the stream is opened sends no RST_STREAM at all).
         QCOMPARE(client.call(request("cancel-warm"), std::chrono::seconds(5)).code, 0);
         const auto r = client.call(request("cancel-1", 2000), std::chrono::milliseconds(200));
         QCOMPARE(r.code, 4); // DEADLINE_EXCEEDED
         auto rst = [](const WireEvent &e) {
-            return e.kind == EventKind::Frame && e.frameType == FrameRstStream && e.dir == Direction::ClientToServer &&
-                   e.errorCode == 8; // CANCEL
+            return e.kind == EventKind::Frame && e.frameType == FrameRstStream &&
+                   e.dir == Direction::ClientToServer && e.errorCode == 8; // CANCEL
         };
         QTRY_VERIFY_WITH_TIMEOUT(m_main->recorder.any(rst), 5000);
 
@@ -120,7 +118,9 @@ private slots:
         // The server's copy of the deadline races the client's RST: whichever reaches the wire first ends the
         // attempt (the RST itself is asserted above as a recorded frame).
         QVERIFY2(a.rstErrorCode.value_or(0) == 8 || a.status.value_or(-1) == 4,
-                 qPrintable(QStringLiteral("rst %1 status %2").arg(a.rstErrorCode.value_or(0)).arg(a.status.value_or(-1))));
+                 qPrintable(QStringLiteral("rst %1 status %2")
+                                .arg(a.rstErrorCode.value_or(0))
+                                .arg(a.status.value_or(-1))));
         // It lasted the budget the attempt carried on the wire (its grpc-timeout, taken when the headers were
         // sent, so a client slow to send them does not shorten it), to within 10 ms.
         QVERIFY(a.timeoutNs);
@@ -142,13 +142,13 @@ private slots:
         QCOMPARE(client.call(request("before-goaway"), std::chrono::seconds(5)).code, 0);
         server.stop(); // graceful shutdown: GOAWAY, then the connection closes
         auto goaway = [](const WireEvent &e) {
-            return e.kind == EventKind::Frame && e.frameType == FrameGoaway && e.dir == Direction::ServerToClient;
+            return e.kind == EventKind::Frame && e.frameType == FrameGoaway &&
+                   e.dir == Direction::ServerToClient;
         };
         QTRY_VERIFY_WITH_TIMEOUT(hop.recorder.any(goaway), 5000);
         QTRY_VERIFY_WITH_TIMEOUT(hop.recorder.any(isClose), 5000);
         for (const WireEvent &e : hop.recorder.copy())
-            if (goaway(e))
-                QVERIFY(e.lastStreamId >= 1);
+            if (goaway(e)) QVERIFY(e.lastStreamId >= 1);
         healthyCallThrough(m_main->address(), "after-goaway");
     }
 
@@ -165,8 +165,7 @@ private slots:
         getsockname(lfd, reinterpret_cast<sockaddr *>(&a), &len);
         std::thread resetter([lfd] {
             const int fd = accept(lfd, nullptr, nullptr);
-            if (fd < 0)
-                return;
+            if (fd < 0) return;
             char buf[256];
             (void)recv(fd, buf, sizeof buf, 0);
             linger l{1, 0}; // close with RST instead of FIN
@@ -206,7 +205,8 @@ private slots:
             result = client.call(request("killed-1", 5000), std::chrono::seconds(10));
         });
         auto requestSeen = [](const WireEvent &e) {
-            return e.kind == EventKind::Headers && e.dir == Direction::ClientToServer && e.grpc.callId == "killed-1";
+            return e.kind == EventKind::Headers && e.dir == Direction::ClientToServer &&
+                   e.grpc.callId == "killed-1";
         };
         QTRY_VERIFY_WITH_TIMEOUT(hop.recorder.any(requestSeen), 5000);
         server.kill(); // SIGKILL: no GOAWAY, no trailers; the kernel closes its sockets

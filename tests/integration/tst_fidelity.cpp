@@ -11,7 +11,6 @@
 #include "timelinemodel.h"
 
 #include <QtTest>
-
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -29,8 +28,8 @@ struct TruthFrame
 };
 
 // Walks the recorded bytes of one direction independently of the decoder under test.
-std::vector<TruthFrame> walk(const std::string &bytes, const std::vector<std::pair<std::int64_t, size_t>> &reads,
-                             size_t skip)
+std::vector<TruthFrame> walk(const std::string &bytes,
+                             const std::vector<std::pair<std::int64_t, size_t>> &reads, size_t skip)
 {
     std::vector<TruthFrame> out;
     size_t read = 0;
@@ -38,12 +37,12 @@ std::vector<TruthFrame> walk(const std::string &bytes, const std::vector<std::pa
         const auto *p = reinterpret_cast<const std::uint8_t *>(bytes.data() + at);
         const std::uint32_t len = (p[0] << 16) | (p[1] << 8) | p[2];
         const size_t end = at + 9 + len;
-        if (end > bytes.size())
-            break;
+        if (end > bytes.size()) break;
         while (read < reads.size() && reads[read].second < end)
             ++read;
-        out.push_back({p[3], p[4], ((std::uint32_t(p[5]) << 24) | (p[6] << 16) | (p[7] << 8) | p[8]) & 0x7fffffffu,
-                       len, reads.at(read).first});
+        out.push_back({p[3], p[4],
+                       ((std::uint32_t(p[5]) << 24) | (p[6] << 16) | (p[7] << 8) | p[8]) & 0x7fffffffu, len,
+                       reads.at(read).first});
         at = end;
     }
     return out;
@@ -69,12 +68,13 @@ private slots:
         std::mutex mu;
         EventBatch events;
         Relay relay;
-        QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())},
-                             [&](EventBatch &&b) {
-                                 std::lock_guard lk(mu);
-                                 events.insert(events.end(), b.begin(), b.end());
-                             },
-                             &error),
+        QVERIFY2(relay.start(
+                     {"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())},
+                     [&](EventBatch &&b) {
+                         std::lock_guard lk(mu);
+                         events.insert(events.end(), b.begin(), b.end());
+                     },
+                     &error),
                  error.c_str());
         testnet::Tap tap(relay.listenAddress().port);
         QVERIFY(tap.start());
@@ -110,9 +110,10 @@ private slots:
         server.stop();
 
         for (const WireEvent &e : events) // grpc++ on both ends breaks no rule and never stops the decoder
-            QVERIFY2(e.kind != EventKind::DecodeError &&
-                         !(e.kind == EventKind::Notice && e.reason.find("protocol error") != std::string::npos),
-                     e.reason.c_str());
+            QVERIFY2(
+                e.kind != EventKind::DecodeError &&
+                    !(e.kind == EventKind::Notice && e.reason.find("protocol error") != std::string::npos),
+                e.reason.c_str());
         const auto conns = tap.connections();
         QCOMPARE(int(conns.size()), 1);
         const auto &conn = conns[0];
@@ -129,17 +130,18 @@ private slots:
         std::vector<std::int64_t> diffs;
         for (Direction dir : {Direction::ClientToServer, Direction::ServerToClient}) {
             const bool c2s = dir == Direction::ClientToServer;
-            const auto truth = walk(c2s ? conn.c2s : conn.s2c, c2s ? conn.c2sReads : conn.s2cReads, c2s ? 24 : 0);
+            const auto truth =
+                walk(c2s ? conn.c2s : conn.s2c, c2s ? conn.c2sReads : conn.s2cReads, c2s ? 24 : 0);
             std::vector<const WireEvent *> recorded;
             for (const WireEvent &e : events)
-                if (e.kind == EventKind::Frame && e.dir == dir)
-                    recorded.push_back(&e);
+                if (e.kind == EventKind::Frame && e.dir == dir) recorded.push_back(&e);
             QCOMPARE(recorded.size(), truth.size()); // nothing missing, nothing extra
             QVERIFY(truth.size() > 20);
             for (size_t i = 0; i < truth.size(); ++i) {
                 const WireEvent &e = *recorded[i];
                 const TruthFrame &f = truth[i];
-                QVERIFY2(e.frameType == f.type && e.flags == f.flags && e.stream == f.stream && e.length == f.length,
+                QVERIFY2(e.frameType == f.type && e.flags == f.flags && e.stream == f.stream &&
+                             e.length == f.length,
                          qPrintable(QStringLiteral("frame %1 %2: recorded %3/%4/%5/%6, wire %7/%8/%9/%10")
                                         .arg(i)
                                         .arg(c2s ? "c2s" : "s2c")
@@ -153,11 +155,11 @@ private slots:
                                         .arg(f.length)));
                 std::int64_t &w = f.tNs < loadedFrom ? worst : worstLoaded;
                 w = std::max(w, std::abs(e.tNs - f.tNs));
-                if (f.tNs < loadedFrom)
-                    diffs.push_back(std::abs(e.tNs - f.tNs));
+                if (f.tNs < loadedFrom) diffs.push_back(std::abs(e.tNs - f.tNs));
             }
         }
-        qInfo("largest frame time difference relay vs tap: %.3f ms (retries), %.3f ms (four large calls at once)",
+        qInfo("largest frame time difference relay vs tap: %.3f ms (retries), %.3f ms (four large calls at "
+              "once)",
               double(worst) / ms, double(worstLoaded) / ms);
         // The goal is 1 ms, and on a quiet machine the retry phase stays well inside it (p95 0.07-0.2 ms
         // measured). Both witnesses are user-space readers, though, so on a shared, busy machine either can
@@ -178,8 +180,7 @@ private slots:
         for (const Call &c : model.store().calls()) {
             std::vector<lab::Arrival> mine;
             for (const auto &a : arrivals)
-                if (a.callId == c.key)
-                    mine.push_back(a);
+                if (a.callId == c.key) mine.push_back(a);
             QCOMPARE(c.attempts.size(), mine.size());
             for (size_t k = 0; k < mine.size(); ++k, ++attempts) {
                 const std::int64_t d = mine[k].tNs - c.attempts[k].startNs;
@@ -191,9 +192,9 @@ private slots:
         QCOMPARE(attempts, int(arrivals.size()));
         qInfo("largest server arrival after the attempt's first HEADERS: %.3f ms", double(worstArrival) / ms);
         // The 200 KiB requests need several round trips of flow control before the handler can run, so
-        // arrivals are compared with the attempt start only for small requests (the retried calls). The arrival
-        // is stamped when grpc++ runs the handler, after its own dispatch: typically 0.2-2 ms after the
-        // request's first HEADERS on loopback, up to ~3.5 ms when the two cores are busy.
+        // arrivals are compared with the attempt start only for small requests (the retried calls). The
+        // arrival is stamped when grpc++ runs the handler, after its own dispatch: typically 0.2-2 ms after
+        // the request's first HEADERS on loopback, up to ~3.5 ms when the two cores are busy.
         for (const Call &c : model.store().calls())
             if (c.key.rfind("retry-", 0) == 0)
                 for (size_t k = 0; k < c.attempts.size(); ++k)

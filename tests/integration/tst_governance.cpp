@@ -6,7 +6,6 @@
 #include "timelinemodel.h"
 
 #include <QtTest>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -56,8 +55,7 @@ Run runScenario(const std::string &name, const std::map<std::string, std::string
 const Call *callByKey(const TimelineStore &store, const std::string &key)
 {
     for (const Call &c : store.calls())
-        if (c.key == key)
-            return &c;
+        if (c.key == key) return &c;
     return nullptr;
 }
 
@@ -65,16 +63,14 @@ std::vector<const LabEventRecord *> labEvents(const TimelineStore &store, const 
 {
     std::vector<const LabEventRecord *> out;
     for (const LabEventRecord &l : store.labEvents())
-        if (l.kind == kind)
-            out.push_back(&l);
+        if (l.kind == kind) out.push_back(&l);
     return out;
 }
 
 const Connection *connectionById(const TimelineStore &store, std::uint32_t id)
 {
     for (const Connection &c : store.connections())
-        if (c.id == id)
-            return &c;
+        if (c.id == id) return &c;
     return nullptr;
 }
 
@@ -132,7 +128,8 @@ private slots:
         QCOMPARE(call->attempts[1].status.value_or(-1), 14);
         QCOMPARE(call->outcomeAttempt()->status.value_or(-1), 0);
         // The model names it: attempt 2 is transparent, attempt 3 a configured retry. No backoff is expected
-        // before a transparent retry, and the configured retry after it is the first one: exactly initialBackoff.
+        // before a transparent retry, and the configured retry after it is the first one: exactly
+        // initialBackoff.
         QVERIFY(call->transparentRetry(1));
         QVERIFY(!call->transparentRetry(2));
         QVERIFY(!call->expectedGapNs(0));
@@ -142,8 +139,7 @@ private slots:
         // The refusing connection carried one request stream and one GOAWAY with last-stream-id 0.
         int goaways = 0, streams = 0;
         for (const WireEvent &e : run.events) {
-            if (e.connection != refused.connection || e.kind != EventKind::Frame)
-                continue;
+            if (e.connection != refused.connection || e.kind != EventKind::Frame) continue;
             if (e.frameType == FrameGoaway) {
                 ++goaways;
                 QCOMPARE(e.dir, Direction::ServerToClient);
@@ -331,8 +327,7 @@ private slots:
             QCOMPARE(c->outcomeAttempt()->status.value_or(-1), 0);
             waves[i / 300].push_back(c);
             connections[i / 300].insert(c->attempts[0].connection);
-            if (i >= 600)
-                poolByConnection[c->attempts[0].connection].push_back(c);
+            if (i >= 600) poolByConnection[c->attempts[0].connection].push_back(c);
         }
         // Channels with equal arguments share the first channel's connection.
         QCOMPARE(int(connections[0].size()), 1);

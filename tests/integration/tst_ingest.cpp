@@ -9,10 +9,8 @@
 #include "testnet.h"
 #include "timelinestore.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <QtTest>
-
+#include <grpcpp/grpcpp.h>
 #include <mutex>
 
 using namespace rpcscope;
@@ -56,15 +54,15 @@ ingest::Event makeEvent(const std::string &kind, const std::string &detail, cons
 // Streams `events` and returns the final status and how many the server acknowledged.
 grpc::Status report(std::uint16_t port, const std::vector<ingest::Event> &events, std::int64_t *accepted)
 {
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    auto channel =
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
     auto stub = ingest::Ingest::NewStub(channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     ingest::ReportReply reply;
     auto writer = stub->ReportEvents(&ctx, &reply);
     for (const auto &e : events)
-        if (!writer->Write(e))
-            break;
+        if (!writer->Write(e)) break;
     writer->WritesDone();
     grpc::Status s = writer->Finish();
     *accepted = reply.accepted();
@@ -75,19 +73,16 @@ grpc::Status report(std::uint16_t port, const std::vector<ingest::Event> &events
 QStringList jsonExchange(std::uint16_t port, const std::string &text, int lines)
 {
     const int fd = testnet::connectLoopback(port);
-    if (fd < 0)
-        return {QStringLiteral("connect failed")};
+    if (fd < 0) return {QStringLiteral("connect failed")};
     testnet::sendAll(fd, text.data(), text.size());
     std::string got;
     const std::int64_t until = steadyNowNs() + 10'000'000'000;
     while (std::count(got.begin(), got.end(), '\n') < lines && steadyNowNs() < until) {
         char buf[4096];
         pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 100) <= 0)
-            continue;
+        if (::poll(&p, 1, 100) <= 0) continue;
         const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n <= 0)
-            break;
+        if (n <= 0) break;
         got.append(buf, size_t(n));
     }
     ::close(fd);
@@ -143,10 +138,12 @@ private slots:
         const auto &events = store.labEvents();
         QCOMPARE(events.size(), size_t(3));
         QCOMPARE(QString::fromStdString(events[0].kind), QStringLiteral("breaker"));
-        QCOMPARE(QString::fromStdString(events[0].detail), QStringLiteral("closed -> open [checkout/own-breaker]"));
+        QCOMPARE(QString::fromStdString(events[0].detail),
+                 QStringLiteral("closed -> open [checkout/own-breaker]"));
         QCOMPARE(QString::fromStdString(events[1].kind), QStringLiteral("bulkhead-rejected"));
         QCOMPARE(QString::fromStdString(events[2].kind), QStringLiteral("custom"));
-        QCOMPARE(QString::fromStdString(events[2].detail), QStringLiteral("retry budget: token bucket at 3/10"));
+        QCOMPARE(QString::fromStdString(events[2].detail),
+                 QStringLiteral("retry budget: token bucket at 3/10"));
 
         // Tied to the call the relay assembled from the wire.
         const auto call = std::find_if(store.calls().begin(), store.calls().end(),
@@ -171,18 +168,22 @@ private slots:
         QTest::addColumn<int>("code");
         QTest::addColumn<QString>("reason");
         const qint64 now = wallNowNs();
-        QTest::newRow("unknown kind") << "meltdown" << "" << qint64(0) << int(grpc::INVALID_ARGUMENT)
-                                      << "event 1: unknown kind \"meltdown\"";
-        QTest::newRow("breaker detail") << "breaker" << "closed to open" << qint64(0)
-                                        << int(grpc::INVALID_ARGUMENT) << "event 1: a breaker event's detail";
-        QTest::newRow("time far in the past") << "rejection" << "" << now - 3 * 86'400'000'000'000
+        QTest::newRow("unknown kind")
+            << "meltdown"
+            << "" << qint64(0) << int(grpc::INVALID_ARGUMENT) << "event 1: unknown kind \"meltdown\"";
+        QTest::newRow("breaker detail") << "breaker"
+                                        << "closed to open" << qint64(0) << int(grpc::INVALID_ARGUMENT)
+                                        << "event 1: a breaker event's detail";
+        QTest::newRow("time far in the past") << "rejection"
+                                              << "" << now - 3 * 86'400'000'000'000
                                               << int(grpc::INVALID_ARGUMENT) << "event 1: time_unix_nanos";
-        QTest::newRow("negative time") << "rejection" << "" << qint64(-1) << int(grpc::INVALID_ARGUMENT)
-                                       << "event 1: time_unix_nanos";
+        QTest::newRow("negative time")
+            << "rejection"
+            << "" << qint64(-1) << int(grpc::INVALID_ARGUMENT) << "event 1: time_unix_nanos";
         QTest::newRow("detail too long") << "rejection" << QString(2000, 'x') << qint64(0)
                                          << int(grpc::INVALID_ARGUMENT) << "event 1: detail is longer";
-        QTest::newRow("message over 16 KiB") << "rejection" << QString(20000, 'x') << qint64(0)
-                                             << int(grpc::RESOURCE_EXHAUSTED) << "";
+        QTest::newRow("message over 16 KiB")
+            << "rejection" << QString(20000, 'x') << qint64(0) << int(grpc::RESOURCE_EXHAUSTED) << "";
     }
 
     // The first bad event ends the stream with a clear status; the good one before it stays accepted.
@@ -200,11 +201,13 @@ private slots:
         auto bad = makeEvent(kind.toStdString(), detail.toStdString());
         bad.set_time_unix_nanos(time);
         std::int64_t accepted = -1;
-        const grpc::Status s = report(server.grpcPort(), {makeEvent("retry-suppressed", "budget"), bad}, &accepted);
+        const grpc::Status s =
+            report(server.grpcPort(), {makeEvent("retry-suppressed", "budget"), bad}, &accepted);
         QCOMPARE(int(s.error_code()), code);
         QVERIFY2(QString::fromStdString(s.error_message()).startsWith(reason), s.error_message().c_str());
         QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(1), 5000);
-        QCOMPARE(QString::fromStdString(wire.snapshot()[0].decision()->kind), QStringLiteral("retry-suppressed"));
+        QCOMPARE(QString::fromStdString(wire.snapshot()[0].decision()->kind),
+                 QStringLiteral("retry-suppressed"));
         // Still serving after a refusal.
         const grpc::Status again = report(server.grpcPort(), {makeEvent("custom", "x")}, &accepted);
         QCOMPARE(int(again.error_code()), int(grpc::INVALID_ARGUMENT)); // custom needs a label
@@ -221,13 +224,12 @@ private slots:
         QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
         const std::string input =
             "{\"kind\":\"breaker\",\"detail\":\"open -> half-open\",\"call_id\":\"c-7\",\"time_unix_ms\":" +
-            std::to_string(wallNowNs() / 1'000'000) + "}\n" +
-            "this is not json\n" +
+            std::to_string(wallNowNs() / 1'000'000) + "}\n" + "this is not json\n" +
             "{\"kind\":\"custom\",\"label\":\"deploy\",\"detail\":\"v2 rolled out\"}" + "\r\n" +
             "{\"kind\":\"breaker\",\"detail\":\"open -> closed\",\"colour\":\"red\"}" + "\n" +
-            std::string(IngestServer::kMaxLineBytes + 10, 'z') + "\n" +
-            "[\"kind\",\"breaker\"]" + "\n" +
-            "{\"kind\":\"rejection\",\"call_id\":\"c-8\",\"time_unix_nanos\":\"" + std::to_string(wallNowNs()) + "\"}\n";
+            std::string(IngestServer::kMaxLineBytes + 10, 'z') + "\n" + "[\"kind\",\"breaker\"]" + "\n" +
+            "{\"kind\":\"rejection\",\"call_id\":\"c-8\",\"time_unix_nanos\":\"" +
+            std::to_string(wallNowNs()) + "\"}\n";
         const QStringList answers = jsonExchange(server.jsonPort(), input, 7);
         QCOMPARE(answers.size(), 7);
         QCOMPARE(answers[0], QStringLiteral("ok"));
@@ -255,7 +257,8 @@ private slots:
         QVERIFY(!second.start(0, first.jsonPort(), {}, &error));
         QVERIFY2(QString::fromStdString(error).contains("cannot listen for JSON events"), error.c_str());
         QVERIFY(!second.start(first.grpcPort(), 0, {}, &error));
-        QVERIFY2(QString::fromStdString(error).contains("cannot serve the Ingest gRPC service"), error.c_str());
+        QVERIFY2(QString::fromStdString(error).contains("cannot serve the Ingest gRPC service"),
+                 error.c_str());
     }
 };
 

@@ -5,10 +5,8 @@
 #include "relay.h"
 #include "timelinemodel.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <QtTest>
-
+#include <grpcpp/grpcpp.h>
 #include <mutex>
 
 using namespace rpcscope;
@@ -25,12 +23,13 @@ private slots:
         std::mutex mu;
         EventBatch events;
         Relay relay;
-        QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())},
-                             [&](EventBatch &&b) {
-                                 std::lock_guard lk(mu);
-                                 events.insert(events.end(), b.begin(), b.end());
-                             },
-                             &error),
+        QVERIFY2(relay.start(
+                     {"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())},
+                     [&](EventBatch &&b) {
+                         std::lock_guard lk(mu);
+                         events.insert(events.end(), b.begin(), b.end());
+                     },
+                     &error),
                  error.c_str());
         {
             grpc::ChannelArguments args;
@@ -39,8 +38,8 @@ private slots:
             args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
             // C-core otherwise spaces pings without data by minutes, whatever the keepalive time says.
             args.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, 0);
-            auto stub = lab::Lab::NewStub(grpc::CreateCustomChannel(relay.listenAddress().toString(),
-                                                                    grpc::InsecureChannelCredentials(), args));
+            auto stub = lab::Lab::NewStub(grpc::CreateCustomChannel(
+                relay.listenAddress().toString(), grpc::InsecureChannelCredentials(), args));
             // A call held open by the server for 1 s: keepalive pings while it waits.
             grpc::ClientContext ctx;
             ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -5,7 +5,6 @@
 #include "labrig.h"
 
 #include <QtTest>
-
 #include <thread>
 
 using namespace rpcscope;
@@ -87,7 +86,8 @@ private slots:
             // The default keep limit: the first 64 KiB, byte for byte.
             QVERIFY(e.truncated);
             QCOMPARE(e.payload.size(), size_t(64 * 1024));
-            QVERIFY2(e.payload == reply.substr(0, e.payload.size()), ("reply " + std::to_string(seen)).c_str());
+            QVERIFY2(e.payload == reply.substr(0, e.payload.size()),
+                     ("reply " + std::to_string(seen)).c_str());
         }
         QCOMPARE(seen, 24);
         QCOMPARE(grpcStatusOf(events, downStream).value_or(-1), 0);

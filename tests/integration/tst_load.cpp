@@ -6,20 +6,19 @@
 #include "relay.h"
 #include "timelinemodel.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <QtTest>
-
 #include <condition_variable>
+#include <grpcpp/grpcpp.h>
 #include <mutex>
 
 using namespace rpcscope;
 
 namespace {
 // The model's thread must tick at least this often on average during the load. AddressSanitizer (with
-// detect_stack_use_after_return) makes applying a batch 3-5 times slower, and so the thread falls further behind
-// 50,000 RPCs in 5 s: 68 ticks in 7.3 s were seen under it while another build ran, against 330-390 ticks in
-// 3 s without it. The check is for a loop that never gets a turn, not for speed (the benchmarks measure that).
+// detect_stack_use_after_return) makes applying a batch 3-5 times slower, and so the thread falls further
+// behind 50,000 RPCs in 5 s: 68 ticks in 7.3 s were seen under it while another build ran, against 330-390
+// ticks in 3 s without it. The check is for a loop that never gets a turn, not for speed (the benchmarks
+// measure that).
 #if defined(__SANITIZE_ADDRESS__)
 constexpr qint64 kTickAtLeastEveryMs = 400;
 #else
@@ -61,8 +60,7 @@ private:
     void issue()
     {
         const int n = --*m_budget;
-        if (n < 0)
-            return;
+        if (n < 0) return;
         auto *call = new InFlight;
         call->req.set_call_id("load-" + std::to_string(m_id) + "-" + std::to_string(n));
         call->req.set_payload(std::string(100, 'p'));
@@ -77,8 +75,7 @@ private:
             delete call;
             issue();
             std::lock_guard lk(m_mu);
-            if (--m_inFlight == 0)
-                m_cv.notify_all();
+            if (--m_inFlight == 0) m_cv.notify_all();
         });
     }
 
@@ -105,13 +102,14 @@ private slots:
         // The model lives on this thread and gets batches through its event queue, as in the GUI and CLI.
         TimelineModel model;
         Relay relay;
-        QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())},
-                             [&model](EventBatch &&b) {
-                                 QMetaObject::invokeMethod(
-                                     &model, [&model, b = std::move(b)] { model.appendBatch(b); },
-                                     Qt::QueuedConnection);
-                             },
-                             &error),
+        QVERIFY2(relay.start(
+                     {"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())},
+                     [&model](EventBatch &&b) {
+                         QMetaObject::invokeMethod(
+                             &model, [&model, b = std::move(b)] { model.appendBatch(b); },
+                             Qt::QueuedConnection);
+                     },
+                     &error),
                  error.c_str());
 
         std::atomic<int> budget{kTotal};
@@ -121,13 +119,13 @@ private slots:
             // Distinct arguments give each channel its own subchannel, so its own TCP connection.
             args.SetInt("rpcscope.test.connection", i);
             args.SetMaxReceiveMessageSize(1 << 20);
-            drivers.push_back(std::make_unique<Driver>(
-                grpc::CreateCustomChannel(relay.listenAddress().toString(), grpc::InsecureChannelCredentials(),
-                                          args),
-                &budget, i));
+            drivers.push_back(
+                std::make_unique<Driver>(grpc::CreateCustomChannel(relay.listenAddress().toString(),
+                                                                   grpc::InsecureChannelCredentials(), args),
+                                         &budget, i));
         }
-        // Responsiveness of the model's thread (the GUI thread in the app, the main thread in the CLI): a 5 ms
-        // timer stands in for input and paint events, and every batch applied is timed.
+        // Responsiveness of the model's thread (the GUI thread in the app, the main thread in the CLI): a 5
+        // ms timer stands in for input and paint events, and every batch applied is timed.
         QElapsedTimer sinceTick;
         std::vector<qint64> tickGapsUs, applyUs;
         QTimer ticker;
@@ -137,7 +135,8 @@ private slots:
             sinceTick.restart();
         });
         QElapsedTimer applying;
-        QObject::connect(&model, &TimelineModel::timelineChanged, [&] { applyUs.push_back(applying.nsecsElapsed() / 1000); });
+        QObject::connect(&model, &TimelineModel::timelineChanged,
+                         [&] { applyUs.push_back(applying.nsecsElapsed() / 1000); });
         QElapsedTimer timer;
         timer.start();
         sinceTick.start();
@@ -169,7 +168,8 @@ private slots:
         relay.stop();
         QCoreApplication::sendPostedEvents();
 
-        // grpc++ on both ends breaks no HTTP/2 rule, at any load: no connection carries a note or a decode error.
+        // grpc++ on both ends breaks no HTTP/2 rule, at any load: no connection carries a note or a decode
+        // error.
         for (const auto &c : model.store().connections()) {
             QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
             QVERIFY2(c.notes.empty(), c.notes.empty() ? "" : c.notes.front().c_str());
@@ -199,20 +199,24 @@ private slots:
         QVERIFY(peak >= 500); // the calls really overlapped on the wire
 
         // What the relay held for its decoder stayed small (a few reads' worth), however many calls passed.
-        qInfo("%d RPCs in %lld ms; relay decoder backlog peaked at %zu bytes; %llu bytes relayed", kTotal, elapsed,
-              relay.peakDecoderBacklog(), (unsigned long long)relay.bytesRelayed());
+        qInfo("%d RPCs in %lld ms; relay decoder backlog peaked at %zu bytes; %llu bytes relayed", kTotal,
+              elapsed, relay.peakDecoderBacklog(), (unsigned long long)relay.bytesRelayed());
         QVERIFY(relay.peakDecoderBacklog() < 16u << 20);
 
-        // The thread kept serving its event loop while it took in 50,000 calls (figures only: timing goals live in
-        // the benchmarks). A starved loop would tick a handful of times instead of every 5 ms.
+        // The thread kept serving its event loop while it took in 50,000 calls (figures only: timing goals
+        // live in the benchmarks). A starved loop would tick a handful of times instead of every 5 ms.
         std::sort(tickGapsUs.begin(), tickGapsUs.end());
         std::sort(applyUs.begin(), applyUs.end());
-        auto pct = [](const std::vector<qint64> &v, double p) { return v.empty() ? 0.0 : v[size_t(p * double(v.size() - 1))] / 1000.0; };
-        qInfo("model thread during the load: 5 ms timer gaps p50 %.1f / p99 %.1f / max %.1f ms over %zu ticks; "
-              "batch apply p50 %.2f / p99 %.2f / max %.2f ms over %zu batches",
-              pct(tickGapsUs, 0.5), pct(tickGapsUs, 0.99), pct(tickGapsUs, 1.0), tickGapsUs.size(),
-              pct(applyUs, 0.5), pct(applyUs, 0.99), pct(applyUs, 1.0), applyUs.size());
-        QVERIFY2(qint64(tickGapsUs.size()) >= elapsed / kTickAtLeastEveryMs, "the model thread's event loop was starved");
+        auto pct = [](const std::vector<qint64> &v, double p) {
+            return v.empty() ? 0.0 : v[size_t(p * double(v.size() - 1))] / 1000.0;
+        };
+        qInfo(
+            "model thread during the load: 5 ms timer gaps p50 %.1f / p99 %.1f / max %.1f ms over %zu ticks; "
+            "batch apply p50 %.2f / p99 %.2f / max %.2f ms over %zu batches",
+            pct(tickGapsUs, 0.5), pct(tickGapsUs, 0.99), pct(tickGapsUs, 1.0), tickGapsUs.size(),
+            pct(applyUs, 0.5), pct(applyUs, 0.99), pct(applyUs, 1.0), applyUs.size());
+        QVERIFY2(qint64(tickGapsUs.size()) >= elapsed / kTickAtLeastEveryMs,
+                 "the model thread's event loop was starved");
         QCOMPARE(relay.decoderBacklog(), size_t(0));
         server.stop();
     }

@@ -10,15 +10,13 @@
 #include "labrig.h"
 
 #include <QtTest>
-
-#include <fcntl.h>
-#include <grp.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <grp.h>
+#include <unistd.h>
 
 using namespace labrig;
 
@@ -48,8 +46,7 @@ public:
     bool take()
     {
         std::array<int, 2> p{};
-        if (pipe2(p.data(), O_CLOEXEC) != 0)
-            return false;
+        if (pipe2(p.data(), O_CLOEXEC) != 0) return false;
         if (fcntl(p[1], F_SETPIPE_SZ, kPipeSize) < kPipeSize) {
             close(p[0]);
             close(p[1]);
@@ -102,10 +99,11 @@ private slots:
         QTest::addColumn<bool>("splices"); // whether the relay can still splice
         // No pipe at all: the direction copies from the start.
         QTest::newRow("no room") << 0 << false;
-        // The direction's pipe is made, the decoder's copy pipe is refused: it gives the first back and copies.
+        // The direction's pipe is made, the decoder's copy pipe is refused: it gives the first back and
+        // copies.
         QTest::newRow("room for one pipe") << 1 << false;
-        // Both pipes are made; the pipes that hand the decoder its copy are refused, so the relay thread reads
-        // the copy back itself.
+        // Both pipes are made; the pipes that hand the decoder its copy are refused, so the relay thread
+        // reads the copy back itself.
         QTest::newRow("room for two pipes") << 2 << true;
         QTest::newRow("all of it") << -1 << true;
     }
@@ -113,11 +111,9 @@ private slots:
     {
         QFETCH(int, room);
         QFETCH(bool, splices);
-        if (!g_stillRoot.empty())
-            QSKIP(g_stillRoot.c_str());
+        if (!g_stillRoot.empty()) QSKIP(g_stillRoot.c_str());
         const int soft = softLimitPages();
-        if (soft <= 0)
-            QSKIP("this system sets no pipe-buffer allowance (fs.pipe-user-pages-soft is 0)");
+        if (soft <= 0) QSKIP("this system sets no pipe-buffer allowance (fs.pipe-user-pages-soft is 0)");
 
         Rig rig;
         QVERIFY2(rig.start(), rig.error.c_str());
@@ -132,8 +128,7 @@ private slots:
         QVERIFY2(hog.fill(soft) > 0, "could not take a single pipe of 1 MiB");
         QCOMPARE(hog.room(), 0);
         hog.release(room < 0 ? hog.held() : room);
-        if (room >= 0)
-            QCOMPARE(hog.room(), room);
+        if (room >= 0) QCOMPARE(hog.room(), room);
 
         lab::StreamRequest down;
         down.set_call_id("ss-allowance");
@@ -168,9 +163,10 @@ int main(int argc, char **argv)
         constexpr uid_t kUser = 64'321;
         if (setgroups(0, nullptr) != 0 || setresgid(kUser, kUser, kUser) != 0 ||
             setresuid(kUser, kUser, kUser) != 0)
-            g_stillRoot = std::string("running as root, which pipe allowances do not limit, and cannot switch to "
-                                      "another user: ") +
-                          std::strerror(errno);
+            g_stillRoot =
+                std::string("running as root, which pipe allowances do not limit, and cannot switch to "
+                            "another user: ") +
+                std::strerror(errno);
     }
     QCoreApplication app(argc, argv);
     TestPipeAllowance test;

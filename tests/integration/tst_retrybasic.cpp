@@ -7,7 +7,6 @@
 
 #include <QAbstractItemModelTester>
 #include <QtTest>
-
 #include <algorithm>
 #include <mutex>
 #include <thread>
@@ -76,21 +75,22 @@ private slots:
 
             const auto gaps = call.gapsNs();
             QCOMPARE(int(gaps.size()), 2);
-            // C-core waits exactly initialBackoff (50 ms) before the first retry. The wire gap adds the client's
-            // reaction and its timer thread's wake-up: 20 runs measured 49.6-50.7 ms, two outliers 53.1 and 53.9.
-            // The issue's own bound is 50 ms +-5; under ASan the relay reads a little late (45.6-47.8 ms seen).
+            // C-core waits exactly initialBackoff (50 ms) before the first retry. The wire gap adds the
+            // client's reaction and its timer thread's wake-up: 20 runs measured 49.6-50.7 ms, two
+            // outliers 53.1 and 53.9. The issue's own bound is 50 ms +-5; under ASan the relay reads a little
+            // late (45.6-47.8 ms seen).
             QVERIFY2(*gaps[0] >= 45 * ms && *gaps[0] <= 58 * ms,
                      qPrintable(QStringLiteral("first gap %1 ms").arg(double(*gaps[0]) / ms)));
             // The second is 100 ms times a uniform factor in [0.8, 1.2].
             QVERIFY2(*gaps[1] >= 78 * ms && *gaps[1] <= 126 * ms,
                      qPrintable(QStringLiteral("second gap %1 ms").arg(double(*gaps[1]) / ms)));
 
-            // Every attempt's start on the wire comes before the server's arrival log, and close to it. The server
-            // stamps its arrival when grpc++ runs the handler, after its own dispatch: 0.2-2 ms after the first
-            // HEADERS on a quiet loopback, but one attempt at 2.0 and one at 3.3 ms were seen with both cores
-            // busy. So the median of the three must be within 2 ms, and each within tst_fidelity's 10 ms, which
-            // still catches a stall such as Nagle's 40 ms. tst_fidelity measures the wire times themselves
-            // against an independent tap.
+            // Every attempt's start on the wire comes before the server's arrival log, and close to it. The
+            // server stamps its arrival when grpc++ runs the handler, after its own dispatch: 0.2-2 ms after
+            // the first HEADERS on a quiet loopback, but one attempt at 2.0 and one at 3.3 ms were seen with
+            // both cores busy. So the median of the three must be within 2 ms, and each within tst_fidelity's
+            // 10 ms, which still catches a stall such as Nagle's 40 ms. tst_fidelity measures the wire times
+            // themselves against an independent tap.
             const auto arrivals = session.server().arrivalsFor(id);
             QCOMPARE(int(arrivals.size()), 3);
             std::vector<std::int64_t> diffs;
@@ -104,8 +104,10 @@ private slots:
                 diffs.push_back(diff);
             }
             std::sort(diffs.begin(), diffs.end());
-            QVERIFY2(diffs[1] <= 2 * ms, qPrintable(QStringLiteral("median server arrival - wire start = %1 ms")
-                                                        .arg(double(diffs[1]) / ms)));
+            QVERIFY2(
+                diffs[1] <= 2 * ms,
+                qPrintable(
+                    QStringLiteral("median server arrival - wire start = %1 ms").arg(double(diffs[1]) / ms)));
         }
 
         // Every connection was h2 and decoded cleanly.
@@ -126,7 +128,8 @@ private slots:
         QVERIFY2(session.start(
                      [&model](EventBatch &&b) {
                          QMetaObject::invokeMethod(
-                             &model, [&model, b = std::move(b)] { model.appendBatch(b); }, Qt::QueuedConnection);
+                             &model, [&model, b = std::move(b)] { model.appendBatch(b); },
+                             Qt::QueuedConnection);
                      },
                      &error),
                  error.c_str());
@@ -146,7 +149,8 @@ private slots:
         };
         QTRY_VERIFY_WITH_TIMEOUT(inFlight(), 5000);
         QVERIFY(!done); // seen while the server was still holding the call
-        QCOMPARE(model.data(model.index(0, TimelineModel::ColStatus)).toString(), QStringLiteral("in flight"));
+        QCOMPARE(model.data(model.index(0, TimelineModel::ColStatus)).toString(),
+                 QStringLiteral("in flight"));
         worker.join();
         QTRY_VERIFY_WITH_TIMEOUT(model.store().calls()[0].outcomeAttempt() != nullptr, 5000);
         QCOMPARE(model.store().calls()[0].outcomeAttempt()->status.value_or(-1), 0);

@@ -6,7 +6,6 @@
 #include "timelinemodel.h"
 
 #include <QtTest>
-
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -19,8 +18,7 @@ constexpr std::int64_t ms = 1'000'000;
 const Call *callByKey(const TimelineStore &store, const std::string &key)
 {
     for (const Call &c : store.calls())
-        if (c.key == key)
-            return &c;
+        if (c.key == key) return &c;
     return nullptr;
 }
 
@@ -37,8 +35,8 @@ private slots:
     void everyScenario_data()
     {
         QTest::addColumn<QString>("name");
-        // The governance scenarios are not gRPC retries (transparent retries, hedges and app-level retries break
-        // the per-attempt numbering checked here): tst_governance asserts each of them on the model.
+        // The governance scenarios are not gRPC retries (transparent retries, hedges and app-level retries
+        // break the per-attempt numbering checked here): tst_governance asserts each of them on the model.
         std::vector<lab::Scenario> governance;
         lab::appendGovernanceScenarios(governance);
         auto isGovernance = [&](const std::string &name) {
@@ -46,8 +44,7 @@ private slots:
                                [&](const lab::Scenario &g) { return g.name == name; });
         };
         for (const lab::Scenario &s : lab::allScenarios())
-            if (!isGovernance(s.name))
-                QTest::newRow(s.name.c_str()) << QString::fromStdString(s.name);
+            if (!isGovernance(s.name)) QTest::newRow(s.name.c_str()) << QString::fromStdString(s.name);
     }
 
     void everyScenario()
@@ -99,8 +96,10 @@ private slots:
                 QVERIFY2(*gaps[g] >= range->first - 5 * ms && *gaps[g] <= range->second + 8 * ms,
                          qPrintable(between(*gaps[g], range->first, range->second)));
             }
-            QVERIFY2(*gaps[0] >= 45 * ms && *gaps[0] <= 58 * ms, qPrintable(between(*gaps[0], 45 * ms, 58 * ms)));
-            QVERIFY2(*gaps[1] >= 78 * ms && *gaps[1] <= 126 * ms, qPrintable(between(*gaps[1], 78 * ms, 126 * ms)));
+            QVERIFY2(*gaps[0] >= 45 * ms && *gaps[0] <= 58 * ms,
+                     qPrintable(between(*gaps[0], 45 * ms, 58 * ms)));
+            QVERIFY2(*gaps[1] >= 78 * ms && *gaps[1] <= 126 * ms,
+                     qPrintable(between(*gaps[1], 78 * ms, 126 * ms)));
         } else if (name == "max-attempts-clamped") {
             QCOMPARE(int(first.attempts.size()), 5);
         } else if (name == "committed") {
@@ -112,22 +111,27 @@ private slots:
             QVERIFY(first.deadlineNs().has_value());
             const std::int64_t budget = *first.deadlineNs() - first.startNs();
             // grpc-timeout is rounded up: 250 ms is sent as 251m.
-            QVERIFY2(budget >= 240 * ms && budget <= 260 * ms, qPrintable(between(budget, 240 * ms, 260 * ms)));
-            // Both attempts failed with UNAVAILABLE on the wire; the deadline then expired during the backoff,
-            // so DEADLINE_EXCEEDED (checked by the scenario at 250 ms +-20) never appears on the wire.
+            QVERIFY2(budget >= 240 * ms && budget <= 260 * ms,
+                     qPrintable(between(budget, 240 * ms, 260 * ms)));
+            // Both attempts failed with UNAVAILABLE on the wire; the deadline then expired during the
+            // backoff, so DEADLINE_EXCEEDED (checked by the scenario at 250 ms +-20) never appears on the
+            // wire.
             QCOMPARE(first.attempts.back().status.value_or(-1), 14);
             QVERIFY(*first.attempts.back().endNs < *first.deadlineNs());
             // So the lab says what the client got, on the call, at the deadline: the picture shows it there.
-            const auto outcome = std::find_if(store.labEvents().begin(), store.labEvents().end(),
-                                              [&](const LabEventRecord &l) { return l.kind == "client-outcome"; });
+            const auto outcome =
+                std::find_if(store.labEvents().begin(), store.labEvents().end(),
+                             [&](const LabEventRecord &l) { return l.kind == "client-outcome"; });
             QVERIFY(outcome != store.labEvents().end());
             QCOMPARE(outcome->callId, first.key);
             QVERIFY2(outcome->detail.rfind("DEADLINE_EXCEEDED after ", 0) == 0, outcome->detail.c_str());
             QVERIFY2(std::abs(outcome->tNs - *first.deadlineNs()) <= 20 * ms,
-                     qPrintable(between(outcome->tNs, *first.deadlineNs() - 20 * ms, *first.deadlineNs() + 20 * ms)));
+                     qPrintable(between(outcome->tNs, *first.deadlineNs() - 20 * ms,
+                                        *first.deadlineNs() + 20 * ms)));
         } else if (name == "pushback") {
             QCOMPARE(first.attempts[0].pushbackMs.value_or(0), std::int64_t(300));
-            QVERIFY2(*gaps[0] >= 285 * ms && *gaps[0] <= 315 * ms, qPrintable(between(*gaps[0], 285 * ms, 315 * ms)));
+            QVERIFY2(*gaps[0] >= 285 * ms && *gaps[0] <= 315 * ms,
+                     qPrintable(between(*gaps[0], 285 * ms, 315 * ms)));
         } else if (name == "pushback-stop") {
             QCOMPARE(first.attempts[0].pushbackMs.value_or(0), std::int64_t(-1));
         } else if (name == "hedging-ignored") {
@@ -143,15 +147,15 @@ private slots:
             std::vector<std::string> transitions;
             int fastFails = 0;
             for (const LabEventRecord &l : store.labEvents()) {
-                if (l.kind == "breaker")
-                    transitions.push_back(l.detail);
+                if (l.kind == "breaker") transitions.push_back(l.detail);
                 if (l.kind == "fast-fail") {
                     ++fastFails;
                     QVERIFY(!callByKey(store, l.callId));
                 }
             }
-            QCOMPARE(transitions, (std::vector<std::string>{"closed -> open", "open -> half-open", "half-open -> open",
-                                                            "open -> half-open", "half-open -> closed"}));
+            QCOMPARE(transitions,
+                     (std::vector<std::string>{"closed -> open", "open -> half-open", "half-open -> open",
+                                               "open -> half-open", "half-open -> closed"}));
             QVERIFY(fastFails > 0);
         } else if (name == "app-retry") {
             // Jittered gaps (base 50 ms doubling, x 0.7-1.3, plus the wire) and a suppression event per call.

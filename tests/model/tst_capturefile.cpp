@@ -12,21 +12,19 @@
 
 #include <QAbstractItemModelTester>
 #include <QDir>
-#include <QSignalSpy>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
-
-#include <sys/stat.h>
-
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
+#include <sys/stat.h>
 
 using namespace rpcscope;
 
@@ -68,8 +66,7 @@ WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, cons
                  {"x-api-key", "key-xyz"}};
     e.grpc.path = "/pkg.Svc/Do";
     e.grpc.timeoutNs = 500 * ms;
-    if (previous > 0)
-        e.grpc.previousAttempts = previous;
+    if (previous > 0) e.grpc.previousAttempts = previous;
     e.grpc.callId = callId;
     e.grpc.retryInitialMs = 50;
     e.grpc.retryMultiplier = 2;
@@ -88,8 +85,7 @@ WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int
     e.grpc.httpStatus = 200;
     e.grpc.status = status;
     e.grpc.message = "try again";
-    if (status == 14)
-        e.grpc.pushbackMs = 20;
+    if (status == 14) e.grpc.pushbackMs = 20;
     return e;
 }
 
@@ -202,8 +198,7 @@ QJsonObject parseJson(const QByteArray &bytes)
 {
     QJsonParseError error;
     const QJsonDocument doc = QJsonDocument::fromJson(bytes, &error);
-    if (error.error != QJsonParseError::NoError)
-        qWarning() << "JSON parse error" << error.errorString();
+    if (error.error != QJsonParseError::NoError) qWarning() << "JSON parse error" << error.errorString();
     return doc.object();
 }
 
@@ -211,11 +206,9 @@ QString attrString(const QJsonArray &attrs, const QString &key, QString *type = 
 {
     for (const auto &a : attrs) {
         const QJsonObject o = a.toObject();
-        if (o["key"].toString() != key)
-            continue;
+        if (o["key"].toString() != key) continue;
         const QJsonObject v = o["value"].toObject();
-        if (type)
-            *type = v.keys().value(0);
+        if (type) *type = v.keys().value(0);
         const QJsonValue inner = v.begin().value();
         return inner.isBool() ? (inner.toBool() ? "true" : "false") : inner.toVariant().toString();
     }
@@ -371,8 +364,7 @@ private slots:
                 const quint8 b = quint8(good[pos++]);
                 len |= quint64(b & 0x7f) << shift;
                 shift += 7;
-                if (!(b & 0x80))
-                    break;
+                if (!(b & 0x80)) break;
             }
             pos += int(len) + 4;
             ends.push_back(pos);
@@ -396,8 +388,8 @@ private slots:
         QTest::newRow("corrupt header")
             << badHeader << int(CaptureReadResult::Failed) << "fails its checksum" << 0;
 
-        // Values no clock or decoder gives, well framed and checksummed: the model's arithmetic would overflow
-        // on them (events.h), so they are refused, and the batches before them kept.
+        // Values no clock or decoder gives, well framed and checksummed: the model's arithmetic would
+        // overflow on them (events.h), so they are refused, and the batches before them kept.
         auto damaged = [&](const std::function<void(CaptureData &)> &change) {
             TimelineModel m;
             CaptureData d = sampleCapture(m);
@@ -412,14 +404,14 @@ private slots:
             << int(CaptureReadResult::Failed) << "has an origin out of range" << 0;
         QTest::newRow("grpc-timeout out of range") << damaged([](CaptureData &d) {
             for (WireEvent &e : d.batches[2])
-                if (e.grpc.timeoutNs)
-                    e.grpc.timeoutNs = kMaxTimeoutNs + 1;
-        }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know" << 2;
+                if (e.grpc.timeoutNs) e.grpc.timeoutNs = kMaxTimeoutNs + 1;
+        }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know"
+                                                   << 2;
         QTest::newRow("retry policy not a number") << damaged([](CaptureData &d) {
             for (WireEvent &e : d.batches[2])
-                if (e.grpc.retryMultiplier > 0)
-                    e.grpc.retryMultiplier = std::nan("");
-        }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know" << 2;
+                if (e.grpc.retryMultiplier > 0) e.grpc.retryMultiplier = std::nan("");
+        }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know"
+                                                   << 2;
     }
 
     void badFiles()
@@ -578,7 +570,8 @@ private slots:
         for (bool redact : {false, true}) {
             Redaction redaction;
             redaction.enabled = redact;
-            const QString streamed = dir.filePath("streamed.rpcscope"), saved = dir.filePath("saved.rpcscope");
+            const QString streamed = dir.filePath("streamed.rpcscope"),
+                          saved = dir.filePath("saved.rpcscope");
             std::string error;
             CaptureFileStream stream;
             QVERIFY2(stream.open(streamed, data.info, redaction, &error), error.c_str());
@@ -591,7 +584,8 @@ private slots:
                 QVERIFY2(r.status == CaptureReadResult::Truncated, r.message.c_str());
                 QCOMPARE(sofar.batches.size(), i + 1);
             }
-            QCOMPARE(QFile::exists(streamed), redact); // the first round's file stays until finish() replaces it
+            QCOMPARE(QFile::exists(streamed),
+                     redact); // the first round's file stays until finish() replaces it
             QVERIFY2(stream.finish(&error), error.c_str());
             QVERIFY(!QFile::exists(stream.partialPath()));
             QVERIFY(!stream.append(data.batches[0])); // finished: nothing more goes in
@@ -650,8 +644,8 @@ private slots:
         CaptureData readBack;
         const CaptureReadResult fromFifo = readCaptureFile(fifo, &readBack);
         QCOMPARE(fromFifo.status, CaptureReadResult::Failed);
-        QVERIFY2(fromFifo.message ==
-                     "cannot read " + fifo.toStdString() + ": it is not a regular file (a device, pipe or socket)",
+        QVERIFY2(fromFifo.message == "cannot read " + fifo.toStdString() +
+                                         ": it is not a regular file (a device, pipe or socket)",
                  fromFifo.message.c_str());
     }
 
@@ -699,8 +693,7 @@ private slots:
             const QString ph = e["ph"].toString();
             QVERIFY2(e.contains("pid") && e.contains("name"), qPrintable(QJsonDocument(e).toJson()));
             if (ph == "M") {
-                if (e["name"] == "process_name")
-                    namedProcesses.insert(e["pid"].toInt());
+                if (e["name"] == "process_name") namedProcesses.insert(e["pid"].toInt());
                 continue;
             }
             QVERIFY(e["ts"].isDouble());
@@ -721,8 +714,7 @@ private slots:
                 QVERIFY(e["s"] == "p" || e["s"] == "g");
                 deadlines += e["cat"] == "deadline";
                 labEvents += e["cat"] == "lab";
-                if (e["cat"] == "deadline")
-                    QVERIFY(namedProcesses.count(e["pid"].toInt()));
+                if (e["cat"] == "deadline") QVERIFY(namedProcesses.count(e["pid"].toInt()));
             } else {
                 QFAIL(qPrintable("unexpected phase " + ph));
             }
@@ -733,8 +725,7 @@ private slots:
         // slice.
         std::vector<QJsonObject> timed;
         for (const auto &v : doc["traceEvents"].toArray())
-            if (v.toObject()["ph"] == "b" || v.toObject()["ph"] == "e")
-                timed.push_back(v.toObject());
+            if (v.toObject()["ph"] == "b" || v.toObject()["ph"] == "e") timed.push_back(v.toObject());
         std::stable_sort(timed.begin(), timed.end(), [](const QJsonObject &a, const QJsonObject &b) {
             return a["ts"].toDouble() < b["ts"].toDouble();
         });
@@ -814,8 +805,7 @@ private slots:
         std::map<QString, std::vector<QJsonObject>> attemptsOf;
         for (const auto &v : spans) {
             const QJsonObject s = v.toObject();
-            if (!s.contains("parentSpanId"))
-                continue;
+            if (!s.contains("parentSpanId")) continue;
             const QString parent = s["parentSpanId"].toString();
             QVERIFY2(callSpans.count(parent), "an attempt's parent is a call span");
             QCOMPARE(s["traceId"], callSpans[parent]["traceId"]);

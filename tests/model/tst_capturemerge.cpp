@@ -281,7 +281,8 @@ private slots:
         big.info.originWallNs = kWall;
         EventBatch b;
         for (int i = 0; i < 100'000; ++i)
-            // std::string(1, 'c') += ... rather than "c" + ...: the latter trips GCC 12's false -Wrestrict (bug 105329).
+            // std::string(1, 'c') += ... rather than "c" + ...: the latter trips GCC 12's false -Wrestrict
+            // (bug 105329).
             b.push_back(request(1, i, std::string(1, 'c') += std::to_string(i)));
         big.batches.push_back(std::move(b));
         CaptureData out;
@@ -342,7 +343,8 @@ private slots:
 
     void defaultLabels()
     {
-        QCOMPARE(QString::fromStdString(defaultMergeLabel("agents/edge.rpcscope", {})), QStringLiteral("edge"));
+        QCOMPARE(QString::fromStdString(defaultMergeLabel("agents/edge.rpcscope", {})),
+                 QStringLiteral("edge"));
         QCOMPARE(QString::fromStdString(defaultMergeLabel("dump.pcapng", {})), QStringLiteral("dump"));
         QCOMPARE(QString::fromStdString(defaultMergeLabel("host.a.json", {})), QStringLiteral("host.a"));
         QCOMPARE(QString::fromStdString(defaultMergeLabel("edge.rpcscope", {"edge", "edge (2)"})),

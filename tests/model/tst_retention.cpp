@@ -45,16 +45,14 @@ EventBatch call(int i, bool finish = true)
                  headers(s1, t + 2000, Direction::ServerToClient, id, 0, 14)};
     b.push_back(headers(s2, t + 500'000, Direction::ClientToServer, id, 1));
     b.push_back(frame(s2, t + 501'000));
-    if (finish)
-        b.push_back(headers(s2, t + 502'000, Direction::ServerToClient, id, 0, 0));
+    if (finish) b.push_back(headers(s2, t + 502'000, Direction::ServerToClient, id, 0, 0));
     return b;
 }
 
 const Call *byKey(const TimelineStore &s, const std::string &key)
 {
     for (const Call &c : s.calls())
-        if (c.key == key)
-            return &c;
+        if (c.key == key) return &c;
     return nullptr;
 }
 } // namespace
@@ -77,13 +75,19 @@ private slots:
         policy.maxBytes = full / 4;
         const auto evicted = store.enforce(policy);
         QVERIFY(!evicted.empty());
-        // Within the budget, although the in-flight call 3 holds back the cut for frames that belong to no call.
+        // Within the budget, although the in-flight call 3 holds back the cut for frames that belong to no
+        // call.
         QVERIFY2(store.approxBytes() <= policy.maxBytes,
-                 qPrintable(QStringLiteral("%1 of %2, %3 calls, %4 frames").arg(store.approxBytes()).arg(policy.maxBytes).arg(store.calls().size()).arg(store.frames().size())));
+                 qPrintable(QStringLiteral("%1 of %2, %3 calls, %4 frames")
+                                .arg(store.approxBytes())
+                                .arg(policy.maxBytes)
+                                .arg(store.calls().size())
+                                .arg(store.frames().size())));
         QVERIFY(std::is_sorted(evicted.begin(), evicted.end()));
         QCOMPARE(store.evictedCalls(), evicted.size());
 
-        // Whole calls: every call left has both its attempts; the in-flight and the pinned one are still there.
+        // Whole calls: every call left has both its attempts; the in-flight and the pinned one are still
+        // there.
         for (const Call &c : store.calls())
             QCOMPARE(c.attempts.size(), size_t(2));
         QVERIFY(byKey(store, "call-3"));
@@ -110,8 +114,7 @@ private slots:
         // Now only the pinned call keeps frames from before the oldest call that stays.
         std::int64_t oldest = INT64_MAX;
         for (const Call &c : store.calls())
-            if (!c.pinned)
-                oldest = std::min(oldest, c.startNs());
+            if (!c.pinned) oldest = std::min(oldest, c.startNs());
         for (const FrameRecord &f : store.frames())
             QVERIFY(f.tNs >= oldest || f.stream == 4 * 7 + 1 || f.stream == 4 * 7 + 3);
         QVERIFY(std::any_of(store.frames().begin(), store.frames().end(),

@@ -7,7 +7,6 @@
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QtTest>
-
 #include <algorithm>
 #include <map>
 
@@ -19,7 +18,8 @@ constexpr std::int64_t ms = 1'000'000;
 using testev::opened;
 
 WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, const std::string &path,
-                  std::optional<int> prev, const std::string &callId, std::optional<std::int64_t> timeout = {})
+                  std::optional<int> prev, const std::string &callId,
+                  std::optional<std::int64_t> timeout = {})
 {
     WireEvent e = testev::event(EventKind::Headers, conn, stream, t, Direction::ClientToServer);
     e.grpc.path = path;
@@ -40,7 +40,8 @@ WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int
     return e;
 }
 
-WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, std::uint8_t type, std::uint32_t code = 0)
+WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::int64_t t, std::uint8_t type,
+                std::uint32_t code = 0)
 {
     return testev::frame(conn, stream, t, Direction::ClientToServer, type, code);
 }
@@ -181,7 +182,8 @@ private slots:
         model.appendBatch({opened(1, 0), request(1, 1, 5 * ms, "/a/B", std::nullopt, "x")});
         QCOMPARE(model.rowCount(), 1);
         QVERIFY(!model.store().calls()[0].outcomeAttempt());
-        QCOMPARE(model.data(model.index(0, TimelineModel::ColStatus)).toString(), QStringLiteral("in flight"));
+        QCOMPARE(model.data(model.index(0, TimelineModel::ColStatus)).toString(),
+                 QStringLiteral("in flight"));
         QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
         model.appendBatch({trailers(1, 1, 7 * ms, 0)});
         QVERIFY(changed.count() >= 1);
@@ -192,14 +194,11 @@ private slots:
     {
         TimelineModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        model.appendBatch({opened(1, 0),
-                           request(1, 1, 1 * ms, "/a/B", std::nullopt, ""),
+        model.appendBatch({opened(1, 0), request(1, 1, 1 * ms, "/a/B", std::nullopt, ""),
                            trailers(1, 1, 2 * ms, 14),
                            // another method in between must not join
-                           request(1, 3, 3 * ms, "/a/Other", std::nullopt, ""),
-                           trailers(1, 3, 4 * ms, 0),
-                           request(1, 5, 52 * ms, "/a/B", 1, ""),
-                           trailers(1, 5, 53 * ms, 0)});
+                           request(1, 3, 3 * ms, "/a/Other", std::nullopt, ""), trailers(1, 3, 4 * ms, 0),
+                           request(1, 5, 52 * ms, "/a/B", 1, ""), trailers(1, 5, 53 * ms, 0)});
         const auto &calls = model.store().calls();
         QCOMPARE(int(calls.size()), 2);
         QCOMPARE(calls[0].method, std::string("/a/B"));
@@ -243,8 +242,12 @@ private slots:
         QCOMPARE(calls[0].attempts[0].rstErrorCode.value_or(0), std::uint32_t(8));
         QVERIFY(!calls[0].attempts[0].status);
         QCOMPARE(calls[0].attempts[0].outcomeLabel(), std::string("RST_STREAM CANCEL"));
-        QCOMPARE(timelineToJson(model.store(), false)["calls"].toArray()[0].toObject()["attempts"].toArray()[0]
-                     .toObject()["rst_error_code"].toInteger(),
+        QCOMPARE(timelineToJson(model.store(), false)["calls"]
+                     .toArray()[0]
+                     .toObject()["attempts"]
+                     .toArray()[0]
+                     .toObject()["rst_error_code"]
+                     .toInteger(),
                  qint64(8));
         QCOMPARE(calls[1].attempts[0].endNs.value_or(0), 40 * ms);
         QCOMPARE(model.store().connections()[0].closedNs.value_or(0), 40 * ms);
@@ -295,8 +298,8 @@ private slots:
                            request(1, 7, 4 * ms, "/a/B", std::nullopt, "seven"),
                            // The client's own GOAWAY says nothing about the requests it sent.
                            goaway(Direction::ClientToServer, 10 * ms, 0, 0),
-                           goaway(Direction::ServerToClient, 20 * ms, 3, 0),
-                           trailers(1, 3, 30 * ms, 0), goaway(Direction::ServerToClient, 35 * ms, 1, 2), closed});
+                           goaway(Direction::ServerToClient, 20 * ms, 3, 0), trailers(1, 3, 30 * ms, 0),
+                           goaway(Direction::ServerToClient, 35 * ms, 1, 2), closed});
         const auto &calls = model.store().calls();
         QCOMPARE(int(calls.size()), 4);
         // Streams 1 and 3 were below the last-stream-id: 3 completes normally, 1 stays open until the close.
@@ -317,8 +320,9 @@ private slots:
         // A second GOAWAY lowering the last-stream-id to 1 changes nothing already ended (3 had completed).
         QCOMPARE(calls[1].attempts[0].outcomeLabel(), std::string("OK"));
         const QJsonArray exported = timelineToJson(model.store(), false)["calls"].toArray();
-        QCOMPARE(exported[2].toObject()["attempts"].toArray()[0].toObject()["goaway_error_code"].toInteger(-1),
-                 qint64(0));
+        QCOMPARE(
+            exported[2].toObject()["attempts"].toArray()[0].toObject()["goaway_error_code"].toInteger(-1),
+            qint64(0));
         QVERIFY(exported[1].toObject()["attempts"].toArray()[0].toObject()["goaway_error_code"].isNull());
         QVERIFY(exported[1].toObject()["attempts"].toArray()[0].toObject()["rst_error_code"].isNull());
     }
@@ -343,9 +347,11 @@ private slots:
 
         Call noPushback = c;
         noPushback.attempts[1].pushbackMs.reset();
-        QCOMPARE(noPushback.expectedGapNs(1).value(), (std::pair<std::int64_t, std::int64_t>{80 * ms, 120 * ms}));
+        QCOMPARE(noPushback.expectedGapNs(1).value(),
+                 (std::pair<std::int64_t, std::int64_t>{80 * ms, 120 * ms}));
         noPushback.retryMaxMs = 90;
-        QCOMPARE(noPushback.expectedGapNs(1).value(), (std::pair<std::int64_t, std::int64_t>{72 * ms, 108 * ms}));
+        QCOMPARE(noPushback.expectedGapNs(1).value(),
+                 (std::pair<std::int64_t, std::int64_t>{72 * ms, 108 * ms}));
 
         const QJsonObject call = timelineToJson(model.store(), false)["calls"].toArray()[0].toObject();
         const QJsonArray expected = call["expected_gaps_ns"].toArray();
@@ -413,8 +419,7 @@ private slots:
 
         const auto row = [&](const std::string &key) {
             for (size_t i = 0; i < store.calls().size(); ++i)
-                if (store.calls()[i].key == key)
-                    return int(i);
+                if (store.calls()[i].key == key) return int(i);
             return -1;
         };
         const Call &d = store.calls()[size_t(row("d"))];
@@ -477,8 +482,7 @@ private slots:
                     interleaved.appendBatch({b[i]});
                     any = true;
                 }
-            if (!any)
-                break;
+            if (!any) break;
         }
         QCOMPARE(linksByKey(interleaved.store()), expected);
     }
@@ -493,7 +497,7 @@ private slots:
                            traced(2, 1, 100 * ms, "k", kTrace, "00000000000000b1", 960 * ms),
                            traced(2, 3, 110 * ms, "r", kTrace, "00000000000000b2", 1000 * ms)});
         const auto links = linksByKey(model.store());
-        QCOMPARE(links.at("k"), (Link{"p", 900 * ms, {}}));          // 60 ms later: within 50 + 19.2 ms
+        QCOMPARE(links.at("k"), (Link{"p", 900 * ms, {}}));        // 60 ms later: within 50 + 19.2 ms
         QCOMPARE(links.at("r"), (Link{"p", 890 * ms, {"reset"}})); // 110 ms later: beyond 50 + 20 ms
     }
 
