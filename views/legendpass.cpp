@@ -161,11 +161,7 @@ void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect)
             break;
         case LegendSymbol::Marker: {
             const double r = 5 * s;
-            p->setPen(Qt::NoPen);
-            p->setBrush(th.labMarker);
-            p->drawPolygon(
-                QPolygonF({QPointF(mx, y - r), QPointF(mx + r, y), QPointF(mx, y + r), QPointF(mx - r, y)}));
-            p->setBrush(Qt::NoBrush);
+            diamond(p, QPointF(mx, y), r, th.labMarker, false);
             break;
         }
         }

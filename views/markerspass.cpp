@@ -1,6 +1,7 @@
 #include "markerspass.h"
 
 #include "paintcontext.h"
+#include "paintkit.h"
 #include "timeformat.h"
 #include "timelinestyle.h"
 
@@ -22,13 +23,7 @@ void MarkersPass::paintBand(QPainter *p, const PaintContext &ctx, const QRectF &
         if (x < ax.left || x > right) continue;
         const double r = 4 * ctx.metrics.scale;
         const double cy = band.center().y();
-        p->setPen(Qt::NoPen);
-        p->setBrush(th.labMarker);
-        p->setRenderHint(QPainter::Antialiasing, true);
-        p->drawPolygon(
-            QPolygonF({QPointF(x, cy - r), QPointF(x + r, cy), QPointF(x, cy + r), QPointF(x - r, cy)}));
-        p->setRenderHint(QPainter::Antialiasing, false);
-        p->setBrush(Qt::NoBrush);
+        diamond(p, QPointF(x, cy), r, th.labMarker, true);
         // A custom event (ingestion endpoint) says what it is itself: "label: detail".
         const QString text = e->kind == "custom" && !e->detail.empty()
                                  ? QString::fromStdString(e->detail)
@@ -73,13 +68,7 @@ void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &ca
             const double cy = top + ctx.metrics.callHeader + r + 2;
             p->setPen(QPen(th.labMarker, 1, Qt::DotLine));
             p->drawLine(QPointF(x, top + ctx.metrics.callHeader), QPointF(x, laneBottom));
-            p->setPen(Qt::NoPen);
-            p->setBrush(th.labMarker);
-            p->setRenderHint(QPainter::Antialiasing, true);
-            p->drawPolygon(
-                QPolygonF({QPointF(x, cy - r), QPointF(x + r, cy), QPointF(x, cy + r), QPointF(x - r, cy)}));
-            p->setRenderHint(QPainter::Antialiasing, false);
-            p->setBrush(Qt::NoBrush);
+            diamond(p, QPointF(x, cy), r, th.labMarker, true);
             QString text = QString::fromLatin1(markerLabel(e->kind));
             if (e->kind == "custom" && !e->detail.empty())
                 text = QString::fromStdString(e->detail);

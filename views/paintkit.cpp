@@ -39,4 +39,15 @@ void paintGrid(QPainter *p, const PaintContext &ctx, double top, double bottom)
             p->drawLine(QPointF(ax.timeToX(t), top), QPointF(ax.timeToX(t), bottom));
 }
 
+void diamond(QPainter *p, const QPointF &c, double r, const QColor &fill, bool antialiased)
+{
+    p->setPen(Qt::NoPen);
+    p->setBrush(fill);
+    p->setRenderHint(QPainter::Antialiasing, antialiased);
+    p->drawPolygon(QPolygonF({QPointF(c.x(), c.y() - r), QPointF(c.x() + r, c.y()), QPointF(c.x(), c.y() + r),
+                              QPointF(c.x() - r, c.y())}));
+    p->setRenderHint(QPainter::Antialiasing, false);
+    p->setBrush(Qt::NoBrush);
+}
+
 } // namespace rpcscope

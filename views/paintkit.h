@@ -38,6 +38,10 @@ private:
 // SVG readers cannot resolve.
 void hatch(QPainter *p, const QRectF &r);
 
+// A lab event's diamond, filled, of half-width r around c. Markers on the timeline are antialiased; the
+// legend's swatch is not, like the rest of the legend.
+void diamond(QPainter *p, const QPointF &c, double r, const QColor &fill, bool antialiased);
+
 // Vertical grid lines from top to bottom, aligned with the ruler's ticks.
 void paintGrid(QPainter *p, const PaintContext &ctx, double top, double bottom);
 

@@ -30,13 +30,7 @@ int cmdConvert(std::vector<std::string> args)
     std::map<std::string, std::string> opts;
     if (!parseOptions(rest, {"--to", "--port"}, {"--frames"}, &opts, &error)) return usageError(error);
     LoadOptions load;
-    if (opts.count("--port")) {
-        bool ok = false;
-        const uint port = QString::fromStdString(opts["--port"]).toUInt(&ok);
-        if (!ok || port == 0 || port > 65535)
-            return usageError("--port needs a TCP port (1-65535), got '" + opts["--port"] + "'");
-        load.serverPort = std::uint16_t(port);
-    }
+    if (!serverPortOption(opts, &load, &error)) return usageError(error);
     opts["--out"] = files[1];
     const FileFormat format = outputFormat(opts, &error);
     if (!error.empty()) return usageError(error);

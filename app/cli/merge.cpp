@@ -91,13 +91,7 @@ int cmdMerge(const std::vector<std::string> &args)
             return usageError("cannot tell the format of '" + opts["--out"] +
                               "' from its name; add --to FORMAT (" + formatNames() + ")");
     }
-    if (opts.count("--port")) {
-        bool ok = false;
-        const uint port = QString::fromStdString(opts["--port"]).toUInt(&ok);
-        if (!ok || port == 0 || port > 65535)
-            return usageError("--port needs a TCP port (1-65535), got '" + opts["--port"] + "'");
-        load.serverPort = std::uint16_t(port);
-    }
+    if (std::string error; !serverPortOption(opts, &load, &error)) return usageError(error);
     // Offsets are checked before anything is read, so a typo costs no time.
     std::vector<std::int64_t> offsetNs;
     for (const auto &[file, text] : offsets) {

@@ -114,4 +114,18 @@ bool outputsWritable(const std::map<std::string, std::string> &opts, std::string
     return true;
 }
 
+bool serverPortOption(const std::map<std::string, std::string> &opts, LoadOptions *load, std::string *error)
+{
+    const auto it = opts.find("--port");
+    if (it == opts.end()) return true;
+    bool ok = false;
+    const uint port = QString::fromStdString(it->second).toUInt(&ok);
+    if (!ok || port == 0 || port > 65535) {
+        *error = "--port needs a TCP port (1-65535), got '" + it->second + "'";
+        return false;
+    }
+    load->serverPort = std::uint16_t(port);
+    return true;
+}
+
 } // namespace rpcscope

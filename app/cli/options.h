@@ -24,6 +24,9 @@ Redaction takeRedaction(std::vector<std::string> *args, std::string *error);
 // --to, or else the name of --out; empty error when it is known.
 FileFormat outputFormat(const std::map<std::string, std::string> &opts, std::string *error);
 
+// --port (a pcap's HTTP/2 server port) into `load`, when given; false with the reason when it is no TCP port.
+bool serverPortOption(const std::map<std::string, std::string> &opts, LoadOptions *load, std::string *error);
+
 // Every file named by --json, --out, --png or --svg can be written: checked before any work is done, so that
 // a long capture is never made only to be lost at the end.
 bool outputsWritable(const std::map<std::string, std::string> &opts, std::string *error);
