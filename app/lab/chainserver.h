@@ -33,7 +33,7 @@ struct HopConfig
 };
 
 // What one hop saw and did for one call: the lab's ground truth, stamped with the capture's steady clock
-// (model/clock.h) so it can be set against what the relays saw.
+// (model/events/clock.h) so it can be set against what the relays saw.
 struct HopRecord
 {
     std::string callId;          // rpcscope-call-id received

@@ -33,7 +33,7 @@ public:
     // From now on every open connection forwards nothing in either direction and stays open; what arrives
     // is read and dropped. Connections accepted later are forwarded as usual.
     void blackhole();
-    // Steady ns (model/clock.h) when the client closed a blackholed connection: it noticed the loss.
+    // Steady ns (model/events/clock.h) when the client closed a blackholed connection: it noticed the loss.
     std::optional<std::int64_t> blackholeNoticedNs() const;
 
     int connections() const; // accepted so far

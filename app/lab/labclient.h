@@ -25,7 +25,7 @@ struct CallResult
     std::int64_t endNs = 0;
 };
 
-// The outcome of one streaming call. Times are steady ns (model/clock.h).
+// The outcome of one streaming call. Times are steady ns (model/events/clock.h).
 struct StreamResult
 {
     std::string callId;

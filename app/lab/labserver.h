@@ -9,7 +9,7 @@
 
 namespace rpcscope::lab {
 
-// One arrival of a call at the lab server, stamped with the capture's steady clock (model/clock.h) so tests
+// One arrival of a call at the lab server, stamped with the capture's steady clock (model/events/clock.h) so tests
 // can compare it with what the relay saw on the wire.
 struct Arrival
 {
