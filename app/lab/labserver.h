@@ -9,8 +9,8 @@
 
 namespace rpcscope::lab {
 
-// One arrival of a call at the lab server, stamped with the capture's steady clock (model/events/clock.h) so tests
-// can compare it with what the relay saw on the wire.
+// One arrival of a call at the lab server, stamped with the capture's steady clock (model/events/clock.h) so
+// tests can compare it with what the relay saw on the wire.
 struct Arrival
 {
     std::string callId;
