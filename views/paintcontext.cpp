@@ -15,8 +15,7 @@ QFont PaintContext::scaledFont(double px, double scale, bool bold)
 
 double PaintContext::laneY(size_t call) const
 {
-    const size_t b = layout.blockOfCall(call);
-    return b < layout.blocks().size() ? layout.blocks()[b].y : -1;
+    return layout.laneY(call);
 }
 
 QRectF PaintContext::attemptRect(size_t call, size_t attempt) const

@@ -111,6 +111,12 @@ public:
     size_t blockAt(double y) const;
     // Where call `call` has its lane, or blocks().size() when it is filtered out.
     size_t blockOfCall(size_t call) const;
+    // The top of the block showing `call`, or -1 when it is hidden.
+    double laneY(size_t call) const
+    {
+        const size_t b = blockOfCall(call);
+        return b < m_blocks.size() ? m_blocks[b].y : -1;
+    }
 
 private:
     void addCall(const TimelineStore &store, size_t call, const LaneMetrics &m);

@@ -113,9 +113,7 @@ PaintContext TimelinePainter::context(const QRectF &rect) const
 
 double TimelinePainter::laneY(size_t call) const
 {
-    const TimelineLayout &lay = layout();
-    const size_t b = lay.blockOfCall(call);
-    return b < lay.blocks().size() ? lay.blocks()[b].y : -1;
+    return layout().laneY(call);
 }
 
 QRectF TimelinePainter::attemptRect(size_t call, size_t attempt, const QRectF &rect) const

@@ -45,8 +45,7 @@ class TimelinePainter
 {
 public:
     using Options = TimelineOptions;
-    // Regions painted in the last paint(), for hit-testing and tests.
-    using GapLabel = rpcscope::GapLabel;
+    using GapLabel = rpcscope::GapLabel; // a gap label painted in the last paint(), for hit-testing and tests
 
     // What is under a point.
     struct Hit
@@ -129,8 +128,6 @@ public:
     void applyEviction(const std::vector<size_t> &evicted);
 
     static QColor statusColor(const Attempt &a);
-    // A new stream repeating a request the transport refused (REFUSED_STREAM, or a stream GOAWAY cut) without
-    // a higher grpc-previous-rpc-attempts: gRPC retries those transparently, outside the retry policy.
 
     // The whole trace (or [range]) at the given width, height as needed; the CLI's --png and exports use
     // this. scale multiplies every pixel (2 for a high-DPI or print copy) without changing the layout.

@@ -8,16 +8,18 @@ namespace rpcscope {
 
 void ZoomControl::setVisibleRange(qint64 startNs, qint64 endNs)
 {
+    // Clamped before it is compared: a range narrower than the minimum asked again is no change.
+    endNs = std::max(endNs, startNs + kMinRangeNs);
     if (startNs == m_startNs && endNs == m_endNs) return;
     m_startNs = startNs;
-    m_endNs = std::max(endNs, startNs + kMinRangeNs);
+    m_endNs = endNs;
     emit rangeChanged(m_startNs, m_endNs);
 }
 
 void ZoomControl::setRange(qint64 startNs, qint64 endNs)
 {
     if (endNs < startNs) std::swap(startNs, endNs);
-    setVisibleRange(startNs, std::max(endNs, startNs + kMinRangeNs));
+    setVisibleRange(startNs, endNs);
     setModes(false, false);
 }
 
