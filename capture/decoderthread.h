@@ -47,7 +47,8 @@ public:
     void releaseHandoffPipe(const int pipe[2]);
 
     // Bytes pushed but not yet decoded, now and at most so far.
-    size_t backlog() const { return m_backlog.load(); }
+    // Relaxed: the relay asks on every read only to decide whether to stop handing bytes over.
+    size_t backlog() const { return m_backlog.load(std::memory_order_relaxed); }
     size_t peakBacklog() const { return m_peakBacklog.load(); }
 
 private:

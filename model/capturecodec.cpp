@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace rpcscope {
 
@@ -76,21 +77,18 @@ void toProto(const WireEvent &e, const Redaction *redaction, capture::Event *p)
 // Files written before the violation fields said a broken rule only as its sentence (describe()).
 std::optional<ProtocolViolation> violationFromSentence(const std::string &s, Direction by)
 {
-    ProtocolViolation v;
-    v.by = by;
-    const std::string head = describe(v); // "protocol error by the client:  (NO_ERROR)"
-    const std::string prefix = head.substr(0, head.find(": ") + 2);
+    const std::string_view prefix =
+        by == Direction::ClientToServer ? "protocol error by the client: " : "protocol error by the server: ";
+    if (!std::string_view(s).starts_with(prefix)) return std::nullopt; // most notices: no allocation
     const size_t open = s.rfind(" (");
-    if (s.rfind(prefix, 0) != 0 || open == std::string::npos || open < prefix.size() || s.back() != ')')
-        return std::nullopt;
+    if (open == std::string::npos || open < prefix.size() || s.back() != ')') return std::nullopt;
     const std::string name = s.substr(open + 2, s.size() - open - 3);
-    for (std::uint32_t code = 0; code < 14; ++code)
-        if (h2ErrorName(code) == name) {
-            v.rule = s.substr(prefix.size(), open - prefix.size());
-            v.errorCode = code;
-            return v;
-        }
-    return std::nullopt;
+    // Every code h2ErrorName knows by name; past them it says "error N".
+    for (std::uint32_t code = 0;; ++code) {
+        const std::string known = h2ErrorName(code);
+        if (known.starts_with("error ")) return std::nullopt;
+        if (known == name) return ProtocolViolation{by, s.substr(prefix.size(), open - prefix.size()), code};
+    }
 }
 
 } // namespace

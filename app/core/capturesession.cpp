@@ -9,6 +9,7 @@
 #include <QDateTime>
 #include <QTimerEvent>
 #include <arpa/inet.h>
+#include <atomic>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -97,8 +98,13 @@ bool CaptureSession::parseHopSpec(const QString &text, HopSpec *out, QString *er
 
 struct CaptureSession::Recording
 {
-    std::mutex mu;
+    std::mutex mu; // one append at a time, in the model's order; held while the model sink waits (up to 2 s)
     std::unique_ptr<CaptureFileStream> file = std::make_unique<CaptureFileStream>();
+    // What the polls read (the CLI's every 20 ms, on the thread the model sink may be waiting for), so they
+    // never take mu: the sink keeps them up to date after each append. `error` is set once, before `failed`.
+    std::atomic<std::int64_t> bytes{0};
+    std::atomic<bool> failed{false};
+    std::string error;
 };
 
 void CaptureSession::setRecordTo(const QString &path)
@@ -124,16 +130,13 @@ QString CaptureSession::recordingPartialPath() const
 
 QString CaptureSession::recordingError() const
 {
-    if (!m_recording) return {};
-    std::lock_guard lk(m_recording->mu);
-    return QString::fromStdString(m_recording->file->error());
+    if (!m_recording || !m_recording->failed.load(std::memory_order_acquire)) return {};
+    return QString::fromStdString(m_recording->error);
 }
 
 std::int64_t CaptureSession::recordingBytesWritten() const
 {
-    if (!m_recording) return 0;
-    std::lock_guard lk(m_recording->mu);
-    return m_recording->file->bytesWritten();
+    return m_recording ? m_recording->bytes.load(std::memory_order_relaxed) : 0;
 }
 
 // A start that failed part way: its recording holds nothing worth keeping.
@@ -179,15 +182,17 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         forward = [forward, recording](EventBatch &&batch) {
             std::lock_guard lk(recording->mu);
             recording->file->append(batch); // after a failure it drops batches; recordingError() says why
+            recording->bytes.store(recording->file->bytesWritten(), std::memory_order_relaxed);
+            if (recording->file->failed() && !recording->failed.load(std::memory_order_relaxed)) {
+                recording->error = recording->file->error();
+                recording->failed.store(true, std::memory_order_release);
+            }
             forward(std::move(batch));
         };
     }
     auto sink = [forward, stats, pauses](EventBatch &&batch) {
         // Connection opens and closes are kept, so a paused stretch never leaves a connection dangling.
-        std::erase_if(batch, [&](const WireEvent &e) {
-            return e.kind != EventKind::ConnectionOpened && e.kind != EventKind::ConnectionClosed &&
-                   pauses->covers(e.tNs);
-        });
+        pauses->dropCovered(batch);
         if (batch.empty()) return;
         stats->events += batch.size();
         for (const WireEvent &e : batch)
@@ -287,12 +292,18 @@ std::unique_ptr<CaptureFileStream> CaptureSession::stopAndTakeRecording()
     return file;
 }
 
-bool CaptureSession::Pauses::covers(std::int64_t t)
+void CaptureSession::Pauses::dropCovered(EventBatch &batch)
 {
+    // One lock a batch, and nothing to do for a session never paused (the CLI's).
     std::lock_guard lk(mu);
-    for (const auto &[from, to] : spans)
-        if (t >= from && t < to) return true;
-    return false;
+    if (spans.empty()) return;
+    // Connection opens and closes are kept, so a paused stretch never leaves a connection dangling.
+    std::erase_if(batch, [&](const WireEvent &e) {
+        if (e.kind == EventKind::ConnectionOpened || e.kind == EventKind::ConnectionClosed) return false;
+        for (const auto &[from, to] : spans)
+            if (e.tNs >= from && e.tNs < to) return true;
+        return false;
+    });
 }
 
 void CaptureSession::setPaused(bool paused)

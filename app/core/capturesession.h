@@ -154,7 +154,7 @@ private:
     {
         std::mutex mu;
         std::vector<std::pair<std::int64_t, std::int64_t>> spans;
-        bool covers(std::int64_t t);
+        void dropCovered(EventBatch &batch); // the events recorded while paused
     };
     // Shared with the sinks, which run on relay threads and may outlive a stop() by one queued batch.
     std::shared_ptr<Pauses> m_pauses = std::make_shared<Pauses>();
