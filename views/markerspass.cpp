@@ -7,6 +7,7 @@
 
 #include <QFontMetricsF>
 #include <QPainter>
+#include <QPolygonF>
 #include <algorithm>
 
 namespace rpcscope {
@@ -134,6 +135,22 @@ void MarkersPass::paintOverlay(QPainter *p, const PaintContext &ctx)
         p->fillRect(box, th.selection);
         p->setPen(th.background);
         p->drawText(box, Qt::AlignCenter, text);
+    }
+    if (const auto playhead = zoom.playheadNs()) {
+        // A replay's playhead: a line from the ruler down, with a head in the ruler to find it by.
+        const TimeAxis &ax = ctx.axis;
+        const double x = ax.timeToX(*playhead);
+        if (x >= ax.left && x <= rect.right()) {
+            const double rulerTop = rect.top() + (ctx.options.title.isEmpty() ? 0 : ctx.metrics.titleHeight);
+            p->setClipping(false);
+            p->setRenderHint(QPainter::Antialiasing);
+            p->setPen(QPen(th.selection, 2 * ctx.metrics.scale));
+            p->drawLine(QPointF(x, rulerTop), QPointF(x, bottom));
+            const double s = 6 * ctx.metrics.scale;
+            p->setBrush(th.selection);
+            p->drawPolygon(
+                QPolygonF({QPointF(x - s, rulerTop), QPointF(x + s, rulerTop), QPointF(x, rulerTop + s)}));
+        }
     }
     p->restore();
 }

@@ -109,7 +109,27 @@ void SwimlaneView::onTimelineChanged()
         m_zoom.slideTo(m_model->store().latestNs());
         m_zoom.setScrollY(m_painter.contentHeight(width()));
     }
+    if (!m_zoom.isFollowing()) fitIfNothingInRange();
     clampScroll();
+    update();
+}
+
+void SwimlaneView::fitIfNothingInRange()
+{
+    const auto &calls = m_model->store().calls();
+    if (calls.empty() || m_drag != Drag::None) return;
+    const qint64 from = m_zoom.rangeStart(), to = m_zoom.rangeEnd(), latest = m_model->store().latestNs();
+    // From the newest: a live or just-zoomed view usually holds one of the last calls, so this stops early.
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+        if (it->startNs() <= to && it->endNs().value_or(latest) >= from) return;
+    fitAll();
+    emit refitted(QStringLiteral("Nothing in this range: fitted to the whole run"));
+}
+
+void SwimlaneView::setPlayhead(std::optional<qint64> ns)
+{
+    if (m_zoom.playheadNs() == ns) return;
+    m_zoom.setPlayheadNs(ns);
     update();
 }
 
@@ -154,6 +174,7 @@ void SwimlaneView::zoomBy(double factor, double anchorX)
 {
     const TimeAxis ax = m_painter.axis(canvas());
     m_zoom.zoomBy(factor, ax.xToTime(std::max(anchorX, ax.left)));
+    fitIfNothingInRange();
     update();
 }
 
@@ -162,6 +183,7 @@ void SwimlaneView::panPixels(double dx, double dy)
     if (dx != 0) {
         const TimeAxis ax = m_painter.axis(canvas());
         m_zoom.panBy(-qint64(dx * ax.nsPerPx));
+        fitIfNothingInRange(); // not while dragging: the drag may be on its way back
     }
     m_zoom.setScrollY(m_zoom.scrollY() - int(dy));
     clampScroll();

@@ -53,6 +53,8 @@ public slots:
     void setDark(bool on);
     void setWorkshop(bool on);
     void setWallClock(bool on);
+    // A replay's playhead line (absolute steady ns); nullopt removes it.
+    void setPlayhead(std::optional<qint64> ns);
 
 signals:
     void followChanged(bool following);
@@ -60,6 +62,8 @@ signals:
     void rangeChanged(qint64 startNs, qint64 endNs);
     // The user selected an attempt, or cleared the selection (call = attempt = -1).
     void attemptSelected(int call, int attempt);
+    // The visible range held no calls (after new data, a zoom or a pan), so the view fitted the whole run.
+    void refitted(const QString &why);
 
 protected:
     void paintEvent(QPaintEvent *) override;
@@ -81,6 +85,8 @@ private:
     void onModelReset();
     void panPixels(double dx, double dy);
     void clampScroll();
+    // A view never shows nothing: fits when the store has calls and the range holds none.
+    void fitIfNothingInRange();
     void updateOptions(const std::function<void(TimelinePainter::Options &)> &change);
 
     TimelineModel *m_model;
