@@ -109,6 +109,7 @@ void LabPanel::runScenario()
                               .arg(QString::fromStdString(error).toHtmlEscaped()));
         return;
     }
+    if (m_beforeRun && !m_beforeRun(m_scenario)) return;
     m_runAction->setEnabled(false);
     m_stopAction->setEnabled(true);
     m_stopRequested = false;

@@ -3,6 +3,7 @@
 #include <QString>
 #include <QWidget>
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -38,6 +39,11 @@ public:
     QString scenario() const { return m_scenario; }
     // Waits for a run still going (the window calls it while it is still whole: the run signals it).
     void waitForRun();
+    // Asked on the GUI thread before a run starts; false cancels it (the window puts the run on a stage of
+    // its own).
+    void setBeforeRun(std::function<bool(const QString &scenario)> hook) { m_beforeRun = std::move(hook); }
+    // A run's thread is going (until the window has seen it finish).
+    bool isRunning() const { return m_worker.joinable(); }
 
 public slots:
     void runScenario();
@@ -67,6 +73,7 @@ private:
     QLabel *m_result;
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
+    std::function<bool(const QString &)> m_beforeRun;
 };
 
 } // namespace rpcscope

@@ -103,11 +103,15 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
                        "and legend"));
     tb->addWidget(exportButton);
     addActions({exportAction, copy});
-    QAction *clear = tb->addAction(QStringLiteral("Clear"), model, &TimelineModel::clear);
+    QAction *clear = tb->addAction(QStringLiteral("Clear"), this, [this] { clearStage(); });
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
+    clear->setToolTip(
+        QStringLiteral("Clear the run shown, asking first when it is not saved; the clock starts at "
+                       "0 again (Ctrl+L)"));
     buildViewControls(tb);
     buildFileAndCapture(tb);
     buildDecoding(tb);
+    buildRuns(tb); // the run list above the timeline, Replay on the toolbar
     auto *quit = new QAction(QStringLiteral("Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "capturesession.h"
+#include "runlist.h"
 
 #include <QMainWindow>
 #include <memory>
@@ -8,6 +9,7 @@
 
 class QAction;
 class QActionGroup;
+class QComboBox;
 class QDockWidget;
 class QLabel;
 class QMenu;
@@ -21,6 +23,8 @@ class CapturePanel;
 class LabPanel;
 class MergePanel;
 class MergeSet;
+class Replayer;
+class RunBar;
 class SchemaController;
 class SwimlaneView;
 class TimelineModel;
@@ -72,6 +76,27 @@ public slots:
     // Off for unattended runs (--screenshot): closing never asks about an unsaved session.
     void setPromptOnClose(bool on) { m_promptOnClose = on; }
 
+    // Runs (mainwindow_runs.cpp). Every lab run, live capture and opened file is a run with its own clock
+    // from 0, fitted when it starts; the model holds the one shown (the stage), the run list the others.
+    RunList *runs() const { return m_runs; }
+    RunBar *runBar() const { return m_runBar; }
+    Replayer *replayer() const { return m_replayer; }
+    // Shows another run (the one shown is archived). False, with a status message, while the one shown is
+    // still being recorded.
+    bool showRun(int index);
+    // Asks first when it is not saved (unless `ask` is false or prompts are off).
+    bool closeRun(int index, bool ask = true);
+    void renameRun(int index, const QString &name);
+    bool saveRun(int index, const QString &path, QString *error = nullptr);
+    // Clear (Ctrl+L): drops the calls shown (asking first when they are not saved), restarts the clock at 0
+    // and fits.
+    bool clearStage(bool ask = true);
+    // A lab scenario or a live capture is still feeding the run shown.
+    bool isRecording() const;
+    // Replay of the run shown: starts (paused at 0 when !play), leaves (the whole run is shown again).
+    bool startReplay(bool play = true);
+    void stopReplay();
+
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
     void scenarioFinished(bool expectationHeld, const QString &summary);
@@ -102,6 +127,18 @@ private:
     std::optional<std::pair<qint64, qint64>> exportRange() const;
     QString exportTitle() const;
     void buildViewControls(QToolBar *tb);
+    void buildRuns(QToolBar *tb);
+    // Archives the run shown and puts a new, empty one on stage (its clock from now when `freshClock`),
+    // fitted. False while a lab scenario is still running.
+    bool beginRun(const QString &name, RunList::Kind kind, const QString &source, bool freshClock);
+    void archiveStage();
+    void putOnStage(int index);
+    void updateTitle();
+    void updateRunAction();
+    void refreshRunBar();
+    bool confirmUnsavedRuns();
+    void renameRunInteractive(int index);
+    void saveRunInteractive(int index);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -129,6 +166,14 @@ private:
     bool m_merging = false;
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;
+    RunList *m_runs = nullptr;
+    RunBar *m_runBar = nullptr;
+    Replayer *m_replayer = nullptr;
+    QAction *m_replayAction = nullptr;
+    QAction *m_playAction = nullptr;
+    QComboBox *m_speedBox = nullptr;
+    bool m_replayUnsaved = false;  // the run replayed was not saved before the replay
+    bool m_mergeStartsRun = false; // the next merge replaces the stage: a run of its own
 };
 
 } // namespace rpcscope
