@@ -15,6 +15,9 @@
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
+#include <QApplication>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -83,6 +86,17 @@ class TestRuns : public QObject
                                              [](const Call &c) { return c.endNs().has_value(); }),
                                  10000);
         QTest::qWait(100); // a last batch (connection closes) may still be queued
+    }
+
+    // Answers the next message box with `button`, keeping its text.
+    static void answerNextQuestion(QMessageBox::StandardButton button, QString *text)
+    {
+        QTimer::singleShot(100, [button, text] {
+            auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+            if (!box) return;
+            *text = box->text();
+            box->button(button)->click();
+        });
     }
 
     // Every call of the stage lies within the visible range.
@@ -304,6 +318,14 @@ private slots:
         }
         QCOMPARE(window.runs()->count(), 3);
         QVERIFY(window.showRun(0));
+        // Quitting asks about a run that is not shown and not saved; Cancel keeps the window.
+        QVERIFY(!window.runs()->at(0).unsaved && window.runs()->at(2).unsaved);
+        window.setPromptOnClose(true);
+        QString asked;
+        answerNextQuestion(QMessageBox::Cancel, &asked);
+        QVERIFY(!window.close());
+        QVERIFY2(asked.contains(QStringLiteral("retry-basic (2)")), qPrintable(asked));
+        window.setPromptOnClose(false);
         m_window = nullptr;
         window.close();
     }
@@ -335,6 +357,14 @@ private slots:
 
         view->setRange(origin + 1'000, origin + 2'000'000);
         QVERIFY(!view->followsLive());
+        // Clear asks before dropping unsaved calls, as Quit does; Cancel keeps them.
+        window.setPromptOnClose(true);
+        QString asked;
+        answerNextQuestion(QMessageBox::Cancel, &asked);
+        QVERIFY(!window.clearStage());
+        QVERIFY2(asked.contains(QStringLiteral("not saved")), qPrintable(asked));
+        QVERIFY(!model.store().calls().empty());
+        window.setPromptOnClose(false);
         QVERIFY(window.clearStage(false));
         QVERIFY(model.store().calls().empty());
         QVERIFY(model.eventLog().isEmpty());
@@ -361,6 +391,9 @@ private slots:
         window.replayer()->tick();
         QVERIFY(!model.store().calls().empty());
         QVERIFY(model.store().calls().size() <= calls);
+        const QString shotDir = QString::fromLocal8Bit(qgetenv("RPCSCOPE_SHOT_DIR"));
+        if (!shotDir.isEmpty())
+            QVERIFY(window.grab().save(QDir(shotDir).filePath(QStringLiteral("runs-replay.png"))));
         QCOMPARE(view->timelinePainter().rangeStart(), fitted.first);
         QCOMPARE(view->timelinePainter().rangeEnd(), fitted.second);
         QCOMPARE(*view->zoomControl().playheadNs(), window.replayer()->startNs() + now);
