@@ -220,6 +220,8 @@ void MainWindow::runScenario()
 
 QString MainWindow::exportTitle() const
 {
+    if (m_runs && m_runs->current() >= 0) // what is shown, a file or a renamed run as much as a scenario
+        return QStringLiteral("rpcscope — %1").arg(m_runs->at(m_runs->current()).name);
     return m_lab ? QStringLiteral("rpcscope — %1").arg(m_labPanel->scenario()) : QStringLiteral("rpcscope");
 }
 

@@ -47,6 +47,9 @@ void RunBar::refresh(bool stageUnsaved, size_t stageCalls, bool recording)
         tip += unsaved ? QStringLiteral(" · not saved") : QStringLiteral(" · saved");
         if (onStage && recording)
             tip += QStringLiteral("<br><i>still recording: other runs can be shown when it ends</i>");
+        else if (recording)
+            tip += QStringLiteral("<br><i>can be shown when the run being recorded ends</i>");
+        setTabEnabled(i, onStage || !recording);
         if (tabToolTip(i) != tip) setTabToolTip(i, tip);
     }
     setCurrentIndex(m_runs->current());
