@@ -3,6 +3,7 @@
 #include "timelinemodel.h"
 #include "timelinetooltips.h"
 
+#include <QCursor>
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
@@ -10,6 +11,7 @@
 #include <QScrollBar>
 #include <QToolTip>
 #include <QWheelEvent>
+#include <cmath>
 
 namespace rpcscope {
 
@@ -27,6 +29,8 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     setMouseTracking(true);
     setMinimumSize(640, 240);
     setAttribute(Qt::WA_OpaquePaintEvent);
+    setStatusTip(QStringLiteral("Wheel scrolls lanes · Ctrl+wheel zooms at the cursor · Shift+wheel pans "
+                                "time · W/S zoom · A/D pan · F fits · L follows live"));
     TimelinePainter::Options o;
     o.legend = true;
     m_painter.setOptions(o);
@@ -281,11 +285,20 @@ void SwimlaneView::paintEvent(QPaintEvent *)
 
 void SwimlaneView::wheelEvent(QWheelEvent *e)
 {
-    const double notches = e->angleDelta().y() / 120.0;
-    if (e->modifiers() & Qt::ShiftModifier) {
-        panPixels(0, notches * 60);
-    } else {
+    // Plain wheel scrolls the lanes (as every list does), Ctrl+wheel zooms at the cursor, Shift+wheel or a
+    // sideways swipe pans time.
+    const QPoint delta = e->angleDelta();
+    const double notches = delta.y() / 120.0;
+    if (e->modifiers() & Qt::ControlModifier) {
         zoomBy(std::pow(kZoomPerNotch, -notches), e->position().x());
+    } else if (e->modifiers() & Qt::ShiftModifier) {
+        // Some platforms turn Shift+wheel into a horizontal delta.
+        const double along = (delta.y() != 0 ? delta.y() : delta.x()) / 120.0;
+        panPixels(along * width() / 10.0, 0);
+    } else if (delta.x() != 0 && std::abs(delta.x()) > std::abs(delta.y())) {
+        panPixels(delta.x() / 120.0 * width() / 10.0, 0);
+    } else {
+        panPixels(0, notches * 60);
     }
     e->accept();
 }
@@ -422,6 +435,20 @@ void SwimlaneView::keyPressEvent(QKeyEvent *e)
         break;
     case Qt::Key_Minus:
         zoomBy(1.5, centre);
+        break;
+    // W/S zoom and A/D pan as in Perfetto and chrome://tracing; zooming keeps the time under the mouse.
+    case Qt::Key_W:
+    case Qt::Key_S: {
+        const QPoint mouse = mapFromGlobal(QCursor::pos());
+        const double at = rect().contains(mouse) && mouse.x() > m_painter.labelWidth() ? mouse.x() : centre;
+        zoomBy(e->key() == Qt::Key_W ? 1 / 1.5 : 1.5, at);
+        break;
+    }
+    case Qt::Key_A:
+        panPixels(width() / 8.0, 0);
+        break;
+    case Qt::Key_D:
+        panPixels(-width() / 8.0, 0);
         break;
     case Qt::Key_Left:
         panPixels(width() / 8.0, 0);

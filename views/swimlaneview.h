@@ -16,8 +16,10 @@ namespace rpcscope {
 class TimelineModel;
 
 // The live swimlane widget.
-// - Wheel zooms at the cursor, Shift+wheel scrolls, dragging pans, Shift+drag or right-drag zooms to a span.
-// - Keys: +/- zoom, arrows pan, F fits the whole trace and keeps fitting it as calls arrive, L follows live
+// - Wheel scrolls the lanes, Ctrl+wheel zooms at the cursor, Shift+wheel pans time, dragging pans, Shift+drag
+//   or right-drag zooms to a span.
+// - Keys: +/- and W/S zoom, arrows and A/D pan, F fits the whole trace and keeps fitting it as calls arrive,
+// L follows live
 //   (keeps the zoom and scrolls with the newest calls), Home/End jump to the start/end of the trace.
 // - Hovering an attempt shows its details; clicking selects it (attemptSelected).
 class SwimlaneView : public QWidget

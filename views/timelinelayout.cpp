@@ -28,7 +28,25 @@ LaneFilter LaneFilter::parse(const QString &line)
             words << w;
     }
     f.text = words.join(QLatin1Char(' '));
+    if (!f.status.isEmpty() && !knownStatus(f.status))
+        f.problem =
+            QStringLiteral("unknown status '%1': use a gRPC code name, failed, ok or inflight").arg(f.status);
     return f;
+}
+
+bool LaneFilter::knownStatus(const QString &name)
+{
+    // The outcome is matched by substring ("UNAVAIL" is fine), so a name is known when it is part of one.
+    static const QStringList words = [] {
+        QStringList w{QStringLiteral("failed"),     QStringLiteral("ok"),
+                      QStringLiteral("inflight"),   QStringLiteral("no status"),
+                      QStringLiteral("RST_STREAM"), QStringLiteral("refused by GOAWAY")};
+        for (int code = 0; code <= 16; ++code)
+            w << QString::fromLatin1(grpcStatusName(code));
+        return w;
+    }();
+    return std::any_of(words.begin(), words.end(),
+                       [&](const QString &w) { return w.contains(name, Qt::CaseInsensitive); });
 }
 
 bool LaneFilter::matches(const Call &call) const

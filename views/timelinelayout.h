@@ -31,8 +31,13 @@ struct LaneFilter
     QString text;
     // Nested by chain: the calls (by key) whose nested calls are folded away (double-click a call's header).
     std::set<std::string> collapsed;
+    // Why the line cannot match as meant (an unknown status: name), for the filter box; empty when fine.
+    QString problem;
 
     static LaneFilter parse(const QString &line);
+    // Whether `name` is something status: can mean: a gRPC code name or a part of one, failed, ok, inflight
+    // or a wire outcome's word (RST_STREAM, GOAWAY, "no status").
+    static bool knownStatus(const QString &name);
     bool isEmpty() const { return method.isEmpty() && status.isEmpty() && text.isEmpty(); }
     bool matches(const Call &call) const;
     bool operator==(const LaneFilter &) const = default;

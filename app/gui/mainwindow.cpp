@@ -1,6 +1,7 @@
 #include "mainwindow.h"
 
 #include "attemptinspector.h"
+#include "callsfilterproxy.h"
 #include "labpanel.h"
 #include "labsession.h"
 #include "swimlaneview.h"
@@ -19,6 +20,7 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QSettings>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QToolButton>
@@ -34,7 +36,10 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     setCentralWidget(m_view);
 
     auto *calls = new QTreeView(this);
-    calls->setModel(model);
+    calls->setObjectName(QStringLiteral("callsTree"));
+    m_calls = calls;
+    m_callsProxy = new CallsFilterProxy(model, this);
+    calls->setModel(m_callsProxy);
     calls->setUniformRowHeights(true);
     calls->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     auto *dock = new QDockWidget(QStringLiteral("Calls"), this);
@@ -43,7 +48,8 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     addDockWidget(Qt::BottomDockWidgetArea, dock);
     // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector).
     connect(calls->selectionModel(), &QItemSelectionModel::currentChanged, this,
-            [this](const QModelIndex &i) {
+            [this](const QModelIndex &proxyIndex) {
+                const QModelIndex i = m_callsProxy->mapToSource(proxyIndex);
                 if (i.isValid() && i.parent().isValid()) m_view->selectAttempt(i.parent().row(), i.row());
             });
 
@@ -56,9 +62,11 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     splitDockWidget(dock, inspectorDock, Qt::Horizontal);
     connect(m_view, &SwimlaneView::attemptSelected, m_inspector, &AttemptInspector::showAttempt);
     // ... and a click on the timeline shows the attempt's row in the tree (selectAttempt ignores a repeat).
-    connect(m_view, &SwimlaneView::attemptSelected, calls, [calls, model](int call, int attempt) {
+    connect(m_view, &SwimlaneView::attemptSelected, calls, [this, calls, model](int call, int attempt) {
         if (call < 0) return;
-        const QModelIndex row = model->index(attempt, 0, model->index(call, 0));
+        // Filtered out of the table (a lane the filter hides cannot be clicked, but a selection can stay).
+        const QModelIndex row = m_callsProxy->mapFromSource(model->index(attempt, 0, model->index(call, 0)));
+        if (!row.isValid()) return;
         calls->scrollTo(row);
         calls->setCurrentIndex(row);
     });
@@ -138,7 +146,9 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     scenarioDock->setWidget(m_labPanel);
     addDockWidget(Qt::LeftDockWidgetArea, scenarioDock);
     resize(1400, 820);
+    const bool firstStart = !QSettings().contains(QStringLiteral("window/state"));
     restoreLayout();
+    buildPresenting(m_viewBar, firstStart);
 }
 
 void MainWindow::buildViewControls(QToolBar *)
@@ -146,6 +156,7 @@ void MainWindow::buildViewControls(QToolBar *)
     addToolBarBreak();
     QToolBar *tb = addToolBar(QStringLiteral("View"));
     tb->setObjectName(QStringLiteral("view"));
+    m_viewBar = tb;
     tb->setToolButtonStyle(Qt::ToolButtonTextOnly);
     auto *filter = new QLineEdit(this);
     filter->setObjectName(QStringLiteral("filter"));
@@ -155,6 +166,7 @@ void MainWindow::buildViewControls(QToolBar *)
     filter->setMinimumWidth(300);
     filter->setToolTip(QStringLiteral("Show only matching calls (Ctrl+F)"));
     connect(filter, &QLineEdit::textChanged, m_view, &SwimlaneView::setFilterText);
+    m_filterBox = filter;
     tb->addWidget(filter);
     auto *focusFilter = new QAction(this);
     focusFilter->setShortcut(QKeySequence::Find);

@@ -6,6 +6,7 @@
 #include <QMainWindow>
 #include <memory>
 #include <optional>
+#include <vector>
 
 class QAction;
 class QActionGroup;
@@ -15,10 +16,13 @@ class QLabel;
 class QMenu;
 class QTimer;
 class QToolBar;
+class QTreeView;
+class QLineEdit;
 
 namespace rpcscope {
 
 class AttemptInspector;
+class CallsFilterProxy;
 class CapturePanel;
 class LabPanel;
 class MergePanel;
@@ -28,6 +32,7 @@ class RunBar;
 class SchemaController;
 class SwimlaneView;
 class TimelineModel;
+class WindowLook;
 
 namespace lab {
 class LabSession;
@@ -75,6 +80,14 @@ public slots:
     SchemaController *schemas() const { return m_schemas; }
     // Off for unattended runs (--screenshot): closing never asks about an unsaved session.
     void setPromptOnClose(bool on) { m_promptOnClose = on; }
+    // Presenting (mainwindow_present.cpp): the Calls dock's tree (over a proxy that follows the filter), the
+    // whole window's workshop and dark look, the timeline alone (F10) and full screen (F11).
+    QTreeView *callsTree() const { return m_calls; }
+    CallsFilterProxy *callsProxy() const { return m_callsProxy; }
+    WindowLook *look() const { return m_look; }
+    LabPanel *labPanel() const { return m_labPanel; }
+    bool timelineOnly() const { return m_timelineOnlyAction && m_timelineOnlyAction->isChecked(); }
+    void setTimelineOnly(bool on);
 
     // Runs (mainwindow_runs.cpp). Every lab run, live capture and opened file is a run with its own clock
     // from 0, fitted when it starts; the model holds the one shown (the stage), the run list the others.
@@ -139,6 +152,8 @@ private:
     bool confirmUnsavedRuns();
     void renameRunInteractive(int index);
     void saveRunInteractive(int index);
+    void buildPresenting(QToolBar *viewBar, bool firstStart);
+    void showFilterProblem(const QString &problem);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -164,6 +179,15 @@ private:
     QTimer *m_remergeTimer = nullptr;
     std::uint64_t m_mergedGeneration = 0; // the event log's generation right after the last merge
     bool m_merging = false;
+    QTreeView *m_calls = nullptr;
+    CallsFilterProxy *m_callsProxy = nullptr;
+    QLineEdit *m_filterBox = nullptr;
+    QToolBar *m_viewBar = nullptr;
+    WindowLook *m_look = nullptr;
+    QAction *m_timelineOnlyAction = nullptr;
+    QAction *m_fullScreenAction = nullptr;
+    std::vector<QWidget *> m_hiddenForTimeline; // docks and toolbars Timeline only hid, to bring back
+    QString m_filterToolTip;
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;
     RunList *m_runs = nullptr;

@@ -413,6 +413,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
             }
         }
     }
+    setTimelineOnly(false); // the layout saved is the one with the docks
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
