@@ -17,6 +17,7 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QToolButton>
+#include <QTreeWidget>
 
 namespace rpcscope {
 
@@ -43,6 +44,12 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     m_darkAction->setToolTip(QStringLiteral("Dark theme for the whole window (Ctrl+Shift+D)"));
     // Its rows carry fonts of their own, made for the old size.
     connect(m_look, &WindowLook::changed, m_inspector, &AttemptInspector::refresh);
+    // Its name column is sized in pixels: it grows with the text, so that names are not elided.
+    connect(m_workshopAction, &QAction::toggled, this, [this](bool on) {
+        QTreeWidget *tree = m_inspector->tree();
+        const double scale = on ? WindowLook::kWorkshopFontScale : 1 / WindowLook::kWorkshopFontScale;
+        tree->setColumnWidth(0, int(tree->columnWidth(0) * scale + 0.5));
+    });
     new ShortcutRouter(this, m_view);
 
     // The Calls dock shows the calls the timeline shows.

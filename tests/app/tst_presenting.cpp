@@ -171,7 +171,9 @@ private slots:
         }
         const double timelineBefore = pointSize(w->swimlanes());
         const int treeRowBefore = w->callsTree()->sizeHintForRow(0);
+        const int nameColumn = w->inspector()->tree()->columnWidth(0);
         w->setWorkshop(true);
+        QVERIFY(w->inspector()->tree()->columnWidth(0) > nameColumn);
         QVERIFY(w->look()->workshop());
         for (size_t i = 0; i < widgets.size(); ++i) {
             QCOMPARE(pointSize(widgets[i]), before[i] * WindowLook::kWorkshopFontScale);
@@ -191,6 +193,7 @@ private slots:
         w->setWorkshop(false);
         for (size_t i = 0; i < widgets.size(); ++i)
             QCOMPARE(pointSize(widgets[i]), before[i]);
+        QCOMPARE(w->inspector()->tree()->columnWidth(0), nameColumn);
         QCOMPARE(pointSize(w->swimlanes()), timelineBefore);
         QVERIFY(!w->testAttribute(Qt::WA_SetFont));
     }
