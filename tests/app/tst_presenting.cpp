@@ -258,6 +258,17 @@ private slots:
         QTest::keyClick(filter, Qt::Key_E, Qt::ControlModifier);
         QCOMPARE(exported.count(), 1);
         QCOMPARE(filter->cursorPosition(), 0); // not moved to the end of the line
+        // Ctrl+E is the line edit's end-of-line only with the X11 key scheme, which offscreen lacks: a window
+        // action on Ctrl+Right (the field's next word on every scheme) shows the field giving up a window's
+        // key.
+        auto *nextWordAction = new QAction(w);
+        nextWordAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Right));
+        w->addAction(nextWordAction);
+        QSignalSpy nextWord(nextWordAction, &QAction::triggered);
+        QTest::keyClick(filter, Qt::Key_Right, Qt::ControlModifier);
+        QCOMPARE(nextWord.count(), 1);
+        QCOMPARE(filter->cursorPosition(), 0);
+        delete nextWordAction;
         // Select all stays the field's.
         QTest::keyClick(filter, Qt::Key_A, Qt::ControlModifier);
         QCOMPARE(filter->selectedText(), QStringLiteral("fw"));
