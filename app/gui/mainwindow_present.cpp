@@ -31,7 +31,10 @@ const char *const kKeysHelp =
     "or right-drag zooms to a span<br><br>"
     "<b>Window</b><br>"
     "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+E export PNG · Ctrl+Shift+C copy · Ctrl+L clear · "
-    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen";
+    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen<br><br>"
+    "<b>Runs and replay</b><br>"
+    "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
+    "[ slower · ] faster";
 } // namespace
 
 void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
