@@ -207,6 +207,8 @@ void TimelineIndex::absorbAttempt(size_t call, size_t k)
              std::abs(a.startNs + *a.timeoutNs - *c.deadlineNs()) > attemptTimeoutSlack(*a.timeoutNs))
         use |= 1u << kUseAttemptTimeout;
     if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) use |= 1u << kUseCommit;
+    if (a.pushbackMs && *a.pushbackMs < 0 && a.endNs) use |= 1u << kUsePushback;
+    if (a.status) use |= 1u << kUseTrailers | 1u << kUseFrameTicks;
     // In flight is the only state an attempt leaves; it is taken from the open list instead.
     m_callUse |= use & ~(1u << 5);
 }
@@ -314,6 +316,14 @@ void TimelineIndex::refresh()
     m_legendUse = m_callUse | (m_openSpans.empty() ? 0 : 1u << 5) | (anyMarker ? 1u << kUseMarker : 0) |
                   (anyFastFail ? 1u << kUseFastFail : 0) | (m_store->stalls().empty() ? 0 : 1u << kUseStall) |
                   (m_store->frames().empty() || calls.empty() ? 0 : 1u << kUsePhases);
+    // What the band and the connection lanes may draw; the passes say what they did (PaintContext::drawn).
+    if (m_hasBreaker)
+        m_legendUse |= 1u << kUseBreakerClosed | 1u << kUseBreakerOpen | 1u << kUseBreakerHalfOpen |
+                       1u << kUseTransition;
+    if (anyMarker) m_legendUse |= 1u << kUseCluster;
+    if (!m_store->connections().empty()) m_legendUse |= 1u << kUseConnection;
+    if (!m_store->frames().empty())
+        m_legendUse |= 1u << kUseSettings | 1u << kUsePing | 1u << kUseRst | 1u << kUseGoaway;
     if (m_dataLo > m_dataHi) {
         const qint64 o = m_store->originNs();
         m_fullRange = {o, o + 1'000'000'000};

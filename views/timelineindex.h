@@ -72,7 +72,8 @@ public:
         const auto it = m_connIndex.find(id);
         return it == m_connIndex.end() ? nullptr : &it->second;
     }
-    // LegendUse and status-group bits of what the picture contains.
+    // LegendUse and status-group bits of what a picture of the store may contain: the room the legend takes.
+    // What one picture did draw, the legend's entries, the paint passes say (PaintContext::drawn).
     std::uint32_t legendUse() const { return m_legendUse; }
 
 private:
