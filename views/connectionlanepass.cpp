@@ -35,6 +35,20 @@ void ConnectionLanePass::paintGroupHeader(QPainter *p, const PaintContext &ctx, 
                     .arg(g.failed));
 }
 
+QString ConnectionLanePass::title(const PaintContext &ctx, size_t connIndex)
+{
+    const auto &conns = ctx.store.connections();
+    QString title;
+    if (connIndex >= conns.size()) {
+        title = QStringLiteral("%1 connections").arg(conns.size());
+    } else {
+        const Connection &conn = conns[connIndex];
+        title = QStringLiteral("connection %1").arg(conn.id);
+        if (!conn.label.empty()) title += QStringLiteral(" · %1").arg(QString::fromStdString(conn.label));
+    }
+    return QFontMetricsF(ctx.font(12, true)).elidedText(title, Qt::ElideMiddle, ctx.metrics.labelWidth - 14);
+}
+
 void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t connIndex, double top)
 {
     const QRectF &rect = ctx.rect;
@@ -52,15 +66,12 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
     // Label: which connection, its peers, and what it knows about itself.
     p->setPen(th.text);
     p->setFont(ctx.font(12, true));
-    QString title, sub;
+    QString sub;
     bool subWarns = false; // the subtitle says something went wrong on the wire
     if (all) {
-        title = QStringLiteral("%1 connections").arg(conns.size());
         sub = QStringLiteral("group by connection for one lane each");
     } else {
         const Connection &conn = conns[connIndex];
-        title = QStringLiteral("connection %1").arg(conn.id);
-        if (!conn.label.empty()) title += QStringLiteral(" · %1").arg(QString::fromStdString(conn.label));
         sub =
             QString::fromStdString(conn.client) + QStringLiteral(" → ") + QString::fromStdString(conn.server);
         if (!conn.decodeError.empty())
@@ -72,9 +83,8 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
             subWarns = true;
         }
     }
-    // Long names keep both ends (the id and the end of the label); the tooltip has the whole name.
     p->drawText(QRectF(rect.left() + 10, top + 1, m.labelWidth - 14, h / 2), Qt::AlignVCenter | Qt::AlignLeft,
-                QFontMetricsF(p->font()).elidedText(title, Qt::ElideMiddle, m.labelWidth - 14));
+                ConnectionLanePass::title(ctx, connIndex));
     p->setFont(ctx.font(11));
     p->setPen(subWarns ? th.rst : th.muted);
     p->drawText(QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1),

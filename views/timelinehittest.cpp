@@ -70,10 +70,14 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         }
         const BreakerBand states = BreakerBand::build(ctx, rect.right());
         const BreakerBand::Transition *transition = nullptr;
-        for (const BreakerBand::Transition &t : states.transitions)
-            if (std::abs(t.x - pos.x()) <= 2.5 &&
-                (!transition || std::abs(t.x - pos.x()) < std::abs(transition->x - pos.x())))
+        // Transition marks are drawn in the strips above and below the states; between them, the state.
+        const double strip = 6 * s + 1;
+        const bool inStrip = pos.y() <= band.top() + strip || pos.y() >= band.bottom() - strip;
+        for (const BreakerBand::Transition &t : states.transitions) {
+            const double dx = std::abs(t.x - pos.x());
+            if (inStrip && dx <= 2.5 && (!transition || dx < std::abs(transition->x - pos.x())))
                 transition = &t;
+        }
         if (transition) {
             hit.kind = Hit::LabEvent;
             hit.labEvent = transition->event;
