@@ -89,7 +89,7 @@ int TimelinePainter::legendHeight(double width) const
     m_index.refresh();
     // Room for what a picture of the store may draw (the entries are what it did draw), so the lanes do not
     // move when the entries change with the range or the scroll.
-    return m_legend.height(width, m_metrics.scale, m_index.legendUse());
+    return m_legend.height(width, m_metrics.scale, m_legendRoomFor.value_or(m_index.legendUse()));
 }
 
 int TimelinePainter::contentHeight(double width) const

@@ -164,6 +164,8 @@ public:
 
 private:
     bool hasPolicyBand() const;
+    // Exports: the legend's room from a first paint of the whole picture at this width (timelineexport.cpp).
+    void fitLegendToPicture(int width);
     bool hasOverview() const;
     void paintLanes(QPainter *p, const PaintContext &ctx);
 
@@ -178,6 +180,8 @@ private:
     RulerPass m_ruler;
     CallLanePass m_callLanes;
     std::uint32_t m_drawn = 0; // what the last paint() drew
+    // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
+    std::optional<std::uint32_t> m_legendRoomFor;
 
     // The widget's image of paint(), keyed on everything paint() reads.
     struct ImageKey
