@@ -323,7 +323,8 @@ void TimelineIndex::refresh()
     if (anyMarker) m_legendUse |= 1u << kUseCluster;
     if (!m_store->connections().empty()) m_legendUse |= 1u << kUseConnection;
     if (!m_store->frames().empty())
-        m_legendUse |= 1u << kUseFrameTicks | 1u << kUseTrailers | 1u << kUseSettings | 1u << kUsePing | 1u << kUseRst | 1u << kUseGoaway;
+        m_legendUse |= 1u << kUseFrameTicks | 1u << kUseTrailers | 1u << kUseSettings | 1u << kUsePing |
+                       1u << kUseRst | 1u << kUseGoaway;
     if (m_dataLo > m_dataHi) {
         const qint64 o = m_store->originNs();
         m_fullRange = {o, o + 1'000'000'000};
