@@ -126,6 +126,10 @@ QString TimelineToolTips::call(const TimelineStore &store, size_t index)
     if (c.deadlineReset) html += QStringLiteral("<br><b>deadline reset:</b> the budget grew at this hop");
     if (c.deadlineDropped) html += QStringLiteral("<br><b>deadline dropped</b> by this hop");
     if (c.inferred) html += QStringLiteral("<br><i>attempts grouped by inference (no call id)</i>");
+    // The header's words about a retry the client chose not to make, in full (they may be cut in the lane).
+    for (const LabEventRecord &e : store.labEvents())
+        if (e.kind == "retry-suppressed" && e.callId == c.key)
+            html += QStringLiteral("<br><b>retry suppressed:</b> %1").arg(esc(e.detail));
     html += QStringLiteral("<br><span style='color:gray'>click to select its last attempt</span>");
     return html;
 }

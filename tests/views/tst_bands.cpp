@@ -359,6 +359,16 @@ private slots:
                      tip.contains(QStringLiteral("<b>OK</b>")) && tip.contains(QStringLiteral("2 retries")),
                  qPrintable(tip));
 
+        // A retry the client chose not to make is in its call's summary too.
+        TimelineModel suppressed;
+        suppressed.setOrigin(0, 0);
+        EventBatch sb = scene();
+        sb.push_back(labEvent(180 * ms, "retry-suppressed", "retry budget spent", "deadline-1"));
+        suppressed.appendBatch(sb);
+        QVERIFY(TimelineToolTips::call(suppressed.store(), 1)
+                    .contains(QStringLiteral("<b>retry suppressed:</b> retry budget spent")));
+        QVERIFY(!TimelineToolTips::call(suppressed.store(), 0).contains(QStringLiteral("suppressed")));
+
         // A backoff gap: the measured gap between the attempts.
         const QRectF second = painter.attemptRect(0, 1, rect);
         hit = painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect);
