@@ -58,14 +58,19 @@ void CallLanePass::paintPhases(QPainter *p, const PaintContext &ctx, const Attem
         if (x2 > x1) p->fillRect(QRectF(x1, sy, x2 - x1, sh), c);
     };
     const qint64 reqDone = reqEnd.value_or(a.startNs);
+    ctx.mark(kUsePhases);
     seg(a.startNs, reqDone, th.phaseRequest);
     seg(reqDone, respStart.value_or(end), th.phaseWait);
     if (respStart) seg(*respStart, trailers.value_or(respEnd.value_or(end)), th.phaseResponse);
-    if (trailers) seg(*trailers, end, th.phaseTrailers);
+    if (trailers) {
+        seg(*trailers, end, th.phaseTrailers);
+        ctx.mark(kUseTrailers);
+    }
     // Ticks for the frames themselves once there is room for them: requests above the bar, responses below.
     if (!ticks.empty() && bar.width() / double(ticks.size()) >= 3) {
         int last[2] = {-1, -1};
         p->setPen(QPen(th.frameTick, 1));
+        ctx.mark(kUseFrameTicks);
         for (const auto &[t, dir] : ticks) {
             const int x = int(ax.timeToX(t));
             const int d = dir == Direction::ClientToServer ? 0 : 1;
@@ -187,6 +192,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 const double e1 = ax.timeToX(gapStart + expected->first);
                 const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
                 p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
+                ctx.mark(kUseExpected);
             }
         }
 
@@ -200,7 +206,11 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const QColor c = statusColor(a);
             const QRectF bar(x1, barTop, std::min(x2, right) - x1, barH);
             p->fillRect(bar, c);
-            if (transparent) hatch(p, bar);
+            ctx.mark(statusGroup(a));
+            if (transparent) {
+                hatch(p, bar);
+                ctx.mark(kUseTransparent);
+            }
             if (bar.width() >= 12 && !ctx.store.frames().empty())
                 paintPhases(p, ctx, a, bar);
             else if (bar.width() >= 12 && a.responseHeadersNs) {
@@ -208,6 +218,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 p->fillRect(
                     QRectF(hx, bar.bottom() - barH * 0.3, std::max(1.0, bar.right() - hx), barH * 0.3),
                     th.phaseResponse);
+                ctx.mark(kUsePhases);
             }
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
@@ -239,6 +250,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 p->setPen(QPen(th.deadline, 1));
                 p->drawLine(QPointF(tx, barTop - 5), QPointF(tx, barTop + barH + 3));
                 p->fillRect(QRectF(tx, barTop - 5, 6 * m.scale, 4 * m.scale), th.deadline);
+                ctx.mark(kUseAttemptTimeout);
             }
         }
 
@@ -257,9 +269,11 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             // A gap narrower than a few pixels gets its bracket but no words: zoomed out over thousands of
             // calls the labels would only cover each other.
             if (g2 >= ax.left && g1 <= right && g2 - g1 < kMinLabelledGapPx) {
+                ctx.mark(kUseGap);
                 p->setPen(QPen(th.gap, 1));
                 p->drawLine(QPointF(g1, cy), QPointF(std::max(g2, g1 + 1), cy));
             } else if (g2 >= ax.left && g1 <= right) {
+                ctx.mark(kUseGap);
                 const QColor gapColor = outside ? th.deadline : th.gap;
                 p->setPen(QPen(gapColor, m.scale > 1 ? 2 : 1));
                 const double h5 = 5 * m.scale;
@@ -296,6 +310,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             if (cx >= ax.left && cx <= right) {
                 p->setPen(QPen(th.commit, 2 * m.scale));
                 p->drawLine(QPointF(cx, barTop - 4), QPointF(cx, barTop + barH + 4));
+                ctx.mark(kUseCommit);
                 p->setFont(small);
                 p->setPen(th.commit);
                 p->drawText(QRectF(cx + 4, rowTop + 1, 260 * m.scale, smallFm.height()),
@@ -306,6 +321,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const double cx = ax.timeToX(*a.endNs);
             p->setFont(small);
             p->setPen(th.deadline);
+            ctx.mark(kUsePushback);
             p->drawText(QRectF(cx + 4, rowTop + 1, 300 * m.scale, smallFm.height()),
                         Qt::AlignLeft | Qt::AlignVCenter,
                         QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs));
@@ -322,6 +338,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         p->setFont(small);
         const QString text = QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()));
         if (dx >= ax.left && dx <= right) {
+            ctx.mark(kUseDeadline);
             p->setPen(QPen(th.deadline, 2 * m.scale, Qt::DashLine));
             // Through the header too, unless it would strike through the lane's summary.
             p->drawLine(QPointF(dx, dx < summaryRight ? top + m.callHeader : top), QPointF(dx, laneBottom));
@@ -334,6 +351,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             else if (dx + 4 >= summaryRight && dx + 4 + tw <= right)
                 p->drawText(QRectF(dx + 4, top, tw, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft, text);
         } else if (dx > right) {
+            ctx.mark(kUseDeadline);
             // Beyond the view: an arrow at the edge, with as much of the label as fits after the summary.
             p->setPen(th.deadline);
             for (const QString &t :

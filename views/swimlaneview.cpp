@@ -392,20 +392,40 @@ QString SwimlaneView::connectionToolTip(size_t connection) const
     return TimelineToolTips::connection(m_model->store(), connection);
 }
 
+QString SwimlaneView::toolTipFor(const TimelinePainter::Hit &hit) const
+{
+    const TimelineStore &store = m_model->store();
+    switch (hit.kind) {
+    case TimelinePainter::Hit::Attempt:
+        return attemptToolTip(hit.call, hit.attempt);
+    case TimelinePainter::Hit::LabEvent:
+        return hit.labEvent ? labEventToolTip(*hit.labEvent) : QString();
+    case TimelinePainter::Hit::Connection:
+        return connectionToolTip(hit.connection);
+    case TimelinePainter::Hit::CallHeader:
+        return TimelineToolTips::call(store, hit.call);
+    case TimelinePainter::Hit::Gap:
+        return TimelineToolTips::gap(store, hit.call, hit.attempt);
+    case TimelinePainter::Hit::Deadline:
+        return TimelineToolTips::deadline(store, hit.call);
+    case TimelinePainter::Hit::BandSegment:
+        return TimelineToolTips::bandSegment(store, hit.state, hit.fromNs, hit.toNs, hit.current);
+    case TimelinePainter::Hit::MarkerCluster:
+        return TimelineToolTips::cluster(store, hit.events);
+    case TimelinePainter::Hit::GroupHeader:
+    case TimelinePainter::Hit::None:
+        break;
+    }
+    return {};
+}
+
 bool SwimlaneView::event(QEvent *e)
 {
     if (e->type() == QEvent::ToolTip) {
         auto *help = static_cast<QHelpEvent *>(e);
         const TimelinePainter::Hit hit = m_painter.hitTest(help->pos(), canvas());
-        if (hit.kind == TimelinePainter::Hit::Attempt)
-            QToolTip::showText(help->globalPos(), attemptToolTip(hit.call, hit.attempt), this,
-                               hit.rect.toAlignedRect());
-        else if (hit.kind == TimelinePainter::Hit::LabEvent)
-            QToolTip::showText(help->globalPos(), labEventToolTip(*hit.labEvent), this,
-                               hit.rect.toAlignedRect());
-        else if (hit.kind == TimelinePainter::Hit::Connection)
-            QToolTip::showText(help->globalPos(), connectionToolTip(hit.connection), this,
-                               hit.rect.toAlignedRect());
+        if (const QString text = toolTipFor(hit); !text.isEmpty())
+            QToolTip::showText(help->globalPos(), text, this, hit.rect.toAlignedRect());
         else
             QToolTip::hideText();
         return true;

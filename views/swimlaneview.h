@@ -39,6 +39,8 @@ public:
     QString attemptToolTip(size_t call, size_t attempt) const;
     QString connectionToolTip(size_t connection) const;
     QString labEventToolTip(const LabEventRecord &event) const;
+    // The tooltip of whatever is under the pointer (every hit kind), empty for none.
+    QString toolTipFor(const TimelinePainter::Hit &hit) const;
     // Where the painter draws: the widget minus the vertical scroll bar when there is one.
     QRectF canvas() const;
 

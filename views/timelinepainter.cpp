@@ -2,6 +2,7 @@
 
 #include "connectionlanepass.h"
 #include "markerspass.h"
+#include "paintkit.h"
 #include "timelinestyle.h"
 
 #include <QPainter>
@@ -86,7 +87,9 @@ int TimelinePainter::headerHeight() const
 int TimelinePainter::legendHeight(double width) const
 {
     m_index.refresh();
-    return m_legend.height(width, m_metrics.scale, m_index.legendUse());
+    // Room for what a picture of the store may draw (the entries are what it did draw), so the lanes do not
+    // move when the entries change with the range or the scroll.
+    return m_legend.height(width, m_metrics.scale, m_legendRoomFor.value_or(m_index.legendUse()));
 }
 
 int TimelinePainter::contentHeight(double width) const
@@ -121,9 +124,17 @@ QRectF TimelinePainter::attemptRect(size_t call, size_t attempt, const QRectF &r
     return context(rect).attemptRect(call, attempt);
 }
 
-void TimelinePainter::paint(QPainter *p, const QRectF &rect)
+std::vector<qint64> TimelinePainter::rulerTicks(const QRectF &rect) const
 {
     const PaintContext ctx = context(rect);
+    return rpcscope::rulerTicks(ctx, rulerStepNs(ctx));
+}
+
+void TimelinePainter::paint(QPainter *p, const QRectF &rect)
+{
+    PaintContext ctx = context(rect);
+    std::uint32_t drawn = 0;
+    ctx.drawn = &drawn;
     m_callLanes.begin();
     p->save();
     p->setRenderHint(QPainter::Antialiasing, false);
@@ -131,9 +142,11 @@ void TimelinePainter::paint(QPainter *p, const QRectF &rect)
     // Lanes first, clipped below the fixed header, then the header on top.
     paintLanes(p, ctx);
     m_ruler.paint(p, ctx);
+    m_drawn = drawn;
     if (m_options.legend)
-        LegendPass::paint(
-            p, ctx, QRectF(rect.left(), ctx.lanesBottom, rect.width(), rect.bottom() - ctx.lanesBottom));
+        LegendPass::paint(p, ctx,
+                          QRectF(rect.left(), ctx.lanesBottom, rect.width(), rect.bottom() - ctx.lanesBottom),
+                          drawn);
     p->restore();
 }
 

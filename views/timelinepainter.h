@@ -17,6 +17,7 @@
 #include <QImage>
 #include <QRectF>
 #include <QString>
+#include <QStringList>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -57,14 +58,22 @@ public:
             CallHeader,
             Connection,
             GroupHeader,
-            LabEvent
+            LabEvent,
+            BandSegment,   // a circuit breaker state on the policy band
+            MarkerCluster, // markers drawn as one, with a count
+            Gap,           // the backoff gap before an attempt (its line or its label)
+            Deadline       // a call's deadline line
         };
         Kind kind = None;
-        size_t call = 0;                          // Attempt, CallHeader
-        size_t attempt = 0;                       // Attempt
-        size_t connection = 0;                    // Connection: index into store.connections()
-        const LabEventRecord *labEvent = nullptr; // LabEvent: valid until the store changes
-        QRectF rect;                              // the bar (Attempt), the lane header, the marker
+        size_t call = 0;                            // Attempt, CallHeader, Gap, Deadline
+        size_t attempt = 0;                         // Attempt; Gap: the attempt the gap leads to
+        size_t connection = 0;                      // Connection: index into store.connections()
+        const LabEventRecord *labEvent = nullptr;   // LabEvent: valid until the store changes
+        std::vector<const LabEventRecord *> events; // MarkerCluster, in time order
+        QString state;                              // BandSegment
+        qint64 fromNs = 0, toNs = 0;                // BandSegment
+        bool current = false;                       // BandSegment: still the state at the end of the capture
+        QRectF rect; // the bar (Attempt), the lane header, the marker, the band segment
     };
 
     explicit TimelinePainter(const TimelineStore *store, ZoomControl *zoom = nullptr);
@@ -102,6 +111,11 @@ public:
     // hover and selection overlay. Identical pixels to paint() plus the overlay.
     void paintCached(QPainter *p, const QRectF &rect, qreal dpr);
     const std::vector<GapLabel> &gapLabels() const { return m_callLanes.gapLabels(); }
+    // What the last paint() drew (LegendUse and status-group bits) and the legend entries that explain it.
+    std::uint32_t drawnUse() const { return m_drawn; }
+    QStringList legendEntries() const { return LegendPass::entries(m_drawn); }
+    // The ruler's tick times in this geometry (round in wall-clock time with TimelineOptions::wallClock).
+    std::vector<qint64> rulerTicks(const QRectF &rect) const;
 
     Hit hitTest(const QPointF &pos, const QRectF &rect) const;
     // The bar of an attempt in the current geometry (empty when its lane is filtered out).
@@ -150,6 +164,8 @@ public:
 
 private:
     bool hasPolicyBand() const;
+    // Exports: the legend's room from a first paint of the whole picture at this width (timelineexport.cpp).
+    void fitLegendToPicture(int width);
     bool hasOverview() const;
     void paintLanes(QPainter *p, const PaintContext &ctx);
 
@@ -163,6 +179,9 @@ private:
     mutable LegendPass m_legend;
     RulerPass m_ruler;
     CallLanePass m_callLanes;
+    std::uint32_t m_drawn = 0; // what the last paint() drew
+    // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
+    std::optional<std::uint32_t> m_legendRoomFor;
 
     // The widget's image of paint(), keyed on everything paint() reads.
     struct ImageKey

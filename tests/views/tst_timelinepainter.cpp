@@ -132,10 +132,13 @@ private slots:
             QCOMPARE(label.kind, TimelinePainter::Hit::Attempt);
             QCOMPARE(label.attempt, k);
         }
-        // Between the bars of one row (in the gap) there is nothing to hit.
+        // Between the bars of one row is the backoff gap before its attempt; before the gap, nothing.
         const TimeAxis ax = painter.axis(rect);
         const QRectF second = painter.attemptRect(0, 1, rect);
-        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect).kind,
+        const auto gap = painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect);
+        QCOMPARE(gap.kind, TimelinePainter::Hit::Gap);
+        QCOMPARE(gap.attempt, size_t(1));
+        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(5 * ms), second.center().y()), rect).kind,
                  TimelinePainter::Hit::None);
         QCOMPARE(painter.hitTest(QPointF(600, painter.attemptRect(0, 0, rect).top() - 20), rect).kind,
                  TimelinePainter::Hit::CallHeader);
