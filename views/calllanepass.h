@@ -36,6 +36,9 @@ public:
 
 private:
     static void paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar);
+    // A call on one row (compact lanes): its name in the label column, its attempts side by side with the
+    // gaps between them, the outcome after the last bar.
+    void paintRow(QPainter *p, const PaintContext &ctx, size_t index, double top);
 
     std::vector<GapLabel> m_gapLabels;
 };

@@ -46,8 +46,9 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
     if (b >= lay.blocks().size()) return hit;
     const LaneBlock &block = lay.blocks()[b];
     const double blockTop = top - scrollY + block.y;
-    if (block.kind == LaneBlock::GroupHeader) {
+    if (block.kind == LaneBlock::GroupHeader || block.kind == LaneBlock::GroupAggregate) {
         hit.kind = Hit::GroupHeader;
+        hit.group = block.index;
         hit.rect = QRectF(rect.left(), blockTop, rect.width(), block.h);
         return hit;
     }
@@ -59,6 +60,7 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
     }
     hit.call = block.index;
     const double inLane = cy - block.y;
+    if (block.oneRow) return hitRow(pos, ctx, block, blockTop);
     // Markers sit in the top strip of the first attempt row.
     if (inLane >= m_metrics.callHeader && inLane < m_metrics.callHeader + m_metrics.attemptHeight * 0.44) {
         if (const auto *events = m_index.labEventsOfCall(m_store->calls()[block.index].key)) {
@@ -78,7 +80,7 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         hit.rect = QRectF(rect.left(), blockTop, rect.width(), m_metrics.callHeader);
         return hit;
     }
-    const size_t k = size_t((inLane - m_metrics.callHeader) / m_metrics.attemptHeight);
+    const size_t k = size_t((inLane - m_metrics.attemptTop(false, 0)) / m_metrics.attemptRowHeight(false));
     const Call &call = m_store->calls()[block.index];
     if (k >= call.attempts.size()) return hit;
     // A whole attempt row is the target when the pointer is over its label; on the time axis, the bar plus a
@@ -89,6 +91,34 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         hit.kind = Hit::Attempt;
         hit.attempt = k;
         hit.rect = bar;
+    }
+    return hit;
+}
+
+// A call on one row: the bar under the pointer (a few pixels either side count), else the call itself.
+TimelinePainter::Hit TimelinePainter::hitRow(const QPointF &pos, const PaintContext &ctx,
+                                             const LaneBlock &block, double blockTop) const
+{
+    Hit hit;
+    hit.call = block.index;
+    const Call &call = m_store->calls()[block.index];
+    // Over the label the row is the call's header (a click selects its outcome, shows a call with retries a
+    // row per attempt, folds a chain on double-click); in time, the nearest bar within a few pixels.
+    const bool overLabel = pos.x() < ctx.axis.left;
+    double best = 5;
+    for (size_t k = 0; !overLabel && k < call.attempts.size(); ++k) {
+        const QRectF bar = ctx.attemptRect(block.index, k);
+        const double d = pos.x() < bar.left() ? bar.left() - pos.x() : std::max(0.0, pos.x() - bar.right());
+        if (d < best) {
+            best = d;
+            hit.kind = Hit::Attempt;
+            hit.attempt = k;
+            hit.rect = bar;
+        }
+    }
+    if (hit.kind == Hit::None) {
+        hit.kind = Hit::CallHeader;
+        hit.rect = QRectF(ctx.rect.left(), blockTop, ctx.rect.width(), block.h);
     }
     return hit;
 }

@@ -63,6 +63,7 @@ public:
         size_t call = 0;                          // Attempt, CallHeader
         size_t attempt = 0;                       // Attempt
         size_t connection = 0;                    // Connection: index into store.connections()
+        size_t group = 0;                         // GroupHeader: index into layout().groups()
         const LabEventRecord *labEvent = nullptr; // LabEvent: valid until the store changes
         QRectF rect;                              // the bar (Attempt), the lane header, the marker
     };
@@ -147,8 +148,14 @@ public:
     static constexpr int kAttemptHeight = 34;
     static constexpr int kCallSpacing = 10;
     static constexpr int kBandHeight = 28;
+    // Workshop mode's scale: the smallest lane text (11 px) reads 24 px on a projector.
+    static constexpr double kWorkshopScale = 2.2;
+    // The label column a drag may choose, at scale 1.
+    static constexpr int kMinLabelWidth = 120;
+    static constexpr int kMaxLabelWidth = 600;
 
 private:
+    Hit hitRow(const QPointF &pos, const PaintContext &ctx, const LaneBlock &block, double blockTop) const;
     bool hasPolicyBand() const;
     bool hasOverview() const;
     void paintLanes(QPainter *p, const PaintContext &ctx);
