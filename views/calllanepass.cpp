@@ -43,6 +43,13 @@ QString gapText(const Call &call, size_t k, qint64 gap, bool transparent,
     return text;
 }
 
+// One line of text vertically centred in [top, top + h], starting at x: drawText at a point takes Qt's fast
+// path (no text layout per call), which matters at 40 rows and more a screen.
+void textAt(QPainter *p, double x, double top, double h, const QFontMetricsF &fm, const QString &text)
+{
+    p->drawText(QPointF(x, top + (h - fm.height()) / 2 + fm.ascent()), text);
+}
+
 // The label column's name of a call: a star when pinned.
 QString callName(const Call &call)
 {
@@ -367,6 +374,21 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     }
 }
 
+const CallLanePass::RowFonts &CallLanePass::rowFonts(const PaintContext &ctx)
+{
+    const QFont base = PaintContext::scaledFont(12, ctx.metrics.scale);
+    if (m_rowFonts.scale != ctx.metrics.scale || m_rowFonts.small != base) {
+        m_rowFonts.scale = ctx.metrics.scale;
+        m_rowFonts.name = ctx.font(13, true);
+        m_rowFonts.small = base;
+        m_rowFonts.bar = ctx.font(11, true);
+        m_rowFonts.nameFm.emplace(m_rowFonts.name);
+        m_rowFonts.smallFm.emplace(m_rowFonts.small);
+        m_rowFonts.barFm.emplace(m_rowFonts.bar);
+    }
+    return m_rowFonts;
+}
+
 void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, double top)
 {
     const QRectF &rect = ctx.rect;
@@ -392,16 +414,17 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         p->drawLine(QPointF(x, top + h / 2), QPointF(x + 6 * m.scale, top + h / 2));
     }
     // Name on the left; the attempt count (a click shows a row each) and the method at the column's end.
-    const QFont small = ctx.font(12);
-    const QFontMetricsF smallFm(small);
+    const RowFonts &f = rowFonts(ctx);
+    const QFont &small = f.small;
+    const QFontMetricsF &smallFm = *f.smallFm;
     const size_t n = call.attempts.size();
     QString side = QString::fromStdString(call.method);
     side = side.mid(side.lastIndexOf(QLatin1Char('/')) + 1);
     if (n > 1) side = QStringLiteral("%1 attempts").arg(n);
     const double columnRight = rect.left() + m.labelWidth - 6;
     double nameWidth = m.labelWidth - 14 - indent;
-    p->setFont(ctx.font(13, true));
-    const QFontMetricsF nameFm(p->font());
+    p->setFont(f.name);
+    const QFontMetricsF &nameFm = *f.nameFm;
     QString name = callName(call);
     if (n > 1) name = QStringLiteral("▸ ") + name;
     const double sideWidth =
@@ -410,17 +433,20 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     const bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * m.scale);
     if (showSide) nameWidth -= sideWidth + 8;
     p->setPen(th.text);
-    p->drawText(QRectF(rect.left() + 10 + indent, top, nameWidth, h), Qt::AlignVCenter | Qt::AlignLeft,
-                nameFm.elidedText(name, Qt::ElideMiddle, nameWidth));
+    textAt(p, rect.left() + 10 + indent, top, h, nameFm,
+           nameFm.horizontalAdvance(name) <= nameWidth ? name
+                                                       : nameFm.elidedText(name, Qt::ElideMiddle, nameWidth));
     if (showSide) {
         p->setFont(small);
         p->setPen(th.muted);
-        p->drawText(QRectF(columnRight - sideWidth, top, sideWidth, h), Qt::AlignVCenter | Qt::AlignRight,
-                    smallFm.elidedText(side, Qt::ElideLeft, sideWidth));
+        const QString shown = smallFm.horizontalAdvance(side) <= sideWidth
+                                  ? side
+                                  : smallFm.elidedText(side, Qt::ElideLeft, sideWidth);
+        textAt(p, columnRight - smallFm.horizontalAdvance(shown), top, h, smallFm, shown);
     }
 
-    const QFont barFont = ctx.font(11, true);
-    const QFontMetricsF barFm(barFont);
+    const QFont &barFont = f.bar;
+    const QFontMetricsF &barFm = *f.barFm;
     const double barH = m.barSize(true);
     const double barTop = top + m.barOffset(true);
     const double cy = barTop + barH / 2;
@@ -467,7 +493,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                         p->drawLine(QPointF(labelRect.right(), cy), QPointF(g2, cy));
                         p->setFont(small);
                         p->setPen(gapColor);
-                        p->drawText(labelRect, Qt::AlignCenter, text);
+                        textAt(p, labelRect.left() + 3, top, h, smallFm, text);
                         m_gapLabels.push_back({labelRect, gap, index, k});
                     } else {
                         p->drawLine(QPointF(g1, cy), QPointF(g2, cy));
@@ -499,12 +525,11 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             p->setFont(barFont);
             if (tw + 8 <= bar.width()) {
                 p->setPen(Qt::white);
-                p->drawText(QRectF(bar.left() + 4, top, bar.width() - 8, h), Qt::AlignVCenter | Qt::AlignLeft,
-                            text);
+                textAt(p, bar.left() + 4, top, h, barFm, text);
                 textRight = std::max(textRight, bar.right());
             } else if (k + 1 == n && x2 + 6 + tw < right) {
                 p->setPen(light ? c.darker(130) : c.lighter(130));
-                p->drawText(QRectF(x2 + 5, top, tw + 4, h), Qt::AlignVCenter | Qt::AlignLeft, text);
+                textAt(p, x2 + 5, top, h, barFm, text);
                 textRight = x2 + 5 + tw + 4;
             } else {
                 textRight = std::max(textRight, x2);
@@ -513,8 +538,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 const QString stop = QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs);
                 p->setFont(small);
                 p->setPen(th.deadline);
-                p->drawText(QRectF(textRight + 6, top, smallFm.horizontalAdvance(stop) + 4, h),
-                            Qt::AlignVCenter | Qt::AlignLeft, stop);
+                textAt(p, textRight + 6, top, h, smallFm, stop);
                 textRight += 6 + smallFm.horizontalAdvance(stop) + 4;
             }
         }
@@ -552,10 +576,10 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             p->setPen(th.deadline);
             if (dx - 4 - tw >= textRight) {
                 deadlineLabel = QRectF(dx - 4 - tw, top, tw, h);
-                p->drawText(deadlineLabel, Qt::AlignVCenter | Qt::AlignRight, text);
+                textAt(p, deadlineLabel.right() - tw, top, h, smallFm, text);
             } else if (dx + 4 >= textRight && dx + 4 + tw <= right) {
                 deadlineLabel = QRectF(dx + 4, top, tw, h);
-                p->drawText(deadlineLabel, Qt::AlignVCenter | Qt::AlignLeft, text);
+                textAt(p, deadlineLabel.left(), top, h, smallFm, text);
             }
         } else if (dx > right) {
             for (const QString &t :
@@ -563,7 +587,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 const double w = smallFm.horizontalAdvance(t) + 2;
                 if (right - 8 - w >= textRight || t.size() == 1) {
                     deadlineLabel = QRectF(right - 8 - w, top, w, h);
-                    p->drawText(deadlineLabel, Qt::AlignVCenter | Qt::AlignRight, t);
+                    textAt(p, deadlineLabel.right() - w, top, h, smallFm, t);
                     break;
                 }
             }
@@ -582,7 +606,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         if (!clear(x, x + tw) && !deadlineLabel.isNull()) x = std::max(x, deadlineLabel.right() + 8);
         if (!clear(x, x + tw)) return;
         p->setPen(color);
-        p->drawText(QRectF(x, top, tw, h), Qt::AlignVCenter | Qt::AlignLeft, text);
+        textAt(p, x, top, h, smallFm, text);
         textRight = x + tw;
     };
     QString tail;

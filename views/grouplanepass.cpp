@@ -49,15 +49,18 @@ void GroupLanePass::paint(QPainter *p, const PaintContext &ctx, size_t group, do
                 parts.join(QStringLiteral(" · ")));
     p->save();
     p->setClipRect(QRectF(ax.left, top, right - ax.left, h), Qt::IntersectClip);
+    // By start: everything after the view's end is skipped at once; a call within the pixel column its
+    // colour already covers adds nothing.
     RunMerger runs;
-    const auto &calls = ctx.store.calls();
-    for (std::uint32_t c : g.members) {
-        const Call &call = calls[c];
-        const double x1 = std::max(ax.timeToX(call.startNs()), ax.left);
-        const double x2 = std::min(ax.timeToX(call.endNs().value_or(ctx.store.latestNs())), right);
-        if (x2 < ax.left || x1 > right) continue;
-        const Attempt *a = call.outcomeAttempt();
-        runs.add(a ? statusGroup(*a) : 5, x1, std::max(x2, x1 + 2), stackTop, stackH);
+    double covered[6] = {-1e9, -1e9, -1e9, -1e9, -1e9, -1e9};
+    const qint64 viewEnd = ax.xToTime(right);
+    for (const TimelineLayout::Group::Span &sp : g.spans) {
+        if (sp.start > viewEnd) break;
+        const double x1 = std::max(ax.timeToX(sp.start), ax.left);
+        const double x2 = std::min(std::max(ax.timeToX(sp.end), x1 + 2), right);
+        if (x2 < ax.left || x2 <= covered[sp.outcome]) continue;
+        covered[sp.outcome] = x2;
+        runs.add(sp.outcome, x1, x2, stackTop, stackH);
     }
     runs.fill(p, kGroupColors);
     p->restore();

@@ -76,7 +76,9 @@ LaneMetrics LaneMetrics::scaled(double s, LaneDensity density, int labelWidth)
     m.connectionHeight = m.px(34);
     m.barHeight = 15 * s;
     m.compact = density == LaneDensity::Compact;
-    m.rowHeight = m.px(20);
+    // A call's row holds its 13 px bold name with 30% to spare (20 px at scale 1): in workshop mode that
+    // keeps ten calls and more of the circuit breaker on a 1920x1080 screen.
+    m.rowHeight = s > 1 ? int(13 * s * 1.3 + 0.5) : 20;
     m.rowBar = 12 * s;
     m.aggregateRow = m.px(32);
     if (m.compact) {
@@ -230,7 +232,16 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
         // A folded group is one row of counts instead of its calls.
         auto addMembers = [&](size_t g) {
             if (m_groups[g].folded) {
-                m_groups[g].members = members[g];
+                Group &group = m_groups[g];
+                group.members = members[g];
+                group.spans.reserve(members[g].size());
+                for (std::uint32_t c : members[g]) {
+                    const Attempt *a = calls[c].outcomeAttempt();
+                    group.spans.push_back({calls[c].startNs(), calls[c].endNs().value_or(store.latestNs()),
+                                           std::uint8_t(a ? statusGroup(*a) : 5)});
+                }
+                std::sort(group.spans.begin(), group.spans.end(),
+                          [](const Group::Span &x, const Group::Span &y) { return x.start < y.start; });
                 m_blocks.push_back(
                     {LaneBlock::GroupAggregate, std::uint32_t(g), m_y, double(m.aggregateRow), false});
                 m_y += m.aggregateRow + m_spacing;

@@ -130,8 +130,15 @@ public:
         std::vector<std::pair<QString, size_t>> statuses;
         std::int64_t startNs = 0, endNs = 0; // the span of its calls
         bool folded = false;
-        std::vector<std::uint32_t>
-            members; // its calls, kept while it is folded (the aggregate row draws them)
+        std::vector<std::uint32_t> members; // its calls, kept while it is folded
+        // While folded: each call's span and outcome group, by start, so its row reads 24 bytes a call
+        // instead of the calls themselves (~80 ms for 100,000 calls, mostly cache misses).
+        struct Span
+        {
+            std::int64_t start = 0, end = 0;
+            std::uint8_t outcome = 0;
+        };
+        std::vector<Span> spans;
     };
 
     void build(const TimelineStore &store, LaneGrouping grouping, const LaneFilter &filter,

@@ -234,29 +234,47 @@ private slots:
                  int(TimelinePainter::kMaxLabelWidth * TimelinePainter::kWorkshopScale + 0.5));
     }
 
+    // The real circuit-breaker scenario (24 calls of one attempt, the breaker band above them) in workshop
+    // mode on a 1920x1080 screen.
     void workshopAt1920()
     {
         TimelineModel model;
-        model.setOrigin(0, 0);
-        MainWindow window(&model, nullptr, QStringLiteral("circuit-breaker"));
-        window.setPromptOnClose(false);
-        window.setWorkshop(true);
-        window.resize(1920, 1080);
-        window.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&window));
-        model.appendBatch(oneAttemptCalls(24));
-        QTRY_COMPARE(int(model.store().calls().size()), 24);
-        SwimlaneView *view = window.swimlanes();
-        view->fitAll();
-        const int visible = visibleCalls(view);
-        QVERIFY2(visible >= 10, qPrintable(QStringLiteral("%1 calls visible").arg(visible)));
-        // Every text size the lanes use (11 px status in a bar up to 15 px titles) is at least 24 px.
-        const PaintContext ctx = view->timelinePainter().context(view->canvas());
-        for (double px : {11.0, 12.0, 13.0})
-            QVERIFY2(ctx.font(px).pixelSize() >= 24 && ctx.font(px, true).pixelSize() >= 24,
-                     qPrintable(QStringLiteral("%1 px text at %2").arg(px).arg(ctx.font(px).pixelSize())));
-        // ... and fits its row.
-        QVERIFY(QFontMetricsF(ctx.font(13, true)).height() <= ctx.metrics.rowHeight + 2);
+        model.setOrigin(steadyNowNs(), wallNowNs());
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        {
+            MainWindow window(&model, &lab, QStringLiteral("circuit-breaker"));
+            window.setPromptOnClose(false);
+            window.setWorkshop(true);
+            window.resize(1920, 1080);
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QSignalSpy finished(&window, &MainWindow::runFinished);
+            window.runScenario();
+            QVERIFY(finished.wait(90'000));
+            const auto &calls = model.store().calls();
+            QTRY_VERIFY_WITH_TIMEOUT(calls.size() >= 20 && std::all_of(calls.begin(), calls.end(),
+                                                                       [](const Call &c) {
+                                                                           return c.attempts.size() == 1 &&
+                                                                                  c.attempts[0].ended();
+                                                                       }),
+                                     5000);
+            SwimlaneView *view = window.swimlanes();
+            view->fitAll();
+            QApplication::processEvents();
+            const int visible = visibleCalls(view);
+            QVERIFY2(visible >= 10, qPrintable(QStringLiteral("%1 calls visible").arg(visible)));
+            // Every text size the lanes use (11 px statuses in bars, 12 px gap labels, 13 px names) is at
+            // least 24 px, and a name fits its row.
+            const PaintContext ctx = view->timelinePainter().context(view->canvas());
+            for (double px : {11.0, 12.0, 13.0})
+                QVERIFY2(
+                    ctx.font(px).pixelSize() >= 24 && ctx.font(px, true).pixelSize() >= 24,
+                    qPrintable(QStringLiteral("%1 px text at %2").arg(px).arg(ctx.font(px).pixelSize())));
+            QVERIFY(QFontMetricsF(ctx.font(13, true)).height() <= ctx.metrics.rowHeight);
+        }
+        lab.stop();
     }
 };
 
