@@ -267,8 +267,12 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
                     continue;
                 }
             }
-            m_blocks.push_back({LaneBlock::GroupHeader, std::uint32_t(g), m_y, double(m.groupHeader), false});
-            m_y += m.groupHeader + m_spacing / 2;
+            // Folded, its row of counts is its header too.
+            if (!m_groups[g].folded) {
+                m_blocks.push_back(
+                    {LaneBlock::GroupHeader, std::uint32_t(g), m_y, double(m.groupHeader), false});
+                m_y += m.groupHeader + m_spacing / 2;
+            }
             addMembers(g);
         }
     }
