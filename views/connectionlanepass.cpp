@@ -29,7 +29,7 @@ void ConnectionLanePass::paintGroupHeader(QPainter *p, const PaintContext &ctx, 
     p->setFont(ctx.font(14, true));
     p->drawText(r.adjusted(10, 0, -10, 0), Qt::AlignVCenter | Qt::AlignLeft,
                 QStringLiteral("%1   ·  %2 call%3 · %4 failed")
-                    .arg(g.title)
+                    .arg(QStringLiteral("▾ ") + g.title) // a click folds the group into one row
                     .arg(g.calls)
                     .arg(g.calls == 1 ? "" : "s")
                     .arg(g.failed));

@@ -152,14 +152,7 @@ void MarkersPass::paintOverlay(QPainter *p, const PaintContext &ctx)
     const double bottom = ctx.lanesBottom;
     p->save();
     p->setClipRect(QRectF(rect.left(), top, rect.width(), bottom - top));
-    auto rowRect = [&](size_t call, size_t attempt) {
-        const double y = ctx.laneY(call);
-        if (y < 0) return QRectF();
-        return QRectF(rect.left(),
-                      top - ctx.scrollY() + y + ctx.metrics.callHeader +
-                          double(attempt) * ctx.metrics.attemptHeight,
-                      rect.width(), ctx.metrics.attemptHeight);
-    };
+    auto rowRect = [&](size_t call, size_t attempt) { return ctx.attemptRowRect(call, attempt); };
     if (hover && hover != selection) p->fillRect(rowRect(hover->first, hover->second), th.hover);
     if (selection) {
         const QRectF bar = ctx.attemptRect(selection->first, selection->second);

@@ -51,6 +51,8 @@ struct PaintContext
     double laneY(size_t call) const;
     // The bar of an attempt in this geometry (empty when its lane is filtered out).
     QRectF attemptRect(size_t call, size_t attempt) const;
+    // The whole row of an attempt across the picture (a call on one row: that row), in this geometry.
+    QRectF attemptRowRect(size_t call, size_t attempt) const;
 };
 
 } // namespace rpcscope

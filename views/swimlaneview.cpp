@@ -11,6 +11,7 @@
 #include <QScrollBar>
 #include <QToolTip>
 #include <QWheelEvent>
+#include <algorithm>
 #include <cmath>
 
 namespace rpcscope {
@@ -274,6 +275,61 @@ void SwimlaneView::setWallClock(bool on)
     updateOptions([&](TimelinePainter::Options &o) { o.wallClock = on; });
 }
 
+void SwimlaneView::setDensity(LaneDensity density)
+{
+    updateOptions([&](TimelinePainter::Options &o) { o.density = density; });
+}
+
+void SwimlaneView::setLabelWidth(int width)
+{
+    const int w =
+        width <= 0 ? 0 : std::clamp(width, TimelinePainter::kMinLabelWidth, TimelinePainter::kMaxLabelWidth);
+    if (w == m_painter.options().labelWidth) return;
+    updateOptions([&](TimelinePainter::Options &o) { o.labelWidth = w; });
+}
+
+void SwimlaneView::toggleCallExpanded(size_t call)
+{
+    const auto &calls = m_model->store().calls();
+    if (call >= calls.size() || m_painter.options().density != LaneDensity::Compact) return;
+    const std::string key = calls[call].key;
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (!o.filter.expanded.erase(key)) o.filter.expanded.insert(key);
+    });
+}
+
+void SwimlaneView::toggleSelectedCallExpanded()
+{
+    if (const auto sel = m_zoom.selection()) toggleCallExpanded(sel->first);
+}
+
+void SwimlaneView::toggleGroupFolded(const QString &title)
+{
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (!o.filter.foldedGroups.erase(title)) o.filter.foldedGroups.insert(title);
+    });
+}
+
+void SwimlaneView::toggleGroupsFolded()
+{
+    const auto &groups = m_painter.layout().groups();
+    const bool allFolded =
+        std::all_of(groups.begin(), groups.end(), [](const TimelineLayout::Group &g) { return g.folded; });
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (allFolded)
+            o.filter.foldedGroups.clear();
+        else
+            for (const TimelineLayout::Group &g : groups)
+                o.filter.foldedGroups.insert(g.title);
+    });
+}
+
+bool SwimlaneView::onLabelDivider(const QPointF &pos) const
+{
+    const double x = m_painter.axis(canvas()).left;
+    return std::abs(pos.x() - x) <= 4 && pos.y() >= m_painter.headerHeight();
+}
+
 void SwimlaneView::paintEvent(QPaintEvent *)
 {
     QPainter p(this);
@@ -309,7 +365,10 @@ void SwimlaneView::mousePressEvent(QMouseEvent *e)
     m_moved = false;
     const bool band = e->button() == Qt::RightButton ||
                       (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
-    if (band) {
+    if (e->button() == Qt::LeftButton && !band && onLabelDivider(e->position())) {
+        m_drag = Drag::LabelColumn;
+        setCursor(Qt::SplitHCursor);
+    } else if (band) {
         m_drag = Drag::RubberBand;
         m_bandStart =
             m_painter.axis(canvas()).xToTime(std::max<double>(m_pressPos.x(), m_painter.labelWidth()));
@@ -331,6 +390,11 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
             setCursor(hover ? Qt::PointingHandCursor : Qt::ArrowCursor);
             update();
         }
+        if (!hover) setCursor(onLabelDivider(pos) ? Qt::SplitHCursor : Qt::ArrowCursor);
+        return;
+    }
+    if (m_drag == Drag::LabelColumn) {
+        setLabelWidth(int(std::lround(pos.x() / m_painter.metrics().scale)));
         return;
     }
     if ((pos - m_pressPos).manhattanLength() >= kClickSlopPx) m_moved = true;
@@ -364,6 +428,23 @@ void SwimlaneView::mouseReleaseEvent(QMouseEvent *e)
             selectAttempt(int(hit.call), int(m_model->store().calls()[hit.call].attempts.size()) - 1);
         else
             selectAttempt(-1, -1);
+        // Compact lanes: a click on a call's name shows its attempts a row each, or folds them back; on a
+        // group's header it folds the group into one row of counts, or shows its calls again.
+        const bool overLabel = pos.x() < m_painter.axis(canvas()).left;
+        if (hit.kind == TimelinePainter::Hit::CallHeader && overLabel) {
+            const Call &call = m_model->store().calls()[hit.call];
+            if ((m_painter.layout().oneRow(hit.call) && call.attempts.size() > 1) ||
+                m_painter.options().filter.expanded.count(call.key))
+                toggleCallExpanded(hit.call);
+        } else if (hit.kind == TimelinePainter::Hit::GroupHeader &&
+                   hit.group < m_painter.layout().groups().size()) {
+            toggleGroupFolded(m_painter.layout().groups()[hit.group].title);
+        } else if (hit.kind == TimelinePainter::Hit::Connection && overLabel &&
+                   m_painter.options().grouping == LaneGrouping::Connection &&
+                   hit.connection < m_model->store().connections().size()) {
+            toggleGroupFolded(
+                QStringLiteral("connection %1").arg(m_model->store().connections()[hit.connection].id));
+        }
     }
     m_drag = Drag::None;
     unsetCursor();
@@ -413,6 +494,11 @@ QString SwimlaneView::toolTipFor(const TimelinePainter::Hit &hit) const
     case TimelinePainter::Hit::MarkerCluster:
         return TimelineToolTips::cluster(store, hit.events);
     case TimelinePainter::Hit::GroupHeader:
+        if (hit.group < m_painter.layout().groups().size()) {
+            const TimelineLayout::Group &g = m_painter.layout().groups()[hit.group];
+            return QStringLiteral("%1\n%2 calls, %3 failed").arg(g.title).arg(g.calls).arg(g.failed);
+        }
+        break;
     case TimelinePainter::Hit::None:
         break;
     }
@@ -424,8 +510,17 @@ bool SwimlaneView::event(QEvent *e)
     if (e->type() == QEvent::ToolTip) {
         auto *help = static_cast<QHelpEvent *>(e);
         const TimelinePainter::Hit hit = m_painter.hitTest(help->pos(), canvas());
-        if (const QString text = toolTipFor(hit); !text.isEmpty())
-            QToolTip::showText(help->globalPos(), text, this, hit.rect.toAlignedRect());
+        QString text = onLabelDivider(help->pos()) && hit.kind != TimelinePainter::Hit::Attempt
+                           ? QStringLiteral("Drag to resize the label column")
+                           : toolTipFor(hit);
+        if (hit.kind == TimelinePainter::Hit::GroupHeader)
+            text += QStringLiteral("\nClick to fold this group into one row of counts, or to show its calls "
+                                   "again (G: every group)");
+        else if (hit.kind == TimelinePainter::Hit::CallHeader && m_painter.layout().oneRow(hit.call) &&
+                 m_model->store().calls()[hit.call].attempts.size() > 1)
+            text += QStringLiteral("\nClick the name to show each attempt on its own row (E)");
+        if (!text.isEmpty())
+            QToolTip::showText(help->globalPos(), text.trimmed(), this, hit.rect.toAlignedRect());
         else
             QToolTip::hideText();
         return true;

@@ -59,6 +59,16 @@ public slots:
     void setWallClock(bool on);
     // A replay's playhead line (absolute steady ns); nullopt removes it.
     void setPlayhead(std::optional<qint64> ns);
+    // Row height: compact (a call on one row) or comfortable (a header and a row per attempt).
+    void setDensity(rpcscope::LaneDensity density);
+    // The label column's width at scale 1, clamped to what a drag may choose; 0 restores the default.
+    void setLabelWidth(int width);
+    // Compact lanes: shows the selected call's attempts a row each, or folds them back onto one row.
+    void toggleSelectedCallExpanded();
+    // Grouped lanes: folds every group into its row of counts, or unfolds them all when all are folded.
+    void toggleGroupsFolded();
+    void toggleGroupFolded(const QString &title);
+    void toggleCallExpanded(size_t call);
 
 signals:
     void followChanged(bool following);
@@ -100,8 +110,11 @@ private:
     {
         None,
         Pan,
-        RubberBand
+        RubberBand,
+        LabelColumn // dragging the divider between the labels and the time axis
     } m_drag = Drag::None;
+    // Whether pos is on the divider between the label column and the time axis (lanes only).
+    bool onLabelDivider(const QPointF &pos) const;
     QPoint m_pressPos;
     QPoint m_lastPos;
     bool m_moved = false;

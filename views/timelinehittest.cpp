@@ -105,8 +105,9 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
     if (b >= lay.blocks().size()) return hit;
     const LaneBlock &block = lay.blocks()[b];
     const double blockTop = top - scrollY + block.y;
-    if (block.kind == LaneBlock::GroupHeader) {
+    if (block.kind == LaneBlock::GroupHeader || block.kind == LaneBlock::GroupAggregate) {
         hit.kind = Hit::GroupHeader;
+        hit.group = block.index;
         hit.rect = QRectF(rect.left(), blockTop, rect.width(), block.h);
         return hit;
     }
@@ -118,6 +119,7 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
     }
     hit.call = block.index;
     const double inLane = cy - block.y;
+    if (block.oneRow) return hitRow(pos, ctx, block, blockTop);
     // Markers sit in the top strip of the first attempt row.
     if (inLane >= m_metrics.callHeader && inLane < m_metrics.callHeader + m_metrics.attemptHeight * 0.44) {
         if (const auto *events = m_index.labEventsOfCall(m_store->calls()[block.index].key))
@@ -126,9 +128,10 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
                 return hit;
     }
     const Call &call = m_store->calls()[block.index];
-    const size_t k = inLane < m_metrics.callHeader
+    const double rowH = m_metrics.attemptRowHeight(false);
+    const size_t k = inLane < m_metrics.attemptTop(false, 0)
                          ? call.attempts.size()
-                         : size_t((inLane - m_metrics.callHeader) / m_metrics.attemptHeight);
+                         : size_t((inLane - m_metrics.attemptTop(false, 0)) / rowH);
     const QRectF bar = k < call.attempts.size() ? ctx.attemptRect(block.index, k) : QRectF();
     const bool onBar = bar.isValid() && pos.x() >= bar.left() && pos.x() <= bar.right();
     const bool overLabel = pos.x() < rect.left() + m_metrics.labelWidth;
@@ -165,8 +168,7 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         if (onGap) {
             hit.kind = Hit::Gap;
             hit.attempt = k;
-            hit.rect = QRectF(g1, blockTop + m_metrics.callHeader + double(k) * m_metrics.attemptHeight,
-                              std::max(1.0, g2 - g1), m_metrics.attemptHeight);
+            hit.rect = QRectF(g1, blockTop + m_metrics.attemptTop(false, k), std::max(1.0, g2 - g1), rowH);
             return hit;
         }
     }
@@ -176,6 +178,60 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         hit.attempt = k;
         hit.rect = bar;
     }
+    return hit;
+}
+
+// A call on one row: the bar under the pointer (a few pixels either side count), else the call itself.
+TimelinePainter::Hit TimelinePainter::hitRow(const QPointF &pos, const PaintContext &ctx,
+                                             const LaneBlock &block, double blockTop) const
+{
+    Hit hit;
+    hit.call = block.index;
+    const Call &call = m_store->calls()[block.index];
+    // Over the label the row is the call's header (a click selects its outcome, shows a call with retries a
+    // row per attempt, folds a chain on double-click); in time, the nearest bar within a few pixels.
+    const bool overLabel = pos.x() < ctx.axis.left;
+    double best = 5;
+    for (size_t k = 0; !overLabel && k < call.attempts.size(); ++k) {
+        const QRectF bar = ctx.attemptRect(block.index, k);
+        const double d = pos.x() < bar.left() ? bar.left() - pos.x() : std::max(0.0, pos.x() - bar.right());
+        if (d < best) {
+            best = d;
+            hit.kind = Hit::Attempt;
+            hit.attempt = k;
+            hit.rect = bar;
+        }
+    }
+    if (hit.kind != Hit::None || overLabel) {
+        if (overLabel) {
+            hit.kind = Hit::CallHeader;
+            hit.rect = QRectF(ctx.rect.left(), blockTop, ctx.rect.width(), block.h);
+        }
+        return hit;
+    }
+    // Off the bars, the same things the comfortable rows explain: the deadline's line, then a backoff gap
+    // between two bars side by side.
+    if (const auto deadline = call.deadlineNs()) {
+        const double dx = ctx.axis.timeToX(*deadline);
+        if (std::abs(pos.x() - dx) <= 4 && dx >= ctx.axis.left) {
+            hit.kind = Hit::Deadline;
+            hit.rect = QRectF(dx - 4, blockTop, 8, block.h);
+            return hit;
+        }
+    }
+    for (size_t k = 1; k < call.attempts.size(); ++k) {
+        if (!call.attempts[k - 1].endNs) continue;
+        const double g1 = ctx.axis.timeToX(*call.attempts[k - 1].endNs);
+        const double g2 = ctx.axis.timeToX(call.attempts[k].startNs);
+        if (pos.x() >= g1 && pos.x() < g2) {
+            hit.kind = Hit::Gap;
+            hit.attempt = k;
+            hit.rect = QRectF(g1, blockTop, std::max(1.0, g2 - g1), block.h);
+            return hit;
+        }
+    }
+    hit.kind = Hit::CallHeader;
+    hit.rect = QRectF(ctx.rect.left(), blockTop, ctx.rect.width(), block.h);
     return hit;
 }
 

@@ -1,6 +1,7 @@
 #include "timelinepainter.h"
 
 #include "connectionlanepass.h"
+#include "grouplanepass.h"
 #include "markerspass.h"
 #include "paintkit.h"
 #include "timelinestyle.h"
@@ -17,8 +18,11 @@ constexpr size_t kOverviewMinCalls = 50;
 
 TimelinePainter::TimelinePainter(const TimelineStore *store, ZoomControl *zoom)
     : m_store(store), m_ownZoom(zoom ? nullptr : std::make_unique<ZoomControl>()),
-      m_zoom(zoom ? zoom : m_ownZoom.get()), m_index(store)
+      m_zoom(zoom ? zoom : m_ownZoom.get()), m_metrics(LaneMetrics::scaled(1.0, m_options.density)),
+      m_index(store)
 {
+    m_index.setLayoutOptions(m_options.grouping, m_options.filter, m_options.connectionLanes, m_metrics,
+                             true);
 }
 
 QColor TimelinePainter::statusColor(const Attempt &a)
@@ -35,9 +39,10 @@ void TimelinePainter::setOptions(const Options &o)
 {
     const bool layoutChange = o.grouping != m_options.grouping || !(o.filter == m_options.filter) ||
                               o.workshop != m_options.workshop ||
-                              o.connectionLanes != m_options.connectionLanes;
+                              o.connectionLanes != m_options.connectionLanes ||
+                              o.density != m_options.density;
     m_options = o;
-    m_metrics = LaneMetrics::scaled(o.workshop ? 1.6 : 1.0);
+    m_metrics = LaneMetrics::scaled(o.workshop ? kWorkshopScale : 1.0, o.density, o.labelWidth);
     m_index.setLayoutOptions(o.grouping, o.filter, o.connectionLanes, m_metrics, layoutChange);
     m_imageKey.reset();
 }
@@ -174,9 +179,14 @@ void TimelinePainter::paintLanes(QPainter *p, const PaintContext &ctx)
         case LaneBlock::CallLane:
             m_callLanes.paint(p, ctx, b.index, y);
             break;
+        case LaneBlock::GroupAggregate:
+            GroupLanePass::paint(p, ctx, b.index, y);
+            break;
         }
     }
-    if (ctx.layout.callLanes() == 0) {
+    const auto &groups = ctx.layout.groups();
+    if (ctx.layout.callLanes() == 0 &&
+        std::none_of(groups.begin(), groups.end(), [](const TimelineLayout::Group &g) { return g.folded; })) {
         p->setPen(ctx.theme.muted);
         p->setFont(ctx.font(15));
         const double y = top - scrollY + ctx.layout.height();

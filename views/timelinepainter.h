@@ -68,6 +68,7 @@ public:
         size_t call = 0;                            // Attempt, CallHeader, Gap, Deadline
         size_t attempt = 0;                         // Attempt; Gap: the attempt the gap leads to
         size_t connection = 0;                      // Connection: index into store.connections()
+        size_t group = 0;                           // GroupHeader: index into layout().groups()
         const LabEventRecord *labEvent = nullptr;   // LabEvent: valid until the store changes
         std::vector<const LabEventRecord *> events; // MarkerCluster, in time order
         QString state;                              // BandSegment
@@ -161,8 +162,14 @@ public:
     static constexpr int kAttemptHeight = 34;
     static constexpr int kCallSpacing = 10;
     static constexpr int kBandHeight = 28;
+    // Workshop mode's scale: the smallest lane text (11 px) reads 24 px on a projector.
+    static constexpr double kWorkshopScale = 2.2;
+    // The label column a drag may choose, at scale 1.
+    static constexpr int kMinLabelWidth = 120;
+    static constexpr int kMaxLabelWidth = 600;
 
 private:
+    Hit hitRow(const QPointF &pos, const PaintContext &ctx, const LaneBlock &block, double blockTop) const;
     bool hasPolicyBand() const;
     // Exports: the legend's room from a first paint of the whole picture at this width (timelineexport.cpp).
     void fitLegendToPicture(int width);

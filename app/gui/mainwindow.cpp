@@ -28,6 +28,11 @@
 
 namespace rpcscope {
 
+namespace {
+// The Calls and Inspector docks' height on first start: about eight rows of the table.
+constexpr int kFirstStartBottomDocks = 170;
+} // namespace
+
 MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent)
     : QMainWindow(parent), m_model(model), m_lab(lab)
 {
@@ -146,8 +151,11 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     scenarioDock->setWidget(m_labPanel);
     addDockWidget(Qt::LeftDockWidgetArea, scenarioDock);
     resize(1400, 820);
+    // First start: the docks below start low, so the timeline shows 25 calls and more at 1600x1000.
     const bool firstStart = !QSettings().contains(QStringLiteral("window/state"));
     restoreLayout();
+    if (firstStart)
+        resizeDocks({dock, inspectorDock}, {kFirstStartBottomDocks, kFirstStartBottomDocks}, Qt::Vertical);
     buildPresenting(m_viewBar, firstStart);
 }
 
@@ -185,6 +193,33 @@ void MainWindow::buildViewControls(QToolBar *)
     connect(group, &QComboBox::currentIndexChanged, this,
             [this, group](int i) { m_view->setGrouping(LaneGrouping(group->itemData(i).toInt())); });
     tb->addWidget(group);
+
+    // Row height: compact (a call on one row, retries a click away) or comfortable.
+    auto *density = new QComboBox(this);
+    density->setObjectName(QStringLiteral("density"));
+    density->addItem(QStringLiteral("Compact rows"), int(LaneDensity::Compact));
+    density->addItem(QStringLiteral("Comfortable rows"), int(LaneDensity::Comfortable));
+    density->setToolTip(
+        QStringLiteral("Row height: compact puts each call on one row (click a call's name, or "
+                       "E, for a row per attempt); comfortable gives every attempt its row "
+                       "(Ctrl+Shift+K switches)"));
+    connect(density, &QComboBox::currentIndexChanged, this,
+            [this, density](int i) { m_view->setDensity(LaneDensity(density->itemData(i).toInt())); });
+    tb->addWidget(density);
+    auto *nextDensity = new QAction(QStringLiteral("Switch row height"), this);
+    nextDensity->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+K")));
+    connect(nextDensity, &QAction::triggered, density,
+            [density] { density->setCurrentIndex((density->currentIndex() + 1) % density->count()); });
+    auto *expandCall = new QAction(QStringLiteral("Show the selected call's attempts a row each"), this);
+    expandCall->setShortcut(QKeySequence(QStringLiteral("E")));
+    connect(expandCall, &QAction::triggered, m_view, &SwimlaneView::toggleSelectedCallExpanded);
+    auto *foldGroups = new QAction(QStringLiteral("Fold or unfold every group"), this);
+    foldGroups->setShortcut(QKeySequence(QStringLiteral("G")));
+    connect(foldGroups, &QAction::triggered, m_view, &SwimlaneView::toggleGroupsFolded);
+    addActions({nextDensity, expandCall, foldGroups});
+    group->setToolTip(
+        QStringLiteral("How lanes are grouped; a click on a group's header folds it into one row "
+                       "of counts (G folds or unfolds every group)"));
 
     auto toggle = [&](const QString &name, const QString &tip, const QString &key, auto slot) {
         QAction *a = tb->addAction(name);

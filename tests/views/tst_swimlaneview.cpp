@@ -212,6 +212,8 @@ private slots:
         model.setOrigin(0, 0);
         SwimlaneView view(&model);
         view.resize(1000, 500);
+        // Comfortable rows: taller than the view, so the scroll bar shows.
+        view.setDensity(LaneDensity::Comfortable);
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         QSignalSpy range(&view, &SwimlaneView::rangeChanged);
