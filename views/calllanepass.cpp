@@ -486,12 +486,14 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 const double e1 = ax.timeToX(gapStart + expected->first);
                 const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
                 p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
+                ctx.mark(kUseExpected);
             }
             const double g1 = ax.timeToX(gapStart), g2 = ax.timeToX(a.startNs);
             const bool outside =
                 expected && (gap < expected->first - kGapSlackNs || gap > expected->second + kGapSlackNs);
             const QColor gapColor = outside ? th.deadline : th.gap;
             if (g2 >= ax.left && g1 <= right) {
+                ctx.mark(kUseGap);
                 p->setPen(QPen(gapColor, m.scale > 1 ? 2 : 1));
                 if (g2 - g1 < kMinLabelledGapPx) {
                     p->drawLine(QPointF(g1, cy), QPointF(std::max(g2, g1 + 1), cy));
@@ -528,13 +530,18 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             const QColor c = statusColor(a);
             const QRectF bar(x1, barTop, std::min(x2, right) - x1, barH);
             p->fillRect(bar, c);
-            if (transparent) hatch(p, bar);
+            ctx.mark(statusGroup(a));
+            if (transparent) {
+                hatch(p, bar);
+                ctx.mark(kUseTransparent);
+            }
             if (bar.width() >= 12 && !ctx.store.frames().empty()) paintPhases(p, ctx, a, bar);
             // A failure after response headers: where the call committed.
             if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) {
                 const double hx = ax.timeToX(*a.responseHeadersNs);
                 p->setPen(QPen(th.commit, 2 * m.scale));
                 p->drawLine(QPointF(hx, top + 1), QPointF(hx, bottom - 1));
+                ctx.mark(kUseCommit);
             }
             // Status in the bar where it fits; the call's outcome (its last attempt's) otherwise after it.
             QString text = statusText(a);
@@ -553,6 +560,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 textRight = std::max(textRight, x2);
             }
             if (a.pushbackMs && *a.pushbackMs < 0 && k + 1 == n) {
+                ctx.mark(kUsePushback);
                 const QString stop = QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs);
                 p->setFont(small);
                 p->setPen(th.deadline);
@@ -571,6 +579,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 p->setPen(QPen(th.deadline, 1));
                 p->drawLine(QPointF(tx, top + 1), QPointF(tx, bottom - 1));
                 p->fillRect(QRectF(tx, top + 1, 6 * m.scale, 4 * m.scale), th.deadline);
+                ctx.mark(kUseAttemptTimeout);
             }
         }
     }
@@ -588,6 +597,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         const double tw = smallFm.horizontalAdvance(text) + 2;
         p->setPen(th.deadline);
         if (dx >= ax.left && dx <= right) {
+            ctx.mark(kUseDeadline);
             deadlineX = dx;
             p->setPen(QPen(th.deadline, 2 * m.scale, Qt::DashLine));
             p->drawLine(QPointF(dx, top), QPointF(dx, bottom));
@@ -600,6 +610,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 textAt(p, deadlineLabel.left(), top, h, smallFm, text);
             }
         } else if (dx > right) {
+            ctx.mark(kUseDeadline);
             for (const QString &t :
                  {text + QStringLiteral("  ▶"), QStringLiteral("deadline ▶"), QStringLiteral("▶")}) {
                 const double w = smallFm.horizontalAdvance(t) + 2;

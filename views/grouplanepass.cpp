@@ -34,7 +34,10 @@ void GroupLanePass::paint(QPainter *p, const PaintContext &ctx, size_t group, do
     double x = rect.left() + 10;
     for (size_t k = 0; k < g.outcomes.size() && g.calls; ++k) {
         const double w = columnWidth * double(g.outcomes[k]) / double(g.calls);
-        if (g.outcomes[k]) p->fillRect(QRectF(x, stackTop, std::max(w, 2.0), stackH), kGroupColors[k]);
+        if (g.outcomes[k]) {
+            p->fillRect(QRectF(x, stackTop, std::max(w, 2.0), stackH), kGroupColors[k]);
+            ctx.mark(int(k)); // the status groups are the legend's first entries
+        }
         x += w;
     }
 

@@ -108,6 +108,10 @@ QStringList LegendPass::entries(std::uint32_t drawn)
     return names;
 }
 
+// A legend row: the tallest symbol (16 px) and the 12 px text with a little air, so the legend takes as few
+// of the lanes' pixels as it can (in workshop mode every pixel of it is scaled by 2.2).
+constexpr double kRowPitch = 20;
+
 // The legend flows into as many rows as the width needs; each entry is a symbol and its name.
 std::vector<QPointF> LegendPass::layout(double width, double s, std::uint32_t legendUse, int *rows)
 {
@@ -126,7 +130,7 @@ std::vector<QPointF> LegendPass::layout(double width, double s, std::uint32_t le
             ++row;
         }
         at.emplace_back(x, row);
-        x += w + 20 * s;
+        x += w + 14 * s;
     }
     if (rows) *rows = row + 1;
     return at;
@@ -138,7 +142,7 @@ int LegendPass::height(double width, double scale, std::uint32_t legendUse)
     if (m_heightFor != std::tuple{width, scale, legendUse}) {
         int rows = 1;
         layout(width, scale, legendUse, &rows);
-        m_height = int(rows * 26 * scale + 6 * scale);
+        m_height = int(rows * kRowPitch * scale + 6 * scale);
         m_heightFor = {width, scale, legendUse};
     }
     return m_height;
@@ -178,7 +182,7 @@ void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect,
         const LegendEntry &e = kLegend[i];
         if (at[i].y() < 0) continue;
         const double x0 = rect.left() + at[i].x();
-        const double y = rect.top() + 3 * s + (at[i].y() + 0.5) * 26 * s;
+        const double y = rect.top() + 3 * s + (at[i].y() + 0.5) * kRowPitch * s;
         const QRectF box(x0, y - 6 * s, 22 * s, 12 * s);
         const double mx = x0 + 11 * s;
         switch (e.symbol) {

@@ -94,9 +94,9 @@ LaneMetrics LaneMetrics::scaled(double s, LaneDensity density, int labelWidth)
     m.connectionHeight = m.px(34);
     m.barHeight = 15 * s;
     m.compact = density == LaneDensity::Compact;
-    // A call's row holds its 13 px bold name with 30% to spare (20 px at scale 1): in workshop mode that
+    // A call's row holds its 13 px bold name with 20% to spare (20 px at scale 1): in workshop mode that
     // keeps ten calls and more of the circuit breaker on a 1920x1080 screen.
-    m.rowHeight = s > 1 ? int(13 * s * 1.3 + 0.5) : 20;
+    m.rowHeight = s > 1 ? int(13 * s * 1.2 + 0.5) : 20;
     m.rowBar = 12 * s;
     m.aggregateRow = m.px(32);
     if (m.compact) {

@@ -264,6 +264,8 @@ private slots:
             view->fitAll();
             QApplication::processEvents();
             const int visible = visibleCalls(view);
+            if (!qEnvironmentVariableIsEmpty("RPCSCOPE_SHOT_DIR"))
+                window.grab().save(qEnvironmentVariable("RPCSCOPE_SHOT_DIR") + "/density-workshop.png");
             QVERIFY2(visible >= 10, qPrintable(QStringLiteral("%1 calls visible").arg(visible)));
             // Every text size the lanes use (11 px statuses in bars, 12 px gap labels, 13 px names) is at
             // least 24 px, and a name fits its row.

@@ -341,6 +341,8 @@ private slots:
         model.setOrigin(0, 0);
         model.appendBatch(scene());
         SwimlaneView view(&model);
+        // A header row and a row per attempt; one-row lanes' hover is in tst_timelinepainter.
+        view.setDensity(LaneDensity::Comfortable);
         view.resize(1200, 700);
         TimelinePainter &painter = view.timelinePainter();
         const auto [lo, hi] = painter.fullRange();

@@ -106,9 +106,14 @@ private slots:
             QVERIFY(l.rect.right() < painter.attemptRect(0, i + 1, rect).left());
             QVERIFY2(countDark(img, l.rect.toRect()) > 20, "gap label region has no text");
         }
-        // Between the bars, a click hits the call, not an attempt.
+        // Between the bars, the pointer is on the gap that leads to the second attempt, not on an attempt.
         const TimeAxis ax = painter.axis(rect);
-        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(37 * ms), rowTop + rowH / 2), rect).kind,
+        const TimelinePainter::Hit between =
+            painter.hitTest(QPointF(ax.timeToX(37 * ms), rowTop + rowH / 2), rect);
+        QCOMPARE(between.kind, TimelinePainter::Hit::Gap);
+        QCOMPARE(between.attempt, size_t(1));
+        // Over the name, the call.
+        QCOMPARE(painter.hitTest(QPointF(rect.left() + 20, rowTop + rowH / 2), rect).kind,
                  TimelinePainter::Hit::CallHeader);
         // The deadline call: its 120 ms deadline (at 140 ms) dashed through its row.
         const double top1 = painter.headerHeight() + painter.laneY(1);
