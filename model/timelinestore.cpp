@@ -70,6 +70,32 @@ Connection *TimelineStore::connection(std::uint32_t id)
     return it == m_connectionIndex.end() ? nullptr : &m_connections[it->second];
 }
 
+// The store pairs a PING with its ACK itself (by the opaque data, as the peer must echo it) rather than
+// relying on the decoder's rtt: a PING that never gets one must stay visible after the connection ends.
+void TimelineStore::recordPing(const WireEvent &e)
+{
+    Connection *c = connection(e.connection);
+    if (!c) return;
+    auto &open = c->openPings;
+    if (!(e.flags & FlagAck)) {
+        if (open.size() < Connection::kMaxOpenPings) open.push_back({e.dir, e.tNs, e.pingData});
+        return;
+    }
+    // The ACK travels opposite to the PING it answers.
+    const Direction sender =
+        e.dir == Direction::ClientToServer ? Direction::ServerToClient : Direction::ClientToServer;
+    const auto it = std::find_if(open.begin(), open.end(), [&](const Connection::OpenPing &p) {
+        return p.dir == sender && p.data == e.pingData;
+    });
+    if (it != open.end()) open.erase(it);
+}
+
+const Connection *TimelineStore::findConnection(std::uint32_t id) const
+{
+    auto it = m_connectionIndex.find(id);
+    return it == m_connectionIndex.end() ? nullptr : &m_connections[it->second];
+}
+
 std::string Attempt::outcomeLabel() const
 {
     if (!ended()) return "in flight";
@@ -354,6 +380,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             if (m_recordFrames)
                 m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream, e.length,
                                     e.frameType == FrameWindowUpdate ? e.windowIncrement : e.errorCode});
+            if (e.frameType == FramePing) recordPing(e);
             if (e.frameType == FramePing && e.rttNs >= 0) {
                 // The ACK travels opposite to the PING it answers.
                 const Direction sender = e.dir == Direction::ClientToServer ? Direction::ServerToClient
@@ -377,7 +404,9 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 auto it = m_openStreams.find(streamKey(e.connection, e.stream));
                 if (it != m_openStreams.end()) {
                     const AttemptRef ref = it->second;
-                    m_calls[ref.call].attempts[ref.attempt].rstErrorCode = e.errorCode;
+                    Attempt &a = m_calls[ref.call].attempts[ref.attempt];
+                    a.rstErrorCode = e.errorCode;
+                    a.rstByClient = e.dir == Direction::ClientToServer;
                     endAttempt(ref, e.tNs, ch);
                 }
             }
