@@ -66,7 +66,7 @@ ClientOutcome clientOutcome(const Call &call, const TimelineStore &store)
         if (conn && endedByClient && conn->closedNs && conn->closeReason == "closed by client") {
             const auto &pings = conn->openPings;
             const auto ping = std::find_if(pings.begin(), pings.end(), [&](const Connection::OpenPing &p) {
-                return p.dir == Direction::ClientToServer && p.sentNs <= end;
+                return p.dir == Direction::ClientToServer && p.sentNs <= end && conn->unanswered(p, end);
             });
             if (ping != pings.end())
                 return implied(kUnavailable, end,

@@ -34,6 +34,14 @@ struct Connection
     };
     static constexpr size_t kMaxOpenPings = 8;
     std::vector<OpenPing> openPings;
+    // The PING went unanswered for long enough to mean the peer stopped answering (by nowNs, while the
+    // connection is open): a PING in flight when the connection closes, microseconds after it was sent, is a
+    // race of the shutdown. Long enough is 1 ms, or three of this connection's round trips when it had one.
+    bool unanswered(const OpenPing &p, std::int64_t nowNs) const
+    {
+        const std::int64_t wait = std::max<std::int64_t>(1'000'000, 3 * lastPingRttNs.value_or(0));
+        return closedNs.value_or(nowNs) - p.sentNs >= wait;
+    }
     // The first HTTP/2 rule a peer was seen breaking (its sentence is among the notes).
     std::optional<ProtocolViolation> firstViolation;
 

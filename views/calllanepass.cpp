@@ -1,5 +1,6 @@
 #include "calllanepass.h"
 
+#include "clientoutcome.h"
 #include "markerspass.h"
 #include "paintcontext.h"
 #include "paintkit.h"
@@ -94,7 +95,11 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     const QRectF header(rect.left(), top, rect.width(), m.callHeader);
     p->fillRect(header, th.headerBand);
     const Attempt *outcome = call.outcomeAttempt();
-    const QString outcomeText = outcome ? statusText(*outcome) : QStringLiteral("in flight");
+    // What the client got, beside the wire's status when the wire only implies it.
+    const ClientOutcome client = clientOutcome(call, ctx.store);
+    QString outcomeText = outcome ? statusText(*outcome) : QStringLiteral("in flight");
+    if (client.implied())
+        outcomeText += QStringLiteral(" → client: ") + QString::fromStdString(client.label());
     // A call made while serving another is indented under it, with a hook to show the nesting.
     const int depth = std::min(ctx.store.nestingDepth(index), 6);
     const double indent = depth * 14 * m.scale;
@@ -211,6 +216,8 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             }
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
+            if (client.implied() && k + 1 == call.attempts.size())
+                text += QStringLiteral(" → client: ") + QString::fromStdString(client.label());
             p->setFont(barFont);
             const double tw = barFm.horizontalAdvance(text);
             const QRectF textBar(bar.left(), bar.top(), bar.width(), barH * 0.7);

@@ -219,6 +219,26 @@ private slots:
             QVERIFY2(o.why.find("connection closed") != std::string::npos, o.why.c_str());
         }
         {
+            TimelineStore store; // a PING still in flight as the connection closes is a race of the shutdown
+            const ClientOutcome o =
+                outcomeOf(store, {testev::opened(1, 0), request(1, 10 * ms, "a"), ping(399'800'000, c2s, 7),
+                                  closed(400 * ms, "closed by client")});
+            QCOMPARE(int(o.source), int(ClientOutcome::Source::Unknown));
+            const Connection &c = store.connections().at(0);
+            QCOMPARE(int(c.openPings.size()), 1);
+            QVERIFY(!c.unanswered(c.openPings[0], 400 * ms));
+        }
+        {
+            TimelineStore store; // "long enough" grows with the connection's round trip
+            store.apply({testev::opened(1, 0), ping(0, c2s, 1), ping(10 * ms, s2c, 1, true)});
+            store.apply({ping(100 * ms, c2s, 2), closed(125 * ms, "closed by client")});
+            Connection c = store.connections().at(0);
+            QCOMPARE(int(c.openPings.size()), 1);
+            QVERIFY(c.unanswered(c.openPings[0], 0)); // no rtt known from the decoder here: 1 ms
+            c.lastPingRttNs = 10 * ms;
+            QVERIFY(!c.unanswered(c.openPings[0], 0));
+        }
+        {
             TimelineStore store; // the server's unanswered PING is not the client's keepalive
             const ClientOutcome o =
                 outcomeOf(store, {testev::opened(1, 0), request(1, 10 * ms, "a"), ping(100 * ms, s2c, 7),
