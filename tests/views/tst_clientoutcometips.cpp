@@ -1,8 +1,11 @@
 // The tooltips say what the client got where the wire only implies it, and describe an unanswered PING.
 
+#include "attemptinspector.h"
+#include "headerlog.h"
 #include "timelinetooltips.h"
 #include "wireevents.h"
 
+#include <QTreeWidget>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -44,6 +47,20 @@ private slots:
         const QString conn = TimelineToolTips::connection(store, 0);
         QVERIFY2(conn.contains(QStringLiteral("client PING at 1.000 s never answered")), qPrintable(conn));
         QVERIFY2(conn.contains(QStringLiteral("keepalive timed out")), qPrintable(conn));
+
+        // The inspector's Outcome section says it too, and who reset the stream.
+        HeaderLog log;
+        AttemptInspector inspector(&store, &log);
+        inspector.showAttempt(0, 0);
+        const auto got = inspector.tree()->findItems(QStringLiteral("client got"),
+                                                     Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QCOMPARE(got.size(), 1);
+        QVERIFY2(got[0]->text(1).startsWith(QStringLiteral("UNAVAILABLE at 1.300 s")),
+                 qPrintable(got[0]->text(1)));
+        const auto rst = inspector.tree()->findItems(QStringLiteral("RST_STREAM"),
+                                                     Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QCOMPARE(rst.size(), 1);
+        QVERIFY2(rst[0]->text(1).endsWith(QStringLiteral("sent by the client")), qPrintable(rst[0]->text(1)));
     }
 
     void unknownIsSaid()
