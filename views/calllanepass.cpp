@@ -216,8 +216,13 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             }
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
-            if (client.implied() && k + 1 == call.attempts.size())
-                text += QStringLiteral(" → client: ") + QString::fromStdString(client.label());
+            if (client.implied() && k + 1 == call.attempts.size()) {
+                const QString got = QStringLiteral("client: ") + QString::fromStdString(client.label());
+                text += QStringLiteral(" → ") + got;
+                // Where the whole text has no room, what the client got is the part worth keeping.
+                const double w = barFm.horizontalAdvance(text);
+                if (w + 8 > bar.width() && x2 + 6 + w >= right && x1 - 6 - w <= ax.left) text = got;
+            }
             p->setFont(barFont);
             const double tw = barFm.horizontalAdvance(text);
             const QRectF textBar(bar.left(), bar.top(), bar.width(), barH * 0.7);
