@@ -142,6 +142,14 @@ private:
     void onRequestHeaders(const WireEvent &e, StoreChanges &ch);
     void onResponseHeaders(const WireEvent &e, StoreChanges &ch);
     void recordPing(const WireEvent &e);
+    // A call's client outcome (clientoutcome.h) can change without an event of its own: when its
+    // connection closes after the client reset its stream, or when the capture's clock passes its deadline
+    // in a backoff. These lists name such calls by serial, so the item model hears of the change.
+    void watchClientOutcome(const AttemptRef &ref);
+    void markWatchedClose(std::uint32_t connection, StoreChanges &ch);
+    void markWatchedDeadlines(StoreChanges &ch);
+    std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> m_watchClose; // connection -> serials
+    std::multimap<std::int64_t, std::uint64_t> m_watchDeadline;                 // deadline -> serial
     void endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch);
     void linkTrace(size_t call, StoreChanges &ch);
     // The key of the call a W3C traceparent points at: the one that carried exactly it, else (unless

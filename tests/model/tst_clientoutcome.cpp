@@ -8,6 +8,7 @@
 
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QSignalSpy>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -382,6 +383,40 @@ private slots:
         // The attempt row keeps the wire's label.
         QCOMPARE(model.data(model.index(0, TimelineModel::ColStatus, model.index(0, 0))).toString(),
                  QStringLiteral("RST_STREAM CANCEL"));
+    }
+
+    // The client outcome can change in a later batch that has no event of the call's own: its row must still
+    // be told.
+    void laterBatchesRefreshTheRow()
+    {
+        TimelineModel model;
+        model.appendBatch({testev::opened(1, 0), request(1, 10 * ms, "held"), ping(100 * ms, c2s, 7),
+                           rst(1, 400 * ms, c2s, kRefusedStream)});
+        const QModelIndex held = model.index(0, TimelineModel::ColStatus);
+        QCOMPARE(model.data(held).toString(), QStringLiteral("RST_STREAM REFUSED_STREAM"));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        auto rowChanged = [&] {
+            for (const QList<QVariant> &args : changed)
+                if (args.at(0).toModelIndex().row() <= 0 && args.at(1).toModelIndex().row() >= 0) return true;
+            return false;
+        };
+        model.appendBatch({closed(401 * ms, "closed by client")});
+        QVERIFY(rowChanged());
+        QCOMPARE(model.data(held).toString(),
+                 QStringLiteral("RST_STREAM REFUSED_STREAM \u2192 client: UNAVAILABLE"));
+
+        TimelineModel backoff;
+        backoff.appendBatch({testev::opened(1, 0), retrying(1, 0, "a", 250 * ms, 0),
+                             trailers(1, 2 * ms, kUnavailable), retrying(3, 102 * ms, "a", 148 * ms, 1),
+                             trailers(3, 105 * ms, kUnavailable)});
+        const QModelIndex a = backoff.index(0, TimelineModel::ColStatus);
+        QCOMPARE(backoff.data(a).toString(), QStringLiteral("UNAVAILABLE"));
+        QSignalSpy later(&backoff, &QAbstractItemModel::dataChanged);
+        backoff.appendBatch({testev::opened(2, 200 * ms)}); // another connection, before the deadline
+        QCOMPARE(later.count(), 0);
+        backoff.appendBatch({testev::opened(3, 260 * ms)}); // the capture's clock passes the deadline
+        QVERIFY(later.count() >= 1);
+        QCOMPARE(backoff.data(a).toString(), QStringLiteral("UNAVAILABLE \u2192 client: DEADLINE_EXCEEDED"));
     }
 };
 
