@@ -12,14 +12,6 @@ constexpr std::uint32_t kCancel = 8;
 // C-core clamps maxAttempts at 5: after the fifth attempt nothing is retried, whatever the policy.
 constexpr size_t kMaxAttempts = 5;
 
-// The deadline is computed from the relay's stamp of the first HEADERS plus grpc-timeout, which the client
-// rounded up (at most 1 %) and stamped a little before the relay did (up to 20 ms measured under heavy load):
-// the client's own deadline can lie this much earlier than ours.
-std::int64_t deadlineToleranceNs(const Call &call)
-{
-    return 20'000'000 + call.budgetNs().value_or(0) / 100;
-}
-
 std::string msText(std::int64_t ns)
 {
     return std::to_string((ns + 500'000) / 1'000'000) + " ms";
@@ -44,6 +36,11 @@ std::string ClientOutcome::label() const
 {
     if (status) return grpcStatusName(*status);
     return source == Source::InFlight ? "in flight" : "unknown";
+}
+
+std::int64_t deadlineToleranceNs(const Call &call)
+{
+    return 20'000'000 + call.budgetNs().value_or(0) / 100;
 }
 
 ClientOutcome clientOutcome(const Call &call, const TimelineStore &store)
@@ -91,10 +88,12 @@ ClientOutcome clientOutcome(const Call &call, const TimelineStore &store)
     // The deadline passed in a retry's backoff: the client was retrying (it told us its policy), the call was
     // not committed, attempts remained, and the next attempt was due only after the deadline, which the
     // capture saw pass without another attempt. Only UNAVAILABLE is taken as retryable: the policy's codes
-    // are not on the wire, and UNAVAILABLE is the one every policy lists.
+    // are not on the wire, and UNAVAILABLE is the one every policy lists. The capture "saw the deadline pass"
+    // within the tolerance: the client's own deadline lies a little earlier than ours, and the client often
+    // closes its connection at once, the capture's last event.
     if (*a->status == kUnavailable && deadline && end < *deadline && call.retryInitialMs > 0 &&
         !a->responseHeadersNs && !(a->pushbackMs && *a->pushbackMs < 0) &&
-        countedAttempts(call) < kMaxAttempts && store.latestNs() >= *deadline) {
+        countedAttempts(call) < kMaxAttempts && store.latestNs() >= *deadline - deadlineToleranceNs(call)) {
         const auto backoff = call.backoffNs(call.attempts.size() - 1);
         if (backoff && end + backoff->first >= *deadline)
             return implied(kDeadlineExceeded, *deadline,

@@ -45,6 +45,11 @@ struct ClientOutcome
 
 ClientOutcome clientOutcome(const Call &call, const TimelineStore &store);
 
+// The call's deadline is the relay's stamp of its first HEADERS plus grpc-timeout, which the client rounded
+// up (at most 1 %) and stamped a little before the relay did (up to 20 ms measured under heavy load): the
+// client's own deadline can lie this much earlier than Call::deadlineNs().
+std::int64_t deadlineToleranceNs(const Call &call);
+
 // The wire's label of the call's last attempt, followed by the client's outcome when the wire only implies
 // it: "RST_STREAM CANCEL → client: DEADLINE_EXCEEDED". Just the wire label otherwise.
 std::string outcomeWithClient(const Call &call, const ClientOutcome &client);

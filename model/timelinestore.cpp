@@ -1,5 +1,7 @@
 #include "timelinestore.h"
 
+#include "clientoutcome.h"
+
 #include <algorithm>
 
 namespace rpcscope {
@@ -106,7 +108,7 @@ void TimelineStore::watchClientOutcome(const AttemptRef &ref)
     } else if (a.status == kUnavailable && call.retryInitialMs > 0 &&
                ref.attempt + 1 == call.attempts.size()) {
         if (const auto deadline = call.deadlineNs(); deadline && *deadline > *a.endNs)
-            m_watchDeadline.emplace(*deadline, call.serial);
+            m_watchDeadline.emplace(*deadline - deadlineToleranceNs(call), call.serial);
     }
 }
 
