@@ -273,7 +273,9 @@ void AttemptInspector::addMessages(int callIndex, int attemptIndex)
                                                        "streams' messages)")});
         return;
     }
-    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+    QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+    // At the tree's size, which workshop mode scales.
+    if (m_tree->font().pointSizeF() > 0) mono.setPointSizeF(m_tree->font().pointSizeF());
     QColor noteColor = palette().color(QPalette::PlaceholderText);
     auto spanned = [&](QTreeWidgetItem *parent, const QString &text, bool monospace) {
         auto *item = new QTreeWidgetItem(parent, {text});

@@ -23,6 +23,41 @@ constexpr qint64 kFrameSearchMarginNs = 50'000'000;
 // come from the attempt's own timestamps.
 constexpr size_t kMaxFramesScanned = 20'000;
 constexpr double kMinLabelledGapPx = 8;
+
+// What a backoff gap's label says: the wait, and what the policy or the server asked for.
+QString gapText(const Call &call, size_t k, qint64 gap, bool transparent,
+                const std::optional<std::pair<std::int64_t, std::int64_t>> &expected, bool outside)
+{
+    QString text = QStringLiteral("backoff %1").arg(formatDuration(gap));
+    if (transparent)
+        text = QStringLiteral("transparent retry after %1").arg(formatDuration(gap));
+    else if (call.attempts[k - 1].pushbackMs && *call.attempts[k - 1].pushbackMs >= 0)
+        text = QStringLiteral("pushback %1 ms → waited %2")
+                   .arg(*call.attempts[k - 1].pushbackMs)
+                   .arg(formatDuration(gap));
+    else if (expected && expected->first == expected->second)
+        text += QStringLiteral(" (expected %1)").arg(formatDuration(expected->first));
+    else if (expected)
+        text += QStringLiteral(" (expected %1–%2)")
+                    .arg(formatDuration(expected->first), formatDuration(expected->second));
+    if (outside) text += QStringLiteral(" — outside");
+    return text;
+}
+
+// One line of text vertically centred in [top, top + h], starting at x: drawText at a point takes Qt's fast
+// path (no text layout per call), which matters at 40 rows and more a screen.
+void textAt(QPainter *p, double x, double top, double h, const QFontMetricsF &fm, const QString &text)
+{
+    p->drawText(QPointF(x, top + (h - fm.height()) / 2 + fm.ascent()), text);
+}
+
+// The label column's name of a call: a star when pinned.
+QString callName(const Call &call)
+{
+    QString name = QString::fromStdString(call.key);
+    if (call.pinned) name = QStringLiteral("★ ") + name;
+    return name;
+}
 } // namespace
 
 void CallLanePass::paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar)
@@ -59,14 +94,19 @@ void CallLanePass::paintPhases(QPainter *p, const PaintContext &ctx, const Attem
         if (x2 > x1) p->fillRect(QRectF(x1, sy, x2 - x1, sh), c);
     };
     const qint64 reqDone = reqEnd.value_or(a.startNs);
+    ctx.mark(kUsePhases);
     seg(a.startNs, reqDone, th.phaseRequest);
     seg(reqDone, respStart.value_or(end), th.phaseWait);
     if (respStart) seg(*respStart, trailers.value_or(respEnd.value_or(end)), th.phaseResponse);
-    if (trailers) seg(*trailers, end, th.phaseTrailers);
+    if (trailers) {
+        seg(*trailers, end, th.phaseTrailers);
+        ctx.mark(kUseTrailers);
+    }
     // Ticks for the frames themselves once there is room for them: requests above the bar, responses below.
     if (!ticks.empty() && bar.width() / double(ticks.size()) >= 3) {
         int last[2] = {-1, -1};
         p->setPen(QPen(th.frameTick, 1));
+        ctx.mark(kUseFrameTicks);
         for (const auto &[t, dir] : ticks) {
             const int x = int(ax.timeToX(t));
             const int d = dir == Direction::ClientToServer ? 0 : 1;
@@ -86,8 +126,9 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     const TimeAxis &ax = ctx.axis;
     const TimelineTheme &th = ctx.theme;
     const LaneMetrics &m = ctx.metrics;
+    if (ctx.layout.oneRow(index)) return paintRow(p, ctx, index, top);
     const Call &call = ctx.store.calls()[index];
-    const double laneBottom = top + m.callHeader + double(call.attempts.size()) * m.attemptHeight;
+    const double laneBottom = top + m.callLaneHeight(false, call.attempts.size());
     const double right = rect.right();
     paintGrid(p, ctx, top + m.callHeader, laneBottom);
 
@@ -111,8 +152,9 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     }
     p->setPen(th.text);
     p->setFont(ctx.font(13, true));
-    QString name = QString::fromStdString(call.key);
-    if (call.pinned) name = QStringLiteral("★ ") + name;
+    QString name = callName(call);
+    // Compact lanes: a call shown expanded although it fits one row folds back with a click.
+    if (m.compact && ctx.options.filter.expanded.count(call.key)) name = QStringLiteral("▾ ") + name;
     p->drawText(QRectF(header.left() + 10 + indent, top, m.labelWidth - 14 - indent, m.callHeader),
                 Qt::AlignVCenter | Qt::AlignLeft,
                 QFontMetricsF(p->font()).elidedText(name, Qt::ElideMiddle, m.labelWidth - 14 - indent));
@@ -164,7 +206,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     p->setPen(th.text);
     for (size_t k = 0; k < call.attempts.size(); ++k) {
         const Attempt &a = call.attempts[k];
-        const double barTop = top + m.callHeader + double(k) * m.attemptHeight + m.attemptHeight * 0.44;
+        const double barTop = top + m.attemptTop(false, k) + m.barOffset(false);
         QString label = QStringLiteral("attempt %1").arg(k + 1);
         if (call.transparentRetry(k))
             label += QStringLiteral("  ·  transparent");
@@ -179,8 +221,8 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     p->setClipRect(QRectF(ax.left, top, right - ax.left, laneBottom - top), Qt::IntersectClip);
     for (size_t k = 0; k < call.attempts.size(); ++k) {
         const Attempt &a = call.attempts[k];
-        const double rowTop = top + m.callHeader + double(k) * m.attemptHeight;
-        const double barTop = rowTop + m.attemptHeight * 0.44;
+        const double rowTop = top + m.attemptTop(false, k);
+        const double barTop = rowTop + m.barOffset(false);
         const double barH = m.barHeight;
         const bool transparent = call.transparentRetry(k);
         // The range the client's policy allows for the gap before this attempt, under everything else.
@@ -192,6 +234,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 const double e1 = ax.timeToX(gapStart + expected->first);
                 const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
                 p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
+                ctx.mark(kUseExpected);
             }
         }
 
@@ -205,7 +248,11 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const QColor c = statusColor(a);
             const QRectF bar(x1, barTop, std::min(x2, right) - x1, barH);
             p->fillRect(bar, c);
-            if (transparent) hatch(p, bar);
+            ctx.mark(statusGroup(a));
+            if (transparent) {
+                hatch(p, bar);
+                ctx.mark(kUseTransparent);
+            }
             if (bar.width() >= 12 && !ctx.store.frames().empty())
                 paintPhases(p, ctx, a, bar);
             else if (bar.width() >= 12 && a.responseHeadersNs) {
@@ -213,6 +260,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 p->fillRect(
                     QRectF(hx, bar.bottom() - barH * 0.3, std::max(1.0, bar.right() - hx), barH * 0.3),
                     th.phaseResponse);
+                ctx.mark(kUsePhases);
             }
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
@@ -251,6 +299,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 p->setPen(QPen(th.deadline, 1));
                 p->drawLine(QPointF(tx, barTop - 5), QPointF(tx, barTop + barH + 3));
                 p->fillRect(QRectF(tx, barTop - 5, 6 * m.scale, 4 * m.scale), th.deadline);
+                ctx.mark(kUseAttemptTimeout);
             }
         }
 
@@ -269,34 +318,24 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             // A gap narrower than a few pixels gets its bracket but no words: zoomed out over thousands of
             // calls the labels would only cover each other.
             if (g2 >= ax.left && g1 <= right && g2 - g1 < kMinLabelledGapPx) {
+                ctx.mark(kUseGap);
                 p->setPen(QPen(th.gap, 1));
                 p->drawLine(QPointF(g1, cy), QPointF(std::max(g2, g1 + 1), cy));
             } else if (g2 >= ax.left && g1 <= right) {
+                ctx.mark(kUseGap);
                 const QColor gapColor = outside ? th.deadline : th.gap;
                 p->setPen(QPen(gapColor, m.scale > 1 ? 2 : 1));
                 const double h5 = 5 * m.scale;
                 p->drawLine(QPointF(g1, cy), QPointF(g2, cy));
                 p->drawLine(QPointF(g1, cy - h5), QPointF(g1, cy + h5));
                 p->drawLine(QPointF(g2, cy - h5), QPointF(g2, cy + h5));
-                QString gapText = QStringLiteral("backoff %1").arg(formatDuration(gap));
-                if (transparent)
-                    gapText = QStringLiteral("transparent retry after %1").arg(formatDuration(gap));
-                else if (call.attempts[k - 1].pushbackMs && *call.attempts[k - 1].pushbackMs >= 0)
-                    gapText = QStringLiteral("pushback %1 ms → waited %2")
-                                  .arg(*call.attempts[k - 1].pushbackMs)
-                                  .arg(formatDuration(gap));
-                else if (expected && expected->first == expected->second)
-                    gapText += QStringLiteral(" (expected %1)").arg(formatDuration(expected->first));
-                else if (expected)
-                    gapText += QStringLiteral(" (expected %1–%2)")
-                                   .arg(formatDuration(expected->first), formatDuration(expected->second));
-                if (outside) gapText += QStringLiteral(" — outside");
+                const QString text = gapText(call, k, gap, transparent, expected, outside);
                 p->setFont(small);
-                const double tw = smallFm.horizontalAdvance(gapText);
+                const double tw = smallFm.horizontalAdvance(text);
                 QRectF labelRect((g1 + g2) / 2 - tw / 2 - 3, rowTop + 1, tw + 6, smallFm.height());
                 if (labelRect.left() < ax.left) labelRect.moveLeft(ax.left);
                 p->setPen(gapColor);
-                p->drawText(labelRect, Qt::AlignCenter, gapText);
+                p->drawText(labelRect, Qt::AlignCenter, text);
                 m_gapLabels.push_back({labelRect, gap, index, k});
             }
         }
@@ -308,6 +347,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             if (cx >= ax.left && cx <= right) {
                 p->setPen(QPen(th.commit, 2 * m.scale));
                 p->drawLine(QPointF(cx, barTop - 4), QPointF(cx, barTop + barH + 4));
+                ctx.mark(kUseCommit);
                 p->setFont(small);
                 p->setPen(th.commit);
                 p->drawText(QRectF(cx + 4, rowTop + 1, 260 * m.scale, smallFm.height()),
@@ -318,6 +358,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const double cx = ax.timeToX(*a.endNs);
             p->setFont(small);
             p->setPen(th.deadline);
+            ctx.mark(kUsePushback);
             p->drawText(QRectF(cx + 4, rowTop + 1, 300 * m.scale, smallFm.height()),
                         Qt::AlignLeft | Qt::AlignVCenter,
                         QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs));
@@ -334,6 +375,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         p->setFont(small);
         const QString text = QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()));
         if (dx >= ax.left && dx <= right) {
+            ctx.mark(kUseDeadline);
             p->setPen(QPen(th.deadline, 2 * m.scale, Qt::DashLine));
             // Through the header too, unless it would strike through the lane's summary.
             p->drawLine(QPointF(dx, dx < summaryRight ? top + m.callHeader : top), QPointF(dx, laneBottom));
@@ -346,6 +388,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             else if (dx + 4 >= summaryRight && dx + 4 + tw <= right)
                 p->drawText(QRectF(dx + 4, top, tw, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft, text);
         } else if (dx > right) {
+            ctx.mark(kUseDeadline);
             // Beyond the view: an arrow at the edge, with as much of the label as fits after the summary.
             p->setPen(th.deadline);
             for (const QString &t :
@@ -359,6 +402,261 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             }
         }
     }
+}
+
+const CallLanePass::RowFonts &CallLanePass::rowFonts(const PaintContext &ctx)
+{
+    const QFont base = PaintContext::scaledFont(12, ctx.metrics.scale);
+    if (m_rowFonts.scale != ctx.metrics.scale || m_rowFonts.small != base) {
+        m_rowFonts.scale = ctx.metrics.scale;
+        m_rowFonts.name = ctx.font(13, true);
+        m_rowFonts.small = base;
+        m_rowFonts.bar = ctx.font(11, true);
+        m_rowFonts.nameFm.emplace(m_rowFonts.name);
+        m_rowFonts.smallFm.emplace(m_rowFonts.small);
+        m_rowFonts.barFm.emplace(m_rowFonts.bar);
+    }
+    return m_rowFonts;
+}
+
+void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, double top)
+{
+    const QRectF &rect = ctx.rect;
+    const TimeAxis &ax = ctx.axis;
+    const TimelineTheme &th = ctx.theme;
+    const LaneMetrics &m = ctx.metrics;
+    const Call &call = ctx.store.calls()[index];
+    const double h = m.rowHeight;
+    const double bottom = top + h;
+    const double right = rect.right();
+    const bool light = th.background.lightness() > 128;
+    // The label column reads as the lane's header; the time area keeps the grid.
+    p->fillRect(QRectF(rect.left(), top, m.labelWidth, h), th.headerBand);
+    p->fillRect(QRectF(ax.left, top, right - ax.left, h), th.headerBand.lighter(light ? 101 : 110));
+    paintGrid(p, ctx, top, bottom);
+
+    const int depth = std::min(ctx.store.nestingDepth(index), 6);
+    const double indent = depth * 14 * m.scale;
+    if (depth > 0) {
+        p->setPen(QPen(th.text, 1));
+        const double x = rect.left() + 4 + indent - 8 * m.scale;
+        p->drawLine(QPointF(x, top + 1), QPointF(x, top + h / 2));
+        p->drawLine(QPointF(x, top + h / 2), QPointF(x + 6 * m.scale, top + h / 2));
+    }
+    // Name on the left; the attempt count (a click shows a row each) and the method at the column's end.
+    const RowFonts &f = rowFonts(ctx);
+    const QFont &small = f.small;
+    const QFontMetricsF &smallFm = *f.smallFm;
+    const size_t n = call.attempts.size();
+    QString side = QString::fromStdString(call.method);
+    side = side.mid(side.lastIndexOf(QLatin1Char('/')) + 1);
+    if (n > 1) side = QStringLiteral("%1 attempts").arg(n);
+    const double columnRight = rect.left() + m.labelWidth - 6;
+    double nameWidth = m.labelWidth - 14 - indent;
+    p->setFont(f.name);
+    const QFontMetricsF &nameFm = *f.nameFm;
+    QString name = callName(call);
+    if (n > 1) name = QStringLiteral("▸ ") + name;
+    const double sideWidth =
+        std::min(smallFm.horizontalAdvance(side), nameWidth - nameFm.horizontalAdvance(name) - 8);
+    // Only where a few letters of it fit beside the whole name.
+    const bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * m.scale);
+    if (showSide) nameWidth -= sideWidth + 8;
+    p->setPen(th.text);
+    textAt(p, rect.left() + 10 + indent, top, h, nameFm,
+           nameFm.horizontalAdvance(name) <= nameWidth ? name
+                                                       : nameFm.elidedText(name, Qt::ElideMiddle, nameWidth));
+    if (showSide) {
+        p->setFont(small);
+        p->setPen(th.muted);
+        const QString shown = smallFm.horizontalAdvance(side) <= sideWidth
+                                  ? side
+                                  : smallFm.elidedText(side, Qt::ElideLeft, sideWidth);
+        textAt(p, columnRight - smallFm.horizontalAdvance(shown), top, h, smallFm, shown);
+    }
+
+    const QFont &barFont = f.bar;
+    const QFontMetricsF &barFm = *f.barFm;
+    const double barH = m.barSize(true);
+    const double barTop = top + m.barOffset(true);
+    const double cy = barTop + barH / 2;
+    const std::optional<std::int64_t> deadline = call.deadlineNs();
+    double textRight = ax.left; // right of the last text drawn on the row, so later text does not cover it
+    p->save();
+    p->setClipRect(QRectF(ax.left, top, right - ax.left, h), Qt::IntersectClip);
+    for (size_t k = 0; k < n; ++k) {
+        const Attempt &a = call.attempts[k];
+        const bool transparent = call.transparentRetry(k);
+        std::optional<std::pair<std::int64_t, std::int64_t>> expected;
+        if (k > 0 && call.attempts[k - 1].endNs && !transparent) expected = call.expectedGapNs(k - 1);
+        // The gap before this attempt, on the bars' centre line: the policy's range shaded under it, its
+        // length written inside it where it fits.
+        if (k > 0 && call.attempts[k - 1].endNs) {
+            const qint64 gapStart = *call.attempts[k - 1].endNs;
+            const qint64 gap = a.startNs - gapStart;
+            if (expected) {
+                const double e1 = ax.timeToX(gapStart + expected->first);
+                const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
+                p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
+            }
+            const double g1 = ax.timeToX(gapStart), g2 = ax.timeToX(a.startNs);
+            const bool outside =
+                expected && (gap < expected->first - kGapSlackNs || gap > expected->second + kGapSlackNs);
+            const QColor gapColor = outside ? th.deadline : th.gap;
+            if (g2 >= ax.left && g1 <= right) {
+                p->setPen(QPen(gapColor, m.scale > 1 ? 2 : 1));
+                if (g2 - g1 < kMinLabelledGapPx) {
+                    p->drawLine(QPointF(g1, cy), QPointF(std::max(g2, g1 + 1), cy));
+                } else {
+                    const double h3 = 3 * m.scale;
+                    p->drawLine(QPointF(g1, cy - h3), QPointF(g1, cy + h3));
+                    p->drawLine(QPointF(g2, cy - h3), QPointF(g2, cy + h3));
+                    // The wait (the policy's range is the shading under it), or just its length, or nothing:
+                    // whichever fits between the bars.
+                    QString text = gapText(call, k, gap, transparent, std::nullopt, false);
+                    if (outside) text += QStringLiteral(" — outside");
+                    if (smallFm.horizontalAdvance(text) + 12 > g2 - g1) text = formatDuration(gap);
+                    const double tw = smallFm.horizontalAdvance(text);
+                    if (tw + 12 <= g2 - g1) {
+                        const QRectF labelRect((g1 + g2) / 2 - tw / 2 - 3, top, tw + 6, h);
+                        p->drawLine(QPointF(g1, cy), QPointF(labelRect.left(), cy));
+                        p->drawLine(QPointF(labelRect.right(), cy), QPointF(g2, cy));
+                        p->setFont(small);
+                        p->setPen(gapColor);
+                        textAt(p, labelRect.left() + 3, top, h, smallFm, text);
+                        m_gapLabels.push_back({labelRect, gap, index, k});
+                    } else {
+                        p->drawLine(QPointF(g1, cy), QPointF(g2, cy));
+                    }
+                }
+            }
+        }
+
+        const qint64 end = a.endNs.value_or(ctx.store.latestNs());
+        double x1 = ax.timeToX(a.startNs);
+        double x2 = std::max(ax.timeToX(end), x1 + 3);
+        x1 = std::max(x1, ax.left);
+        if (x2 > ax.left && x1 < right) {
+            const QColor c = statusColor(a);
+            const QRectF bar(x1, barTop, std::min(x2, right) - x1, barH);
+            p->fillRect(bar, c);
+            if (transparent) hatch(p, bar);
+            if (bar.width() >= 12 && !ctx.store.frames().empty()) paintPhases(p, ctx, a, bar);
+            // A failure after response headers: where the call committed.
+            if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) {
+                const double hx = ax.timeToX(*a.responseHeadersNs);
+                p->setPen(QPen(th.commit, 2 * m.scale));
+                p->drawLine(QPointF(hx, top + 1), QPointF(hx, bottom - 1));
+            }
+            // Status in the bar where it fits; the call's outcome (its last attempt's) otherwise after it.
+            QString text = statusText(a);
+            if (transparent) text = QStringLiteral("transparent retry · ") + text;
+            if (k + 1 == n) {
+                // What the client got, where the wire only implies it; alone where the whole has no room.
+                if (const ClientOutcome client = clientOutcome(call, ctx.store); client.implied()) {
+                    const QString got = QStringLiteral("client: ") + QString::fromStdString(client.label());
+                    text += QStringLiteral(" → ") + got;
+                    const double w = barFm.horizontalAdvance(text);
+                    if (w + 8 > bar.width() && x2 + 6 + w >= right) text = got;
+                }
+            }
+            const double tw = barFm.horizontalAdvance(text);
+            p->setFont(barFont);
+            if (tw + 8 <= bar.width()) {
+                p->setPen(Qt::white);
+                textAt(p, bar.left() + 4, top, h, barFm, text);
+                textRight = std::max(textRight, bar.right());
+            } else if (k + 1 == n && x2 + 6 + tw < right) {
+                p->setPen(light ? c.darker(130) : c.lighter(130));
+                textAt(p, x2 + 5, top, h, barFm, text);
+                textRight = x2 + 5 + tw + 4;
+            } else {
+                textRight = std::max(textRight, x2);
+            }
+            if (a.pushbackMs && *a.pushbackMs < 0 && k + 1 == n) {
+                const QString stop = QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs);
+                p->setFont(small);
+                p->setPen(th.deadline);
+                textAt(p, textRight + 6, top, h, smallFm, stop);
+                textRight += 6 + smallFm.horizontalAdvance(stop) + 4;
+            }
+        }
+        // This attempt's own grpc-timeout where it is not the call's deadline: a thin line with a flag.
+        if (a.timeoutNs) {
+            const qint64 t = a.startNs + *a.timeoutNs;
+            const double tx = ax.timeToX(t);
+            const bool onDeadline =
+                deadline && (std::abs(ax.timeToX(*deadline) - tx) < 2 ||
+                             std::abs(t - *deadline) <= attemptTimeoutSlack(*a.timeoutNs));
+            if (!onDeadline && tx >= ax.left && tx <= right) {
+                p->setPen(QPen(th.deadline, 1));
+                p->drawLine(QPointF(tx, top + 1), QPointF(tx, bottom - 1));
+                p->fillRect(QRectF(tx, top + 1, 6 * m.scale, 4 * m.scale), th.deadline);
+            }
+        }
+    }
+    p->restore();
+
+    // The deadline: a dashed line through the row, labelled beside it where the label clears the statuses;
+    // an arrow at the edge when it is beyond the view. Then how long the call took and what went wrong with
+    // its deadline in a chain, wherever they clear both.
+    p->setFont(small);
+    QRectF deadlineLabel;
+    std::optional<double> deadlineX;
+    if (deadline) {
+        const double dx = ax.timeToX(*deadline);
+        const QString text = QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()));
+        const double tw = smallFm.horizontalAdvance(text) + 2;
+        p->setPen(th.deadline);
+        if (dx >= ax.left && dx <= right) {
+            deadlineX = dx;
+            p->setPen(QPen(th.deadline, 2 * m.scale, Qt::DashLine));
+            p->drawLine(QPointF(dx, top), QPointF(dx, bottom));
+            p->setPen(th.deadline);
+            if (dx - 4 - tw >= textRight) {
+                deadlineLabel = QRectF(dx - 4 - tw, top, tw, h);
+                textAt(p, deadlineLabel.right() - tw, top, h, smallFm, text);
+            } else if (dx + 4 >= textRight && dx + 4 + tw <= right) {
+                deadlineLabel = QRectF(dx + 4, top, tw, h);
+                textAt(p, deadlineLabel.left(), top, h, smallFm, text);
+            }
+        } else if (dx > right) {
+            for (const QString &t :
+                 {text + QStringLiteral("  ▶"), QStringLiteral("deadline ▶"), QStringLiteral("▶")}) {
+                const double w = smallFm.horizontalAdvance(t) + 2;
+                if (right - 8 - w >= textRight || t.size() == 1) {
+                    deadlineLabel = QRectF(right - 8 - w, top, w, h);
+                    textAt(p, deadlineLabel.right() - w, top, h, smallFm, t);
+                    break;
+                }
+            }
+        }
+    }
+    auto clear = [&](double x1, double x2) {
+        if (x2 > right) return false;
+        if (!deadlineLabel.isNull() && x2 > deadlineLabel.left() - 4 && x1 < deadlineLabel.right() + 4)
+            return false;
+        return !deadlineX || x2 + 2 < *deadlineX || x1 - 2 > *deadlineX;
+    };
+    // Right after the statuses, or else after the deadline's label.
+    auto place = [&](const QString &text, const QColor &color) {
+        const double tw = smallFm.horizontalAdvance(text) + 4;
+        double x = textRight + 8;
+        if (!clear(x, x + tw) && !deadlineLabel.isNull()) x = std::max(x, deadlineLabel.right() + 8);
+        if (!clear(x, x + tw)) return;
+        p->setPen(color);
+        textAt(p, x, top, h, smallFm, text);
+        textRight = x + tw;
+    };
+    QString tail;
+    if (call.endNs() && n > 0) tail = formatDuration(*call.endNs() - call.startNs());
+    if (call.inferred) tail += QStringLiteral(" · grouped by inference");
+    if (!call.hop.empty()) tail += QStringLiteral(" · hop %1").arg(QString::fromStdString(call.hop));
+    if (!tail.isEmpty()) place(tail, th.muted);
+    if (call.deadlineReset)
+        place(QStringLiteral("⚠ deadline reset: the budget grew"), th.deadline);
+    else if (call.deadlineDropped)
+        place(QStringLiteral("⚠ deadline dropped by this hop"), th.deadline);
 }
 
 } // namespace rpcscope

@@ -1,8 +1,11 @@
 #pragma once
 
+#include <QFont>
+#include <QFontMetricsF>
 #include <QRectF>
 #include <QtGlobal>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 class QPainter;
@@ -36,8 +39,20 @@ public:
 
 private:
     static void paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar);
+    // A call on one row (compact lanes): its name in the label column, its attempts side by side with the
+    // gaps between them, the outcome after the last bar.
+    void paintRow(QPainter *p, const PaintContext &ctx, size_t index, double top);
+    // A row's fonts and their metrics, made once per scale instead of once per row.
+    struct RowFonts
+    {
+        double scale = 0;
+        QFont name, small, bar;
+        std::optional<QFontMetricsF> nameFm, smallFm, barFm;
+    };
+    const RowFonts &rowFonts(const PaintContext &ctx);
 
     std::vector<GapLabel> m_gapLabels;
+    RowFonts m_rowFonts;
 };
 
 } // namespace rpcscope

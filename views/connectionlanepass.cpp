@@ -3,6 +3,7 @@
 #include "paintcontext.h"
 #include "paintkit.h"
 #include "timeformat.h"
+#include "timelinestyle.h"
 
 #include <QFontMetricsF>
 #include <QPainter>
@@ -61,10 +62,24 @@ void ConnectionLanePass::paintGroupHeader(QPainter *p, const PaintContext &ctx, 
     p->setFont(ctx.font(14, true));
     p->drawText(r.adjusted(10, 0, -10, 0), Qt::AlignVCenter | Qt::AlignLeft,
                 QStringLiteral("%1   ·  %2 call%3 · %4 failed")
-                    .arg(g.title)
+                    .arg(QStringLiteral("▾ ") + g.title) // a click folds the group into one row
                     .arg(g.calls)
                     .arg(g.calls == 1 ? "" : "s")
                     .arg(g.failed));
+}
+
+QString ConnectionLanePass::title(const PaintContext &ctx, size_t connIndex)
+{
+    const auto &conns = ctx.store.connections();
+    QString title;
+    if (connIndex >= conns.size()) {
+        title = QStringLiteral("%1 connections").arg(conns.size());
+    } else {
+        const Connection &conn = conns[connIndex];
+        title = QStringLiteral("connection %1").arg(conn.id);
+        if (!conn.label.empty()) title += QStringLiteral(" · %1").arg(QString::fromStdString(conn.label));
+    }
+    return QFontMetricsF(ctx.font(12, true)).elidedText(title, Qt::ElideMiddle, ctx.metrics.labelWidth - 14);
 }
 
 void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t connIndex, double top)
@@ -84,15 +99,12 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
     // Label: which connection, its peers, and what it knows about itself.
     p->setPen(th.text);
     p->setFont(ctx.font(12, true));
-    QString title, sub;
+    QString sub;
     bool subWarns = false; // the subtitle says something went wrong on the wire
     if (all) {
-        title = QStringLiteral("%1 connections").arg(conns.size());
         sub = QStringLiteral("group by connection for one lane each");
     } else {
         const Connection &conn = conns[connIndex];
-        title = QStringLiteral("connection %1").arg(conn.id);
-        if (!conn.label.empty()) title += QStringLiteral(" · %1").arg(QString::fromStdString(conn.label));
         sub =
             QString::fromStdString(conn.client) + QStringLiteral(" → ") + QString::fromStdString(conn.server);
         if (!conn.decodeError.empty())
@@ -105,7 +117,7 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
         }
     }
     p->drawText(QRectF(rect.left() + 10, top + 1, m.labelWidth - 14, h / 2), Qt::AlignVCenter | Qt::AlignLeft,
-                title);
+                ConnectionLanePass::title(ctx, connIndex));
     p->setFont(ctx.font(11));
     p->setPen(subWarns ? th.rst : th.muted);
     p->drawText(QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1),
@@ -135,7 +147,10 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
         const double o1 = std::max(ax.timeToX(conn.openedNs), ax.left);
         const double o2 = std::min(
             ax.timeToX(conn.closedNs.value_or(std::max<qint64>(ctx.store.latestNs(), ctx.endNs()))), right);
-        if (o2 > o1) runs.add(Life, std::floor(o1), std::ceil(o2), std::floor(mid), 1);
+        if (o2 > o1) {
+            runs.add(Life, std::floor(o1), std::ceil(o2), std::floor(mid), 1);
+            ctx.mark(kUseConnection);
+        }
         if (const TimelineIndex::ConnIndex *ci = ctx.index.connection(conn.id)) lanes.push_back(ci);
     }
 
@@ -175,6 +190,7 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
             const bool c2s = st.dir == Direction::ClientToServer;
             runs.add(c2s ? StallC2S : StallS2C, std::floor(x1), std::ceil(x2), c2s ? top + 3 : mid + 1,
                      h / 2 - 4);
+            ctx.mark(kUseStall);
             if (x2 - x1 > 60 * m.scale)
                 labels.push_back({x1,
                                   QStringLiteral("flow-control stall (%1)").arg(c2s ? "client" : "server"),
@@ -192,10 +208,12 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
                 const bool c2s = fr.dir == Direction::ClientToServer;
                 if (!once(x, c2s ? 0 : 1)) continue;
                 runs.add(Settings, x, x + tickW, c2s ? top + 4 : mid, h / 2 - 4);
+                ctx.mark(kUseSettings);
                 labels.push_back({x, QStringLiteral("SETTINGS"), Settings, c2s});
             } else if (fr.type == FrameRstStream) {
                 if (!once(x, 2)) continue;
                 runs.add(Rst, x, x + 2 * tickW, top + 3, h - 6);
+                ctx.mark(kUseRst);
                 labels.push_back({x,
                                   QStringLiteral("RST_STREAM %1 (stream %2)")
                                       .arg(QString::fromStdString(h2ErrorName(fr.value)))
@@ -204,6 +222,7 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
             } else {
                 if (!once(x, 3)) continue;
                 runs.add(Goaway, x, x + 3 * tickW, top + 1, h - 2);
+                ctx.mark(kUseGoaway);
                 labels.push_back({x, QStringLiteral("GOAWAY"), Goaway, false});
             }
         }
@@ -218,6 +237,7 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
             if (x2 < ax.left || x1 > right || !once(x2, 4)) continue;
             runs.add(Ping, x1, std::max(x2, x1 + 1), py - tickW, 2 * tickW);
             runs.add(Ping, x2, x2 + tickW, py - 4 * m.scale, 4 * m.scale + 2);
+            ctx.mark(kUsePing);
             labels.push_back({x2, QStringLiteral("PING %1").arg(formatDuration(pr.rttNs)), Ping, false});
         }
     }

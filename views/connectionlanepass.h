@@ -1,5 +1,6 @@
 #pragma once
 
+#include <QString>
 #include <cstddef>
 
 class QPainter;
@@ -16,6 +17,9 @@ public:
     // The lane of connection connIndex (kAllConnections: every connection in one lane) at content y top.
     static void paint(QPainter *p, const PaintContext &ctx, size_t connIndex, double top);
     static void paintGroupHeader(QPainter *p, const PaintContext &ctx, size_t group, double top);
+    // A lane's title as drawn: elided in the middle to the label column, so both the connection's id and the
+    // end of its label stay (the tooltip has the whole name).
+    static QString title(const PaintContext &ctx, size_t connIndex);
 };
 
 } // namespace rpcscope

@@ -21,7 +21,12 @@ enum class LegendSymbol
     AttemptTimeout,
     Commit,
     Marker,
-    FastFail
+    Cluster,
+    FastFail,
+    Tick,
+    Word,
+    Frames,
+    Line
 };
 struct LegendEntry
 {
@@ -41,7 +46,19 @@ enum LegendColor
     LRequest,
     LResponse,
     LRange,
-    LStall
+    LStall,
+    LTrailers,
+    LBreakerClosed,
+    LBreakerOpen,
+    LBreakerHalfOpen,
+    LSettings,
+    LPing,
+    LRst,
+    LGoaway,
+    LText,
+    LDeadline,
+    LFrameTick,
+    LConnLine
 };
 constexpr LegendEntry kLegend[] = {
     {"OK", LegendSymbol::Box, LOk, 0},
@@ -54,21 +71,41 @@ constexpr LegendEntry kLegend[] = {
     {"request sent", LegendSymbol::Box, LRequest, kUsePhases},
     {"server working", LegendSymbol::Wait, LOk, kUsePhases},
     {"response", LegendSymbol::Box, LResponse, kUsePhases},
+    {"trailers", LegendSymbol::Box, LTrailers, kUseTrailers},
+    {"frame sent (above) / received (below)", LegendSymbol::Frames, LFrameTick, kUseFrameTicks},
     {"backoff gap", LegendSymbol::Gap, 0, kUseGap},
     {"expected backoff (policy)", LegendSymbol::Box, LRange, kUseExpected},
     {"call deadline", LegendSymbol::Deadline, 0, kUseDeadline},
     {"attempt's own grpc-timeout", LegendSymbol::AttemptTimeout, 0, kUseAttemptTimeout},
     {"committed", LegendSymbol::Commit, 0, kUseCommit},
+    {"pushback: do not retry", LegendSymbol::Word, LDeadline, kUsePushback},
     {"policy event", LegendSymbol::Marker, 0, kUseMarker},
+    {"overlapping events (×N)", LegendSymbol::Cluster, 0, kUseCluster},
     {"flow-control stall", LegendSymbol::Box, LStall, kUseStall},
+    {"connection open", LegendSymbol::Line, LConnLine, kUseConnection},
+    {"SETTINGS", LegendSymbol::Tick, LSettings, kUseSettings},
+    {"PING round trip", LegendSymbol::Tick, LPing, kUsePing},
+    {"RST_STREAM", LegendSymbol::Tick, LRst, kUseRst},
+    {"GOAWAY", LegendSymbol::Tick, LGoaway, kUseGoaway},
+    {"breaker closed", LegendSymbol::Box, LBreakerClosed, kUseBreakerClosed},
+    {"breaker open", LegendSymbol::Box, LBreakerOpen, kUseBreakerOpen},
+    {"breaker half-open", LegendSymbol::Box, LBreakerHalfOpen, kUseBreakerHalfOpen},
+    {"breaker transition", LegendSymbol::Tick, LText, kUseTransition},
     {"failed fast (breaker open, never sent)", LegendSymbol::FastFail, 0, kUseFastFail},
 };
 } // namespace
 
 bool LegendPass::shows(std::uint32_t legendUse, int use)
 {
-    // Only what the picture uses; an empty store still explains the status colours.
-    return legendUse == 0 ? use < 6 : (legendUse >> use) & 1u;
+    return (legendUse >> use) & 1u;
+}
+
+QStringList LegendPass::entries(std::uint32_t drawn)
+{
+    QStringList names;
+    for (const LegendEntry &e : kLegend)
+        if (shows(drawn, e.use)) names << QString::fromUtf8(e.name);
+    return names;
 }
 
 // The legend flows into as many rows as the width needs; each entry is a symbol and its name.
@@ -107,16 +144,36 @@ int LegendPass::height(double width, double scale, std::uint32_t legendUse)
     return m_height;
 }
 
-void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect)
+void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect, std::uint32_t drawn)
 {
     const TimelineTheme &th = ctx.theme;
     const double s = ctx.metrics.scale;
     p->fillRect(rect, th.background);
     p->setFont(ctx.font(12));
     const QFontMetricsF fm(p->font());
-    const QColor colors[] = {kOk,       kUnavailable,    kDeadlineExceeded, kOtherError,      kCancelled,
-                             kInFlight, th.phaseRequest, th.phaseResponse,  th.expectedRange, th.stall};
-    const std::vector<QPointF> at = layout(rect.width(), s, ctx.index.legendUse(), nullptr);
+    const QColor colors[] = {kOk,
+                             kUnavailable,
+                             kDeadlineExceeded,
+                             kOtherError,
+                             kCancelled,
+                             kInFlight,
+                             th.phaseRequest,
+                             th.phaseResponse,
+                             th.expectedRange,
+                             th.stall,
+                             th.phaseTrailers,
+                             th.breakerClosed,
+                             th.breakerOpen,
+                             th.breakerHalfOpen,
+                             th.settings,
+                             th.ping,
+                             th.rst,
+                             th.goaway,
+                             th.text,
+                             th.deadline,
+                             th.frameTick,
+                             th.connLine};
+    const std::vector<QPointF> at = layout(rect.width(), s, drawn, nullptr);
     for (size_t i = 0; i < std::size(kLegend); ++i) {
         const LegendEntry &e = kLegend[i];
         if (at[i].y() < 0) continue;
@@ -164,6 +221,30 @@ void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect)
             diamond(p, QPointF(mx, y), r, th.labMarker, false);
             break;
         }
+        case LegendSymbol::Cluster:
+            p->setPen(QPen(th.labMarker, std::max(1.0, s)));
+            p->setBrush(Qt::NoBrush);
+            p->drawEllipse(QPointF(mx, y), 7 * s, 7 * s);
+            diamond(p, QPointF(mx, y), 4 * s, th.labMarker, false);
+            break;
+        case LegendSymbol::Tick:
+            p->fillRect(QRectF(mx - s, y - 8 * s, 2 * s, 16 * s), colors[e.color]);
+            break;
+        case LegendSymbol::Frames:
+            p->fillRect(box.adjusted(0, 3 * s, 0, -3 * s), kOk);
+            p->setPen(QPen(colors[e.color], 1));
+            for (const double fx : {x0 + 5 * s, x0 + 15 * s}) {
+                p->drawLine(QPointF(fx, box.top()), QPointF(fx, box.top() + 2 * s));
+                p->drawLine(QPointF(fx + 3 * s, box.bottom() - 2 * s), QPointF(fx + 3 * s, box.bottom()));
+            }
+            break;
+        case LegendSymbol::Line:
+            p->fillRect(QRectF(x0, y, 22 * s, std::max(1.0, s)), colors[e.color]);
+            break;
+        case LegendSymbol::Word:
+            p->setPen(colors[e.color]);
+            p->drawText(box.adjusted(-2, -4, 2, 4), Qt::AlignCenter, QStringLiteral("−1"));
+            break;
         }
         const QString name = QString::fromUtf8(e.name);
         p->setPen(th.text);

@@ -2,6 +2,7 @@
 
 #include <QPointF>
 #include <QRectF>
+#include <QStringList>
 #include <cstdint>
 #include <tuple>
 #include <vector>
@@ -12,14 +13,17 @@ namespace rpcscope {
 
 struct PaintContext;
 
-// The colour legend below the lanes: only what the picture contains, flowed into as many rows as the width
-// needs.
+// The colour legend below the lanes: exactly what the picture drew (the LegendUse bits the passes set in
+// PaintContext::drawn), flowed into as many rows as the width needs.
 class LegendPass
 {
 public:
     // Height of the legend at this width, scale and content (TimelineIndex::legendUse()).
     int height(double width, double scale, std::uint32_t legendUse);
-    static void paint(QPainter *p, const PaintContext &ctx, const QRectF &rect);
+    // The entries of what `drawn` says the picture holds.
+    static void paint(QPainter *p, const PaintContext &ctx, const QRectF &rect, std::uint32_t drawn);
+    // The names of the entries shown for these bits, in legend order.
+    static QStringList entries(std::uint32_t drawn);
 
 private:
     static bool shows(std::uint32_t legendUse, int use);

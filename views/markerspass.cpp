@@ -7,33 +7,94 @@
 
 #include <QFontMetricsF>
 #include <QPainter>
+#include <QPolygonF>
 #include <algorithm>
 
 namespace rpcscope {
 
-// Markers of calls without a lane: a diamond each, labelled where the label fits.
+std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const LabEventRecord *> &events,
+                                                        const TimeAxis &ax, double scale, double left,
+                                                        double right)
+{
+    std::vector<const LabEventRecord *> sorted;
+    sorted.reserve(events.size());
+    for (const LabEventRecord *e : events) {
+        if (e->kind == "retry-suppressed") continue;
+        const double x = ax.timeToX(e->tNs);
+        if (x >= left && x <= right) sorted.push_back(e);
+    }
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; });
+    // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
+    const double apart = 2 * radius(scale) + 2;
+    std::vector<Cluster> out;
+    for (const LabEventRecord *e : sorted) {
+        const double x = ax.timeToX(e->tNs);
+        if (!out.empty() && x - out.back().x < apart)
+            out.back().events.push_back(e);
+        else
+            out.push_back({x, {e}});
+    }
+    return out;
+}
+
+QString MarkersPass::label(const Cluster &c, bool withDetail)
+{
+    const LabEventRecord &e = *c.events.front();
+    const bool sameKind = std::all_of(c.events.begin(), c.events.end(),
+                                      [&](const LabEventRecord *o) { return o->kind == e.kind; });
+    const char *word = markerLabel(e.kind);
+    QString text = word ? QString::fromLatin1(word) : QString::fromStdString(e.kind);
+    // A custom event (ingestion endpoint) says what it is itself: "label: detail".
+    if (e.kind == "custom" && !e.detail.empty())
+        text = QString::fromStdString(e.detail);
+    else if (withDetail && !e.detail.empty())
+        text += QStringLiteral(": ") + QString::fromStdString(e.detail);
+    if (c.events.size() == 1) return text;
+    if (!sameKind || e.kind == "custom") return QStringLiteral("×%1 events").arg(c.events.size());
+    return QStringLiteral("×%1 %2")
+        .arg(c.events.size())
+        .arg(QString::fromLatin1(word ? word : e.kind.c_str()));
+}
+
+namespace {
+// A cluster's diamond carries a ring, so it reads as "more than one" before its count is read.
+void clusterMark(QPainter *p, const PaintContext &ctx, const MarkersPass::Cluster &c, double cy)
+{
+    const double r = MarkersPass::radius(ctx.metrics.scale);
+    if (c.events.size() > 1) {
+        p->setRenderHint(QPainter::Antialiasing, true);
+        p->setPen(QPen(ctx.theme.labMarker, std::max(1.0, ctx.metrics.scale)));
+        p->setBrush(Qt::NoBrush);
+        p->drawEllipse(QPointF(c.x, cy), r + 3 * ctx.metrics.scale, r + 3 * ctx.metrics.scale);
+        p->setRenderHint(QPainter::Antialiasing, false);
+        ctx.mark(kUseCluster);
+    } else {
+        ctx.mark(kUseMarker);
+    }
+    diamond(p, QPointF(c.x, cy), r, ctx.theme.labMarker, true);
+}
+} // namespace
+
+// Markers of calls without a lane: a diamond each (or one per cluster), labelled where the label fits.
 void MarkersPass::paintBand(QPainter *p, const PaintContext &ctx, const QRectF &band)
 {
     const TimelineTheme &th = ctx.theme;
-    const TimeAxis &ax = ctx.axis;
     const double right = band.right();
     double lastTextRight = -1e9;
-    for (const LabEventRecord *e : ctx.index.bandMarkers()) {
-        const double x = ax.timeToX(e->tNs);
-        if (x < ax.left || x > right) continue;
-        const double r = 4 * ctx.metrics.scale;
-        const double cy = band.center().y();
-        diamond(p, QPointF(x, cy), r, th.labMarker, true);
-        // A custom event (ingestion endpoint) says what it is itself: "label: detail".
-        const QString text = e->kind == "custom" && !e->detail.empty()
-                                 ? QString::fromStdString(e->detail)
-                                 : QString::fromLatin1(markerLabel(e->kind));
+    const double r = radius(ctx.metrics.scale);
+    const double cy = band.center().y();
+    for (const Cluster &c :
+         clusters(ctx.index.bandMarkers(), ctx.axis, ctx.metrics.scale, ctx.axis.left, right)) {
+        clusterMark(p, ctx, c, cy);
+        const QString text = label(c, false);
         const double tw = QFontMetricsF(p->font()).horizontalAdvance(text);
-        if (x + r + 2 > lastTextRight && x + r + 2 + tw < right) {
+        const double tx = c.x + r + (c.events.size() > 1 ? 5 * ctx.metrics.scale : 2);
+        if (tx > lastTextRight && tx + tw < right) {
             p->setPen(th.labMarker);
-            p->drawText(QRectF(x + r + 2, band.top(), tw + 2, band.height()),
-                        Qt::AlignVCenter | Qt::AlignLeft, text);
-            lastTextRight = x + r + 2 + tw + 6;
+            p->drawText(QRectF(tx, band.top(), tw + 2, band.height()), Qt::AlignVCenter | Qt::AlignLeft,
+                        text);
+            lastTextRight = tx + tw + 6;
         }
     }
 }
@@ -48,42 +109,34 @@ void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &ca
     const double right = ctx.rect.right();
     const auto *events = ctx.index.labEventsOfCall(call.key);
     if (!events) return;
-    {
-        p->setFont(small);
-        double lastTextRight = -1e9;
-        for (const LabEventRecord *e : *events) {
-            if (e->kind == "retry-suppressed") {
-                const QString text =
-                    QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(e->detail));
-                const double tw = smallFm.horizontalAdvance(text);
-                p->setPen(th.deadline);
-                p->drawText(QRectF(right - 270 * ctx.metrics.scale - tw, top, tw + 2, ctx.metrics.callHeader),
-                            Qt::AlignLeft | Qt::AlignVCenter, text);
-                continue;
-            }
-            const double x = ax.timeToX(e->tNs);
-            if (x < ax.left || x > right) continue;
-            // In the first attempt row's top strip, where only gap labels of later rows never go.
-            const double r = 4 * ctx.metrics.scale;
-            const double cy = top + ctx.metrics.callHeader + r + 2;
-            p->setPen(QPen(th.labMarker, 1, Qt::DotLine));
-            p->drawLine(QPointF(x, top + ctx.metrics.callHeader), QPointF(x, laneBottom));
-            diamond(p, QPointF(x, cy), r, th.labMarker, true);
-            QString text = QString::fromLatin1(markerLabel(e->kind));
-            if (e->kind == "custom" && !e->detail.empty())
-                text = QString::fromStdString(e->detail);
-            else if (!e->detail.empty())
-                text += QStringLiteral(": ") + QString::fromStdString(e->detail);
-            const double tw = smallFm.horizontalAdvance(text);
-            // Right of the marker, or left of it near the right edge (the last marker of a trace fitted to
-            // the view sits there), wherever it clears the label before it.
-            const double textLeft = x + r + 3 + tw < right ? x + r + 3 : x - r - 3 - tw;
-            if (textLeft > lastTextRight && textLeft >= ax.left) {
-                p->setPen(th.labMarker);
-                p->drawText(QRectF(textLeft, cy - smallFm.height() / 2, tw + 2, smallFm.height()),
-                            Qt::AlignVCenter | Qt::AlignLeft, text);
-                lastTextRight = std::max(lastTextRight, textLeft + tw + 6);
-            }
+    p->setFont(small);
+    for (const LabEventRecord *e : *events) {
+        if (e->kind != "retry-suppressed") continue;
+        const QString text = QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(e->detail));
+        const double tw = smallFm.horizontalAdvance(text);
+        p->setPen(th.deadline);
+        p->drawText(QRectF(right - 270 * ctx.metrics.scale - tw, top, tw + 2, ctx.metrics.callHeader),
+                    Qt::AlignLeft | Qt::AlignVCenter, text);
+    }
+    double lastTextRight = -1e9;
+    const double r = radius(ctx.metrics.scale);
+    // In the first attempt row's top strip, where only gap labels of later rows never go.
+    const double cy = top + ctx.metrics.callHeader + r + 2;
+    for (const Cluster &c : clusters(*events, ax, ctx.metrics.scale, ax.left, right)) {
+        p->setPen(QPen(th.labMarker, 1, Qt::DotLine));
+        p->drawLine(QPointF(c.x, top + ctx.metrics.callHeader), QPointF(c.x, laneBottom));
+        clusterMark(p, ctx, c, cy);
+        const QString text = label(c, true);
+        const double tw = smallFm.horizontalAdvance(text);
+        const double gap = r + (c.events.size() > 1 ? 6 * ctx.metrics.scale : 3);
+        // Right of the marker, or left of it near the right edge (the last marker of a trace fitted to
+        // the view sits there), wherever it clears the label before it.
+        const double textLeft = c.x + gap + tw < right ? c.x + gap : c.x - gap - tw;
+        if (textLeft > lastTextRight && textLeft >= ax.left) {
+            p->setPen(th.labMarker);
+            p->drawText(QRectF(textLeft, cy - smallFm.height() / 2, tw + 2, smallFm.height()),
+                        Qt::AlignVCenter | Qt::AlignLeft, text);
+            lastTextRight = std::max(lastTextRight, textLeft + tw + 6);
         }
     }
 }
@@ -99,14 +152,7 @@ void MarkersPass::paintOverlay(QPainter *p, const PaintContext &ctx)
     const double bottom = ctx.lanesBottom;
     p->save();
     p->setClipRect(QRectF(rect.left(), top, rect.width(), bottom - top));
-    auto rowRect = [&](size_t call, size_t attempt) {
-        const double y = ctx.laneY(call);
-        if (y < 0) return QRectF();
-        return QRectF(rect.left(),
-                      top - ctx.scrollY() + y + ctx.metrics.callHeader +
-                          double(attempt) * ctx.metrics.attemptHeight,
-                      rect.width(), ctx.metrics.attemptHeight);
-    };
+    auto rowRect = [&](size_t call, size_t attempt) { return ctx.attemptRowRect(call, attempt); };
     if (hover && hover != selection) p->fillRect(rowRect(hover->first, hover->second), th.hover);
     if (selection) {
         const QRectF bar = ctx.attemptRect(selection->first, selection->second);
@@ -134,6 +180,22 @@ void MarkersPass::paintOverlay(QPainter *p, const PaintContext &ctx)
         p->fillRect(box, th.selection);
         p->setPen(th.background);
         p->drawText(box, Qt::AlignCenter, text);
+    }
+    if (const auto playhead = zoom.playheadNs()) {
+        // A replay's playhead: a line from the ruler down, with a head in the ruler to find it by.
+        const TimeAxis &ax = ctx.axis;
+        const double x = ax.timeToX(*playhead);
+        if (x >= ax.left && x <= rect.right()) {
+            const double rulerTop = rect.top() + (ctx.options.title.isEmpty() ? 0 : ctx.metrics.titleHeight);
+            p->setClipping(false);
+            p->setRenderHint(QPainter::Antialiasing);
+            p->setPen(QPen(th.selection, 2 * ctx.metrics.scale));
+            p->drawLine(QPointF(x, rulerTop), QPointF(x, bottom));
+            const double s = 6 * ctx.metrics.scale;
+            p->setBrush(th.selection);
+            p->drawPolygon(
+                QPolygonF({QPointF(x - s, rulerTop), QPointF(x + s, rulerTop), QPointF(x, rulerTop + s)}));
+        }
     }
     p->restore();
 }

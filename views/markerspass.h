@@ -1,6 +1,11 @@
 #pragma once
 
+#include "timeaxis.h"
+#include "timelinestore.h"
+
 #include <QRectF>
+#include <QString>
+#include <vector>
 
 class QFont;
 class QFontMetricsF;
@@ -16,6 +21,21 @@ struct PaintContext;
 class MarkersPass
 {
 public:
+    // Markers closer than a diamond's width are drawn as one, with a count ("×7"): a cluster.
+    struct Cluster
+    {
+        double x = 0; // of its first marker
+        std::vector<const LabEventRecord *> events;
+    };
+    // The markers in [left, right] grouped the way they are drawn. Lane markers exclude suppressed retries
+    // (those are words in the lane header).
+    static std::vector<Cluster> clusters(const std::vector<const LabEventRecord *> &events,
+                                         const TimeAxis &ax, double scale, double left, double right);
+    // A diamond's half-width at this scale.
+    static double radius(double scale) { return 4 * scale; }
+    // The word beside a marker or a cluster.
+    static QString label(const Cluster &c, bool withDetail);
+
     // The markers of calls without a lane, along the policy band.
     static void paintBand(QPainter *p, const PaintContext &ctx, const QRectF &band);
     // The lab events tied to one call, over its lane (top to laneBottom).

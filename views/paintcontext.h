@@ -10,6 +10,7 @@
 
 #include <QFont>
 #include <QRectF>
+#include <cstdint>
 
 namespace rpcscope {
 
@@ -31,6 +32,14 @@ struct PaintContext
     double lanesBottom; // above the legend, when there is one
     bool policyBand;    // the header has a policy band
     bool overview;      // the header has the overview histogram
+    // What this picture draws (LegendUse and status-group bits), set by the passes as they paint, so the
+    // legend explains exactly that; null when nobody asks (hit-testing).
+    std::uint32_t *drawn = nullptr;
+
+    void mark(int use) const
+    {
+        if (drawn) *drawn |= 1u << use;
+    }
 
     qint64 startNs() const { return zoom.rangeStart(); }
     qint64 endNs() const { return zoom.rangeEnd(); }
@@ -42,6 +51,8 @@ struct PaintContext
     double laneY(size_t call) const;
     // The bar of an attempt in this geometry (empty when its lane is filtered out).
     QRectF attemptRect(size_t call, size_t attempt) const;
+    // The whole row of an attempt across the picture (a call on one row: that row), in this geometry.
+    QRectF attemptRowRect(size_t call, size_t attempt) const;
 };
 
 } // namespace rpcscope

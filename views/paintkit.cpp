@@ -26,17 +26,39 @@ void hatch(QPainter *p, const QRectF &r)
     p->restore();
 }
 
+bool wallClockRuler(const PaintContext &ctx)
+{
+    return ctx.options.wallClock && ctx.store.originWallNs() != 0;
+}
+
+qint64 rulerStepNs(const PaintContext &ctx)
+{
+    return ctx.axis.tickStepNs((wallClockRuler(ctx) ? 150 : 110) * ctx.metrics.scale);
+}
+
+std::vector<qint64> rulerTicks(const PaintContext &ctx, qint64 step)
+{
+    const TimeAxis &ax = ctx.axis;
+    const qint64 origin = ctx.store.originNs();
+    // The time whose multiples of the step are round: the capture start, or the Unix epoch on a wall clock.
+    const qint64 zero = wallClockRuler(ctx) ? origin - ctx.store.originWallNs() : origin;
+    const qint64 from = ctx.startNs() - zero;
+    qint64 first = (from / step) * step;
+    if (first < from) first += step; // division truncates toward zero
+    std::vector<qint64> ticks;
+    for (qint64 t = zero + first; ax.timeToX(t) <= ctx.rect.right(); t += step)
+        if (ax.timeToX(t) >= ax.left) ticks.push_back(t);
+    return ticks;
+}
+
 void paintGrid(QPainter *p, const PaintContext &ctx, double top, double bottom)
 {
     // Vertical grid lines through the lane, aligned with the ruler ticks.
-    const TimeAxis &ax = ctx.axis;
-    const qint64 step = ax.tickStepNs(110 * ctx.metrics.scale);
-    const qint64 origin = ctx.store.originNs();
-    const qint64 rel = ((ctx.startNs() - origin) / step) * step;
     p->setPen(ctx.theme.grid);
-    for (qint64 t = origin + rel; ax.timeToX(t) <= ctx.rect.right(); t += step)
-        if (ax.timeToX(t) >= ax.left)
-            p->drawLine(QPointF(ax.timeToX(t), top), QPointF(ax.timeToX(t), bottom));
+    for (const qint64 t : rulerTicks(ctx, rulerStepNs(ctx))) {
+        const double x = ctx.axis.timeToX(t);
+        p->drawLine(QPointF(x, top), QPointF(x, bottom));
+    }
 }
 
 void diamond(QPainter *p, const QPointF &c, double r, const QColor &fill, bool antialiased)

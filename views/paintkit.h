@@ -2,6 +2,7 @@
 
 #include <QColor>
 #include <QRectF>
+#include <QtGlobal>
 #include <map>
 #include <vector>
 
@@ -41,6 +42,14 @@ void hatch(QPainter *p, const QRectF &r);
 // A lab event's diamond, filled, of half-width r around c. Markers on the timeline are antialiased; the
 // legend's swatch is not, like the rest of the legend.
 void diamond(QPainter *p, const QPointF &c, double r, const QColor &fill, bool antialiased);
+
+// The ruler's tick step in this picture (wider apart for wall-clock labels, which are longer).
+qint64 rulerStepNs(const PaintContext &ctx);
+// The ruler's ticks in view: round multiples of the step from the capture start, or in wall-clock time
+// (TimelineOptions::wallClock) round in wall time (whole seconds, 100 ms ...), not offsets from the origin.
+std::vector<qint64> rulerTicks(const PaintContext &ctx, qint64 step);
+// True when the ruler reads wall-clock time.
+bool wallClockRuler(const PaintContext &ctx);
 
 // Vertical grid lines from top to bottom, aligned with the ruler's ticks.
 void paintGrid(QPainter *p, const PaintContext &ctx, double top, double bottom);

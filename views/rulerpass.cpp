@@ -1,5 +1,6 @@
 #include "rulerpass.h"
 
+#include "breakerband.h"
 #include "markerspass.h"
 #include "paintcontext.h"
 #include "paintkit.h"
@@ -61,22 +62,17 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     p->drawLine(QPointF(ruler.left(), ruler.bottom()), QPointF(ruler.right(), ruler.bottom()));
     p->setFont(ctx.font(12));
 
-    const bool wall = ctx.options.wallClock && ctx.store.originWallNs() != 0;
-    const qint64 step = ax.tickStepNs(wall ? 150 * m.scale : 110 * m.scale);
-    const qint64 origin = ctx.store.originNs();
-    // Ticks are multiples of the step counted from the capture origin, so labels are round numbers.
-    qint64 rel = ((ctx.startNs() - origin) / step) * step;
-    if (origin + rel < ctx.startNs()) rel += step;
-    const double right = rect.right();
-    for (qint64 t = origin + rel; ax.timeToX(t) <= right; t += step) {
+    const bool wall = wallClockRuler(ctx);
+    const qint64 step = rulerStepNs(ctx);
+    for (const qint64 t : rulerTicks(ctx, step)) {
         const double x = ax.timeToX(t);
-        if (x < ax.left) continue;
         p->setPen(th.grid.darker(130));
         p->drawLine(QPointF(x, ruler.bottom() - 8), QPointF(x, ruler.bottom()));
         p->setPen(th.text);
         p->drawText(QRectF(x + 3, ruler.top(), 160 * m.scale, ruler.height() - 6),
                     Qt::AlignLeft | Qt::AlignBottom, tickLabel(ctx, t, step));
     }
+    const double right = rect.right();
     // Where retention cut: everything before it was evicted (pinned calls excepted).
     if (ctx.store.evictedCalls() > 0) {
         const double x = ax.timeToX(ctx.store.retentionCutNs());
@@ -108,12 +104,14 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     if (ctx.overview) paintOverview(p, ctx, QRectF(rect.left(), y, rect.width(), m.overviewHeight - 1));
 }
 
-// The breaker's state over time as coloured spans, transitions labelled, a red tick for every call that
-// failed fast (those never reach the wire, so they have no lane), and policy markers of calls without a lane.
+// The breaker's state over time as coloured spans (each at least BreakerBand::minWidth() wide) with a mark
+// at every transition and each state's name where it fits, a red tick for every call that failed fast (those
+// never reach the wire, so they have no lane), and policy markers of calls without a lane.
 void RulerPass::paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRectF &band)
 {
     const TimeAxis &ax = ctx.axis;
     const TimelineTheme &th = ctx.theme;
+    const double s = ctx.metrics.scale;
     p->fillRect(band, th.background);
     p->setFont(ctx.font(12, true));
     p->setPen(th.text);
@@ -121,47 +119,74 @@ void RulerPass::paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRec
                 Qt::AlignVCenter | Qt::AlignLeft,
                 ctx.index.hasBreaker() ? QStringLiteral("circuit breaker")
                                        : QStringLiteral("client policies"));
-    auto color = [&](const std::string &state) {
-        if (state == "open") return th.breakerOpen;
-        if (state == "half-open") return th.breakerHalfOpen;
-        return th.breakerClosed;
-    };
-    std::string state;
-    qint64 from = ctx.startNs();
-    const double right = band.right();
-    p->setFont(ctx.font(11));
-    auto span = [&](qint64 to, const std::string &s) {
-        const double x1 = std::max(ax.timeToX(from), ax.left);
-        // A half-open state lasts one probe call: give it 3 px so it can be seen at all.
-        const double x2 = std::min(std::max(ax.timeToX(to), x1 + 3), right);
-        if (x2 <= x1) return;
-        p->fillRect(QRectF(x1, band.top() + 3, x2 - x1, band.height() - 6), color(s));
-        const QString label = QString::fromStdString(s);
-        if (QFontMetricsF(p->font()).horizontalAdvance(label) + 8 < x2 - x1) {
-            p->setPen(th.text);
-            p->drawText(QRectF(x1 + 4, band.top(), x2 - x1 - 8, band.height()),
-                        Qt::AlignVCenter | Qt::AlignLeft, label);
+    auto color = [&](const QString &state) {
+        switch (BreakerBand::legendUse(state)) {
+        case kUseBreakerOpen:
+            return th.breakerOpen;
+        case kUseBreakerHalfOpen:
+            return th.breakerHalfOpen;
+        default:
+            return th.breakerClosed;
         }
     };
-    for (const LabEventRecord &e : ctx.store.labEvents()) {
-        if (e.kind != "breaker") continue;
-        const auto arrow = e.detail.find(" -> ");
-        if (arrow == std::string::npos) continue;
-        if (state.empty()) state = e.detail.substr(0, arrow);
-        span(e.tNs, state);
-        // The state is one word: a reported transition carries its source after it ("closed -> open
-        // [front]").
-        state = e.detail.substr(arrow + 4);
-        state = state.substr(0, state.find(' '));
-        from = e.tNs;
+    const double right = band.right();
+    const BreakerBand states = BreakerBand::build(ctx, right);
+    const double inset = 3 * s;
+    // Widened states over the others, so a probe's half-open is never covered by the state after it.
+    for (const bool widened : {false, true})
+        for (const BreakerBand::Segment &seg : states.segments)
+            if (seg.widened == widened) {
+                p->fillRect(QRectF(seg.x1, band.top() + inset, seg.x2 - seg.x1, band.height() - 2 * inset),
+                            color(seg.state));
+                ctx.mark(BreakerBand::legendUse(seg.state));
+            }
+    // Names: inside a state where they fit, else just right of a narrow state when that space is free.
+    p->setFont(ctx.font(11));
+    const QFontMetricsF fm(p->font());
+    double lastTextRight = -1e9;
+    for (size_t i = 0; i < states.segments.size(); ++i) {
+        const BreakerBand::Segment &seg = states.segments[i];
+        const double tw = fm.horizontalAdvance(seg.state);
+        const double inside = std::max(seg.x1 + 4, lastTextRight);
+        double x = -1;
+        if (inside + tw + 4 <= seg.x2)
+            x = inside;
+        else if (seg.x2 + 3 >= lastTextRight && seg.x2 + 3 + tw < right &&
+                 (i + 1 >= states.segments.size() || !states.segments[i + 1].widened ||
+                  states.segments[i + 1].x1 > seg.x2 + 3 + tw))
+            x = seg.x2 + 3;
+        if (x < 0) continue;
+        const QRectF box(x, band.top() + inset, tw + 2, band.height() - 2 * inset);
+        // Outside its state, on a tag of its state's colour.
+        if (x >= seg.x2) {
+            p->setPen(color(seg.state).darker(130));
+            p->setBrush(color(seg.state));
+            p->drawRect(box.adjusted(-2, 2, 2, -2));
+            p->setBrush(Qt::NoBrush);
+        }
+        p->setPen(th.text);
+        p->drawText(box, Qt::AlignVCenter | Qt::AlignLeft, seg.state);
+        lastTextRight = x + tw + 6;
     }
-    if (!state.empty()) span(std::max<qint64>(ctx.store.latestNs(), ctx.endNs()), state);
-    p->setPen(QPen(th.deadline, 2 * ctx.metrics.scale));
+    // A mark at every transition, in the strips above and below the states, so a state shorter than a pixel
+    // still shows that something happened there.
+    if (!states.transitions.empty()) {
+        p->setPen(QPen(th.text, std::max(1.0, 1.5 * s)));
+        for (const BreakerBand::Transition &t : states.transitions) {
+            const double x = std::round(t.x);
+            p->drawLine(QPointF(x, band.top()), QPointF(x, band.top() + inset + 3 * s));
+            p->drawLine(QPointF(x, band.bottom() - inset - 3 * s), QPointF(x, band.bottom()));
+        }
+        ctx.mark(kUseTransition);
+    }
+    p->setPen(QPen(th.deadline, 2 * s));
     for (const LabEventRecord &e : ctx.store.labEvents()) {
         if (e.kind != "fast-fail") continue;
         const double x = ax.timeToX(e.tNs);
-        if (x >= ax.left && x <= right)
-            p->drawLine(QPointF(x, band.bottom() - 9 * ctx.metrics.scale), QPointF(x, band.bottom() - 1));
+        if (x >= ax.left && x <= right) {
+            p->drawLine(QPointF(x, band.bottom() - 9 * s), QPointF(x, band.bottom() - 1));
+            ctx.mark(kUseFastFail);
+        }
     }
     MarkersPass::paintBand(p, ctx, band);
 }
@@ -212,6 +237,7 @@ void RulerPass::paintOverview(QPainter *p, const PaintContext &ctx, const QRectF
         for (int g : kStackOrder) {
             const int n = m_overviewCounts[size_t(x)][size_t(g)];
             if (n == 0) continue;
+            ctx.mark(g);
             // At least 1 px for any non-zero count: a single failure among thousands must not vanish.
             const double seg = std::max(1.0, std::round(h * n / peak));
             runs.add(g, ax.left + x, ax.left + x + 1, y - seg, seg);

@@ -3,6 +3,7 @@
 #include "timelinemodel.h"
 #include "timelinetooltips.h"
 
+#include <QCursor>
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
@@ -10,6 +11,8 @@
 #include <QScrollBar>
 #include <QToolTip>
 #include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
 
 namespace rpcscope {
 
@@ -27,6 +30,8 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     setMouseTracking(true);
     setMinimumSize(640, 240);
     setAttribute(Qt::WA_OpaquePaintEvent);
+    setStatusTip(QStringLiteral("Wheel scrolls lanes · Ctrl+wheel zooms at the cursor · Shift+wheel pans "
+                                "time · W/S zoom · A/D pan · F fits · L follows live"));
     TimelinePainter::Options o;
     o.legend = true;
     m_painter.setOptions(o);
@@ -109,7 +114,27 @@ void SwimlaneView::onTimelineChanged()
         m_zoom.slideTo(m_model->store().latestNs());
         m_zoom.setScrollY(m_painter.contentHeight(width()));
     }
+    if (!m_zoom.isFollowing()) fitIfNothingInRange();
     clampScroll();
+    update();
+}
+
+void SwimlaneView::fitIfNothingInRange()
+{
+    const auto &calls = m_model->store().calls();
+    if (calls.empty() || m_drag != Drag::None) return;
+    const qint64 from = m_zoom.rangeStart(), to = m_zoom.rangeEnd(), latest = m_model->store().latestNs();
+    // From the newest: a live or just-zoomed view usually holds one of the last calls, so this stops early.
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+        if (it->startNs() <= to && it->endNs().value_or(latest) >= from) return;
+    fitAll();
+    emit refitted(QStringLiteral("Nothing in this range: fitted to the whole run"));
+}
+
+void SwimlaneView::setPlayhead(std::optional<qint64> ns)
+{
+    if (m_zoom.playheadNs() == ns) return;
+    m_zoom.setPlayheadNs(ns);
     update();
 }
 
@@ -154,6 +179,7 @@ void SwimlaneView::zoomBy(double factor, double anchorX)
 {
     const TimeAxis ax = m_painter.axis(canvas());
     m_zoom.zoomBy(factor, ax.xToTime(std::max(anchorX, ax.left)));
+    fitIfNothingInRange();
     update();
 }
 
@@ -162,6 +188,7 @@ void SwimlaneView::panPixels(double dx, double dy)
     if (dx != 0) {
         const TimeAxis ax = m_painter.axis(canvas());
         m_zoom.panBy(-qint64(dx * ax.nsPerPx));
+        fitIfNothingInRange(); // not while dragging: the drag may be on its way back
     }
     m_zoom.setScrollY(m_zoom.scrollY() - int(dy));
     clampScroll();
@@ -248,6 +275,61 @@ void SwimlaneView::setWallClock(bool on)
     updateOptions([&](TimelinePainter::Options &o) { o.wallClock = on; });
 }
 
+void SwimlaneView::setDensity(LaneDensity density)
+{
+    updateOptions([&](TimelinePainter::Options &o) { o.density = density; });
+}
+
+void SwimlaneView::setLabelWidth(int width)
+{
+    const int w =
+        width <= 0 ? 0 : std::clamp(width, TimelinePainter::kMinLabelWidth, TimelinePainter::kMaxLabelWidth);
+    if (w == m_painter.options().labelWidth) return;
+    updateOptions([&](TimelinePainter::Options &o) { o.labelWidth = w; });
+}
+
+void SwimlaneView::toggleCallExpanded(size_t call)
+{
+    const auto &calls = m_model->store().calls();
+    if (call >= calls.size() || m_painter.options().density != LaneDensity::Compact) return;
+    const std::string key = calls[call].key;
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (!o.filter.expanded.erase(key)) o.filter.expanded.insert(key);
+    });
+}
+
+void SwimlaneView::toggleSelectedCallExpanded()
+{
+    if (const auto sel = m_zoom.selection()) toggleCallExpanded(sel->first);
+}
+
+void SwimlaneView::toggleGroupFolded(const QString &title)
+{
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (!o.filter.foldedGroups.erase(title)) o.filter.foldedGroups.insert(title);
+    });
+}
+
+void SwimlaneView::toggleGroupsFolded()
+{
+    const auto &groups = m_painter.layout().groups();
+    const bool allFolded =
+        std::all_of(groups.begin(), groups.end(), [](const TimelineLayout::Group &g) { return g.folded; });
+    updateOptions([&](TimelinePainter::Options &o) {
+        if (allFolded)
+            o.filter.foldedGroups.clear();
+        else
+            for (const TimelineLayout::Group &g : groups)
+                o.filter.foldedGroups.insert(g.title);
+    });
+}
+
+bool SwimlaneView::onLabelDivider(const QPointF &pos) const
+{
+    const double x = m_painter.axis(canvas()).left;
+    return std::abs(pos.x() - x) <= 4 && pos.y() >= m_painter.headerHeight();
+}
+
 void SwimlaneView::paintEvent(QPaintEvent *)
 {
     QPainter p(this);
@@ -259,11 +341,20 @@ void SwimlaneView::paintEvent(QPaintEvent *)
 
 void SwimlaneView::wheelEvent(QWheelEvent *e)
 {
-    const double notches = e->angleDelta().y() / 120.0;
-    if (e->modifiers() & Qt::ShiftModifier) {
-        panPixels(0, notches * 60);
-    } else {
+    // Plain wheel scrolls the lanes (as every list does), Ctrl+wheel zooms at the cursor, Shift+wheel or a
+    // sideways swipe pans time.
+    const QPoint delta = e->angleDelta();
+    const double notches = delta.y() / 120.0;
+    if (e->modifiers() & Qt::ControlModifier) {
         zoomBy(std::pow(kZoomPerNotch, -notches), e->position().x());
+    } else if (e->modifiers() & Qt::ShiftModifier) {
+        // Some platforms turn Shift+wheel into a horizontal delta.
+        const double along = (delta.y() != 0 ? delta.y() : delta.x()) / 120.0;
+        panPixels(along * width() / 10.0, 0);
+    } else if (delta.x() != 0 && std::abs(delta.x()) > std::abs(delta.y())) {
+        panPixels(delta.x() / 120.0 * width() / 10.0, 0);
+    } else {
+        panPixels(0, notches * 60);
     }
     e->accept();
 }
@@ -274,7 +365,10 @@ void SwimlaneView::mousePressEvent(QMouseEvent *e)
     m_moved = false;
     const bool band = e->button() == Qt::RightButton ||
                       (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
-    if (band) {
+    if (e->button() == Qt::LeftButton && !band && onLabelDivider(e->position())) {
+        m_drag = Drag::LabelColumn;
+        setCursor(Qt::SplitHCursor);
+    } else if (band) {
         m_drag = Drag::RubberBand;
         m_bandStart =
             m_painter.axis(canvas()).xToTime(std::max<double>(m_pressPos.x(), m_painter.labelWidth()));
@@ -296,6 +390,11 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
             setCursor(hover ? Qt::PointingHandCursor : Qt::ArrowCursor);
             update();
         }
+        if (!hover) setCursor(onLabelDivider(pos) ? Qt::SplitHCursor : Qt::ArrowCursor);
+        return;
+    }
+    if (m_drag == Drag::LabelColumn) {
+        setLabelWidth(int(std::lround(pos.x() / m_painter.metrics().scale)));
         return;
     }
     if ((pos - m_pressPos).manhattanLength() >= kClickSlopPx) m_moved = true;
@@ -329,6 +428,23 @@ void SwimlaneView::mouseReleaseEvent(QMouseEvent *e)
             selectAttempt(int(hit.call), int(m_model->store().calls()[hit.call].attempts.size()) - 1);
         else
             selectAttempt(-1, -1);
+        // Compact lanes: a click on a call's name shows its attempts a row each, or folds them back; on a
+        // group's header it folds the group into one row of counts, or shows its calls again.
+        const bool overLabel = pos.x() < m_painter.axis(canvas()).left;
+        if (hit.kind == TimelinePainter::Hit::CallHeader && overLabel) {
+            const Call &call = m_model->store().calls()[hit.call];
+            if ((m_painter.layout().oneRow(hit.call) && call.attempts.size() > 1) ||
+                m_painter.options().filter.expanded.count(call.key))
+                toggleCallExpanded(hit.call);
+        } else if (hit.kind == TimelinePainter::Hit::GroupHeader &&
+                   hit.group < m_painter.layout().groups().size()) {
+            toggleGroupFolded(m_painter.layout().groups()[hit.group].title);
+        } else if (hit.kind == TimelinePainter::Hit::Connection && overLabel &&
+                   m_painter.options().grouping == LaneGrouping::Connection &&
+                   hit.connection < m_model->store().connections().size()) {
+            toggleGroupFolded(
+                QStringLiteral("connection %1").arg(m_model->store().connections()[hit.connection].id));
+        }
     }
     m_drag = Drag::None;
     unsetCursor();
@@ -357,20 +473,54 @@ QString SwimlaneView::connectionToolTip(size_t connection) const
     return TimelineToolTips::connection(m_model->store(), connection);
 }
 
+QString SwimlaneView::toolTipFor(const TimelinePainter::Hit &hit) const
+{
+    const TimelineStore &store = m_model->store();
+    switch (hit.kind) {
+    case TimelinePainter::Hit::Attempt:
+        return attemptToolTip(hit.call, hit.attempt);
+    case TimelinePainter::Hit::LabEvent:
+        return hit.labEvent ? labEventToolTip(*hit.labEvent) : QString();
+    case TimelinePainter::Hit::Connection:
+        return connectionToolTip(hit.connection);
+    case TimelinePainter::Hit::CallHeader:
+        return TimelineToolTips::call(store, hit.call);
+    case TimelinePainter::Hit::Gap:
+        return TimelineToolTips::gap(store, hit.call, hit.attempt);
+    case TimelinePainter::Hit::Deadline:
+        return TimelineToolTips::deadline(store, hit.call);
+    case TimelinePainter::Hit::BandSegment:
+        return TimelineToolTips::bandSegment(store, hit.state, hit.fromNs, hit.toNs, hit.current);
+    case TimelinePainter::Hit::MarkerCluster:
+        return TimelineToolTips::cluster(store, hit.events);
+    case TimelinePainter::Hit::GroupHeader:
+        if (hit.group < m_painter.layout().groups().size()) {
+            const TimelineLayout::Group &g = m_painter.layout().groups()[hit.group];
+            return QStringLiteral("%1\n%2 calls, %3 failed").arg(g.title).arg(g.calls).arg(g.failed);
+        }
+        break;
+    case TimelinePainter::Hit::None:
+        break;
+    }
+    return {};
+}
+
 bool SwimlaneView::event(QEvent *e)
 {
     if (e->type() == QEvent::ToolTip) {
         auto *help = static_cast<QHelpEvent *>(e);
         const TimelinePainter::Hit hit = m_painter.hitTest(help->pos(), canvas());
-        if (hit.kind == TimelinePainter::Hit::Attempt)
-            QToolTip::showText(help->globalPos(), attemptToolTip(hit.call, hit.attempt), this,
-                               hit.rect.toAlignedRect());
-        else if (hit.kind == TimelinePainter::Hit::LabEvent)
-            QToolTip::showText(help->globalPos(), labEventToolTip(*hit.labEvent), this,
-                               hit.rect.toAlignedRect());
-        else if (hit.kind == TimelinePainter::Hit::Connection)
-            QToolTip::showText(help->globalPos(), connectionToolTip(hit.connection), this,
-                               hit.rect.toAlignedRect());
+        QString text = onLabelDivider(help->pos()) && hit.kind != TimelinePainter::Hit::Attempt
+                           ? QStringLiteral("Drag to resize the label column")
+                           : toolTipFor(hit);
+        if (hit.kind == TimelinePainter::Hit::GroupHeader)
+            text += QStringLiteral("\nClick to fold this group into one row of counts, or to show its calls "
+                                   "again (G: every group)");
+        else if (hit.kind == TimelinePainter::Hit::CallHeader && m_painter.layout().oneRow(hit.call) &&
+                 m_model->store().calls()[hit.call].attempts.size() > 1)
+            text += QStringLiteral("\nClick the name to show each attempt on its own row (E)");
+        if (!text.isEmpty())
+            QToolTip::showText(help->globalPos(), text.trimmed(), this, hit.rect.toAlignedRect());
         else
             QToolTip::hideText();
         return true;
@@ -400,6 +550,20 @@ void SwimlaneView::keyPressEvent(QKeyEvent *e)
         break;
     case Qt::Key_Minus:
         zoomBy(1.5, centre);
+        break;
+    // W/S zoom and A/D pan as in Perfetto and chrome://tracing; zooming keeps the time under the mouse.
+    case Qt::Key_W:
+    case Qt::Key_S: {
+        const QPoint mouse = mapFromGlobal(QCursor::pos());
+        const double at = rect().contains(mouse) && mouse.x() > m_painter.labelWidth() ? mouse.x() : centre;
+        zoomBy(e->key() == Qt::Key_W ? 1 / 1.5 : 1.5, at);
+        break;
+    }
+    case Qt::Key_A:
+        panPixels(width() / 8.0, 0);
+        break;
+    case Qt::Key_D:
+        panPixels(-width() / 8.0, 0);
         break;
     case Qt::Key_Left:
         panPixels(width() / 8.0, 0);

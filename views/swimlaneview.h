@@ -16,8 +16,10 @@ namespace rpcscope {
 class TimelineModel;
 
 // The live swimlane widget.
-// - Wheel zooms at the cursor, Shift+wheel scrolls, dragging pans, Shift+drag or right-drag zooms to a span.
-// - Keys: +/- zoom, arrows pan, F fits the whole trace and keeps fitting it as calls arrive, L follows live
+// - Wheel scrolls the lanes, Ctrl+wheel zooms at the cursor, Shift+wheel pans time, dragging pans, Shift+drag
+//   or right-drag zooms to a span.
+// - Keys: +/- and W/S zoom, arrows and A/D pan, F fits the whole trace and keeps fitting it as calls arrive,
+// L follows live
 //   (keeps the zoom and scrolls with the newest calls), Home/End jump to the start/end of the trace.
 // - Hovering an attempt shows its details; clicking selects it (attemptSelected).
 class SwimlaneView : public QWidget
@@ -37,6 +39,8 @@ public:
     QString attemptToolTip(size_t call, size_t attempt) const;
     QString connectionToolTip(size_t connection) const;
     QString labEventToolTip(const LabEventRecord &event) const;
+    // The tooltip of whatever is under the pointer (every hit kind), empty for none.
+    QString toolTipFor(const TimelinePainter::Hit &hit) const;
     // Where the painter draws: the widget minus the vertical scroll bar when there is one.
     QRectF canvas() const;
 
@@ -53,6 +57,18 @@ public slots:
     void setDark(bool on);
     void setWorkshop(bool on);
     void setWallClock(bool on);
+    // A replay's playhead line (absolute steady ns); nullopt removes it.
+    void setPlayhead(std::optional<qint64> ns);
+    // Row height: compact (a call on one row) or comfortable (a header and a row per attempt).
+    void setDensity(rpcscope::LaneDensity density);
+    // The label column's width at scale 1, clamped to what a drag may choose; 0 restores the default.
+    void setLabelWidth(int width);
+    // Compact lanes: shows the selected call's attempts a row each, or folds them back onto one row.
+    void toggleSelectedCallExpanded();
+    // Grouped lanes: folds every group into its row of counts, or unfolds them all when all are folded.
+    void toggleGroupsFolded();
+    void toggleGroupFolded(const QString &title);
+    void toggleCallExpanded(size_t call);
 
 signals:
     void followChanged(bool following);
@@ -60,6 +76,8 @@ signals:
     void rangeChanged(qint64 startNs, qint64 endNs);
     // The user selected an attempt, or cleared the selection (call = attempt = -1).
     void attemptSelected(int call, int attempt);
+    // The visible range held no calls (after new data, a zoom or a pan), so the view fitted the whole run.
+    void refitted(const QString &why);
 
 protected:
     void paintEvent(QPaintEvent *) override;
@@ -81,6 +99,8 @@ private:
     void onModelReset();
     void panPixels(double dx, double dy);
     void clampScroll();
+    // A view never shows nothing: fits when the store has calls and the range holds none.
+    void fitIfNothingInRange();
     void updateOptions(const std::function<void(TimelinePainter::Options &)> &change);
 
     TimelineModel *m_model;
@@ -90,8 +110,11 @@ private:
     {
         None,
         Pan,
-        RubberBand
+        RubberBand,
+        LabelColumn // dragging the divider between the labels and the time axis
     } m_drag = Drag::None;
+    // Whether pos is on the divider between the label column and the time axis (lanes only).
+    bool onLabelDivider(const QPointF &pos) const;
     QPoint m_pressPos;
     QPoint m_lastPos;
     bool m_moved = false;

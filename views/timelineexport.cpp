@@ -21,10 +21,23 @@ TimelinePainter preparedPainter(const TimelineStore &store, const TimelinePainte
 }
 } // namespace
 
+void TimelinePainter::fitLegendToPicture(int width)
+{
+    // The whole picture once, clipped to a pixel, to learn what it draws: the legend then takes the rows its
+    // entries need and no more. Every lane is in view, so the second paint draws the same.
+    QImage probe(1, 1, QImage::Format_ARGB32_Premultiplied);
+    {
+        QPainter p(&probe);
+        paint(&p, QRectF(0, 0, width, contentHeight(width) + 8));
+    }
+    m_legendRoomFor = m_drawn;
+}
+
 QImage TimelinePainter::renderImage(const TimelineStore &store, int width, const Options &options,
                                     qreal scale, std::optional<std::pair<qint64, qint64>> range)
 {
     TimelinePainter painter = preparedPainter(store, options, range);
+    painter.fitLegendToPicture(width);
     const int height = painter.contentHeight(width) + 8;
     QImage image(QSize(int(width * scale), int(height * scale)), QImage::Format_ARGB32_Premultiplied);
     image.setDevicePixelRatio(scale);
@@ -38,6 +51,7 @@ bool TimelinePainter::renderSvg(const TimelineStore &store, int width, const Opt
                                 const QString &fileName, std::optional<std::pair<qint64, qint64>> range)
 {
     TimelinePainter painter = preparedPainter(store, options, range);
+    painter.fitLegendToPicture(width);
     const int height = painter.contentHeight(width) + 8;
     QSvgGenerator svg;
     svg.setFileName(fileName);

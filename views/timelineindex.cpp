@@ -207,6 +207,8 @@ void TimelineIndex::absorbAttempt(size_t call, size_t k)
              std::abs(a.startNs + *a.timeoutNs - *c.deadlineNs()) > attemptTimeoutSlack(*a.timeoutNs))
         use |= 1u << kUseAttemptTimeout;
     if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) use |= 1u << kUseCommit;
+    if (a.pushbackMs && *a.pushbackMs < 0 && a.endNs) use |= 1u << kUsePushback;
+    if (a.status) use |= 1u << kUseTrailers | 1u << kUseFrameTicks;
     // In flight is the only state an attempt leaves; it is taken from the open list instead.
     m_callUse |= use & ~(1u << 5);
 }
@@ -314,6 +316,13 @@ void TimelineIndex::refresh()
     m_legendUse = m_callUse | (m_openSpans.empty() ? 0 : 1u << 5) | (anyMarker ? 1u << kUseMarker : 0) |
                   (anyFastFail ? 1u << kUseFastFail : 0) | (m_store->stalls().empty() ? 0 : 1u << kUseStall) |
                   (m_store->frames().empty() || calls.empty() ? 0 : 1u << kUsePhases);
+    // What the band and the connection lanes may draw; the passes say what they did (PaintContext::drawn).
+    if (m_hasBreaker)
+        m_legendUse |= 1u << kUseBreakerClosed | 1u << kUseBreakerOpen | 1u << kUseBreakerHalfOpen |
+                       1u << kUseTransition;
+    if (anyMarker) m_legendUse |= 1u << kUseCluster;
+    if (!m_store->connections().empty()) m_legendUse |= 1u << kUseConnection;
+    if (!m_store->frames().empty()) m_legendUse |= 1u << kUseFrameTicks | 1u << kUseTrailers;
     if (m_dataLo > m_dataHi) {
         const qint64 o = m_store->originNs();
         m_fullRange = {o, o + 1'000'000'000};
@@ -338,14 +347,24 @@ void TimelineIndex::refresh()
         (!frames.empty() && frames.front().tNs != m_firstFrameNs)) {
         m_connIndex.clear();
         m_framesIndexed = m_pingsIndexed = m_stallsIndexed = 0;
+        m_connUse = 0;
     }
     m_firstFrameNs = frames.empty() ? 0 : frames.front().tNs;
-    for (; m_framesIndexed < frames.size(); ++m_framesIndexed)
-        if (isConnectionMark(frames[m_framesIndexed]))
-            m_connIndex[frames[m_framesIndexed].connection].marks.push_back(std::uint32_t(m_framesIndexed));
-    for (; m_pingsIndexed < m_store->pings().size(); ++m_pingsIndexed)
+    for (; m_framesIndexed < frames.size(); ++m_framesIndexed) {
+        const FrameRecord &f = frames[m_framesIndexed];
+        if (!isConnectionMark(f)) continue;
+        m_connIndex[f.connection].marks.push_back(std::uint32_t(m_framesIndexed));
+        m_connUse |= 1u << (f.type == FrameSettings    ? kUseSettings
+                            : f.type == FrameRstStream ? kUseRst
+                                                       : kUseGoaway);
+    }
+    for (; m_pingsIndexed < m_store->pings().size(); ++m_pingsIndexed) {
         m_connIndex[m_store->pings()[m_pingsIndexed].connection].pings.push_back(
             std::uint32_t(m_pingsIndexed));
+        m_connUse |= 1u << kUsePing;
+    }
+    // The connection lanes' marks the store holds.
+    m_legendUse |= m_connUse;
     for (; m_stallsIndexed < m_store->stalls().size(); ++m_stallsIndexed)
         m_connIndex[m_store->stalls()[m_stallsIndexed].connection].stalls.push_back(
             std::uint32_t(m_stallsIndexed));

@@ -72,7 +72,8 @@ public:
         const auto it = m_connIndex.find(id);
         return it == m_connIndex.end() ? nullptr : &it->second;
     }
-    // LegendUse and status-group bits of what the picture contains.
+    // LegendUse and status-group bits of what a picture of the store may contain: the room the legend takes.
+    // What one picture did draw, the legend's entries, the paint passes say (PaintContext::drawn).
     std::uint32_t legendUse() const { return m_legendUse; }
 
 private:
@@ -116,6 +117,7 @@ private:
     std::optional<StoreChanges> m_layoutChanges;
     std::unordered_map<std::uint32_t, ConnIndex> m_connIndex;
     size_t m_framesIndexed = 0, m_pingsIndexed = 0, m_stallsIndexed = 0;
+    std::uint32_t m_connUse = 0; // LegendUse bits of the connection marks indexed
     qint64 m_firstFrameNs = 0;
     TimelineLayout m_layout;
     std::uint64_t m_layoutGeneration = ~std::uint64_t(0);

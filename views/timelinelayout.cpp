@@ -1,5 +1,7 @@
 #include "timelinelayout.h"
 
+#include "timelinestyle.h"
+
 #include <QStringList>
 #include <algorithm>
 #include <unordered_map>
@@ -28,7 +30,25 @@ LaneFilter LaneFilter::parse(const QString &line)
             words << w;
     }
     f.text = words.join(QLatin1Char(' '));
+    if (!f.status.isEmpty() && !knownStatus(f.status))
+        f.problem =
+            QStringLiteral("unknown status '%1': use a gRPC code name, failed, ok or inflight").arg(f.status);
     return f;
+}
+
+bool LaneFilter::knownStatus(const QString &name)
+{
+    // The outcome is matched by substring ("UNAVAIL" is fine), so a name is known when it is part of one.
+    static const QStringList words = [] {
+        QStringList w{QStringLiteral("failed"),     QStringLiteral("ok"),
+                      QStringLiteral("inflight"),   QStringLiteral("no status"),
+                      QStringLiteral("RST_STREAM"), QStringLiteral("refused by GOAWAY")};
+        for (int code = 0; code <= 16; ++code)
+            w << QString::fromLatin1(grpcStatusName(code));
+        return w;
+    }();
+    return std::any_of(words.begin(), words.end(),
+                       [&](const QString &w) { return w.contains(name, Qt::CaseInsensitive); });
 }
 
 bool LaneFilter::matches(const Call &call) const
@@ -58,11 +78,11 @@ bool LaneFilter::matches(const Call &call) const
     return true;
 }
 
-LaneMetrics LaneMetrics::scaled(double s)
+LaneMetrics LaneMetrics::scaled(double s, LaneDensity density, int labelWidth)
 {
     LaneMetrics m;
     m.scale = s;
-    m.labelWidth = m.px(230);
+    m.labelWidth = m.px(labelWidth > 0 ? labelWidth : 230);
     m.rulerHeight = m.px(30);
     m.titleHeight = m.px(30);
     m.callHeader = m.px(24);
@@ -73,16 +93,58 @@ LaneMetrics LaneMetrics::scaled(double s)
     m.groupHeader = m.px(26);
     m.connectionHeight = m.px(34);
     m.barHeight = 15 * s;
+    m.compact = density == LaneDensity::Compact;
+    // A call's row holds its 13 px bold name with 30% to spare (20 px at scale 1): in workshop mode that
+    // keeps ten calls and more of the circuit breaker on a 1920x1080 screen.
+    m.rowHeight = s > 1 ? int(13 * s * 1.3 + 0.5) : 20;
+    m.rowBar = 12 * s;
+    m.aggregateRow = m.px(32);
+    if (m.compact) {
+        // A row a call, 2 px apart: 25 calls and more in the ~600 px a 1600x1000 window leaves the lanes. An
+        // expanded call keeps room for its gap labels above each bar.
+        m.callHeader = m.px(22);
+        m.attemptHeight = m.px(28);
+        m.callSpacing = m.px(2);
+        m.groupHeader = m.px(24);
+        m.barHeight = 13 * s;
+    }
     return m;
+}
+
+bool TimelineLayout::fitsOneRow(const TimelineStore &store, size_t call) const
+{
+    if (!m_compact) return false;
+    const Call &c = store.calls()[call];
+    if (c.attempts.empty() || m_expanded.count(c.key) || m_marked.count(c.key)) return false;
+    // Attempts one after another share the row; overlapping ones (hedging) need a row each.
+    for (size_t k = 1; k < c.attempts.size(); ++k) {
+        const auto &prev = c.attempts[k - 1];
+        if (!prev.endNs || *prev.endNs > c.attempts[k].startNs) return false;
+    }
+    return true;
 }
 
 void TimelineLayout::addCall(const TimelineStore &store, size_t call, const LaneMetrics &m)
 {
-    const double h = m.callHeader + double(store.calls()[call].attempts.size()) * m.attemptHeight;
+    const bool one = fitsOneRow(store, call);
+    const double h = m.callLaneHeight(one, store.calls()[call].attempts.size());
     m_blockOfCall[call] = std::uint32_t(m_blocks.size());
-    m_blocks.push_back({LaneBlock::CallLane, std::uint32_t(call), m_y, h});
+    m_blocks.push_back({LaneBlock::CallLane, std::uint32_t(call), m_y, h, one});
     m_y += h + m_spacing;
     ++m_callLanes;
+}
+
+bool TimelineLayout::noteLabEvents(const TimelineStore &store)
+{
+    bool added = false;
+    const auto &events = store.labEvents();
+    if (events.size() < m_labSeen) m_labSeen = 0;
+    for (; m_labSeen < events.size(); ++m_labSeen) {
+        const LabEventRecord &e = events[m_labSeen];
+        if (!e.callId.empty() && (e.kind == "retry-suppressed" || markerLabel(e.kind)))
+            added |= m_marked.insert(e.callId).second;
+    }
+    return added;
 }
 
 void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, const LaneFilter &filter,
@@ -95,6 +157,11 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
     m_spacing = m.callSpacing;
     const auto &calls = store.calls();
     m_blockOfCall.assign(calls.size(), ~std::uint32_t(0));
+    m_compact = m.compact;
+    m_expanded = filter.expanded;
+    m_marked.clear();
+    m_labSeen = 0;
+    noteLabEvents(store);
     const bool all = filter.isEmpty();
     auto failed = [](const Call &c) {
         const Attempt *a = c.outcomeAttempt();
@@ -127,7 +194,7 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
         const size_t conns = connectionLanes ? store.connections().size() : 0;
         for (size_t i = 0; i < (conns > kMaxSeparateConnections ? 1 : conns); ++i) {
             const std::uint32_t index = conns > kMaxSeparateConnections ? kAllConnections : std::uint32_t(i);
-            m_blocks.push_back({LaneBlock::ConnectionLane, index, m_y, double(m.connectionHeight)});
+            m_blocks.push_back({LaneBlock::ConnectionLane, index, m_y, double(m.connectionHeight), false});
             m_y += m.connectionHeight + m_spacing;
         }
         for (size_t i = 0; i < calls.size(); ++i)
@@ -147,7 +214,7 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
                 g = it->second;
                 if (added) {
                     members.emplace_back();
-                    m_groups.push_back({QString::fromStdString(c.method), 0, 0});
+                    m_groups.emplace_back().title = QString::fromStdString(c.method);
                 }
             } else {
                 const std::uint32_t conn = c.attempts.empty() ? 0 : c.attempts.front().connection;
@@ -155,14 +222,52 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
                 g = it->second;
                 if (added) {
                     members.emplace_back();
-                    m_groups.push_back({QStringLiteral("connection %1").arg(conn), 0, 0});
+                    m_groups.emplace_back().title = QStringLiteral("connection %1").arg(conn);
                     groupConnection.push_back(conn);
                 }
             }
             members[g].push_back(std::uint32_t(i));
-            ++m_groups[g].calls;
-            m_groups[g].failed += failed(c);
+            Group &group = m_groups[g];
+            group.startNs = group.calls ? std::min(group.startNs, c.startNs()) : c.startNs();
+            group.endNs = std::max(group.endNs, c.endNs().value_or(store.latestNs()));
+            ++group.calls;
+            group.failed += failed(c);
+            const Attempt *a = c.outcomeAttempt();
+            ++group.outcomes[a ? statusGroup(*a) : 5];
+            const QString name = outcomeName(c);
+            auto it = std::find_if(group.statuses.begin(), group.statuses.end(),
+                                   [&](const auto &st) { return st.first == name; });
+            if (it == group.statuses.end())
+                group.statuses.emplace_back(name, 1);
+            else
+                ++it->second;
         }
+        for (Group &group : m_groups) {
+            std::stable_sort(group.statuses.begin(), group.statuses.end(),
+                             [](const auto &x, const auto &y) { return x.second > y.second; });
+            group.folded = filter.foldedGroups.count(group.title) > 0;
+        }
+        // A folded group is one row of counts instead of its calls.
+        auto addMembers = [&](size_t g) {
+            if (m_groups[g].folded) {
+                Group &group = m_groups[g];
+                group.members = members[g];
+                group.spans.reserve(members[g].size());
+                for (std::uint32_t c : members[g]) {
+                    const Attempt *a = calls[c].outcomeAttempt();
+                    group.spans.push_back({calls[c].startNs(), calls[c].endNs().value_or(store.latestNs()),
+                                           std::uint8_t(a ? statusGroup(*a) : 5)});
+                }
+                std::sort(group.spans.begin(), group.spans.end(),
+                          [](const Group::Span &x, const Group::Span &y) { return x.start < y.start; });
+                m_blocks.push_back(
+                    {LaneBlock::GroupAggregate, std::uint32_t(g), m_y, double(m.aggregateRow), false});
+                m_y += m.aggregateRow + m_spacing;
+                return;
+            }
+            for (std::uint32_t call : members[g])
+                addCall(store, call, m);
+        };
         std::unordered_map<std::uint32_t, size_t> connectionIndex;
         for (size_t k = 0; k < store.connections().size(); ++k)
             connectionIndex.emplace(store.connections()[k].id, k);
@@ -173,18 +278,20 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
                 const size_t conn =
                     found == connectionIndex.end() ? store.connections().size() : found->second;
                 if (conn < store.connections().size()) {
-                    m_blocks.push_back(
-                        {LaneBlock::ConnectionLane, std::uint32_t(conn), m_y, double(m.connectionHeight)});
+                    m_blocks.push_back({LaneBlock::ConnectionLane, std::uint32_t(conn), m_y,
+                                        double(m.connectionHeight), false});
                     m_y += m.connectionHeight + m_spacing;
-                    for (std::uint32_t call : members[g])
-                        addCall(store, call, m);
+                    addMembers(g);
                     continue;
                 }
             }
-            m_blocks.push_back({LaneBlock::GroupHeader, std::uint32_t(g), m_y, double(m.groupHeader)});
-            m_y += m.groupHeader + m_spacing / 2;
-            for (std::uint32_t call : members[g])
-                addCall(store, call, m);
+            // Folded, its row of counts is its header too.
+            if (!m_groups[g].folded) {
+                m_blocks.push_back(
+                    {LaneBlock::GroupHeader, std::uint32_t(g), m_y, double(m.groupHeader), false});
+                m_y += m.groupHeader + m_spacing / 2;
+            }
+            addMembers(g);
         }
     }
     m_height = m_y;
@@ -195,15 +302,19 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
 
 bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &changes, const LaneMetrics &m)
 {
-    if (!m_incrementable || m.scale != m_scale || store.connections().size() != m_connections ||
-        changes.firstNewCall != m_blockOfCall.size() || store.calls().size() < m_blockOfCall.size())
+    if (!m_incrementable || m.scale != m_scale || m.compact != m_compact ||
+        store.connections().size() != m_connections || changes.firstNewCall != m_blockOfCall.size() ||
+        store.calls().size() < m_blockOfCall.size())
         return false;
+    // A marker now on a lane can take a call off its one row.
+    if (noteLabEvents(store) && m_compact) return false;
     // One pass from the first lane that grew, carrying the growth of every lane above.
     std::vector<std::pair<size_t, double>> grown; // (block, new height)
     for (size_t call : changes.callsWithNewAttempts) {
         const size_t b = blockOfCall(call);
         if (b >= m_blocks.size()) return false;
-        const double h = m.callHeader + double(store.calls()[call].attempts.size()) * m.attemptHeight;
+        m_blocks[b].oneRow = fitsOneRow(store, call);
+        const double h = m.callLaneHeight(m_blocks[b].oneRow, store.calls()[call].attempts.size());
         if (h != m_blocks[b].h) grown.emplace_back(b, h);
     }
     std::sort(grown.begin(), grown.end());
@@ -230,8 +341,8 @@ bool TimelineLayout::removeCalls(const TimelineStore &store, const EvictionShift
                                  const LaneMetrics &m)
 {
     if (!evicted) return true;
-    if (!m_incrementable || m.scale != m_scale || store.connections().size() != m_connections ||
-        store.calls().size() + evicted != m_blockOfCall.size())
+    if (!m_incrementable || m.scale != m_scale || m.compact != m_compact ||
+        store.connections().size() != m_connections || store.calls().size() + evicted != m_blockOfCall.size())
         return false;
     size_t write = 0;
     m_y = 0;

@@ -17,6 +17,8 @@ struct TimelineOptions
     LaneGrouping grouping = LaneGrouping::None;
     bool connectionLanes = true;
     LaneFilter filter{};
+    LaneDensity density = LaneDensity::Compact;
+    int labelWidth = 0; // the label column at scale 1 (dragged in the widget); 0: the default
 };
 
 } // namespace rpcscope

@@ -1,7 +1,9 @@
 #include "timelinepainter.h"
 
 #include "connectionlanepass.h"
+#include "grouplanepass.h"
 #include "markerspass.h"
+#include "paintkit.h"
 #include "timelinestyle.h"
 
 #include <QPainter>
@@ -16,8 +18,11 @@ constexpr size_t kOverviewMinCalls = 50;
 
 TimelinePainter::TimelinePainter(const TimelineStore *store, ZoomControl *zoom)
     : m_store(store), m_ownZoom(zoom ? nullptr : std::make_unique<ZoomControl>()),
-      m_zoom(zoom ? zoom : m_ownZoom.get()), m_index(store)
+      m_zoom(zoom ? zoom : m_ownZoom.get()), m_metrics(LaneMetrics::scaled(1.0, m_options.density)),
+      m_index(store)
 {
+    m_index.setLayoutOptions(m_options.grouping, m_options.filter, m_options.connectionLanes, m_metrics,
+                             true);
 }
 
 QColor TimelinePainter::statusColor(const Attempt &a)
@@ -34,9 +39,10 @@ void TimelinePainter::setOptions(const Options &o)
 {
     const bool layoutChange = o.grouping != m_options.grouping || !(o.filter == m_options.filter) ||
                               o.workshop != m_options.workshop ||
-                              o.connectionLanes != m_options.connectionLanes;
+                              o.connectionLanes != m_options.connectionLanes ||
+                              o.density != m_options.density;
     m_options = o;
-    m_metrics = LaneMetrics::scaled(o.workshop ? 1.6 : 1.0);
+    m_metrics = LaneMetrics::scaled(o.workshop ? kWorkshopScale : 1.0, o.density, o.labelWidth);
     m_index.setLayoutOptions(o.grouping, o.filter, o.connectionLanes, m_metrics, layoutChange);
     m_imageKey.reset();
 }
@@ -86,7 +92,9 @@ int TimelinePainter::headerHeight() const
 int TimelinePainter::legendHeight(double width) const
 {
     m_index.refresh();
-    return m_legend.height(width, m_metrics.scale, m_index.legendUse());
+    // Room for what a picture of the store may draw (the entries are what it did draw), so the lanes do not
+    // move when the entries change with the range or the scroll.
+    return m_legend.height(width, m_metrics.scale, m_legendRoomFor.value_or(m_index.legendUse()));
 }
 
 int TimelinePainter::contentHeight(double width) const
@@ -121,9 +129,17 @@ QRectF TimelinePainter::attemptRect(size_t call, size_t attempt, const QRectF &r
     return context(rect).attemptRect(call, attempt);
 }
 
-void TimelinePainter::paint(QPainter *p, const QRectF &rect)
+std::vector<qint64> TimelinePainter::rulerTicks(const QRectF &rect) const
 {
     const PaintContext ctx = context(rect);
+    return rpcscope::rulerTicks(ctx, rulerStepNs(ctx));
+}
+
+void TimelinePainter::paint(QPainter *p, const QRectF &rect)
+{
+    PaintContext ctx = context(rect);
+    std::uint32_t drawn = 0;
+    ctx.drawn = &drawn;
     m_callLanes.begin();
     p->save();
     p->setRenderHint(QPainter::Antialiasing, false);
@@ -131,9 +147,11 @@ void TimelinePainter::paint(QPainter *p, const QRectF &rect)
     // Lanes first, clipped below the fixed header, then the header on top.
     paintLanes(p, ctx);
     m_ruler.paint(p, ctx);
+    m_drawn = drawn;
     if (m_options.legend)
-        LegendPass::paint(
-            p, ctx, QRectF(rect.left(), ctx.lanesBottom, rect.width(), rect.bottom() - ctx.lanesBottom));
+        LegendPass::paint(p, ctx,
+                          QRectF(rect.left(), ctx.lanesBottom, rect.width(), rect.bottom() - ctx.lanesBottom),
+                          drawn);
     p->restore();
 }
 
@@ -161,9 +179,14 @@ void TimelinePainter::paintLanes(QPainter *p, const PaintContext &ctx)
         case LaneBlock::CallLane:
             m_callLanes.paint(p, ctx, b.index, y);
             break;
+        case LaneBlock::GroupAggregate:
+            GroupLanePass::paint(p, ctx, b.index, y);
+            break;
         }
     }
-    if (ctx.layout.callLanes() == 0) {
+    const auto &groups = ctx.layout.groups();
+    if (ctx.layout.callLanes() == 0 &&
+        std::none_of(groups.begin(), groups.end(), [](const TimelineLayout::Group &g) { return g.folded; })) {
         p->setPen(ctx.theme.muted);
         p->setFont(ctx.font(15));
         const double y = top - scrollY + ctx.layout.height();

@@ -17,6 +17,7 @@
 #include <QImage>
 #include <QRectF>
 #include <QString>
+#include <QStringList>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -57,14 +58,23 @@ public:
             CallHeader,
             Connection,
             GroupHeader,
-            LabEvent
+            LabEvent,
+            BandSegment,   // a circuit breaker state on the policy band
+            MarkerCluster, // markers drawn as one, with a count
+            Gap,           // the backoff gap before an attempt (its line or its label)
+            Deadline       // a call's deadline line
         };
         Kind kind = None;
-        size_t call = 0;                          // Attempt, CallHeader
-        size_t attempt = 0;                       // Attempt
-        size_t connection = 0;                    // Connection: index into store.connections()
-        const LabEventRecord *labEvent = nullptr; // LabEvent: valid until the store changes
-        QRectF rect;                              // the bar (Attempt), the lane header, the marker
+        size_t call = 0;                            // Attempt, CallHeader, Gap, Deadline
+        size_t attempt = 0;                         // Attempt; Gap: the attempt the gap leads to
+        size_t connection = 0;                      // Connection: index into store.connections()
+        size_t group = 0;                           // GroupHeader: index into layout().groups()
+        const LabEventRecord *labEvent = nullptr;   // LabEvent: valid until the store changes
+        std::vector<const LabEventRecord *> events; // MarkerCluster, in time order
+        QString state;                              // BandSegment
+        qint64 fromNs = 0, toNs = 0;                // BandSegment
+        bool current = false;                       // BandSegment: still the state at the end of the capture
+        QRectF rect; // the bar (Attempt), the lane header, the marker, the band segment
     };
 
     explicit TimelinePainter(const TimelineStore *store, ZoomControl *zoom = nullptr);
@@ -102,6 +112,11 @@ public:
     // hover and selection overlay. Identical pixels to paint() plus the overlay.
     void paintCached(QPainter *p, const QRectF &rect, qreal dpr);
     const std::vector<GapLabel> &gapLabels() const { return m_callLanes.gapLabels(); }
+    // What the last paint() drew (LegendUse and status-group bits) and the legend entries that explain it.
+    std::uint32_t drawnUse() const { return m_drawn; }
+    QStringList legendEntries() const { return LegendPass::entries(m_drawn); }
+    // The ruler's tick times in this geometry (round in wall-clock time with TimelineOptions::wallClock).
+    std::vector<qint64> rulerTicks(const QRectF &rect) const;
 
     Hit hitTest(const QPointF &pos, const QRectF &rect) const;
     // The bar of an attempt in the current geometry (empty when its lane is filtered out).
@@ -147,9 +162,17 @@ public:
     static constexpr int kAttemptHeight = 34;
     static constexpr int kCallSpacing = 10;
     static constexpr int kBandHeight = 28;
+    // Workshop mode's scale: the smallest lane text (11 px) reads 24 px on a projector.
+    static constexpr double kWorkshopScale = 2.2;
+    // The label column a drag may choose, at scale 1.
+    static constexpr int kMinLabelWidth = 120;
+    static constexpr int kMaxLabelWidth = 600;
 
 private:
+    Hit hitRow(const QPointF &pos, const PaintContext &ctx, const LaneBlock &block, double blockTop) const;
     bool hasPolicyBand() const;
+    // Exports: the legend's room from a first paint of the whole picture at this width (timelineexport.cpp).
+    void fitLegendToPicture(int width);
     bool hasOverview() const;
     void paintLanes(QPainter *p, const PaintContext &ctx);
 
@@ -163,6 +186,9 @@ private:
     mutable LegendPass m_legend;
     RulerPass m_ruler;
     CallLanePass m_callLanes;
+    std::uint32_t m_drawn = 0; // what the last paint() drew
+    // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
+    std::optional<std::uint32_t> m_legendRoomFor;
 
     // The widget's image of paint(), keyed on everything paint() reads.
     struct ImageKey

@@ -27,7 +27,23 @@ enum LegendUse : int
     kUseMarker,
     kUseStall,
     kUseFastFail,
+    // What the header, the markers and the connection lanes draw (set by the passes as they paint).
+    kUseBreakerClosed,
+    kUseBreakerOpen,
+    kUseBreakerHalfOpen,
+    kUseTransition,
+    kUseCluster,
+    kUsePushback,
+    kUseTrailers,
+    kUseFrameTicks,
+    kUseConnection,
+    kUseSettings,
+    kUsePing,
+    kUseRst,
+    kUseGoaway,
+    kUseCount
 };
+static_assert(kUseCount <= 32, "legend bits are one std::uint32_t");
 
 inline const QColor kOk(0x2e, 0x9d, 0x4a);
 inline const QColor kUnavailable(0xe8, 0x80, 0x1a);

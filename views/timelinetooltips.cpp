@@ -3,6 +3,9 @@
 #include "clientoutcome.h"
 #include "timeformat.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace rpcscope {
 
 QString TimelineToolTips::clientLine(const TimelineStore &store, const Call &call)
@@ -124,6 +127,165 @@ QString TimelineToolTips::openPing(const TimelineStore &store, const Connection 
     if (ping.dir == Direction::ClientToServer && c.closeReason == "closed by client")
         text += QStringLiteral(" (by the client: keepalive timed out, its calls failed UNAVAILABLE)");
     return text;
+}
+
+namespace {
+QString esc(const std::string &s)
+{
+    return QString::fromStdString(s).toHtmlEscaped();
+}
+} // namespace
+
+QString TimelineToolTips::call(const TimelineStore &store, size_t index)
+{
+    if (index >= store.calls().size()) return {};
+    const Call &c = store.calls()[index];
+    const qint64 origin = store.originNs();
+    QString html = QStringLiteral("<b>%1</b><br>%2").arg(esc(c.key), esc(c.method));
+    const Attempt *outcome = c.outcomeAttempt();
+    html += QStringLiteral("<br><b>%1</b> after %2 attempt%3")
+                .arg(outcome ? QString::fromStdString(outcome->outcomeLabel()).toHtmlEscaped()
+                             : QStringLiteral("in flight"))
+                .arg(c.attempts.size())
+                .arg(c.attempts.size() == 1 ? "" : "s");
+    html += clientLine(store, c);
+    html += QStringLiteral("<br>started %1").arg(formatDuration(c.startNs() - origin));
+    if (outcome && c.endNs())
+        html += QStringLiteral(" · took %1").arg(formatDuration(*c.endNs() - c.startNs()));
+    if (const auto budget = c.budgetNs())
+        html += QStringLiteral("<br>deadline %1 after its start").arg(formatDuration(*budget));
+    size_t transparent = 0;
+    for (size_t k = 1; k < c.attempts.size(); ++k)
+        transparent += c.transparentRetry(k);
+    if (c.attempts.size() > 1)
+        html += QStringLiteral("<br>%1 retr%2")
+                    .arg(c.attempts.size() - 1)
+                    .arg(c.attempts.size() == 2 ? "y" : "ies");
+    if (transparent) html += QStringLiteral(" (%1 transparent)").arg(transparent);
+    if (!c.hop.empty()) html += QStringLiteral("<br>hop %1").arg(esc(c.hop));
+    if (c.parentCall && *c.parentCall < store.calls().size())
+        html += QStringLiteral("<br>made while serving %1").arg(esc(store.calls()[*c.parentCall].key));
+    if (c.deadlineReset) html += QStringLiteral("<br><b>deadline reset:</b> the budget grew at this hop");
+    if (c.deadlineDropped) html += QStringLiteral("<br><b>deadline dropped</b> by this hop");
+    if (c.inferred) html += QStringLiteral("<br><i>attempts grouped by inference (no call id)</i>");
+    // The header's words about a retry the client chose not to make, in full (they may be cut in the lane).
+    for (const LabEventRecord &e : store.labEvents())
+        if (e.kind == "retry-suppressed" && e.callId == c.key)
+            html += QStringLiteral("<br><b>retry suppressed:</b> %1").arg(esc(e.detail));
+    html += QStringLiteral("<br><span style='color:gray'>click to select its last attempt</span>");
+    return html;
+}
+
+QString TimelineToolTips::gap(const TimelineStore &store, size_t index, size_t k)
+{
+    if (index >= store.calls().size()) return {};
+    const Call &c = store.calls()[index];
+    if (k == 0 || k >= c.attempts.size() || !c.attempts[k - 1].endNs) return {};
+    const qint64 origin = store.originNs();
+    const qint64 from = *c.attempts[k - 1].endNs, to = c.attempts[k].startNs;
+    const qint64 gap = to - from;
+    QString html;
+    if (c.transparentRetry(k))
+        html = QStringLiteral("<b>transparent retry</b> after %1").arg(formatDuration(gap));
+    else
+        html = QStringLiteral("<b>backoff gap</b> before attempt %1: <b>%2</b>")
+                   .arg(k + 1)
+                   .arg(formatDuration(gap));
+    html += QStringLiteral("<br>from %1 (attempt %2 ended) to %3 (attempt %4 started)")
+                .arg(formatDuration(from - origin))
+                .arg(k)
+                .arg(formatDuration(to - origin))
+                .arg(k + 1);
+    if (const auto &p = c.attempts[k - 1].pushbackMs; p && *p >= 0)
+        html += QStringLiteral("<br>the server's pushback asked for %1 ms").arg(*p);
+    if (const auto expected = c.expectedGapNs(k - 1)) {
+        const QString range = expected->first == expected->second
+                                  ? formatDuration(expected->first)
+                                  : QStringLiteral("%1 – %2").arg(formatDuration(expected->first),
+                                                                  formatDuration(expected->second));
+        html += QStringLiteral("<br>expected %1 (the client's policy)").arg(range);
+        if (gap < expected->first)
+            html += QStringLiteral("<br><b>%1 early</b>").arg(formatDuration(expected->first - gap));
+        else if (gap > expected->second)
+            html += QStringLiteral("<br><b>%1 late</b>").arg(formatDuration(gap - expected->second));
+        else
+            html += QStringLiteral("<br>within the expected range");
+    } else if (!c.transparentRetry(k)) {
+        html += QStringLiteral("<br><i>no expected range: the call did not say its retry policy</i>");
+    }
+    return html;
+}
+
+QString TimelineToolTips::deadline(const TimelineStore &store, size_t index)
+{
+    if (index >= store.calls().size()) return {};
+    const Call &c = store.calls()[index];
+    const auto deadline = c.deadlineNs();
+    const auto budget = c.budgetNs();
+    if (!deadline || !budget) return {};
+    const qint64 origin = store.originNs();
+    QString html = QStringLiteral("<b>call deadline</b> at %1<br>budget %2 from the call's start at %3")
+                       .arg(formatDuration(*deadline - origin), formatDuration(*budget),
+                            formatDuration(c.startNs() - origin));
+    const bool ended = c.outcomeAttempt() && c.endNs();
+    const qint64 used = (ended ? *c.endNs() : store.latestNs()) - c.startNs();
+    const int percent = *budget > 0 ? int(std::llround(100.0 * double(used) / double(*budget))) : 100;
+    if (ended)
+        html += QStringLiteral("<br>the call ended after %1: <b>%2%</b> of its budget used")
+                    .arg(formatDuration(used))
+                    .arg(percent);
+    else
+        html += QStringLiteral("<br>in flight for %1 so far: %2% of its budget")
+                    .arg(formatDuration(used))
+                    .arg(percent);
+    if (ended && *c.endNs() >= *deadline)
+        html += QStringLiteral("<br><b>ran out</b> (%1)")
+                    .arg(QString::fromStdString(c.outcomeAttempt()->outcomeLabel()).toHtmlEscaped());
+    else if (ended)
+        html += QStringLiteral("<br>%1 to spare").arg(formatDuration(*deadline - *c.endNs()));
+    return html;
+}
+
+QString TimelineToolTips::bandSegment(const TimelineStore &store, const QString &state, qint64 fromNs,
+                                      qint64 toNs, bool current)
+{
+    const qint64 origin = store.originNs();
+    QString html = QStringLiteral("circuit breaker <b>%1</b>").arg(state.toHtmlEscaped());
+    if (current)
+        html +=
+            QStringLiteral("<br>since %1 (still %2 at the end of the capture, %3 so far)")
+                .arg(formatDuration(fromNs - origin), state.toHtmlEscaped(), formatDuration(toNs - fromNs));
+    else
+        html += QStringLiteral("<br>from %1 to %2 · lasted <b>%3</b>")
+                    .arg(formatDuration(fromNs - origin), formatDuration(toNs - origin),
+                         formatDuration(toNs - fromNs));
+    if (state == QLatin1String("open"))
+        html += QStringLiteral("<br><i>calls fail fast without reaching the wire</i>");
+    else if (state == QLatin1String("half-open"))
+        html +=
+            QStringLiteral("<br><i>a probe call decides: success closes the breaker, failure opens it</i>");
+    return html;
+}
+
+QString TimelineToolTips::cluster(const TimelineStore &store,
+                                  const std::vector<const LabEventRecord *> &events)
+{
+    if (events.empty()) return {};
+    const qint64 origin = store.originNs();
+    QString html =
+        QStringLiteral("<b>%1 events</b> from %2 to %3")
+            .arg(events.size())
+            .arg(formatDuration(events.front()->tNs - origin), formatDuration(events.back()->tNs - origin));
+    const size_t shown = std::min<size_t>(events.size(), kClusterLines);
+    for (size_t i = 0; i < shown; ++i) {
+        const LabEventRecord &e = *events[i];
+        html += QStringLiteral("<br>%1 <b>%2</b>").arg(formatDuration(e.tNs - origin), esc(e.kind));
+        if (!e.detail.empty()) html += QStringLiteral(": ") + esc(e.detail);
+        if (!e.callId.empty()) html += QStringLiteral(" (%1)").arg(esc(e.callId));
+    }
+    if (events.size() > shown) html += QStringLiteral("<br>and %1 more").arg(events.size() - shown);
+    html += QStringLiteral("<br><span style='color:gray'>zoom in to tell them apart</span>");
+    return html;
 }
 
 } // namespace rpcscope

@@ -57,6 +57,9 @@ public:
     // The time span being rubber-banded, drawn over the lanes.
     std::optional<std::pair<qint64, qint64>> rubberBand() const { return m_rubberBand; }
     void setRubberBand(std::optional<std::pair<qint64, qint64>> span) { m_rubberBand = span; }
+    // A replay's playhead (absolute steady ns), drawn as a line over the lanes; none outside a replay.
+    std::optional<qint64> playheadNs() const { return m_playheadNs; }
+    void setPlayheadNs(std::optional<qint64> ns) { m_playheadNs = ns; }
 
     // Retention evicted these calls (store indices before it, ascending): hover and selection follow their
     // call up the list, or go with it.
@@ -82,6 +85,7 @@ private:
     int m_scrollY = 0;
     std::optional<AttemptRef> m_hover, m_selection;
     std::optional<std::pair<qint64, qint64>> m_rubberBand;
+    std::optional<qint64> m_playheadNs;
 };
 
 } // namespace rpcscope

@@ -7,6 +7,7 @@
 #include "relay.h"
 
 #include <QDateTime>
+#include <QStringList>
 #include <QTimerEvent>
 #include <arpa/inet.h>
 #include <atomic>
@@ -163,6 +164,10 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         const QString why = QStringLiteral("add at least one hop");
         return fail(failure, CaptureStartError::Hops, why, error, why);
     }
+    QStringList names;
+    for (const HopSpec &h : hops)
+        names << QStringLiteral("%1 %2 → %3").arg(h.label, h.listen.trimmed(), h.target.trimmed()).trimmed();
+    emit starting(names.join(QStringLiteral(", ")));
     auto stats = m_stats = std::make_shared<Stats>();
     auto pauses = m_pauses = std::make_shared<Pauses>();
     auto forward = m_toModel;

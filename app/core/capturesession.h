@@ -127,6 +127,9 @@ public:
 
 signals:
     void runningChanged(bool running);
+    // start() is about to set the model's origin and feed it: a window puts the capture on a stage of its
+    // own. `hops` names them ("label listen → target", comma-separated).
+    void starting(const QString &hops);
     void recordingFinished(const QString &result); // emitted by stop() when a recording ends
     void statsChanged();                           // about once a second while running
 

@@ -4,10 +4,12 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <map>
@@ -33,28 +35,52 @@ LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *paren
     m_stopAction->setToolTip(QStringLiteral("Stop after the current run (Ctrl+.)"));
     m_stopAction->setEnabled(false);
 
-    auto *layout = new QVBoxLayout(this);
-    m_explanation = new QLabel(this);
-    m_explanation->setWordWrap(true);
-    m_explanation->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Everything scrolls as one page when the dock is short, so no row is squashed and no text is cut.
+    auto *outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    auto *scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("scenarioScroll"));
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    outer->addWidget(scroll);
+    auto *page = new QWidget(scroll);
+    scroll->setWidget(page);
+    auto *layout = new QVBoxLayout(page);
+    layout->setSizeConstraint(QLayout::SetMinAndMaxSize);
+    auto wrapped = [&](const QString &name) {
+        auto *label = new QLabel(page);
+        label->setObjectName(name);
+        label->setWordWrap(true);
+        label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        label->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
+        layout->addWidget(label);
+        return label;
+    };
+    m_nextStep = wrapped(QStringLiteral("nextStep"));
+    m_nextStep->hide();
+    m_explanation = wrapped(QStringLiteral("explanation"));
     m_explanation->setMinimumWidth(260);
-    layout->addWidget(m_explanation);
+    m_hints = wrapped(QStringLiteral("hints"));
     m_paramForm = new QFormLayout;
+    // Labels are read as written: long ones put their field on the next row instead of being cut.
+    m_paramForm->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    m_paramForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     layout->addLayout(m_paramForm);
     auto *repeatRow = new QFormLayout;
-    m_repeat = new QSpinBox(this);
+    m_repeat = new QSpinBox(page);
     m_repeat->setRange(1, 50);
     m_repeat->setToolTip(QStringLiteral("Run the scenario this many times in a row"));
+    m_repeat->setMinimumHeight(m_repeat->sizeHint().height());
     repeatRow->addRow(QStringLiteral("Repeat"), m_repeat);
     layout->addLayout(repeatRow);
-    auto *run = new QPushButton(QStringLiteral("Run (Ctrl+R)"), this);
+    auto *run = new QPushButton(QStringLiteral("Run (Ctrl+R)"), page);
+    run->setToolTip(m_runAction->toolTip());
     connect(run, &QPushButton::clicked, this, &LabPanel::runScenario);
     connect(m_runAction, &QAction::enabledChanged, run, &QWidget::setEnabled);
     run->setEnabled(m_runAction->isEnabled());
     layout->addWidget(run);
-    m_result = new QLabel(this);
-    m_result->setWordWrap(true);
-    layout->addWidget(m_result);
+    m_result = wrapped(QStringLiteral("result"));
     layout->addStretch();
 
     connect(this, &LabPanel::scenarioFinished, this, &LabPanel::onScenarioFinished, Qt::QueuedConnection);
@@ -80,19 +106,32 @@ void LabPanel::showScenario(int index)
     m_scenario = m_scenarioBox->itemData(index).toString();
     const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
     if (!s) return;
+    // The data joins the explanation and its "Look for:" hint; the hint gets a paragraph of its own.
+    const QString text = QString::fromStdString(s->explanation);
+    const QLatin1String marker(" Look for: ");
+    const qsizetype at = text.indexOf(marker);
     m_explanation->setText(QStringLiteral("<b>%1</b><br>%2")
                                .arg(QString::fromStdString(s->title).toHtmlEscaped(),
-                                    QString::fromStdString(s->explanation).toHtmlEscaped()));
+                                    (at < 0 ? text : text.left(at)).toHtmlEscaped()));
+    m_hints->setText(
+        at < 0 ? QString()
+               : QStringLiteral("<b>Look for:</b> %1").arg(text.mid(at + marker.size()).toHtmlEscaped()));
+    m_hints->setVisible(at >= 0);
     while (m_paramForm->rowCount() > 0)
         m_paramForm->removeRow(0);
     m_paramEdits.clear();
     for (const lab::ScenarioParam &p : s->params) {
         auto *edit = new QLineEdit(QString::fromStdString(p.defaultValue));
         edit->setToolTip(QString::fromStdString(p.description));
+        // Never shorter than it wants to be, whatever the dock's height.
+        edit->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+        edit->setMinimumHeight(edit->sizeHint().height());
         m_paramForm->addRow(QString::fromStdString(p.key), edit);
         m_paramEdits.emplace_back(p.key, edit);
     }
-    m_result->clear();
+    m_resultKind = Result::None;
+    m_resultText.clear();
+    showResult();
 }
 
 void LabPanel::runScenario()
@@ -105,10 +144,12 @@ void LabPanel::runScenario()
     lab::ScenarioParams params;
     std::string error;
     if (!s->resolveParams(overrides, &params, &error)) {
-        m_result->setText(QStringLiteral("<span style='color:#c62828'>%1</span>")
-                              .arg(QString::fromStdString(error).toHtmlEscaped()));
+        m_resultKind = Result::Error;
+        m_resultText = QString::fromStdString(error);
+        showResult();
         return;
     }
+    if (m_beforeRun && !m_beforeRun(m_scenario)) return;
     m_runAction->setEnabled(false);
     m_stopAction->setEnabled(true);
     m_stopRequested = false;
@@ -130,9 +171,39 @@ void LabPanel::onScenarioFinished(bool held, const QString &summary)
             .arg(m_scenario, summary,
                  held ? QStringLiteral(" — as expected") : QStringLiteral(" — NOT as expected"));
     emit statusMessage(line);
+    m_resultKind = held ? Result::Held : Result::NotHeld;
+    m_resultText = line;
+    showResult();
+    if (!m_nextStep->isHidden())
+        setNextStep(QStringLiteral("Next: click a bar to inspect it. F fits, W/S zoom, A/D pan, Ctrl+wheel "
+                                   "zooms at the cursor."));
+}
+
+void LabPanel::setNextStep(const QString &text)
+{
+    m_nextStep->setText(text.isEmpty() ? QString() : QStringLiteral("<b>%1</b>").arg(text.toHtmlEscaped()));
+    m_nextStep->setVisible(!text.isEmpty());
+}
+
+void LabPanel::showResult()
+{
+    if (m_resultKind == Result::None) {
+        m_result->clear();
+        return;
+    }
+    // Green and red that keep their contrast on the palette's window colour, light or dark.
+    const bool dark = palette().color(QPalette::Window).lightness() < 128;
+    const bool good = m_resultKind == Result::Held;
+    const QString colour = good ? (dark ? QStringLiteral("#81c995") : QStringLiteral("#2e7d32"))
+                                : (dark ? QStringLiteral("#f28b82") : QStringLiteral("#c62828"));
     m_result->setText(
-        QStringLiteral("<span style='color:%1'>%2</span>")
-            .arg(held ? QStringLiteral("#2e7d32") : QStringLiteral("#c62828"), line.toHtmlEscaped()));
+        QStringLiteral("<span style='color:%1'>%2</span>").arg(colour, m_resultText.toHtmlEscaped()));
+}
+
+void LabPanel::changeEvent(QEvent *event)
+{
+    if (event->type() == QEvent::PaletteChange) showResult();
+    QWidget::changeEvent(event);
 }
 
 void LabPanel::onRunFinished()

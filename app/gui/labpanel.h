@@ -3,6 +3,7 @@
 #include <QString>
 #include <QWidget>
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -38,6 +39,14 @@ public:
     QString scenario() const { return m_scenario; }
     // Waits for a run still going (the window calls it while it is still whole: the run signals it).
     void waitForRun();
+    // Asked on the GUI thread before a run starts; false cancels it (the window puts the run on a stage of
+    // its own).
+    void setBeforeRun(std::function<bool(const QString &scenario)> hook) { m_beforeRun = std::move(hook); }
+    // A run's thread is going (until the window has seen it finish).
+    bool isRunning() const { return m_worker.joinable(); }
+    // One line at the top saying what to try next (empty hides it); the first run replaces it with how to
+    // read the timeline.
+    void setNextStep(const QString &text);
 
 public slots:
     void runScenario();
@@ -54,19 +63,36 @@ private:
     void showScenario(int index);
     void onScenarioFinished(bool held, const QString &summary);
     void onRunFinished();
+    void showResult();
 
+protected:
+    void changeEvent(QEvent *event) override;
+
+private:
     lab::LabSession *m_lab;
     QString m_scenario;
     QComboBox *m_scenarioBox;
     QAction *m_runAction;
     QAction *m_stopAction;
+    QLabel *m_nextStep;
     QLabel *m_explanation;
+    QLabel *m_hints;
     QFormLayout *m_paramForm;
     std::vector<std::pair<std::string, QLineEdit *>> m_paramEdits;
     QSpinBox *m_repeat;
     QLabel *m_result;
+    // The last result, shown in colours that read on the current palette (light or dark).
+    enum class Result
+    {
+        None,
+        Held,
+        NotHeld,
+        Error
+    } m_resultKind = Result::None;
+    QString m_resultText;
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
+    std::function<bool(const QString &)> m_beforeRun;
 };
 
 } // namespace rpcscope

@@ -35,8 +35,8 @@ const char kUsage[] =
     "                      through FILE.partial until the capture stops (a crash leaves that, readable)\n"
     "  FILE                open a capture file instead of running a scenario; several files are merged\n"
     "                      onto one timeline (aligned by their wall-clock origins)\n"
-    "  --workshop          large text and thick bars, readable on a projector\n"
-    "  --dark              dark theme\n"
+    "  --workshop          large text in the whole window and thick bars, readable on a projector\n"
+    "  --dark              dark theme for the whole window\n"
     "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
     "                      save the window as PNG, and quit\n"
     "Headless use: rpcscope-cli --help\n";

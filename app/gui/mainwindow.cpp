@@ -1,6 +1,7 @@
 #include "mainwindow.h"
 
 #include "attemptinspector.h"
+#include "callsfilterproxy.h"
 #include "labpanel.h"
 #include "labsession.h"
 #include "swimlaneview.h"
@@ -19,12 +20,18 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QSettings>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QToolButton>
 #include <QTreeView>
 
 namespace rpcscope {
+
+namespace {
+// The Calls and Inspector docks' height on first start: about eight rows of the table.
+constexpr int kFirstStartBottomDocks = 170;
+} // namespace
 
 MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scenario, QWidget *parent)
     : QMainWindow(parent), m_model(model), m_lab(lab)
@@ -34,7 +41,10 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     setCentralWidget(m_view);
 
     auto *calls = new QTreeView(this);
-    calls->setModel(model);
+    calls->setObjectName(QStringLiteral("callsTree"));
+    m_calls = calls;
+    m_callsProxy = new CallsFilterProxy(model, this);
+    calls->setModel(m_callsProxy);
     calls->setUniformRowHeights(true);
     calls->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     auto *dock = new QDockWidget(QStringLiteral("Calls"), this);
@@ -43,7 +53,8 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     addDockWidget(Qt::BottomDockWidgetArea, dock);
     // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector).
     connect(calls->selectionModel(), &QItemSelectionModel::currentChanged, this,
-            [this](const QModelIndex &i) {
+            [this](const QModelIndex &proxyIndex) {
+                const QModelIndex i = m_callsProxy->mapToSource(proxyIndex);
                 if (i.isValid() && i.parent().isValid()) m_view->selectAttempt(i.parent().row(), i.row());
             });
 
@@ -56,9 +67,11 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     splitDockWidget(dock, inspectorDock, Qt::Horizontal);
     connect(m_view, &SwimlaneView::attemptSelected, m_inspector, &AttemptInspector::showAttempt);
     // ... and a click on the timeline shows the attempt's row in the tree (selectAttempt ignores a repeat).
-    connect(m_view, &SwimlaneView::attemptSelected, calls, [calls, model](int call, int attempt) {
+    connect(m_view, &SwimlaneView::attemptSelected, calls, [this, calls, model](int call, int attempt) {
         if (call < 0) return;
-        const QModelIndex row = model->index(attempt, 0, model->index(call, 0));
+        // Filtered out of the table (a lane the filter hides cannot be clicked, but a selection can stay).
+        const QModelIndex row = m_callsProxy->mapFromSource(model->index(attempt, 0, model->index(call, 0)));
+        if (!row.isValid()) return;
         calls->scrollTo(row);
         calls->setCurrentIndex(row);
     });
@@ -103,11 +116,15 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
                        "and legend"));
     tb->addWidget(exportButton);
     addActions({exportAction, copy});
-    QAction *clear = tb->addAction(QStringLiteral("Clear"), model, &TimelineModel::clear);
+    QAction *clear = tb->addAction(QStringLiteral("Clear"), this, [this] { clearStage(); });
     clear->setShortcut(QKeySequence(QStringLiteral("Ctrl+L")));
+    clear->setToolTip(
+        QStringLiteral("Clear the run shown, asking first when it is not saved; the clock starts at "
+                       "0 again (Ctrl+L)"));
     buildViewControls(tb);
     buildFileAndCapture(tb);
     buildDecoding(tb);
+    buildRuns(tb); // the run list above the timeline, Replay on the toolbar
     auto *quit = new QAction(QStringLiteral("Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -134,7 +151,12 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     scenarioDock->setWidget(m_labPanel);
     addDockWidget(Qt::LeftDockWidgetArea, scenarioDock);
     resize(1400, 820);
+    // First start: the docks below start low, so the timeline shows 25 calls and more at 1600x1000.
+    const bool firstStart = !QSettings().contains(QStringLiteral("window/state"));
     restoreLayout();
+    if (firstStart)
+        resizeDocks({dock, inspectorDock}, {kFirstStartBottomDocks, kFirstStartBottomDocks}, Qt::Vertical);
+    buildPresenting(m_viewBar, firstStart);
 }
 
 void MainWindow::buildViewControls(QToolBar *)
@@ -142,6 +164,7 @@ void MainWindow::buildViewControls(QToolBar *)
     addToolBarBreak();
     QToolBar *tb = addToolBar(QStringLiteral("View"));
     tb->setObjectName(QStringLiteral("view"));
+    m_viewBar = tb;
     tb->setToolButtonStyle(Qt::ToolButtonTextOnly);
     auto *filter = new QLineEdit(this);
     filter->setObjectName(QStringLiteral("filter"));
@@ -151,6 +174,7 @@ void MainWindow::buildViewControls(QToolBar *)
     filter->setMinimumWidth(300);
     filter->setToolTip(QStringLiteral("Show only matching calls (Ctrl+F)"));
     connect(filter, &QLineEdit::textChanged, m_view, &SwimlaneView::setFilterText);
+    m_filterBox = filter;
     tb->addWidget(filter);
     auto *focusFilter = new QAction(this);
     focusFilter->setShortcut(QKeySequence::Find);
@@ -169,6 +193,33 @@ void MainWindow::buildViewControls(QToolBar *)
     connect(group, &QComboBox::currentIndexChanged, this,
             [this, group](int i) { m_view->setGrouping(LaneGrouping(group->itemData(i).toInt())); });
     tb->addWidget(group);
+
+    // Row height: compact (a call on one row, retries a click away) or comfortable.
+    auto *density = new QComboBox(this);
+    density->setObjectName(QStringLiteral("density"));
+    density->addItem(QStringLiteral("Compact rows"), int(LaneDensity::Compact));
+    density->addItem(QStringLiteral("Comfortable rows"), int(LaneDensity::Comfortable));
+    density->setToolTip(
+        QStringLiteral("Row height: compact puts each call on one row (click a call's name, or "
+                       "E, for a row per attempt); comfortable gives every attempt its row "
+                       "(Ctrl+Shift+K switches)"));
+    connect(density, &QComboBox::currentIndexChanged, this,
+            [this, density](int i) { m_view->setDensity(LaneDensity(density->itemData(i).toInt())); });
+    tb->addWidget(density);
+    auto *nextDensity = new QAction(QStringLiteral("Switch row height"), this);
+    nextDensity->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+K")));
+    connect(nextDensity, &QAction::triggered, density,
+            [density] { density->setCurrentIndex((density->currentIndex() + 1) % density->count()); });
+    auto *expandCall = new QAction(QStringLiteral("Show the selected call's attempts a row each"), this);
+    expandCall->setShortcut(QKeySequence(QStringLiteral("E")));
+    connect(expandCall, &QAction::triggered, m_view, &SwimlaneView::toggleSelectedCallExpanded);
+    auto *foldGroups = new QAction(QStringLiteral("Fold or unfold every group"), this);
+    foldGroups->setShortcut(QKeySequence(QStringLiteral("G")));
+    connect(foldGroups, &QAction::triggered, m_view, &SwimlaneView::toggleGroupsFolded);
+    addActions({nextDensity, expandCall, foldGroups});
+    group->setToolTip(
+        QStringLiteral("How lanes are grouped; a click on a group's header folds it into one row "
+                       "of counts (G folds or unfolds every group)"));
 
     auto toggle = [&](const QString &name, const QString &tip, const QString &key, auto slot) {
         QAction *a = tb->addAction(name);
@@ -216,6 +267,8 @@ void MainWindow::runScenario()
 
 QString MainWindow::exportTitle() const
 {
+    if (m_runs && m_runs->current() >= 0) // what is shown, a file or a renamed run as much as a scenario
+        return QStringLiteral("rpcscope — %1").arg(m_runs->at(m_runs->current()).name);
     return m_lab ? QStringLiteral("rpcscope — %1").arg(m_labPanel->scenario()) : QStringLiteral("rpcscope");
 }
 

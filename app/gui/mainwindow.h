@@ -1,29 +1,38 @@
 #pragma once
 
 #include "capturesession.h"
+#include "runlist.h"
 
 #include <QMainWindow>
 #include <memory>
 #include <optional>
+#include <vector>
 
 class QAction;
 class QActionGroup;
+class QComboBox;
 class QDockWidget;
 class QLabel;
 class QMenu;
 class QTimer;
 class QToolBar;
+class QTreeView;
+class QLineEdit;
 
 namespace rpcscope {
 
 class AttemptInspector;
+class CallsFilterProxy;
 class CapturePanel;
 class LabPanel;
 class MergePanel;
 class MergeSet;
+class Replayer;
+class RunBar;
 class SchemaController;
 class SwimlaneView;
 class TimelineModel;
+class WindowLook;
 
 namespace lab {
 class LabSession;
@@ -71,6 +80,35 @@ public slots:
     SchemaController *schemas() const { return m_schemas; }
     // Off for unattended runs (--screenshot): closing never asks about an unsaved session.
     void setPromptOnClose(bool on) { m_promptOnClose = on; }
+    // Presenting (mainwindow_present.cpp): the Calls dock's tree (over a proxy that follows the filter), the
+    // whole window's workshop and dark look, the timeline alone (F10) and full screen (F11).
+    QTreeView *callsTree() const { return m_calls; }
+    CallsFilterProxy *callsProxy() const { return m_callsProxy; }
+    WindowLook *look() const { return m_look; }
+    LabPanel *labPanel() const { return m_labPanel; }
+    bool timelineOnly() const { return m_timelineOnlyAction && m_timelineOnlyAction->isChecked(); }
+    void setTimelineOnly(bool on);
+
+    // Runs (mainwindow_runs.cpp). Every lab run, live capture and opened file is a run with its own clock
+    // from 0, fitted when it starts; the model holds the one shown (the stage), the run list the others.
+    RunList *runs() const { return m_runs; }
+    RunBar *runBar() const { return m_runBar; }
+    Replayer *replayer() const { return m_replayer; }
+    // Shows another run (the one shown is archived). False, with a status message, while the one shown is
+    // still being recorded.
+    bool showRun(int index);
+    // Asks first when it is not saved (unless `ask` is false or prompts are off).
+    bool closeRun(int index, bool ask = true);
+    void renameRun(int index, const QString &name);
+    bool saveRun(int index, const QString &path, QString *error = nullptr);
+    // Clear (Ctrl+L): drops the calls shown (asking first when they are not saved), restarts the clock at 0
+    // and fits.
+    bool clearStage(bool ask = true);
+    // A lab scenario or a live capture is still feeding the run shown.
+    bool isRecording() const;
+    // Replay of the run shown: starts (paused at 0 when !play), leaves (the whole run is shown again).
+    bool startReplay(bool play = true);
+    void stopReplay();
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -102,6 +140,20 @@ private:
     std::optional<std::pair<qint64, qint64>> exportRange() const;
     QString exportTitle() const;
     void buildViewControls(QToolBar *tb);
+    void buildRuns(QToolBar *tb);
+    // Archives the run shown and puts a new, empty one on stage (its clock from now when `freshClock`),
+    // fitted. False while a lab scenario is still running.
+    bool beginRun(const QString &name, RunList::Kind kind, const QString &source, bool freshClock);
+    void archiveStage();
+    void putOnStage(int index);
+    void updateTitle();
+    void updateRunAction();
+    void refreshRunBar();
+    bool confirmUnsavedRuns();
+    void renameRunInteractive(int index);
+    void saveRunInteractive(int index);
+    void buildPresenting(QToolBar *viewBar, bool firstStart);
+    void showFilterProblem(const QString &problem);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -127,8 +179,25 @@ private:
     QTimer *m_remergeTimer = nullptr;
     std::uint64_t m_mergedGeneration = 0; // the event log's generation right after the last merge
     bool m_merging = false;
+    QTreeView *m_calls = nullptr;
+    CallsFilterProxy *m_callsProxy = nullptr;
+    QLineEdit *m_filterBox = nullptr;
+    QToolBar *m_viewBar = nullptr;
+    WindowLook *m_look = nullptr;
+    QAction *m_timelineOnlyAction = nullptr;
+    QAction *m_fullScreenAction = nullptr;
+    std::vector<QWidget *> m_hiddenForTimeline; // docks and toolbars Timeline only hid, to bring back
+    QString m_filterToolTip;
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;
+    RunList *m_runs = nullptr;
+    RunBar *m_runBar = nullptr;
+    Replayer *m_replayer = nullptr;
+    QAction *m_replayAction = nullptr;
+    QAction *m_playAction = nullptr;
+    QComboBox *m_speedBox = nullptr;
+    bool m_replayUnsaved = false;  // the run replayed was not saved before the replay
+    bool m_mergeStartsRun = false; // the next merge replaces the stage: a run of its own
 };
 
 } // namespace rpcscope

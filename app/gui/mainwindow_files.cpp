@@ -83,7 +83,7 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     // Capture: your own services.
     m_capture = new CaptureSession(m_model, this);
     m_capturePanel = new CapturePanel(m_capture, this);
-    connect(m_capturePanel, &CapturePanel::clearRequested, m_model, &TimelineModel::clear);
+    connect(m_capturePanel, &CapturePanel::clearRequested, this, [this] { clearStage(); });
     auto *panel = new QWidget(this);
     auto *v = new QVBoxLayout(panel);
     v->setContentsMargins(0, 0, 0, 0);
@@ -256,13 +256,18 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
         return false;
     }
     if (m_capture->isRunning()) m_capture->stop();
+    if (!beginRun(QFileInfo(path).fileName(), RunList::Kind::File, path, false)) {
+        *error = QStringLiteral("a lab scenario is still running: open the file when it ends");
+        if (!quiet) QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
+        return false;
+    }
     m_model->replay(data);
     m_savedGeneration = m_model->eventLog().generation();
     m_openedPath = path; // the first file if another is added to this timeline
     m_openedGeneration = m_savedGeneration;
     m_view->fitAll();
     rememberRecent(path);
-    setWindowTitle(QStringLiteral("rpcscope — %1").arg(QFileInfo(path).fileName()));
+    refreshRunBar(); // the title names the file
     QStringList notes;
     if (r.status != CaptureReadResult::Ok) notes << QString::fromStdString(r.message);
     for (const std::string &n : r.notes)
@@ -382,6 +387,10 @@ void MainWindow::dropEvent(QDropEvent *event)
 
 void MainWindow::closeEvent(QCloseEvent *event)
 {
+    if (m_promptOnClose && !confirmUnsavedRuns()) { // the runs not shown; the one shown is asked for below
+        event->ignore();
+        return;
+    }
     if (m_promptOnClose && hasUnsavedEvents()) {
         const auto answer = QMessageBox::question(
             this, QStringLiteral("Unsaved session"),
@@ -404,6 +413,7 @@ void MainWindow::closeEvent(QCloseEvent *event)
             }
         }
     }
+    setTimelineOnly(false); // the layout saved is the one with the docks
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());

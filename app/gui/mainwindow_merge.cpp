@@ -150,7 +150,10 @@ bool MainWindow::addToTimeline(const QStringList &paths, QString *errorOut, bool
         for (const std::string &n : r.notes)
             notes << QString::fromStdString(n);
     }
-    if (!remerge(error, true, true)) {
+    m_mergeStartsRun = replace;
+    const bool merged = remerge(error, true, true);
+    m_mergeStartsRun = false;
+    if (!merged) {
         rollBack();
         if (!quiet && *error != QLatin1String("cancelled"))
             QMessageBox::warning(this, QStringLiteral("Cannot merge"), *error);
@@ -191,15 +194,24 @@ bool MainWindow::remerge(QString *error, bool fit, bool refreshPanel)
         return false;
     }
     if (m_capture->isRunning()) m_capture->stop();
+    if (m_mergeStartsRun) { // replacing what is shown: the merged files are a run of their own
+        QStringList names;
+        for (const MergeSet::Source &s : m_merge->sources())
+            names << QString::fromStdString(s.label);
+        if (!beginRun(QStringLiteral("merged: %1").arg(names.join(QStringLiteral(" + "))),
+                      RunList::Kind::MergedFiles, names.join(QStringLiteral(", ")), false)) {
+            m_merging = false;
+            *error = QStringLiteral("a lab scenario is still running: merge when it ends");
+            return false;
+        }
+        m_mergeStartsRun = false;
+    }
     m_model->replay(merged);
     m_mergedGeneration = m_model->eventLog().generation();
     m_merging = false;
     if (refreshPanel) m_mergePanel->setSources(m_merge.get(), r.reference, r.notes);
     if (fit) m_view->fitAll();
-    QStringList labels;
-    for (const MergeSet::Source &s : m_merge->sources())
-        labels << QString::fromStdString(s.label);
-    setWindowTitle(QStringLiteral("rpcscope — merged: %1").arg(labels.join(QStringLiteral(" + "))));
+    refreshRunBar(); // the title names the run
     statusBar()->showMessage(QStringLiteral("Merged %1 captures: %2 calls")
                                  .arg(m_merge->size())
                                  .arg(m_model->store().calls().size()),

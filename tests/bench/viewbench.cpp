@@ -9,7 +9,9 @@
 //   - live: the repaint after each relay batch while following a growing capture;
 //   - hover repaint: the widget's path (paintCached) with the pointer on another attempt each time;
 //   - zoom, pan and scroll repaints through the widget's path;
-//   - the model's memory per attempt.
+//   - the model's memory per attempt;
+//   - the full repaint, first paint and scroll again in comfortable rows, and grouped with every group
+//   folded.
 // Every figure is printed next to the same measurement on a 1,000-call store taken in the same run (the ratio
 // shows the cost does not grow with the trace) and next to the floor of any repaint: blitting one 1920x1080
 // image.
@@ -283,7 +285,32 @@ double liveAppendMs(TimelineStore &store, int reps)
     return median(v);
 }
 
-Figures measure(const TimelineStore &store, int reps)
+// The full repaint grouped by method with every group folded into its row of counts (which walks every call
+// of the group in view).
+double foldedGroupsMs(const TimelineStore &store, int reps)
+{
+    QImage image(kWidth, kHeight, QImage::Format_ARGB32_Premultiplied);
+    const QRectF rect(0, 0, kWidth, kHeight);
+    TimelinePainter painter(&store);
+    TimelinePainter::Options o;
+    o.legend = true;
+    o.grouping = LaneGrouping::Method;
+    for (const char *m : kMethods)
+        o.filter.foldedGroups.insert(QString::fromLatin1(m));
+    painter.setOptions(o);
+    const auto [lo, hi] = painter.fullRange();
+    painter.setRange(lo, hi);
+    {
+        QPainter p(&image);
+        painter.paint(&p, rect);
+    }
+    return medianMs(reps, [&](int) {
+        QPainter p(&image);
+        painter.paint(&p, rect);
+    });
+}
+
+Figures measure(const TimelineStore &store, int reps, LaneDensity density = LaneDensity::Compact)
 {
     Figures f;
     f.calls = store.calls().size();
@@ -296,6 +323,7 @@ Figures measure(const TimelineStore &store, int reps)
     TimelinePainter painter(&store);
     TimelinePainter::Options o;
     o.legend = true;
+    o.density = density;
     painter.setOptions(o);
     const auto [lo, hi] = painter.fullRange();
     painter.setRange(lo, hi);
@@ -425,6 +453,11 @@ int main(int argc, char **argv)
     std::fprintf(stderr, "rpcscope-viewbench: painting\n");
     const Figures s = measure(small, reps);
     const Figures f = measure(big, reps);
+    // Compact rows are the default; the comfortable layout (a header and a row per attempt) for comparison.
+    const Figures sc = measure(small, reps, LaneDensity::Comfortable);
+    const Figures fc = measure(big, reps, LaneDensity::Comfortable);
+    const double foldedSmall = foldedGroupsMs(small, reps);
+    const double foldedBig = foldedGroupsMs(big, reps);
     // Last: it grows the stores.
     const double liveSmall = liveAppendMs(small, reps / 2);
     const double liveBig = liveAppendMs(big, reps / 2);
@@ -444,12 +477,16 @@ int main(int argc, char **argv)
     };
     row("full repaint, whole trace (paint(), data caches warm)", f.fullRepaint, s.fullRepaint, "<= 16 ms",
         16);
+    row("  the same, comfortable rows", fc.fullRepaint, sc.fullRepaint, "<= 16 ms", 16);
+    row("  the same, grouped by method, every group folded", foldedBig, foldedSmall, "<= 16 ms", 16);
     row("first paint of a loaded store (every cache built)", f.firstPaint, s.firstPaint, "", 0);
+    row("  the same, comfortable rows", fc.firstPaint, sc.firstPaint, "", 0);
     row("hover repaint (hit test + cached lanes + overlay)", f.hover, s.hover, "<= 2 ms", 2);
     row("live: repaint after a batch of 8 new calls (follow mode)", liveBig, liveSmall, "<= 16 ms", 16);
     row("zoom repaint (1.15x per step, in and out)", f.zoom, s.zoom, "<= 16 ms", 16);
     row("pan repaint (1/8 width per step at 1/20 of the trace)", f.pan, s.pan, "<= 16 ms", 16);
     row("vertical scroll repaint (300 px per step)", f.scroll, s.scroll, "<= 16 ms", 16);
+    row("  the same, comfortable rows", fc.scroll, sc.scroll, "<= 16 ms", 16);
     std::printf("%-58s | %7.2f ms | %22s | %7s | %9s |\n", "floor: blit one 1920x1080 image", blit, "", "",
                 "");
     std::printf("%-58s | %7.2f    | %22s | %7s | %9s |\n", "full repaint / blit floor", f.fullRepaint / blit,
@@ -463,6 +500,7 @@ int main(int argc, char **argv)
         "- memory: heap in use (mallinfo2) before and after applying the capture, vector slack included; "
         "sizeof(Call) = %zu, sizeof(Attempt) = %zu, sizeof(FrameRecord) = %zu, %.1f frames per attempt\n",
         sizeof(Call), sizeof(Attempt), sizeof(FrameRecord), double(f.frames) / double(f.attempts));
+    std::printf("- rows are compact (a call on one row, the default) unless a row says otherwise\n");
     std::printf(
         "- zoom/pan/scroll go through the widget's path (paintCached): each step re-renders the lanes and, "
         "for zoom and pan, the overview's histogram over all %zu attempts\n",

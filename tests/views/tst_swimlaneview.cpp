@@ -178,10 +178,10 @@ private slots:
         QVERIFY(view.followsLive());
         const qint64 span = view.timelinePainter().rangeEnd() - view.timelinePainter().rangeStart();
 
-        // Wheel up zooms in around the cursor and leaves follow mode.
+        // Ctrl+wheel up zooms in around the cursor and leaves follow mode.
         const QPointF at(600, 200);
         const qint64 anchor = view.timelinePainter().axis(view.canvas()).xToTime(at.x());
-        QWheelEvent wheel(at, view.mapToGlobal(at), {}, {0, 120}, Qt::NoButton, Qt::NoModifier,
+        QWheelEvent wheel(at, view.mapToGlobal(at), {}, {0, 120}, Qt::NoButton, Qt::ControlModifier,
                           Qt::NoScrollPhase, false);
         QApplication::sendEvent(&view, &wheel);
         const qint64 zoomed = view.timelinePainter().rangeEnd() - view.timelinePainter().rangeStart();
@@ -212,6 +212,8 @@ private slots:
         model.setOrigin(0, 0);
         SwimlaneView view(&model);
         view.resize(1000, 500);
+        // Comfortable rows: taller than the view, so the scroll bar shows.
+        view.setDensity(LaneDensity::Comfortable);
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         QSignalSpy range(&view, &SwimlaneView::rangeChanged);

@@ -16,7 +16,7 @@ private slots:
         TimelineModel model;
         model.setOrigin(0, 0);
         model.appendBatch(scene());
-        const LaneMetrics m = LaneMetrics::scaled(1.0);
+        const LaneMetrics m = LaneMetrics::scaled(1.0, LaneDensity::Comfortable);
         TimelineLayout layout;
         layout.build(model.store(), LaneGrouping::None, {}, m, true);
         // One connection lane, then the two calls in start order.
@@ -54,6 +54,29 @@ private slots:
         layout.build(model.store(), LaneGrouping::Connection, {}, m, true);
         QCOMPARE(layout.blocks()[0].kind, LaneBlock::ConnectionLane); // the connection heads its calls
         QCOMPARE(layout.callLanes(), size_t(2));
+
+        // Compact rows: both calls on one row each (retry-basic's three attempts side by side), unless a call
+        // is expanded; a folded group is one row of counts.
+        const LaneMetrics c = LaneMetrics::scaled(1.0, LaneDensity::Compact);
+        layout.build(model.store(), LaneGrouping::None, {}, c, false);
+        QCOMPARE(layout.blocks()[0].h, double(c.rowHeight));
+        QCOMPARE(layout.blocks()[1].h, double(c.rowHeight));
+        QVERIFY(layout.oneRow(0) && layout.oneRow(1));
+        QCOMPARE(layout.blocks()[1].y, double(c.rowHeight + c.callSpacing));
+        LaneFilter expanded;
+        expanded.expanded.insert("retry-basic-1");
+        layout.build(model.store(), LaneGrouping::None, expanded, c, false);
+        QVERIFY(!layout.oneRow(0) && layout.oneRow(1));
+        QCOMPARE(layout.blocks()[0].h, double(c.callHeader + 3 * c.attemptHeight));
+        LaneFilter folded;
+        folded.foldedGroups.insert(QStringLiteral("/rpcscope.lab.Lab/Call"));
+        layout.build(model.store(), LaneGrouping::Method, folded, c, false);
+        QCOMPARE(layout.callLanes(), size_t(0));
+        QCOMPARE(int(layout.blocks().size()), 1); // the row of counts heads the folded group
+        QCOMPARE(layout.blocks()[0].kind, LaneBlock::GroupAggregate);
+        QCOMPARE(layout.groups()[0].outcomes[0], size_t(1)); // OK
+        QCOMPARE(layout.groups()[0].outcomes[2], size_t(1)); // DEADLINE_EXCEEDED
+        QCOMPARE(layout.groups()[0].members.size(), size_t(2));
 
         const LaneFilter f = LaneFilter::parse(QStringLiteral("method:Call status:OK slow path"));
         QCOMPARE(f.method, QStringLiteral("Call"));

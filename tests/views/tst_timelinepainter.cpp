@@ -18,8 +18,12 @@ private slots:
         model.appendBatch(scene());
         const Call &call = model.store().calls()[0];
 
+        // Comfortable rows: a row per attempt, each gap labelled above its bar (compactRowGapsAndDeadline has
+        // the one-row picture).
         TimelinePainter painter(&model.store());
-        painter.setOptions({QStringLiteral("test"), true});
+        TimelinePainter::Options options{QStringLiteral("test"), true};
+        options.density = LaneDensity::Comfortable;
+        painter.setOptions(options);
         const auto [lo, hi] = painter.fullRange();
         painter.setRange(lo, hi);
         const QRectF rect(0, 0, 1200, painter.contentHeight());
@@ -62,6 +66,62 @@ private slots:
                      QRect(0, 60, img.width(), int(rect.height()) - 60 - painter.legendHeight(rect.width())),
                      TimelinePainter::statusColor(open)),
                  0);
+    }
+
+    // Compact rows (the default): retry-basic's three attempts share one row with its backoff gaps between
+    // them, labelled inside the gap; the deadline call's dashed line runs through its own row.
+    void compactRowGapsAndDeadline()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        QCOMPARE(painter.options().density, LaneDensity::Compact);
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1400, painter.contentHeight());
+        const QImage img = render(painter, rect);
+        QVERIFY(painter.layout().oneRow(0) && painter.layout().oneRow(1));
+        const double rowTop = painter.headerHeight() + painter.laneY(0);
+        const double rowH = painter.metrics().rowHeight;
+        QCOMPARE(painter.layout().blocks()[painter.layout().blockOfCall(0)].h, rowH);
+        for (size_t k = 0; k < 3; ++k) {
+            const QRectF bar = painter.attemptRect(0, k, rect);
+            QVERIFY(bar.top() > rowTop && bar.bottom() < rowTop + rowH);
+            QCOMPARE(QColor(img.pixel(bar.center().toPoint())).rgb(),
+                     TimelinePainter::statusColor(model.store().calls()[0].attempts[k]).rgb());
+            const auto hit = painter.hitTest(bar.center(), rect);
+            QCOMPARE(hit.kind, TimelinePainter::Hit::Attempt);
+            QCOMPARE(hit.attempt, k);
+        }
+        // The gaps: labelled inside the row, between the bars they separate, with text drawn.
+        const auto &labels = painter.gapLabels();
+        QCOMPARE(int(labels.size()), 2);
+        QCOMPARE(labels[0].gapNs, 50 * ms);
+        QCOMPARE(labels[1].gapNs, 96 * ms);
+        for (size_t i = 0; i < 2; ++i) {
+            const GapLabel &l = labels[i];
+            QVERIFY(l.rect.top() >= rowTop - 0.5 && l.rect.bottom() <= rowTop + rowH + 0.5);
+            QVERIFY(l.rect.left() > painter.attemptRect(0, i, rect).right());
+            QVERIFY(l.rect.right() < painter.attemptRect(0, i + 1, rect).left());
+            QVERIFY2(countDark(img, l.rect.toRect()) > 20, "gap label region has no text");
+        }
+        // Between the bars, a click hits the call, not an attempt.
+        const TimeAxis ax = painter.axis(rect);
+        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(37 * ms), rowTop + rowH / 2), rect).kind,
+                 TimelinePainter::Hit::CallHeader);
+        // The deadline call: its 120 ms deadline (at 140 ms) dashed through its row.
+        const double top1 = painter.headerHeight() + painter.laneY(1);
+        const QColor red(0xc6, 0x28, 0x28);
+        const int x = int(ax.timeToX(140 * ms));
+        QVERIFY(countColor(img, QRect(x - 2, int(top1), 5, int(rowH)), red) >= 4);
+        // Comfortable rows bring back a header and a row per attempt.
+        TimelinePainter::Options o;
+        o.density = LaneDensity::Comfortable;
+        painter.setOptions(o);
+        QVERIFY(!painter.layout().oneRow(0));
+        QCOMPARE(painter.layout().blocks()[painter.layout().blockOfCall(0)].h,
+                 double(painter.metrics().callHeader + 3 * painter.metrics().attemptHeight));
     }
 
     void deadlineLineInRange()
@@ -116,7 +176,11 @@ private slots:
         TimelineModel model;
         model.setOrigin(0, 0);
         model.appendBatch(scene());
+        // Comfortable rows, a row per attempt (compactRowGapsAndDeadline hit-tests one row).
         TimelinePainter painter(&model.store());
+        TimelinePainter::Options comfortable;
+        comfortable.density = LaneDensity::Comfortable;
+        painter.setOptions(comfortable);
         const auto [lo, hi] = painter.fullRange();
         painter.setRange(lo, hi);
         const QRectF rect(0, 0, 1200, 700);
@@ -132,10 +196,13 @@ private slots:
             QCOMPARE(label.kind, TimelinePainter::Hit::Attempt);
             QCOMPARE(label.attempt, k);
         }
-        // Between the bars of one row (in the gap) there is nothing to hit.
+        // Between the bars of one row is the backoff gap before its attempt; before the gap, nothing.
         const TimeAxis ax = painter.axis(rect);
         const QRectF second = painter.attemptRect(0, 1, rect);
-        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect).kind,
+        const auto gap = painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect);
+        QCOMPARE(gap.kind, TimelinePainter::Hit::Gap);
+        QCOMPARE(gap.attempt, size_t(1));
+        QCOMPARE(painter.hitTest(QPointF(ax.timeToX(5 * ms), second.center().y()), rect).kind,
                  TimelinePainter::Hit::None);
         QCOMPARE(painter.hitTest(QPointF(600, painter.attemptRect(0, 0, rect).top() - 20), rect).kind,
                  TimelinePainter::Hit::CallHeader);
@@ -146,7 +213,7 @@ private slots:
         painter.setScrollY(0);
         QCOMPARE(painter.attemptRect(0, 0, rect).top() - 40, scrolled.top());
         // A filtered-out lane cannot be hit.
-        TimelinePainter::Options o;
+        TimelinePainter::Options o = comfortable;
         o.filter = LaneFilter::parse(QStringLiteral("status:deadline"));
         painter.setOptions(o);
         QVERIFY(painter.attemptRect(0, 0, rect).isEmpty());
@@ -159,6 +226,9 @@ private slots:
         model.setOrigin(0, 0);
         model.appendBatch(scene());
         TimelinePainter painter(&model.store());
+        TimelinePainter::Options comfortable;
+        comfortable.density = LaneDensity::Comfortable;
+        painter.setOptions(comfortable);
         const auto [lo, hi] = painter.fullRange();
         painter.setRange(lo, hi);
         const QRectF rect(0, 0, 1200, painter.contentHeight());

@@ -1,0 +1,159 @@
+// Presenting: the whole window's workshop and dark look, the timeline alone and full screen, the timeline's
+// keys from anywhere in the window, the Calls dock following the filter, and the first start's next step.
+
+#include "attemptinspector.h"
+#include "callsfilterproxy.h"
+#include "labpanel.h"
+#include "mainwindow.h"
+#include "shortcutrouter.h"
+#include "swimlaneview.h"
+#include "windowlook.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QToolButton>
+#include <QTreeWidget>
+
+namespace rpcscope {
+
+namespace {
+const char *const kKeysHelp =
+    "<b>Timeline</b> (the keys work wherever focus is, except while typing in a text field; Esc leaves "
+    "the field)<br>"
+    "F fit the whole trace · L follow live · W/S or +/- zoom · A/D or ←/→ pan · ↑/↓ and Page Up/Down scroll "
+    "lanes · Home/End jump to the ends · Esc clear the selection<br>"
+    "Wheel scrolls lanes · Ctrl+wheel zooms at the cursor · Shift+wheel pans time · drag pans · Shift+drag "
+    "or right-drag zooms to a span<br><br>"
+    "<b>Window</b><br>"
+    "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+E export PNG · Ctrl+Shift+C copy · Ctrl+L clear · "
+    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen<br><br>"
+    "<b>Runs and replay</b><br>"
+    "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
+    "[ slower · ] faster";
+} // namespace
+
+void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
+{
+    m_look = new WindowLook(this, m_view);
+    connect(m_workshopAction, &QAction::toggled, m_look, &WindowLook::setWorkshop);
+    connect(m_darkAction, &QAction::toggled, m_look, &WindowLook::setDark);
+    m_workshopAction->setToolTip(QStringLiteral("Large text in the whole window and thick bars on the "
+                                                "timeline, for a projector (Ctrl+Shift+W)"));
+    m_darkAction->setToolTip(QStringLiteral("Dark theme for the whole window (Ctrl+Shift+D)"));
+    // Its rows carry fonts of their own, made for the old size.
+    connect(m_look, &WindowLook::changed, m_inspector, &AttemptInspector::refresh);
+    // Its name column is sized in pixels: it grows with the text, so that names are not elided.
+    connect(m_workshopAction, &QAction::toggled, this, [this](bool on) {
+        QTreeWidget *tree = m_inspector->tree();
+        const double scale = on ? WindowLook::kWorkshopFontScale : 1 / WindowLook::kWorkshopFontScale;
+        tree->setColumnWidth(0, int(tree->columnWidth(0) * scale + 0.5));
+    });
+    new ShortcutRouter(this, m_view);
+
+    // The Calls dock shows the calls the timeline shows.
+    connect(m_filterBox, &QLineEdit::textChanged, this, [this](const QString &text) {
+        m_callsProxy->setFilterLine(text);
+        showFilterProblem(m_callsProxy->laneFilter().problem);
+    });
+    m_filterToolTip = m_filterBox->toolTip();
+
+    auto *menu = new QMenu(this);
+    m_timelineOnlyAction = menu->addAction(QStringLiteral("Timeline only"));
+    m_timelineOnlyAction->setCheckable(true);
+    m_timelineOnlyAction->setShortcut(QKeySequence(Qt::Key_F10));
+    m_timelineOnlyAction->setToolTip(
+        QStringLiteral("Hide the docks and toolbars; F10 again brings them back"));
+    connect(m_timelineOnlyAction, &QAction::toggled, this, &MainWindow::setTimelineOnly);
+    m_fullScreenAction = menu->addAction(QStringLiteral("Full screen"));
+    m_fullScreenAction->setCheckable(true);
+    m_fullScreenAction->setShortcut(QKeySequence(Qt::Key_F11));
+    m_fullScreenAction->setToolTip(QStringLiteral("Full screen (F11)"));
+    connect(m_fullScreenAction, &QAction::toggled, this, [this](bool on) {
+        setWindowState(on ? windowState() | Qt::WindowFullScreen : windowState() & ~Qt::WindowFullScreen);
+    });
+    menu->addSeparator();
+    menu->addAction(m_workshopAction);
+    menu->addAction(m_darkAction);
+    menu->addSeparator();
+    QAction *keys = menu->addAction(QStringLiteral("Keys and mouse…"));
+    keys->setShortcut(QKeySequence::HelpContents);
+    connect(keys, &QAction::triggered, this, [this] {
+        auto *box = new QMessageBox(QMessageBox::NoIcon, QStringLiteral("Keys and mouse"),
+                                    QString::fromUtf8(kKeysHelp), QMessageBox::Close, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+    });
+    // Window-wide, so they work while the toolbars are hidden.
+    addActions({m_timelineOnlyAction, m_fullScreenAction, keys});
+    auto *button = new QToolButton(this);
+    button->setObjectName(QStringLiteral("viewMenu"));
+    button->setText(QStringLiteral("View"));
+    button->setMenu(menu);
+    button->setPopupMode(QToolButton::InstantPopup);
+    button->setToolTip(QStringLiteral("Timeline only (F10), full screen (F11), workshop (Ctrl+Shift+W), dark "
+                                      "(Ctrl+Shift+D), keys and mouse (F1)"));
+    viewBar->addWidget(button);
+
+    if (firstStart) {
+        // The scenario gets the left side's full height, in front of Capture and Merged captures.
+        auto *scenario = findChild<QDockWidget *>(QStringLiteral("scenario"));
+        auto *capture = findChild<QDockWidget *>(QStringLiteral("capture"));
+        if (scenario && capture && dockWidgetArea(capture) == dockWidgetArea(scenario))
+            tabifyDockWidget(capture, scenario);
+        if (scenario) {
+            scenario->show();
+            scenario->raise();
+        }
+        const QString next = m_lab ? QStringLiteral("Next: pick a scenario and press Run (Ctrl+R).")
+                                   : QStringLiteral("Next: open a capture (Ctrl+O) or start one from the "
+                                                    "Capture dock.");
+        m_labPanel->setNextStep(next);
+        statusBar()->showMessage(next);
+    }
+}
+
+void MainWindow::setTimelineOnly(bool on)
+{
+    if (m_timelineOnlyAction->isChecked() != on) {
+        m_timelineOnlyAction->setChecked(on); // toggled calls back
+        return;
+    }
+    if (on) {
+        m_hiddenForTimeline.clear();
+        for (QDockWidget *d : findChildren<QDockWidget *>())
+            if (d->isVisible()) m_hiddenForTimeline.push_back(d);
+        for (QToolBar *t : findChildren<QToolBar *>())
+            if (t->isVisible()) m_hiddenForTimeline.push_back(t);
+        for (QWidget *w : m_hiddenForTimeline)
+            w->hide();
+        m_view->setFocus(Qt::ShortcutFocusReason);
+        statusBar()->showMessage(QStringLiteral("Timeline only: F10 brings the docks and toolbars back"),
+                                 8000);
+    } else {
+        for (QWidget *w : m_hiddenForTimeline)
+            w->show();
+        m_hiddenForTimeline.clear();
+    }
+}
+
+void MainWindow::showFilterProblem(const QString &problem)
+{
+    if (problem.isEmpty()) {
+        m_filterBox->setStyleSheet(QString());
+        m_filterBox->setToolTip(m_filterToolTip);
+        if (statusBar()->currentMessage().startsWith(QLatin1String("unknown status")))
+            statusBar()->clearMessage();
+        return;
+    }
+    m_filterBox->setStyleSheet(
+        QStringLiteral("QLineEdit { border: 2px solid #d93025; border-radius: 3px; }"));
+    m_filterBox->setToolTip(problem);
+    statusBar()->showMessage(problem);
+}
+
+} // namespace rpcscope

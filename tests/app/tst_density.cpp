@@ -1,0 +1,282 @@
+// Dense lanes in the real main window: how many calls a 1600x1000 window shows with its default docks,
+// compact and comfortable rows, a call's attempts shown and folded, groups folded into a row of counts, the
+// label column dragged, and workshop mode's text size at 1920x1080.
+#include "../views/renderfixture.h"
+#include "clock.h"
+#include "labsession.h"
+#include "mainwindow.h"
+#include "modelsink.h"
+#include "swimlaneview.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace rpcscope;
+using namespace rpcscope::rendertest;
+
+namespace {
+
+// n calls of one attempt each, 25 ms apart (the circuit breaker's shape): every fourth fails UNAVAILABLE.
+EventBatch oneAttemptCalls(int n)
+{
+    EventBatch b{opened(1)};
+    for (int i = 0; i < n; ++i) {
+        const std::uint32_t stream = 1 + 2 * std::uint32_t(i);
+        const std::int64_t t = 10 * ms + i * 25 * ms;
+        b.push_back(req(stream, t, std::nullopt, "call-" + std::to_string(i + 1), 5000 * ms));
+        b.push_back(end(stream, t + ms / 2, i % 4 == 3 ? 14 : 0));
+    }
+    return b;
+}
+
+// Call lanes wholly inside the lanes' part of the canvas (below the ruler and bands, above the legend).
+int visibleCalls(SwimlaneView *view)
+{
+    TimelinePainter &p = view->timelinePainter();
+    const QRectF canvas = view->canvas();
+    const double top = p.headerHeight();
+    const double bottom = canvas.height() - (p.options().legend ? p.legendHeight(canvas.width()) : 0);
+    int n = 0;
+    for (const LaneBlock &b : p.layout().blocks()) {
+        if (b.kind != LaneBlock::CallLane) continue;
+        const double y = top - p.scrollY() + b.y;
+        n += y >= top && y + b.h <= bottom;
+    }
+    return n;
+}
+
+QComboBox *combo(MainWindow &window, const char *name)
+{
+    return window.findChild<QComboBox *>(QString::fromLatin1(name));
+}
+
+} // namespace
+
+class TestDensity : public QObject
+{
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_density"));
+        QSettings().clear();
+    }
+
+    void oneAttemptCallsFit()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        MainWindow window(&model, nullptr, QStringLiteral("circuit-breaker"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        model.appendBatch(oneAttemptCalls(40));
+        SwimlaneView *view = window.swimlanes();
+        view->fitAll();
+        QTRY_COMPARE(int(model.store().calls().size()), 40);
+        QCOMPARE(view->timelinePainter().options().density, LaneDensity::Compact);
+        const int compact = visibleCalls(view);
+        QVERIFY2(compact >= 25, qPrintable(QStringLiteral("%1 calls visible").arg(compact)));
+        // Each on one row: the bar shares the row with the name.
+        QVERIFY(view->timelinePainter().layout().oneRow(0));
+        const QRectF bar = view->timelinePainter().attemptRect(0, 0, view->canvas());
+        const double laneTop = view->timelinePainter().headerHeight() + view->timelinePainter().laneY(0);
+        QVERIFY(bar.top() > laneTop && bar.bottom() < laneTop + view->timelinePainter().metrics().rowHeight);
+
+        // Comfortable rows (the old look) from the toolbar: a header and a row per attempt, far fewer calls.
+        combo(window, "density")->setCurrentIndex(1);
+        QCOMPARE(view->timelinePainter().options().density, LaneDensity::Comfortable);
+        const int comfortable = visibleCalls(view);
+        QVERIFY2(comfortable < compact / 2,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(comfortable).arg(compact)));
+        QVERIFY(!view->timelinePainter().layout().oneRow(0));
+    }
+
+    void retryStormAllVisible()
+    {
+        TimelineModel model;
+        model.setOrigin(steadyNowNs(), wallNowNs());
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        {
+            MainWindow window(&model, &lab, QStringLiteral("retry-storm"));
+            window.setPromptOnClose(false);
+            window.resize(1600, 1000);
+            window.show();
+            window.activateWindow();
+            QVERIFY(QTest::qWaitForWindowActive(&window));
+            QSignalSpy finished(&window, &MainWindow::runFinished);
+            window.runScenario();
+            QVERIFY(finished.wait(90'000));
+            const auto &calls = model.store().calls();
+            // The scenario's shape: 20 calls, each retried until its attempts ran out.
+            QTRY_COMPARE_WITH_TIMEOUT(int(calls.size()), 20, 5000);
+            QTRY_VERIFY_WITH_TIMEOUT(std::all_of(calls.begin(), calls.end(),
+                                                 [](const Call &c) {
+                                                     return c.attempts.size() >= 3 &&
+                                                            c.attempts.back().ended();
+                                                 }),
+                                     5000);
+            SwimlaneView *view = window.swimlanes();
+            view->fitAll();
+            QApplication::processEvents();
+            QCOMPARE(visibleCalls(view), 20);
+
+            // A click on a call's name shows its attempts a row each (gap labels and all); another folds
+            // them.
+            TimelinePainter &p = view->timelinePainter();
+            const double rowH = p.metrics().rowHeight;
+            const QPoint name(40, int(p.headerHeight() + p.laneY(0) - p.scrollY() + rowH / 2));
+            QTest::mouseClick(view, Qt::LeftButton, {}, name);
+            QVERIFY(!p.layout().oneRow(0));
+            QCOMPARE(p.layout().blocks()[p.layout().blockOfCall(0)].h,
+                     double(p.metrics().callHeader + calls[0].attempts.size() * p.metrics().attemptHeight));
+            QVERIFY(!p.attemptRect(0, 1, view->canvas()).isEmpty());
+            QVERIFY(p.attemptRect(0, 1, view->canvas()).top() > p.attemptRect(0, 0, view->canvas()).bottom());
+            QTest::mouseClick(view, Qt::LeftButton, {}, name);
+            QVERIFY(p.layout().oneRow(0));
+            // On one row the attempts sit side by side, in time order, on the same line.
+            const QRectF a0 = p.attemptRect(0, 0, view->canvas()), a1 = p.attemptRect(0, 1, view->canvas());
+            QCOMPARE(a0.top(), a1.top());
+            QVERIFY(a1.left() >= a0.right() - 3);
+            // E does the same for the selected call, wherever focus is.
+            view->selectAttempt(1, 0);
+            view->setFocus();
+            QTest::keyClick(&window, Qt::Key_E);
+            QVERIFY(!p.layout().oneRow(1));
+            QTest::keyClick(&window, Qt::Key_E);
+            QVERIFY(p.layout().oneRow(1));
+        }
+        lab.stop();
+    }
+
+    void groupsFold()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        MainWindow window(&model, nullptr, QStringLiteral("circuit-breaker"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        window.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        model.appendBatch(oneAttemptCalls(40));
+        QTRY_COMPARE(int(model.store().calls().size()), 40);
+        SwimlaneView *view = window.swimlanes();
+        TimelinePainter &p = view->timelinePainter();
+        QComboBox *grouping = combo(window, "grouping");
+        grouping->setCurrentIndex(grouping->findData(int(LaneGrouping::Method)));
+        QCOMPARE(p.layout().callLanes(), size_t(40));
+        QCOMPARE(p.layout().blocks()[0].kind, LaneBlock::GroupHeader);
+        // A click on the group's header: one row of counts instead of 40 lanes.
+        const QPoint header(300, int(p.headerHeight() + p.layout().blocks()[0].y + 5));
+        QTest::mouseClick(view, Qt::LeftButton, {}, header);
+        QCOMPARE(p.layout().callLanes(), size_t(0));
+        QCOMPARE(int(p.layout().blocks().size()), 1); // the row of counts is the group's header too
+        QCOMPARE(p.layout().blocks()[0].kind, LaneBlock::GroupAggregate);
+        const TimelineLayout::Group &g = p.layout().groups()[0];
+        QVERIFY(g.folded);
+        QCOMPARE(g.calls, size_t(40));
+        QCOMPARE(g.outcomes[0], size_t(30)); // OK
+        QCOMPARE(g.outcomes[1], size_t(10)); // UNAVAILABLE
+        QCOMPARE(g.statuses.front().first, QStringLiteral("OK"));
+        QCOMPARE(g.statuses.front().second, size_t(30));
+        // The aggregate row shows the outcome mix in both colours.
+        const QImage img = view->grab().toImage();
+        const QRect row(0, int(p.headerHeight() + p.layout().blocks()[0].y), img.width(),
+                        int(p.layout().blocks()[0].h));
+        QVERIFY(hasColor(img, row, QColor(0x2e, 0x9d, 0x4a), 20));
+        QVERIFY(hasColor(img, row, QColor(0xe8, 0x80, 0x1a), 5));
+        // A click on the aggregate row shows the calls again; G folds every group, and again unfolds them.
+        QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(300, row.center().y()));
+        QCOMPARE(p.layout().callLanes(), size_t(40));
+        view->setFocus();
+        QTest::keyClick(&window, Qt::Key_G);
+        QCOMPARE(p.layout().callLanes(), size_t(0));
+        QTest::keyClick(&window, Qt::Key_G);
+        QCOMPARE(p.layout().callLanes(), size_t(40));
+    }
+
+    void labelColumnDrags()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        MainWindow window(&model, nullptr, QStringLiteral("circuit-breaker"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        model.appendBatch(oneAttemptCalls(10));
+        QTRY_COMPARE(int(model.store().calls().size()), 10);
+        SwimlaneView *view = window.swimlanes();
+        TimelinePainter &p = view->timelinePainter();
+        const int before = p.labelWidth();
+        const int y = p.headerHeight() + 5;
+        QTest::mousePress(view, Qt::LeftButton, {}, QPoint(before, y));
+        QTest::mouseMove(view, QPoint(before + 100, y));
+        QTest::mouseRelease(view, Qt::LeftButton, {}, QPoint(before + 100, y));
+        QCOMPARE(p.labelWidth(), before + 100);
+        QCOMPARE(p.axis(view->canvas()).left, double(before + 100));
+        // Clamped: never narrower than a name, never wider than most of the view.
+        view->setLabelWidth(10);
+        QCOMPARE(p.labelWidth(), TimelinePainter::kMinLabelWidth);
+        view->setLabelWidth(5000);
+        QCOMPARE(p.labelWidth(), TimelinePainter::kMaxLabelWidth);
+        // Workshop mode scales the chosen width like every other size.
+        window.setWorkshop(true);
+        QCOMPARE(p.labelWidth(),
+                 int(TimelinePainter::kMaxLabelWidth * TimelinePainter::kWorkshopScale + 0.5));
+    }
+
+    // The real circuit-breaker scenario (24 calls of one attempt, the breaker band above them) in workshop
+    // mode on a 1920x1080 screen.
+    void workshopAt1920()
+    {
+        TimelineModel model;
+        model.setOrigin(steadyNowNs(), wallNowNs());
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        {
+            MainWindow window(&model, &lab, QStringLiteral("circuit-breaker"));
+            window.setPromptOnClose(false);
+            window.setWorkshop(true);
+            window.resize(1920, 1080);
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QSignalSpy finished(&window, &MainWindow::runFinished);
+            window.runScenario();
+            QVERIFY(finished.wait(90'000));
+            const auto &calls = model.store().calls();
+            QTRY_VERIFY_WITH_TIMEOUT(calls.size() >= 20 && std::all_of(calls.begin(), calls.end(),
+                                                                       [](const Call &c) {
+                                                                           return c.attempts.size() == 1 &&
+                                                                                  c.attempts[0].ended();
+                                                                       }),
+                                     5000);
+            SwimlaneView *view = window.swimlanes();
+            view->fitAll();
+            QApplication::processEvents();
+            const int visible = visibleCalls(view);
+            QVERIFY2(visible >= 10, qPrintable(QStringLiteral("%1 calls visible").arg(visible)));
+            // Every text size the lanes use (11 px statuses in bars, 12 px gap labels, 13 px names) is at
+            // least 24 px, and a name fits its row.
+            const PaintContext ctx = view->timelinePainter().context(view->canvas());
+            for (double px : {11.0, 12.0, 13.0})
+                QVERIFY2(
+                    ctx.font(px).pixelSize() >= 24 && ctx.font(px, true).pixelSize() >= 24,
+                    qPrintable(QStringLiteral("%1 px text at %2").arg(px).arg(ctx.font(px).pixelSize())));
+            QVERIFY(QFontMetricsF(ctx.font(13, true)).height() <= ctx.metrics.rowHeight);
+        }
+        lab.stop();
+    }
+};
+
+QTEST_MAIN(TestDensity)
+#include "tst_density.moc"

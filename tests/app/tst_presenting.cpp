@@ -1,0 +1,479 @@
+// Presenting and input in the real main window, offscreen: workshop scales the docks' text (and returns),
+// dark themes the docks (and is undone exactly), the timeline's keys from the filter box and the Calls tree,
+// wheel vs Ctrl+wheel, the Calls tree following the filter, an unknown status: name, the scenario panel's
+// fields keeping their height once a real run's result appears, the first start's next step, and the
+// timeline alone.
+
+#include "../views/renderfixture.h"
+#include "attemptinspector.h"
+#include "callsfilterproxy.h"
+#include "clock.h"
+#include "labpanel.h"
+#include "labsession.h"
+#include "mainwindow.h"
+#include "modelsink.h"
+#include "scenario.h"
+#include "shortcutrouter.h"
+#include "swimlaneview.h"
+#include "timelinemodel.h"
+#include "windowlook.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QLabel>
+#include <QLineEdit>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QStyle>
+#include <QToolBar>
+#include <QTreeView>
+#include <QTreeWidget>
+#include <QtTest>
+#include <cmath>
+
+using namespace rpcscope;
+using namespace rpcscope::rendertest;
+
+namespace {
+
+// 40 calls, one a 10 ms slot: every fifth UNAVAILABLE after a retry, every seventh DEADLINE_EXCEEDED, the
+// rest OK. Enough lanes to scroll at the window's size.
+EventBatch manyCalls(int *unavailable = nullptr)
+{
+    EventBatch b{opened(1)};
+    std::uint32_t stream = 1;
+    int failed = 0;
+    for (int i = 0; i < 40; ++i) {
+        const std::int64_t t = i * 10 * ms;
+        const std::string id = "call-" + std::to_string(i);
+        const int status = i % 5 == 0 ? 14 : i % 7 == 0 ? 4 : 0;
+        b.push_back(req(stream, t, std::nullopt, id, 1000 * ms));
+        if (status == 14) {
+            b.push_back(end(stream, t + 2 * ms, 14));
+            stream += 2;
+            b.push_back(req(stream, t + 4 * ms, 1, id, 996 * ms));
+            ++failed;
+        }
+        b.push_back(end(stream, t + 6 * ms, status));
+        stream += 2;
+    }
+    if (unavailable) *unavailable = failed;
+    return b;
+}
+
+double pointSize(const QWidget *w)
+{
+    return w->font().pointSizeF() > 0 ? w->font().pointSizeF() : w->font().pixelSize();
+}
+
+// WCAG contrast ratio of two colours.
+double contrast(const QColor &a, const QColor &b)
+{
+    auto lum = [](const QColor &c) {
+        auto ch = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * ch(c.redF()) + 0.7152 * ch(c.greenF()) + 0.0722 * ch(c.blueF());
+    };
+    const double la = lum(a), lb = lum(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+qint64 span(SwimlaneView *v)
+{
+    return v->timelinePainter().rangeEnd() - v->timelinePainter().rangeStart();
+}
+
+bool sendWheel(QWidget *w, QPoint at, int dy, Qt::KeyboardModifiers mods)
+{
+    QWheelEvent e(at, w->mapToGlobal(at), {}, {0, dy}, Qt::NoButton, mods, Qt::NoScrollPhase, false);
+    return QApplication::sendEvent(w, &e);
+}
+
+} // namespace
+
+class TestPresenting : public QObject
+{
+    Q_OBJECT
+
+    std::unique_ptr<TimelineModel> m_model;
+    std::unique_ptr<MainWindow> m_window;
+
+    // A window over manyCalls(), shown and active, with the lab absent.
+    MainWindow *window()
+    {
+        m_window.reset();
+        m_model = std::make_unique<TimelineModel>();
+        m_model->setOrigin(0, 0);
+        m_model->appendBatch(manyCalls());
+        m_window = std::make_unique<MainWindow>(m_model.get(), nullptr, QStringLiteral("retry-basic"));
+        m_window->setPromptOnClose(false);
+        m_window->resize(1400, 820);
+        m_window->show();
+        m_window->activateWindow();
+        if (!QTest::qWaitForWindowActive(m_window.get())) qWarning("window not active");
+        m_window->swimlanes()->fitAll();
+        return m_window.get();
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true); // QSettings of this test only
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_presenting"));
+        QSettings().clear();
+    }
+
+    void cleanup()
+    {
+        m_window.reset();
+        m_model.reset();
+        QSettings().clear();
+    }
+
+    // On a first start the scenario dock is in front and says what to try next; with a saved layout it
+    // does not.
+    void firstStartShowsScenario()
+    {
+        MainWindow *w = window();
+        auto *scenario = w->findChild<QDockWidget *>(QStringLiteral("scenario"));
+        QVERIFY(scenario);
+        QVERIFY(scenario->isVisible());
+        QVERIFY(!scenario->visibleRegion().isEmpty()); // not behind another tab
+        auto *next = w->labPanel()->findChild<QLabel *>(QStringLiteral("nextStep"));
+        QVERIFY(next && next->isVisible());
+        QVERIFY(w->statusBar()->currentMessage().startsWith(QLatin1String("Next:")));
+        QVERIFY(!w->labPanel()->findChild<QLabel *>(QStringLiteral("hints"))->text().isEmpty());
+        w->close(); // saves the layout
+        QVERIFY(QSettings().contains(QStringLiteral("window/state")));
+        MainWindow second(m_model.get(), nullptr, QStringLiteral("retry-basic"));
+        QVERIFY(second.labPanel()->findChild<QLabel *>(QStringLiteral("nextStep"))->isHidden());
+    }
+
+    // Workshop scales the docks' text by the workshop factor, the timeline keeps its own font, and turning
+    // it off gives every size back.
+    void workshopScalesDocks()
+    {
+        MainWindow *w = window();
+        w->swimlanes()->selectAttempt(0, 0); // something in the inspector
+        auto *scenarioText = w->labPanel()->findChild<QLabel *>(QStringLiteral("explanation"));
+        auto *toolbar = w->findChild<QToolBar *>(QStringLiteral("main"));
+        const std::vector<QWidget *> widgets{w->callsTree(), w->inspector()->tree(), scenarioText, toolbar,
+                                             w->findChild<QLineEdit *>(QStringLiteral("filter"))};
+        std::vector<double> before;
+        std::vector<int> pixels;
+        for (QWidget *x : widgets) {
+            QVERIFY(x);
+            before.push_back(pointSize(x));
+            pixels.push_back(QFontInfo(x->font()).pixelSize());
+        }
+        const double timelineBefore = pointSize(w->swimlanes());
+        const int treeRowBefore = w->callsTree()->sizeHintForRow(0);
+        const int nameColumn = w->inspector()->tree()->columnWidth(0);
+        w->setWorkshop(true);
+        QVERIFY(w->inspector()->tree()->columnWidth(0) > nameColumn);
+        QVERIFY(w->look()->workshop());
+        for (size_t i = 0; i < widgets.size(); ++i) {
+            QCOMPARE(pointSize(widgets[i]), before[i] * WindowLook::kWorkshopFontScale);
+            QVERIFY2(QFontInfo(widgets[i]->font()).pixelSize() > pixels[i],
+                     qPrintable(widgets[i]->objectName()));
+        }
+        QVERIFY(w->callsTree()->sizeHintForRow(0) > treeRowBefore);
+        QCOMPARE(pointSize(w->swimlanes()), timelineBefore);
+        QVERIFY(w->swimlanes()->timelinePainter().options().workshop);
+        // A scenario picked while in workshop mode gets large parameter fields too.
+        w->labPanel()->scenarioBox()->setCurrentIndex(
+            w->labPanel()->scenarioBox()->findData("circuit-breaker"));
+        const auto edits = w->labPanel()->findChildren<QLineEdit *>();
+        QVERIFY(!edits.isEmpty());
+        QCOMPARE(pointSize(edits.first()), before[0] * WindowLook::kWorkshopFontScale);
+
+        w->setWorkshop(false);
+        for (size_t i = 0; i < widgets.size(); ++i)
+            QCOMPARE(pointSize(widgets[i]), before[i]);
+        QCOMPARE(w->inspector()->tree()->columnWidth(0), nameColumn);
+        QCOMPARE(pointSize(w->swimlanes()), timelineBefore);
+        QVERIFY(!w->testAttribute(Qt::WA_SetFont));
+    }
+
+    // Dark themes the docks and is undone exactly; text keeps its contrast.
+    void darkThemesDocks()
+    {
+        MainWindow *w = window();
+        const QPalette appBefore = QApplication::palette();
+        const QString styleBefore = QApplication::style()->name();
+        const QColor treeBase = w->callsTree()->palette().color(QPalette::Base);
+        w->setDark(true);
+        for (QWidget *x :
+             std::initializer_list<QWidget *>{w->callsTree(), w->inspector()->tree(), w->labPanel()}) {
+            const QPalette p = x->palette();
+            QVERIFY(p.color(QPalette::Base).lightness() < 60);
+            QVERIFY(p.color(QPalette::Window).lightness() < 60);
+            QVERIFY(contrast(p.color(QPalette::Text), p.color(QPalette::Base)) >= 7);
+            QVERIFY(contrast(p.color(QPalette::WindowText), p.color(QPalette::Window)) >= 7);
+            QVERIFY(contrast(p.color(QPalette::PlaceholderText), p.color(QPalette::Base)) >= 4.5);
+        }
+        QCOMPARE(QApplication::style()->name().toLower(), QStringLiteral("fusion"));
+        // The timeline's own theme too.
+        QVERIFY(w->swimlanes()->timelinePainter().options().dark);
+        // The dock really paints dark.
+        const QImage shot = w->callsTree()->viewport()->grab().toImage();
+        QVERIFY(QColor(shot.pixel(shot.width() - 3, shot.height() - 3)).lightness() < 60);
+
+        w->setDark(false);
+        QCOMPARE(QApplication::palette(), appBefore);
+        QCOMPARE(QApplication::style()->name(), styleBefore);
+        QCOMPARE(w->callsTree()->palette().color(QPalette::Base), treeBase);
+    }
+
+    // The timeline's keys from the filter box and the Calls tree: typing keeps its letters, Esc leaves the
+    // field, window shortcuts (Ctrl+E, which a line edit takes for end-of-line) fire, W/S/A/D change the
+    // range.
+    void shortcutsFromFilterBox()
+    {
+        MainWindow *w = window();
+        SwimlaneView *view = w->swimlanes();
+        auto *filter = w->findChild<QLineEdit *>(QStringLiteral("filter"));
+        filter->setFocus();
+        QTRY_COMPARE(QApplication::focusWidget(), filter);
+        view->setRange(100 * ms, 200 * ms);
+        QTest::keyClick(filter, Qt::Key_F);
+        QCOMPARE(filter->text(), QStringLiteral("f"));
+        QCOMPARE(span(view), 100 * ms); // not fitted
+        QTest::keyClick(filter, Qt::Key_W);
+        QTest::keyClick(filter, Qt::Key_Left);
+        QCOMPARE(filter->text(), QStringLiteral("fw"));
+        QCOMPARE(span(view), 100 * ms);
+
+        // Ctrl+E: the export action fires (its dialog is cut off for the test), the text stays.
+        QAction *exportPng = nullptr;
+        for (QAction *a : w->findChildren<QAction *>())
+            if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+E"))) exportPng = a;
+        QVERIFY(exportPng);
+        disconnect(exportPng, &QAction::triggered, nullptr, nullptr);
+        QSignalSpy exported(exportPng, &QAction::triggered);
+        filter->setCursorPosition(0);
+        QTest::keyClick(filter, Qt::Key_E, Qt::ControlModifier);
+        QCOMPARE(exported.count(), 1);
+        QCOMPARE(filter->cursorPosition(), 0); // not moved to the end of the line
+        // Ctrl+E is the line edit's end-of-line only with the X11 key scheme, which offscreen lacks: a window
+        // action on Ctrl+Right (the field's next word on every scheme) shows the field giving up a window's
+        // key.
+        auto *nextWordAction = new QAction(w);
+        nextWordAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Right));
+        w->addAction(nextWordAction);
+        QSignalSpy nextWord(nextWordAction, &QAction::triggered);
+        QTest::keyClick(filter, Qt::Key_Right, Qt::ControlModifier);
+        QCOMPARE(nextWord.count(), 1);
+        QCOMPARE(filter->cursorPosition(), 0);
+        delete nextWordAction;
+        // Select all stays the field's.
+        QTest::keyClick(filter, Qt::Key_A, Qt::ControlModifier);
+        QCOMPARE(filter->selectedText(), QStringLiteral("fw"));
+        // Ctrl+Shift+D from the field too.
+        QTest::keyClick(filter, Qt::Key_D, Qt::ControlModifier | Qt::ShiftModifier);
+        QVERIFY(w->look()->dark());
+        w->setDark(false);
+
+        filter->clear();
+        QTest::keyClick(filter, Qt::Key_Escape);
+        QCOMPARE(QApplication::focusWidget(), view);
+
+        // From the Calls tree (focus stays there): F fits, W/S zoom, A/D pan.
+        w->callsTree()->setFocus();
+        QTRY_COMPARE(QApplication::focusWidget(), w->callsTree());
+        view->setRange(100 * ms, 200 * ms);
+        QTest::keyClick(w->callsTree(), Qt::Key_W);
+        QVERIFY(span(view) < 100 * ms);
+        const qint64 zoomedIn = span(view);
+        QTest::keyClick(w->callsTree(), Qt::Key_S);
+        QVERIFY(span(view) > zoomedIn);
+        const qint64 start = view->timelinePainter().rangeStart();
+        QTest::keyClick(w->callsTree(), Qt::Key_D);
+        QVERIFY(view->timelinePainter().rangeStart() > start);
+        QTest::keyClick(w->callsTree(), Qt::Key_A);
+        QCOMPARE(view->timelinePainter().rangeStart(), start);
+        QTest::keyClick(w->callsTree(), Qt::Key_F);
+        QVERIFY(view->followsLive());
+        QVERIFY(span(view) > 390 * ms);
+        QCOMPARE(QApplication::focusWidget(), w->callsTree());
+        // The tree keeps its arrows for its rows.
+        const qint64 fitted = view->timelinePainter().rangeStart();
+        w->callsTree()->setCurrentIndex(w->callsTree()->model()->index(0, 0));
+        QTest::keyClick(w->callsTree(), Qt::Key_Down);
+        QCOMPARE(w->callsTree()->currentIndex().row(), 1);
+        QCOMPARE(view->timelinePainter().rangeStart(), fitted);
+        QVERIFY(ShortcutRouter::isTextField(w->labPanel()->findChild<QSpinBox *>()));
+    }
+
+    // Plain wheel scrolls lanes at the same range; Ctrl+wheel zooms at the cursor; Shift+wheel pans time.
+    void wheelScrollsAndCtrlZooms()
+    {
+        MainWindow *w = window();
+        SwimlaneView *view = w->swimlanes();
+        view->setFocus();
+        const QPoint at(view->width() * 2 / 3, view->height() / 2);
+        const qint64 before = span(view), start = view->timelinePainter().rangeStart();
+        QCOMPARE(view->zoomControl().scrollY(), 0);
+        sendWheel(view, at, -120, Qt::NoModifier);
+        QVERIFY(view->zoomControl().scrollY() > 0);
+        QCOMPARE(span(view), before);
+        QCOMPARE(view->timelinePainter().rangeStart(), start);
+        sendWheel(view, at, 120, Qt::NoModifier);
+        QCOMPARE(view->zoomControl().scrollY(), 0);
+
+        const qint64 anchor = view->timelinePainter().axis(view->canvas()).xToTime(at.x());
+        sendWheel(view, at, 120, Qt::ControlModifier);
+        QVERIFY(span(view) < before);
+        QVERIFY(std::abs(view->timelinePainter().axis(view->canvas()).xToTime(at.x()) - anchor) <
+                span(view) / 500);
+        QCOMPARE(view->zoomControl().scrollY(), 0);
+
+        const qint64 zoomed = span(view), zoomedStart = view->timelinePainter().rangeStart();
+        sendWheel(view, at, -120, Qt::ShiftModifier);
+        QCOMPARE(span(view), zoomed);
+        QVERIFY(view->timelinePainter().rangeStart() > zoomedStart);
+        QVERIFY(view->statusTip().contains(QLatin1String("Ctrl+wheel")));
+    }
+
+    // The Calls tree keeps the calls the timeline's filter keeps, with their attempts; selection still syncs.
+    void callsFollowFilter()
+    {
+        int unavailable = 0;
+        manyCalls(&unavailable);
+        MainWindow *w = window();
+        QAbstractItemModel *rows = w->callsTree()->model();
+        QCOMPARE(rows->rowCount(), 40);
+        auto *filter = w->findChild<QLineEdit *>(QStringLiteral("filter"));
+        filter->setText(QStringLiteral("status:UNAVAILABLE"));
+        QCOMPARE(rows->rowCount(), unavailable);
+        w->swimlanes()->timelinePainter().fullRange(); // brings the lanes up to date
+        QCOMPARE(int(w->swimlanes()->timelinePainter().layout().callLanes()), unavailable);
+        for (int r = 0; r < rows->rowCount(); ++r) {
+            QCOMPARE(rows->rowCount(rows->index(r, 0)), 2); // both attempts
+            QVERIFY(rows->index(r, 0).data().toString().startsWith(QLatin1String("call-")));
+        }
+        filter->setText(QStringLiteral("status:failed"));
+        QVERIFY(rows->rowCount() > unavailable);
+        filter->setText(QStringLiteral("call-3"));
+        QCOMPARE(rows->rowCount(), 1 + 10); // call-3, call-30..39
+        filter->setText(QStringLiteral("status:UNAVAILABLE"));
+
+        // Timeline -> tree through the proxy: call-10 is the third kept row.
+        const int call10 = int(*m_model->store().callIndex("call-10"));
+        w->swimlanes()->selectAttempt(call10, 1);
+        const QModelIndex current = w->callsTree()->currentIndex();
+        QCOMPARE(current.parent().row(), 2);
+        QCOMPARE(current.row(), 1);
+        // Tree -> timeline.
+        w->callsTree()->setCurrentIndex(rows->index(0, 0, rows->index(3, 0)));
+        const auto sel = w->swimlanes()->selectedAttempt();
+        QVERIFY(sel);
+        QCOMPARE(sel->first, *m_model->store().callIndex("call-15"));
+        QCOMPARE(sel->second, size_t(0));
+
+        // New calls are filtered as they arrive.
+        m_model->appendBatch({req(1001, 900 * ms, std::nullopt, "late-ok", 100 * ms), end(1001, 901 * ms, 0),
+                              req(1003, 900 * ms, std::nullopt, "late-bad", 100 * ms),
+                              end(1003, 901 * ms, 14)});
+        QTRY_COMPARE(rows->rowCount(), unavailable + 1);
+        filter->clear();
+        QCOMPARE(rows->rowCount(), 42);
+    }
+
+    // status:FOO is said to be unknown, in the box, its tooltip and the status bar; a known name clears it.
+    void unknownStatusIsSaid()
+    {
+        QCOMPARE(LaneFilter::parse(QStringLiteral("status:FOO")).problem,
+                 QStringLiteral("unknown status 'FOO': use a gRPC code name, failed, ok or inflight"));
+        for (const char *known : {"status:unavailable", "status:UNAVAIL", "status:DEADLINE_EXCEEDED",
+                                  "status:failed", "status:ok", "status:inflight", "method:Foo bar"})
+            QVERIFY2(LaneFilter::parse(QLatin1String(known)).problem.isEmpty(), known);
+        MainWindow *w = window();
+        auto *filter = w->findChild<QLineEdit *>(QStringLiteral("filter"));
+        const QString tip = filter->toolTip();
+        filter->setText(QStringLiteral("status:FOO"));
+        QVERIFY(filter->toolTip().contains(QLatin1String("unknown status 'FOO'")));
+        QVERIFY(w->statusBar()->currentMessage().contains(QLatin1String("unknown status 'FOO'")));
+        QVERIFY(filter->styleSheet().contains(QLatin1String("border")));
+        filter->setText(QStringLiteral("status:UNAVAILABLE"));
+        QCOMPARE(filter->toolTip(), tip);
+        QVERIFY(filter->styleSheet().isEmpty());
+        QVERIFY(w->statusBar()->currentMessage().isEmpty());
+    }
+
+    // Timeline only hides every dock and toolbar and brings back exactly those; F10 from anywhere.
+    void timelineOnly()
+    {
+        MainWindow *w = window();
+        auto *calls = w->findChild<QDockWidget *>(QStringLiteral("calls"));
+        auto *merged = w->findChild<QDockWidget *>(QStringLiteral("merge"));
+        const bool mergedVisible = merged && merged->isVisible();
+        QVERIFY(calls->isVisible());
+        const int height = w->swimlanes()->height();
+        QTest::keyClick(w->callsTree(), Qt::Key_F10);
+        QVERIFY(w->timelineOnly());
+        QVERIFY(!calls->isVisible());
+        for (QToolBar *t : w->findChildren<QToolBar *>())
+            QVERIFY(!t->isVisible());
+        QTRY_VERIFY(w->swimlanes()->height() > height);
+        QTest::keyClick(w->swimlanes(), Qt::Key_F10);
+        QVERIFY(!w->timelineOnly());
+        QVERIFY(calls->isVisible());
+        if (merged) QCOMPARE(merged->isVisible(), mergedVisible);
+        QVERIFY(w->findChild<QToolBar *>(QStringLiteral("view"))->isVisible());
+    }
+
+    // A real run of retry-basic: the parameter fields keep their full height once the result text appears,
+    // in a short dock too, and the whole explanation and its hint stay reachable.
+    void scenarioFieldsKeepHeight()
+    {
+        TimelineModel model;
+        model.setOrigin(steadyNowNs(), wallNowNs());
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        {
+            MainWindow w(&model, &lab, QStringLiteral("retry-basic"));
+            w.setPromptOnClose(false);
+            w.resize(1400, 620);
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            LabPanel *panel = w.labPanel();
+            QList<QWidget *> edits;
+            for (QLineEdit *e : panel->findChildren<QLineEdit *>())
+                if (!qobject_cast<QAbstractSpinBox *>(e->parentWidget())) edits << e;
+            QCOMPARE(edits.size(), 3); // max_attempts, initial_backoff_ms, fail_first_n
+            edits << panel->findChild<QSpinBox *>();
+            std::vector<int> heights;
+            for (QWidget *e : edits)
+                heights.push_back(e->height());
+            for (int i = 0; i < edits.size(); ++i)
+                QVERIFY(heights[size_t(i)] >= edits[i]->sizeHint().height());
+            QSignalSpy finished(&w, &MainWindow::runFinished);
+            w.runScenario();
+            QVERIFY(finished.wait(30000));
+            auto *result = panel->findChild<QLabel *>(QStringLiteral("result"));
+            QTRY_VERIFY(!result->text().isEmpty());
+            QVERIFY(result->text().contains(QLatin1String("as expected")));
+            QApplication::processEvents();
+            for (int i = 0; i < edits.size(); ++i)
+                QCOMPARE(edits[i]->height(), heights[size_t(i)]);
+            // The hint is inside the scroll area's page, not cut: its label is as tall as its text needs.
+            auto *hints = panel->findChild<QLabel *>(QStringLiteral("hints"));
+            QVERIFY(hints->isVisible());
+            QVERIFY(hints->height() >= hints->heightForWidth(hints->width()));
+            QVERIFY(panel->findChild<QScrollArea *>(QStringLiteral("scenarioScroll")));
+            // After the first run, the next step says how to read the timeline.
+            QVERIFY(panel->findChild<QLabel *>(QStringLiteral("nextStep"))
+                        ->text()
+                        .contains(QLatin1String("F fits")));
+        }
+        lab.stop();
+    }
+};
+
+QTEST_MAIN(TestPresenting)
+#include "tst_presenting.moc"

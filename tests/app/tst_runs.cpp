@@ -1,0 +1,415 @@
+// Runs as stages: every lab run is a run of its own, with its own clock from 0, fitted when it starts; the
+// run list keeps the earlier ones, any of which can be shown again. Clear restarts the clock and the zoom. A
+// view never shows an empty range. Replay feeds a run back at a chosen speed, driven here by a virtual clock.
+//
+// With RPCSCOPE_SHOT_DIR set, the window after two runs is saved there as runs-two.png.
+
+#include "clock.h"
+#include "labsession.h"
+#include "mainwindow.h"
+#include "modelsink.h"
+#include "replayer.h"
+#include "runbar.h"
+#include "runlist.h"
+#include "swimlaneview.h"
+#include "timelinemodel.h"
+#include "timelinepainter.h"
+
+#include <QApplication>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace rpcscope;
+
+namespace {
+
+// Offsets (ns after the first event) of the replayer test's events, deliberately spread over batches out of
+// time order.
+const std::vector<std::vector<qint64>> kBatchOffsets = {
+    {0, 2'000'000, 50'000'000}, {1'000'000, 5'000'000}, {10'000'000, 100'000'000, 100'000'000}, {3'000'000}};
+constexpr qint64 kStart = 5'000'000'000;
+
+CaptureData replayData()
+{
+    CaptureData data;
+    data.info.hasOrigin = true;
+    data.info.originNs = kStart - 1'000'000;
+    data.info.originWallNs = 1'700'000'000'000'000'000;
+    std::uint32_t connection = 1;
+    for (const auto &offsets : kBatchOffsets) {
+        EventBatch batch;
+        for (qint64 o : offsets) {
+            WireEvent e;
+            e.kind = EventKind::ConnectionOpened;
+            e.connection = connection++; // an id each, so the order they were fed in can be read back
+            e.tNs = kStart + o;
+            batch.push_back(e);
+        }
+        data.batches.push_back(batch);
+    }
+    return data;
+}
+
+// Every event the model was fed, in order.
+std::vector<WireEvent> fedEvents(const TimelineModel &model)
+{
+    std::vector<WireEvent> out;
+    for (size_t i = 0; i < model.eventLog().batchCount(); ++i)
+        for (const WireEvent &e : model.eventLog().batch(i))
+            out.push_back(e);
+    return out;
+}
+
+} // namespace
+
+class TestRuns : public QObject
+{
+    Q_OBJECT
+
+    TimelineModel *m_model = nullptr;
+    lab::LabSession *m_lab = nullptr;
+    MainWindow *m_window = nullptr;
+
+    // Runs the chosen scenario as a new run and waits until it ended and every call's last event landed.
+    void runAndWait()
+    {
+        QSignalSpy finished(m_window, &MainWindow::runFinished);
+        m_window->runScenario();
+        QVERIFY(m_window->isRecording());
+        QVERIFY(finished.wait(60000));
+        QTRY_VERIFY_WITH_TIMEOUT(!m_window->isRecording(), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(!m_model->store().calls().empty(), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(std::all_of(m_model->store().calls().begin(), m_model->store().calls().end(),
+                                             [](const Call &c) { return c.endNs().has_value(); }),
+                                 10000);
+        QTest::qWait(100); // a last batch (connection closes) may still be queued
+    }
+
+    // Answers the next message box with `button`, keeping its text.
+    static void answerNextQuestion(QMessageBox::StandardButton button, QString *text)
+    {
+        QTimer::singleShot(100, [button, text] {
+            auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+            if (!box) return;
+            *text = box->text();
+            box->button(button)->click();
+        });
+    }
+
+    // Every call of the stage lies within the visible range.
+    bool allCallsVisible() const
+    {
+        const SwimlaneView *view = m_window->swimlanes();
+        const qint64 from = const_cast<SwimlaneView *>(view)->timelinePainter().rangeStart();
+        const qint64 to = const_cast<SwimlaneView *>(view)->timelinePainter().rangeEnd();
+        for (const Call &c : m_model->store().calls())
+            if (c.startNs() < from || c.endNs().value_or(m_model->store().latestNs()) > to) return false;
+        return true;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_runs"));
+        QSettings().clear();
+    }
+
+    void replayerFeedsInOrderAtSpeed_data()
+    {
+        QTest::addColumn<double>("speed");
+        QTest::newRow("0.1x") << 0.1;
+        QTest::newRow("1x") << 1.0;
+        QTest::newRow("10x") << 10.0;
+    }
+
+    void replayerFeedsInOrderAtSpeed()
+    {
+        QFETCH(double, speed);
+        TimelineModel model;
+        Replayer replayer(&model);
+        qint64 now = 777; // virtual ns
+        replayer.setClock([&now] { return now; });
+        const CaptureData data = replayData();
+        replayer.load(data);
+        QCOMPARE(model.store().originNs(), data.info.originNs); // the run's own origin
+        QCOMPARE(model.eventLog().eventCount(), size_t(0));
+        QCOMPARE(replayer.startNs(), kStart);
+        QCOMPARE(replayer.endNs(), kStart + 100'000'000);
+
+        std::vector<qint64> offsets;
+        for (const auto &b : kBatchOffsets)
+            offsets.insert(offsets.end(), b.begin(), b.end());
+        std::vector<qint64> sorted = offsets;
+        std::stable_sort(sorted.begin(), sorted.end());
+
+        replayer.setSpeed(speed);
+        replayer.play();
+        // Wall steps, in virtual ns, chosen to land just before, on and after event times at this speed.
+        std::vector<qint64> elapsed;
+        for (qint64 o : sorted)
+            for (qint64 d : {-1, 0, 1})
+                elapsed.push_back(std::max<qint64>(0, qint64(std::llround(double(o) / speed)) + d));
+        std::sort(elapsed.begin(), elapsed.end());
+        for (qint64 e : elapsed) {
+            now = 777 + e;
+            replayer.tick();
+            const qint64 position = qint64(std::llround(double(e) * speed));
+            const auto expected =
+                size_t(std::count_if(sorted.begin(), sorted.end(), [&](qint64 o) { return o <= position; }));
+            const std::vector<WireEvent> fed = fedEvents(model);
+            QCOMPARE(fed.size(), expected);
+            for (size_t i = 0; i < fed.size(); ++i)
+                QCOMPARE(fed[i].tNs - kStart, sorted[i]);
+            QCOMPARE(replayer.playheadNs(),
+                     kStart + std::min<qint64>(position, 100'000'000)); // stops at the end
+        }
+        QVERIFY(replayer.isFinished());
+        QVERIFY(!replayer.isPlaying());
+        // Equal times keep the order the model first saw them in: connection 7 before 8 (both at 100 ms).
+        const std::vector<WireEvent> fed = fedEvents(model);
+        QCOMPARE(fed[fed.size() - 2].connection, 7u);
+        QCOMPARE(fed[fed.size() - 1].connection, 8u);
+        QCOMPARE(model.store().connections().size(), offsets.size());
+    }
+
+    void replayerPausesAndChangesSpeed()
+    {
+        TimelineModel model;
+        Replayer replayer(&model);
+        qint64 now = 0;
+        replayer.setClock([&now] { return now; });
+        replayer.load(replayData());
+        replayer.play();
+        now = 2'000'000; // 2 ms at 1x: offsets 0, 1 and 2 ms
+        replayer.tick();
+        QCOMPARE(model.eventLog().eventCount(), size_t(3));
+        replayer.pause();
+        now = 1'000'000'000; // paused: the clock runs, the replay does not
+        replayer.tick();
+        QCOMPARE(model.eventLog().eventCount(), size_t(3));
+        QCOMPARE(replayer.positionNs(), qint64(2'000'000));
+        replayer.setSpeed(10);
+        replayer.play();
+        now += 300'000; // 0.3 ms at 10x = 3 ms more: position 5 ms
+        replayer.tick();
+        QCOMPARE(replayer.positionNs(), qint64(5'000'000));
+        QCOMPARE(model.eventLog().eventCount(), size_t(5));
+        replayer.setSpeed(100); // clamped
+        QCOMPARE(replayer.speed(), Replayer::kMaxSpeed);
+        replayer.setSpeed(0.01);
+        QCOMPARE(replayer.speed(), Replayer::kMinSpeed);
+    }
+
+    void twoRunsInARow()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        MainWindow window(&model, &lab, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        m_model = &model;
+        m_lab = &lab;
+        m_window = &window;
+        SwimlaneView *view = window.swimlanes();
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope"));
+
+        // The first run.
+        runAndWait();
+        const size_t calls1 = model.store().calls().size();
+        const qint64 origin1 = model.store().originNs();
+        QCOMPARE(window.runs()->count(), 1);
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (unsaved)"));
+        QVERIFY(allCallsVisible());
+
+        // Zoomed in on a sliver far from every call, then run: the new run is fitted, not left out of view.
+        view->setRange(origin1 + 3'600'000'000'000, origin1 + 3'600'001'000'000);
+        QVERIFY(!view->followsLive());
+        runAndWait();
+        const size_t calls2 = model.store().calls().size();
+        QVERIFY(calls2 > 0);
+        QCOMPARE(window.runs()->count(), 2);
+        QCOMPARE(window.runBar()->count(), 2);
+        QCOMPARE(window.runs()->at(0).calls, calls1);
+        QVERIFY(window.runs()->at(0).info.has_value()); // archived
+        QCOMPARE(window.runs()->at(1).name, QStringLiteral("retry-basic (2)"));
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (2) (unsaved)"));
+        // Its own clock from 0: the origin moved to this run's start, its first call follows within a second.
+        const qint64 origin2 = model.store().originNs();
+        QVERIFY(origin2 > origin1);
+        QVERIFY(model.store().calls().front().startNs() >= origin2);
+        QVERIFY(model.store().calls().front().startNs() - origin2 < 1'000'000'000);
+        // Fitted to its own calls: all of them in view, and the range no wider than the run with its margins.
+        QVERIFY(view->followsLive());
+        QVERIFY(allCallsVisible());
+        const auto &p = view->timelinePainter();
+        const qint64 runSpan = model.store().latestNs() - model.store().calls().front().startNs();
+        QVERIFY2(p.rangeEnd() - p.rangeStart() < runSpan * 2 + 10'000'000,
+                 qPrintable(QStringLiteral("range %1 ns for a run of %2 ns")
+                                .arg(p.rangeEnd() - p.rangeStart())
+                                .arg(runSpan)));
+        QVERIFY(p.rangeStart() >= origin2 - 10'000'000);
+
+        const QString shotDir = QString::fromLocal8Bit(qgetenv("RPCSCOPE_SHOT_DIR"));
+        if (!shotDir.isEmpty()) {
+            QTest::qWait(200);
+            QVERIFY(window.grab().save(QDir(shotDir).filePath(QStringLiteral("runs-two.png"))));
+        }
+
+        // The first run again: its calls, its origin, fitted.
+        QVERIFY(window.showRun(0));
+        QCOMPARE(window.runs()->current(), 0);
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(model.store().originNs(), origin1);
+        QCOMPARE(window.runs()->at(1).calls, calls2);
+        QVERIFY(allCallsVisible());
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (unsaved)"));
+        // ... and the second, by the keyboard.
+        window.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QTest::keyClick(&window, Qt::Key_PageDown, Qt::ControlModifier);
+        QCOMPARE(window.runs()->current(), 1);
+        QCOMPARE(model.store().calls().size(), calls2);
+
+        // Saved: the title drops the marker; renamed: the title follows.
+        QTemporaryDir dir;
+        QString saveError;
+        QVERIFY2(window.saveRun(1, dir.filePath(QStringLiteral("second.rpcscope")), &saveError),
+                 qPrintable(saveError));
+        window.renameRun(1, QStringLiteral("after the fix"));
+        QTRY_COMPARE(window.windowTitle(), QStringLiteral("rpcscope — after the fix"));
+        // A run not shown is saved from its archive.
+        QVERIFY(window.runs()->at(0).unsaved);
+        QVERIFY2(window.saveRun(0, dir.filePath(QStringLiteral("first.rpcscope")), &saveError),
+                 qPrintable(saveError));
+        QVERIFY(!window.runs()->at(0).unsaved);
+        QString openError;
+        QVERIFY2(window.openFile(dir.filePath(QStringLiteral("first.rpcscope")), &openError, true),
+                 qPrintable(openError));
+        QCOMPARE(window.runs()->count(), 3);
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — first.rpcscope"));
+        // "Run again" on a file says what it runs.
+        QStringList runTexts;
+        for (QAction *a : window.findChildren<QAction *>())
+            if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+R"))) runTexts << a->text();
+        QCOMPARE(runTexts, QStringList{QStringLiteral("Run retry-basic as a new run")});
+
+        // While a run is recorded, the others cannot be shown; Ctrl+W closes a run.
+        QVERIFY(window.closeRun(2));
+        QCOMPARE(window.runs()->count(), 2);
+        {
+            QSignalSpy finished(&window, &MainWindow::runFinished);
+            window.runScenario();
+            QVERIFY(window.isRecording());
+            QVERIFY(!window.showRun(0));
+            QTRY_VERIFY(window.windowTitle().endsWith(QStringLiteral("— recording")) ||
+                        !window.isRecording());
+            QVERIFY(finished.wait(60000));
+            QTRY_VERIFY(!window.isRecording());
+        }
+        QCOMPARE(window.runs()->count(), 3);
+        QVERIFY(window.showRun(0));
+        // Quitting asks about a run that is not shown and not saved; Cancel keeps the window.
+        QVERIFY(!window.runs()->at(0).unsaved && window.runs()->at(2).unsaved);
+        window.setPromptOnClose(true);
+        QString asked;
+        answerNextQuestion(QMessageBox::Cancel, &asked);
+        QVERIFY(!window.close());
+        QVERIFY2(asked.contains(QStringLiteral("retry-basic (2)")), qPrintable(asked));
+        window.setPromptOnClose(false);
+        m_window = nullptr;
+        window.close();
+    }
+
+    void clearResetsClockAndZoom()
+    {
+        TimelineModel model;
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        MainWindow window(&model, &lab, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        m_model = &model;
+        m_window = &window;
+        SwimlaneView *view = window.swimlanes();
+        runAndWait();
+        const qint64 origin = model.store().originNs();
+        // A range that holds no call: a zoom by key fits it and says so.
+        QSignalSpy refitted(view, &SwimlaneView::refitted);
+        view->setRange(origin + 3'600'000'000'000, origin + 3'600'001'000'000);
+        view->setFocus();
+        QTest::keyClick(view, Qt::Key_Minus);
+        QCOMPARE(refitted.size(), 1);
+        QVERIFY(refitted.front().front().toString().contains(QStringLiteral("fitted to the whole run")));
+        QVERIFY(allCallsVisible());
+
+        view->setRange(origin + 1'000, origin + 2'000'000);
+        QVERIFY(!view->followsLive());
+        // Clear asks before dropping unsaved calls, as Quit does; Cancel keeps them.
+        window.setPromptOnClose(true);
+        QString asked;
+        answerNextQuestion(QMessageBox::Cancel, &asked);
+        QVERIFY(!window.clearStage());
+        QVERIFY2(asked.contains(QStringLiteral("not saved")), qPrintable(asked));
+        QVERIFY(!model.store().calls().empty());
+        window.setPromptOnClose(false);
+        QVERIFY(window.clearStage(false));
+        QVERIFY(model.store().calls().empty());
+        QVERIFY(model.eventLog().isEmpty());
+        QVERIFY(model.store().originNs() > origin); // the ruler counts from 0 again
+        QVERIFY(view->followsLive());               // and the zoom is the fit again
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic"));
+
+        // Replay in the window: the range stays on the whole run, calls come back in order, the playhead
+        // moves.
+        runAndWait();
+        const size_t calls = model.store().calls().size();
+        const auto fitted =
+            std::pair{view->timelinePainter().rangeStart(), view->timelinePainter().rangeEnd()};
+        qint64 now = 0;
+        window.replayer()->setClock([&now] { return now; });
+        QVERIFY(window.startReplay(false));
+        QVERIFY(model.store().calls().empty());
+        QCOMPARE(view->zoomControl().playheadNs(), window.replayer()->startNs());
+        QCOMPARE(view->timelinePainter().rangeStart(), fitted.first);
+        QVERIFY(window.windowTitle().contains(QStringLiteral("replay paused at 1×")));
+        window.replayer()->play();
+        QVERIFY(window.windowTitle().contains(QStringLiteral("replaying at 1×")));
+        now = (window.replayer()->endNs() - window.replayer()->startNs()) / 2;
+        window.replayer()->tick();
+        QVERIFY(!model.store().calls().empty());
+        QVERIFY(model.store().calls().size() <= calls);
+        const QString shotDir = QString::fromLocal8Bit(qgetenv("RPCSCOPE_SHOT_DIR"));
+        if (!shotDir.isEmpty())
+            QVERIFY(window.grab().save(QDir(shotDir).filePath(QStringLiteral("runs-replay.png"))));
+        QCOMPARE(view->timelinePainter().rangeStart(), fitted.first);
+        QCOMPARE(view->timelinePainter().rangeEnd(), fitted.second);
+        QCOMPARE(*view->zoomControl().playheadNs(), window.replayer()->startNs() + now);
+        now *= 3;
+        window.replayer()->tick();
+        QVERIFY(window.replayer()->isFinished());
+        QCOMPARE(model.store().calls().size(), calls);
+        QVERIFY(window.windowTitle().contains(QStringLiteral("(unsaved)")));
+        window.stopReplay();
+        QVERIFY(!view->zoomControl().playheadNs());
+        QCOMPARE(model.store().calls().size(), calls);
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (unsaved)"));
+        m_window = nullptr;
+        window.close();
+    }
+};
+
+QTEST_MAIN(TestRuns)
+#include "tst_runs.moc"

@@ -1,0 +1,426 @@
+// The policy band and the markers: every breaker state visible at fit, clustered markers, the legend built
+// from what was drawn, middle-elided connection names, round wall-clock ticks, and the tooltip of every kind
+// of thing the timeline draws.
+#include "connectionlanepass.h"
+#include "legendpass.h"
+#include "markerspass.h"
+#include "renderfixture.h"
+#include "swimlaneview.h"
+#include "timelinetooltips.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QtTest>
+
+using namespace rpcscope;
+using namespace rpcscope::rendertest;
+
+namespace {
+constexpr std::int64_t s = 1'000'000'000;
+
+// Two one-attempt calls 10 s apart and a breaker that is half-open for 1 ms in between.
+EventBatch breakerTrace()
+{
+    EventBatch b{opened(1),
+                 req(1, 0, std::nullopt, "a-1", 5 * s),
+                 end(1, 1 * ms, 0),
+                 labEvent(2 * s, "breaker", "closed -> open"),
+                 labEvent(3 * s, "fast-fail", "breaker open", "ff-1"),
+                 labEvent(5 * s, "breaker", "open -> half-open"),
+                 labEvent(5 * s + 1 * ms, "breaker", "half-open -> closed"),
+                 req(3, 10 * s, std::nullopt, "b-1", 5 * s),
+                 end(3, 10 * s + 1 * ms, 0)};
+    return b;
+}
+
+// The longest run of colour c along row y within [x1, x2].
+int longestRun(const QImage &img, int y, int x1, int x2, const QColor &c)
+{
+    int best = 0, run = 0;
+    for (int x = std::max(0, x1); x <= std::min(img.width() - 1, x2); ++x) {
+        run = QColor(img.pixel(x, y)).rgb() == c.rgb() ? run + 1 : 0;
+        best = std::max(best, run);
+    }
+    return best;
+}
+
+int bandMid(const TimelinePainter &painter)
+{
+    return painter.metrics().rulerHeight + painter.metrics().bandHeight / 2;
+}
+} // namespace
+
+class TestBands : public QObject
+{
+    Q_OBJECT
+private slots:
+    void halfOpenAtLeastSixPixelsAtFit_data()
+    {
+        QTest::addColumn<bool>("workshop");
+        QTest::addColumn<bool>("dark");
+        QTest::newRow("plain") << false << false;
+        QTest::newRow("workshop") << true << false;
+        QTest::newRow("dark workshop") << true << true;
+    }
+    void halfOpenAtLeastSixPixelsAtFit()
+    {
+        QFETCH(bool, workshop);
+        QFETCH(bool, dark);
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(breakerTrace());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.workshop = workshop;
+        o.dark = dark;
+        o.legend = true;
+        painter.setOptions(o);
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        QVERIFY(hi - lo > 10 * s); // 1 ms is far below a pixel: ~7 µs per pixel... times a thousand
+        const QRectF rect(0, 0, 1400, painter.contentHeight(1400));
+        const QImage img = render(painter, rect);
+        const TimelineTheme &th = painter.theme();
+        const TimeAxis ax = painter.axis(rect);
+        QVERIFY(ax.nsPerPx > 1 * ms); // the state is shorter than a pixel
+        const int y = bandMid(painter);
+        const double x = ax.timeToX(5 * s);
+        // The half-open span itself: at least 6 px (more in workshop mode), right where it happened.
+        const int minWidth = workshop ? 9 : 6;
+        const int run = longestRun(img, y, int(x) - 1, int(x) + minWidth + 1, th.breakerHalfOpen);
+        QVERIFY2(run >= minWidth, qPrintable(QStringLiteral("half-open is %1 px wide").arg(run)));
+        // Its name, on a tag of its colour just after it (the span is too narrow to hold it).
+        const QRect tag(int(x) + minWidth + 1, y - 6, 90 * (workshop ? 2 : 1), 12);
+        QVERIFY(countColor(img, tag, th.breakerHalfOpen) > 150);
+        int text = 0;
+        for (int ty = tag.top(); ty <= tag.bottom(); ++ty)
+            for (int tx = tag.left(); tx <= tag.right(); ++tx)
+                text += QColor(img.pixel(tx, ty)).rgb() == th.text.rgb() ||
+                        std::abs(qGray(img.pixel(tx, ty)) - qGray(th.text.rgb())) < 40;
+        QVERIFY2(text > 20, "the half-open tag has no words on it");
+        // A mark at each transition, in the strip above the states.
+        const int bandTop = painter.metrics().rulerHeight + 1;
+        for (const std::int64_t t : {2 * s, 5 * s, 5 * s + 1 * ms}) {
+            const int tx = int(std::round(ax.timeToX(t)));
+            QVERIFY2(hasColor(img, QRect(tx - 1, bandTop, 3, 2), th.text),
+                     qPrintable(QStringLiteral("no transition mark at %1 s").arg(double(t) / 1e9)));
+        }
+        // The legend has a colour for it and says so.
+        QVERIFY(painter.legendEntries().contains(QStringLiteral("breaker half-open")));
+        const int legendTop = int(rect.height()) - painter.legendHeight(rect.width());
+        QVERIFY(countColor(img, QRect(0, legendTop, img.width(), img.height() - legendTop),
+                           th.breakerHalfOpen) > 100);
+        // Pointing at it names it, with its times.
+        const auto hit = painter.hitTest(QPointF(x + 2, y), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::BandSegment);
+        QCOMPARE(hit.state, QStringLiteral("half-open"));
+        QCOMPARE(hit.fromNs, 5 * s);
+        QCOMPARE(hit.toNs, 5 * s + 1 * ms);
+        const QString tip =
+            TimelineToolTips::bandSegment(model.store(), hit.state, hit.fromNs, hit.toNs, hit.current);
+        QVERIFY(tip.contains(QStringLiteral("half-open")));
+        QVERIFY(tip.contains(QStringLiteral("lasted <b>1.00 ms</b>")));
+        QVERIFY(tip.contains(QStringLiteral("from 5.000 s to 5.001 s")));
+        // The state that is still current says so.
+        const auto closed = painter.hitTest(QPointF(ax.timeToX(8 * s), y), rect);
+        QCOMPARE(closed.kind, TimelinePainter::Hit::BandSegment);
+        QCOMPARE(closed.state, QStringLiteral("closed"));
+        QVERIFY(closed.current);
+        QVERIFY(TimelineToolTips::bandSegment(model.store(), closed.state, closed.fromNs, closed.toNs, true)
+                    .contains(QStringLiteral("still closed")));
+        // A transition mark is a target of its own: the lab event that caused it.
+        const auto mark = painter.hitTest(QPointF(ax.timeToX(2 * s), bandTop + 2), rect);
+        QCOMPARE(mark.kind, TimelinePainter::Hit::LabEvent);
+        QCOMPARE(mark.labEvent->detail, std::string("closed -> open"));
+    }
+
+    void markersCluster()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch b = scene();
+        // Twelve rejections within 120 µs (well under a pixel) on the band, three hedges on a lane.
+        for (int i = 0; i < 12; ++i)
+            b.push_back(labEvent(25 * ms + i * 10'000, "bulkhead-rejected", std::to_string(i) + " in flight",
+                                 "never-sent-" + std::to_string(i)));
+        for (int i = 0; i < 3; ++i)
+            b.push_back(labEvent(14 * ms + i * 20'000, "hedge-fired", "after 4 ms", "retry-basic-1"));
+        b.push_back(labEvent(100 * ms, "health", "SERVING"));
+        model.appendBatch(b);
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.legend = true;
+        painter.setOptions(o);
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, painter.contentHeight(1200));
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+
+        std::vector<const LabEventRecord *> band;
+        for (const LabEventRecord &e : model.store().labEvents())
+            if (e.kind == "bulkhead-rejected" || e.kind == "health") band.push_back(&e);
+        const auto clusters = MarkersPass::clusters(band, ax, 1.0, ax.left, rect.right());
+        QCOMPARE(int(clusters.size()), 2); // the twelve as one, the health check on its own
+        QCOMPARE(int(clusters[0].events.size()), 12);
+        QCOMPARE(MarkersPass::label(clusters[0], false), QStringLiteral("×12 bulkhead rejected"));
+        QCOMPARE(MarkersPass::label(clusters[1], false), QStringLiteral("health"));
+        // Zoomed in far enough, they come apart.
+        TimeAxis close = ax;
+        close.nsPerPx = 1000;
+        QCOMPARE(int(MarkersPass::clusters(band, close, 1.0, -1e9, 1e9).size()), 13);
+
+        // The band's cluster is one target listing what it holds.
+        const auto hit = painter.hitTest(QPointF(ax.timeToX(25 * ms) + 1, bandMid(painter)), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::MarkerCluster);
+        QCOMPARE(int(hit.events.size()), 12);
+        const QString tip = TimelineToolTips::cluster(model.store(), hit.events);
+        QVERIFY(tip.contains(QStringLiteral("<b>12 events</b>")));
+        QCOMPARE(tip.count(QStringLiteral("bulkhead-rejected")), TimelineToolTips::kClusterLines);
+        QVERIFY(tip.contains(QStringLiteral("and 4 more")));
+        QVERIFY(tip.contains(QStringLiteral("0 in flight")));
+        QVERIFY(!tip.contains(QStringLiteral("11 in flight")));
+
+        // The lane's three hedges likewise.
+        const double laneTop = painter.headerHeight() + painter.laneY(0);
+        const auto lane = painter.hitTest(
+            QPointF(ax.timeToX(14 * ms) + 1, laneTop + painter.metrics().callHeader + 6), rect);
+        QCOMPARE(lane.kind, TimelinePainter::Hit::MarkerCluster);
+        QCOMPARE(int(lane.events.size()), 3);
+        QVERIFY(TimelineToolTips::cluster(model.store(), lane.events).contains(QStringLiteral("3 events")));
+        QVERIFY(!TimelineToolTips::cluster(model.store(), lane.events).contains(QStringLiteral("more")));
+        // A single marker stays a plain lab event.
+        const auto single = painter.hitTest(QPointF(ax.timeToX(100 * ms), bandMid(painter)), rect);
+        QCOMPARE(single.kind, TimelinePainter::Hit::LabEvent);
+        QCOMPARE(single.labEvent->kind, std::string("health"));
+        // Both a cluster and a single marker are drawn, so the legend explains both.
+        QVERIFY(painter.legendEntries().contains(QStringLiteral("overlapping events (×N)")));
+        QVERIFY(painter.legendEntries().contains(QStringLiteral("policy event")));
+        // One ring around the cluster's diamond: marker colour left and right of the diamond itself.
+        const int cx = int(ax.timeToX(25 * ms));
+        const QColor marker = TimelineTheme::light().labMarker;
+        int ring = 0;
+        for (int y = bandMid(painter) - 1; y <= bandMid(painter) + 1; ++y)
+            for (int x = cx - 8; x <= cx - 6; ++x) {
+                const QColor c(img.pixel(x, y));
+                ring += std::abs(c.red() - marker.red()) + std::abs(c.green() - marker.green()) +
+                            std::abs(c.blue() - marker.blue()) <
+                        150;
+            }
+        QVERIFY2(ring >= 2, "no ring around the cluster's diamond");
+    }
+
+    void connectionNamesElideInTheMiddle()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        const std::string label = "HEAD-of-a-relay-hop-with-a-name-far-longer-than-the-label-column-TAIL";
+        EventBatch b{testev::opened(1, 0, "127.0.0.1:5000", "127.0.0.1:9000", label),
+                     req(1, 10 * ms, std::nullopt, "c-1", 5000 * ms), end(1, 12 * ms, 0)};
+        model.appendBatch(b);
+        TimelinePainter painter(&model.store());
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, 1200, 600);
+        const PaintContext ctx = painter.context(rect);
+        const QString title = ConnectionLanePass::title(ctx, 0);
+        QVERIFY2(title.startsWith(QStringLiteral("connection 1 ·")), qPrintable(title));
+        QVERIFY2(title.endsWith(QStringLiteral("TAIL")), qPrintable(title));
+        QVERIFY(title.contains(QChar(0x2026)));
+        QVERIFY(QFontMetricsF(ctx.font(12, true)).horizontalAdvance(title) <= painter.labelWidth() - 14);
+        // The tooltip has the whole name.
+        QVERIFY(TimelineToolTips::connection(model.store(), 0).contains(QString::fromStdString(label)));
+        // A short name is left alone.
+        TimelineModel shortModel;
+        shortModel.setOrigin(0, 0);
+        shortModel.appendBatch({testev::opened(1, 0, "a", "b", "front"),
+                                req(1, 1 * ms, std::nullopt, "s-1", 0), end(1, 2 * ms, 0)});
+        TimelinePainter shortPainter(&shortModel.store());
+        QCOMPARE(ConnectionLanePass::title(shortPainter.context(rect), 0),
+                 QStringLiteral("connection 1 · front"));
+    }
+
+    void wallClockTicksAreRound_data()
+    {
+        QTest::addColumn<qint64>("from");
+        QTest::addColumn<qint64>("to");
+        QTest::newRow("seconds") << qint64(0) << qint64(20 * s);
+        QTest::newRow("fit") << qint64(0) << qint64(170 * ms);
+        QTest::newRow("milliseconds") << qint64(10 * ms + 123'457) << qint64(13 * ms);
+        QTest::newRow("microseconds") << qint64(10 * ms + 3'333) << qint64(10 * ms + 40'000);
+    }
+    void wallClockTicksAreRound()
+    {
+        QFETCH(qint64, from);
+        QFETCH(qint64, to);
+        TimelineModel model;
+        // The capture started at an odd wall-clock time: 2023-11-14 22:13:20.123456789 UTC.
+        const qint64 wall0 = 1'700'000'000'123'456'789;
+        model.setOrigin(0, wall0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.wallClock = true;
+        painter.setOptions(o);
+        painter.setRange(from, to);
+        const QRectF rect(0, 0, 1400, 500);
+        const std::vector<qint64> ticks = painter.rulerTicks(rect);
+        QVERIFY(ticks.size() >= 3);
+        const qint64 step = ticks[1] - ticks[0];
+        for (size_t i = 0; i < ticks.size(); ++i) {
+            QVERIFY(ticks[i] >= from);
+            if (i > 0) QCOMPARE(ticks[i] - ticks[i - 1], step);
+            QVERIFY2((wall0 + ticks[i]) % step == 0,
+                     qPrintable(QStringLiteral("tick at wall %1 ns is not a multiple of %2 ns")
+                                    .arg(wall0 + ticks[i])
+                                    .arg(step)));
+        }
+        // Since the capture start instead, the ticks are round offsets from it.
+        o.wallClock = false;
+        painter.setOptions(o);
+        for (const qint64 t : painter.rulerTicks(rect))
+            QCOMPARE(t % (painter.rulerTicks(rect)[1] - painter.rulerTicks(rect)[0]), qint64(0));
+    }
+
+    void legendListsWhatWasDrawn()
+    {
+        // A retry story: statuses, backoff gaps, deadlines, one connection.
+        TimelineModel retry;
+        retry.setOrigin(0, 0);
+        retry.appendBatch(scene());
+        TimelinePainter painter(&retry.store());
+        TimelinePainter::Options o;
+        o.legend = true;
+        painter.setOptions(o);
+        auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        QRectF rect(0, 0, 1200, painter.contentHeight(1200));
+        QImage img = render(painter, rect);
+        QCOMPARE(painter.legendEntries(), QStringList({"OK", "UNAVAILABLE", "DEADLINE_EXCEEDED",
+                                                       "backoff gap", "call deadline", "connection open"}));
+        // Each status colour named is in the picture above the legend; one not named is not.
+        const QRect lanes(0, 0, img.width(), int(rect.height()) - painter.legendHeight(rect.width()));
+        for (const std::int64_t status : {0, 14, 4}) {
+            Attempt a;
+            a.endNs = 1;
+            a.status = int(status);
+            QVERIFY(hasColor(img, lanes, TimelinePainter::statusColor(a), 10));
+        }
+        Attempt open;
+        QVERIFY(!hasColor(img, lanes, TimelinePainter::statusColor(open)));
+
+        // Zoomed to the first attempt only: no deadline line, gap or OK bar is drawn, so none is listed.
+        painter.setRange(5 * ms, 11'500'000);
+        img = render(painter, rect);
+        const QStringList zoomed = painter.legendEntries();
+        QVERIFY2(!zoomed.contains(QStringLiteral("OK")), qPrintable(zoomed.join(", ")));
+        QVERIFY(!zoomed.contains(QStringLiteral("DEADLINE_EXCEEDED")));
+        QVERIFY(!zoomed.contains(QStringLiteral("backoff gap")));
+        QVERIFY(zoomed.contains(QStringLiteral("UNAVAILABLE")));
+        QVERIFY(zoomed.contains(QStringLiteral("call deadline"))); // the arrows at the edge
+
+        // A breaker story: its states, transitions and fast failures, and none of the retry story's marks.
+        TimelineModel breaker;
+        breaker.setOrigin(0, 0);
+        breaker.appendBatch(breakerTrace());
+        TimelinePainter bp(&breaker.store());
+        bp.setOptions(o);
+        std::tie(lo, hi) = bp.fullRange();
+        bp.setRange(lo, hi);
+        rect = QRectF(0, 0, 1400, bp.contentHeight(1400));
+        render(bp, rect);
+        QCOMPARE(bp.legendEntries(), QStringList({"OK", "call deadline", "connection open", "breaker closed",
+                                                  "breaker open", "breaker half-open", "breaker transition",
+                                                  "failed fast (breaker open, never sent)"}));
+        QCOMPARE(LegendPass::entries(bp.drawnUse()), bp.legendEntries());
+    }
+
+    void tooltipsForEveryHitKind()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        SwimlaneView view(&model);
+        view.resize(1200, 700);
+        TimelinePainter &painter = view.timelinePainter();
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect = view.canvas();
+        render(painter, rect); // gap labels are where the last paint put them
+        const TimeAxis ax = painter.axis(rect);
+
+        // A call's header: the call's summary.
+        const QRectF first = painter.attemptRect(0, 0, rect);
+        auto hit = painter.hitTest(QPointF(600, first.top() - 20), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::CallHeader);
+        QString tip = view.toolTipFor(hit);
+        QVERIFY2(tip.contains(QStringLiteral("retry-basic-1")) &&
+                     tip.contains(QStringLiteral("after 3 attempts")) &&
+                     tip.contains(QStringLiteral("<b>OK</b>")) && tip.contains(QStringLiteral("2 retries")),
+                 qPrintable(tip));
+
+        // A retry the client chose not to make is in its call's summary too.
+        TimelineModel suppressed;
+        suppressed.setOrigin(0, 0);
+        EventBatch sb = scene();
+        sb.push_back(labEvent(180 * ms, "retry-suppressed", "retry budget spent", "deadline-1"));
+        suppressed.appendBatch(sb);
+        QVERIFY(TimelineToolTips::call(suppressed.store(), 1)
+                    .contains(QStringLiteral("<b>retry suppressed:</b> retry budget spent")));
+        QVERIFY(!TimelineToolTips::call(suppressed.store(), 0).contains(QStringLiteral("suppressed")));
+
+        // A backoff gap: the measured gap between the attempts.
+        const QRectF second = painter.attemptRect(0, 1, rect);
+        hit = painter.hitTest(QPointF(ax.timeToX(37 * ms), second.center().y()), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::Gap);
+        tip = view.toolTipFor(hit);
+        QVERIFY2(tip.contains(QStringLiteral("before attempt 2: <b>50.0 ms</b>")) &&
+                     tip.contains(QStringLiteral("from 12.0 ms")) &&
+                     tip.contains(QStringLiteral("to 62.0 ms")),
+                 qPrintable(tip));
+        // ... and over its label too.
+        const GapLabel &label = painter.gapLabels().front();
+        hit = painter.hitTest(label.rect.center(), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::Gap);
+        QCOMPARE(hit.attempt, label.attempt);
+
+        // Without the client's policy there is no range to measure it against, and the tooltip says so.
+        QVERIFY(tip.contains(QStringLiteral("did not say its retry policy")));
+
+        // The deadline line of the call that ran into it: the deadline, the budget and how much was used.
+        const double deadlineLane = painter.headerHeight() + painter.laneY(1);
+        hit = painter.hitTest(QPointF(ax.timeToX(140 * ms) + 2, deadlineLane + 4), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::Deadline);
+        QCOMPARE(hit.call, size_t(1));
+        tip = view.toolTipFor(hit);
+        QVERIFY2(tip.contains(QStringLiteral("at 140.0 ms")) &&
+                     tip.contains(QStringLiteral("budget 120.0 ms")) &&
+                     tip.contains(QStringLiteral("<b>100%</b> of its budget")) &&
+                     tip.contains(QStringLiteral("ran out")),
+                 qPrintable(tip));
+        // The bar under the line still wins over it.
+        hit = painter.hitTest(painter.attemptRect(1, 0, rect).center(), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::Attempt);
+
+        // Nothing under the pointer: no tooltip.
+        QVERIFY(view.toolTipFor(TimelinePainter::Hit{}).isEmpty());
+        // A band segment and a cluster through the view too.
+        TimelinePainter::Hit segment;
+        segment.kind = TimelinePainter::Hit::BandSegment;
+        segment.state = QStringLiteral("open");
+        segment.fromNs = 10 * ms;
+        segment.toNs = 40 * ms;
+        QVERIFY(view.toolTipFor(segment).contains(QStringLiteral("lasted <b>30.0 ms</b>")));
+        LabEventRecord e1{1 * ms, "hedge-fired", "after 1 ms", "x-1", {}};
+        LabEventRecord e2{2 * ms, "hedge-cancelled", "", "x-1", {}};
+        TimelinePainter::Hit cluster;
+        cluster.kind = TimelinePainter::Hit::MarkerCluster;
+        cluster.events = {&e1, &e2};
+        tip = view.toolTipFor(cluster);
+        QVERIFY(tip.contains(QStringLiteral("<b>2 events</b>")) &&
+                tip.contains(QStringLiteral("hedge-cancelled")));
+    }
+};
+
+QTEST_MAIN(TestBands)
+#include "tst_bands.moc"
