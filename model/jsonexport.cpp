@@ -1,5 +1,7 @@
 #include "jsonexport.h"
 
+#include "clientoutcome.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 
@@ -37,6 +39,25 @@ QJsonValue status(std::optional<int> code, const std::optional<std::string> &mes
                        {"name", QString::fromLatin1(grpcStatusName(*code))},
                        {"message", message ? QJsonValue(QString::fromStdString(*message)) : QJsonValue()}};
 }
+QJsonArray openPings(const Connection &c, qint64 origin)
+{
+    QJsonArray a;
+    for (const Connection::OpenPing &p : c.openPings)
+        a.append(QJsonObject{{"dir", dirName(p.dir)}, {"sent_ns", qint64(p.sentNs - origin)}});
+    return a;
+}
+
+QJsonValue clientOutcomeJson(const ClientOutcome &o, qint64 origin)
+{
+    if (o.source == ClientOutcome::Source::InFlight) return QJsonValue::Null;
+    static const char *const sources[] = {"in-flight", "wire", "implied", "unknown"};
+    return QJsonObject{
+        {"code", o.status ? QJsonValue(*o.status) : QJsonValue()},
+        {"name", o.status ? QJsonValue(QString::fromLatin1(grpcStatusName(*o.status))) : QJsonValue()},
+        {"at_ns", o.atNs ? QJsonValue(qint64(*o.atNs - origin)) : QJsonValue()},
+        {"source", sources[int(o.source)]},
+        {"why", o.why.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(o.why))}};
+}
 } // namespace
 
 QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
@@ -60,7 +81,8 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"decode_error",
              c.decodeError.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(c.decodeError))},
             {"notes", notes(c.notes)},
-            {"last_ping_rtt_ns", opt(c.lastPingRttNs)}});
+            {"last_ping_rtt_ns", opt(c.lastPingRttNs)},
+            {"open_pings", openPings(c, origin)}});
     }
 
     QJsonArray calls;
@@ -78,6 +100,7 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                 {"status", status(a.status, a.statusMessage)},
                 {"pushback_ms", opt(a.pushbackMs)},
                 {"rst_error_code", opt(a.rstErrorCode)},
+                {"rst_by", a.rstErrorCode ? QJsonValue(a.rstByClient ? "client" : "server") : QJsonValue()},
                 {"goaway_error_code", opt(a.goawayErrorCode)},
                 {"request_bytes", qint64(a.requestBytes)},
                 {"response_bytes", qint64(a.responseBytes)},
@@ -104,6 +127,7 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
             {"grouping", call.inferred ? "inferred" : "call-id"},
             {"deadline_ns", rel(call.deadlineNs())},
             {"outcome", outcome ? status(outcome->status, outcome->statusMessage) : QJsonValue()},
+            {"client_outcome", clientOutcomeJson(clientOutcome(call, store), origin)},
             {"gaps_ns", gaps},
             {"expected_gaps_ns", expectedGaps},
             {"trace_id", text(call.traceId)},

@@ -24,6 +24,24 @@ struct Connection
     std::string decodeError;        // empty while decodable
     std::vector<std::string> notes; // limits hit, mid-connection attach, HPACK resets (bounded)
     std::optional<std::int64_t> lastPingRttNs;
+    // PINGs sent on this connection and not ACKed (yet): a keepalive the peer never answered stays here after
+    // the connection ends. The first few (kMaxOpenPings), oldest first.
+    struct OpenPing
+    {
+        Direction dir = Direction::ClientToServer; // who sent it
+        std::int64_t sentNs = 0;
+        std::uint64_t data = 0; // the opaque data its ACK must echo
+    };
+    static constexpr size_t kMaxOpenPings = 8;
+    std::vector<OpenPing> openPings;
+    // The PING went unanswered for long enough to mean the peer stopped answering (by nowNs, while the
+    // connection is open): a PING in flight when the connection closes, microseconds after it was sent, is a
+    // race of the shutdown. Long enough is 1 ms, or three of this connection's round trips when it had one.
+    bool unanswered(const OpenPing &p, std::int64_t nowNs) const
+    {
+        const std::int64_t wait = std::max<std::int64_t>(1'000'000, 3 * lastPingRttNs.value_or(0));
+        return closedNs.value_or(nowNs) - p.sentNs >= wait;
+    }
     // The first HTTP/2 rule a peer was seen breaking (its sentence is among the notes).
     std::optional<ProtocolViolation> firstViolation;
 
@@ -86,6 +104,7 @@ struct Attempt
     bool trailersOnly = false;                     // the response was a single HEADERS with END_STREAM
     std::string encoding;                          // grpc-encoding of the request
     std::optional<std::uint32_t> rstErrorCode;
+    bool rstByClient = false; // the RST_STREAM that ended it came from the client
     // The server's GOAWAY named a last stream below this one: the server never processed it, and the client
     // may retry it elsewhere (RFC 9113 6.8). Its error code.
     std::optional<std::uint32_t> goawayErrorCode;
@@ -137,6 +156,12 @@ struct Call
     {
         if (i + 1 >= attempts.size() || transparentRetry(i + 1))
             return std::nullopt; // a transparent retry follows at once, without backoff
+        return backoffNs(i);
+    }
+    // The backoff C-core 1.51 would wait after attempt i before retrying, whether or not a retry followed.
+    std::optional<std::pair<std::int64_t, std::int64_t>> backoffNs(size_t i) const
+    {
+        if (i >= attempts.size()) return std::nullopt;
         // The pushback and the policy come off the wire (or a file) unchecked: a gap is clamped to
         // [0, kMaxTimeoutNs], so that it converts, and adds to a time, without overflow.
         auto toNs = [](double ms) {

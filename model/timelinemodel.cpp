@@ -1,5 +1,7 @@
 #include "timelinemodel.h"
 
+#include "clientoutcome.h"
+
 #include <QDateTime>
 
 namespace rpcscope {
@@ -111,7 +113,23 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
         }
         case ParentBudgetNsRole:
             return call.parentBudgetNs ? QVariant(qint64(*call.parentBudgetNs)) : QVariant();
+        case ClientStatusCodeRole: {
+            const ClientOutcome client = clientOutcome(call, m_store);
+            return client.status ? QVariant(*client.status) : QVariant();
         }
+        case ClientOutcomeWhyRole:
+            return QString::fromStdString(clientOutcome(call, m_store).why);
+        }
+    }
+    if (role == Qt::ToolTipRole && index.column() == ColStatus) {
+        if (!isCall) {
+            const std::string note = attemptClientNote(call, size_t(index.row()));
+            return note.empty() ? QVariant() : QVariant(QString::fromStdString(note));
+        }
+        const ClientOutcome client = clientOutcome(call, m_store);
+        if (client.why.empty()) return {};
+        return QStringLiteral("client got %1: %2")
+            .arg(QString::fromStdString(client.label()), QString::fromStdString(client.why));
     }
     if (role != Qt::DisplayRole) return {};
 
@@ -121,7 +139,9 @@ QVariant TimelineModel::data(const QModelIndex &index, int role) const
     case ColMethod:
         return QString::fromStdString(call.method);
     case ColStatus:
-        return statusText(isCall ? call.outcomeAttempt() : (attempt->ended() ? attempt : nullptr));
+        // A call row says what its client got when the wire only implies it.
+        if (isCall) return QString::fromStdString(outcomeWithClient(call, clientOutcome(call, m_store)));
+        return statusText(attempt->ended() ? attempt : nullptr);
     case ColStart:
         return QStringLiteral("%1 ms").arg(double(start - origin) / 1e6, 0, 'f', 3);
     case ColDuration:

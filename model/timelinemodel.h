@@ -39,6 +39,10 @@ public:
         HopRole,            // the capturing relay's label, empty for the main proxy
         DeadlineFlagsRole,  // QStringList: "reset", "dropped"
         ParentBudgetNsRole, // the parent's deadline minus this call's start; invalid without one
+        // What the client got (clientoutcome.h), on call rows: its status code (invalid when unknown or in
+        // flight) and, when the wire only implies it, why.
+        ClientStatusCodeRole,
+        ClientOutcomeWhyRole,
     };
 
     explicit TimelineModel(QObject *parent = nullptr);

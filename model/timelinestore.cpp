@@ -1,5 +1,7 @@
 #include "timelinestore.h"
 
+#include "clientoutcome.h"
+
 #include <algorithm>
 
 namespace rpcscope {
@@ -59,12 +61,75 @@ void TimelineStore::clear()
     m_retentionCutNs = 0;
     m_evictedCalls = 0;
     m_unresolvedLabEvents.clear();
+    m_watchClose.clear();
+    m_watchDeadline.clear();
     m_attemptCount = 0;
     m_latestNs = m_originNs;
     ++m_generation;
 }
 
 Connection *TimelineStore::connection(std::uint32_t id)
+{
+    auto it = m_connectionIndex.find(id);
+    return it == m_connectionIndex.end() ? nullptr : &m_connections[it->second];
+}
+
+// The store pairs a PING with its ACK itself (by the opaque data, as the peer must echo it) rather than
+// relying on the decoder's rtt: a PING that never gets one must stay visible after the connection ends.
+void TimelineStore::recordPing(const WireEvent &e)
+{
+    Connection *c = connection(e.connection);
+    if (!c) return;
+    auto &open = c->openPings;
+    if (!(e.flags & FlagAck)) {
+        if (open.size() < Connection::kMaxOpenPings) open.push_back({e.dir, e.tNs, e.pingData});
+        return;
+    }
+    // The ACK travels opposite to the PING it answers.
+    const Direction sender =
+        e.dir == Direction::ClientToServer ? Direction::ServerToClient : Direction::ClientToServer;
+    const auto it = std::find_if(open.begin(), open.end(), [&](const Connection::OpenPing &p) {
+        return p.dir == sender && p.data == e.pingData;
+    });
+    if (it != open.end()) open.erase(it);
+}
+
+void TimelineStore::watchClientOutcome(const AttemptRef &ref)
+{
+    // The same conditions as clientOutcome()'s rules, loosely: watching a call too many only costs a repaint
+    // of its row.
+    constexpr int kUnavailable = 14;
+    constexpr size_t kMaxWatchedPerConnection = 64;
+    const Call &call = m_calls[ref.call];
+    const Attempt &a = call.attempts[ref.attempt];
+    if (a.rstErrorCode && a.rstByClient && !a.status) {
+        auto &list = m_watchClose[a.connection];
+        if (list.size() < kMaxWatchedPerConnection) list.push_back(call.serial);
+    } else if (a.status == kUnavailable && call.retryInitialMs > 0 &&
+               ref.attempt + 1 == call.attempts.size()) {
+        if (const auto deadline = call.deadlineNs(); deadline && *deadline > *a.endNs)
+            m_watchDeadline.emplace(*deadline - deadlineToleranceNs(call), call.serial);
+    }
+}
+
+void TimelineStore::markWatchedClose(std::uint32_t connection, StoreChanges &ch)
+{
+    const auto it = m_watchClose.find(connection);
+    if (it == m_watchClose.end()) return;
+    for (std::uint64_t serial : it->second)
+        if (const auto i = indexOfSerial(serial)) markChanged(ch, *i);
+    m_watchClose.erase(it);
+}
+
+void TimelineStore::markWatchedDeadlines(StoreChanges &ch)
+{
+    while (!m_watchDeadline.empty() && m_watchDeadline.begin()->first <= m_latestNs) {
+        if (const auto i = indexOfSerial(m_watchDeadline.begin()->second)) markChanged(ch, *i);
+        m_watchDeadline.erase(m_watchDeadline.begin());
+    }
+}
+
+const Connection *TimelineStore::findConnection(std::uint32_t id) const
 {
     auto it = m_connectionIndex.find(id);
     return it == m_connectionIndex.end() ? nullptr : &m_connections[it->second];
@@ -259,6 +324,7 @@ void TimelineStore::onResponseHeaders(const WireEvent &e, StoreChanges &ch)
         if (e.grpc.pushbackMs) a.pushbackMs = e.grpc.pushbackMs;
         a.trailersOnly = !a.responseHeadersNs;
         endAttempt(ref, e.tNs, ch);
+        watchClientOutcome(ref);
     } else if (!a.responseHeadersNs) {
         a.responseHeadersNs = e.tNs;
     }
@@ -302,6 +368,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 if ((key >> 32) == e.connection) open.push_back(ref);
             for (const AttemptRef &ref : open)
                 endAttempt(ref, e.tNs, ch);
+            markWatchedClose(e.connection, ch);
             // A stall ends with its connection: nothing waits for a window any more.
             for (auto it = m_openStalls.lower_bound({e.connection, Direction::ClientToServer, 0});
                  it != m_openStalls.end() && std::get<0>(it->first) == e.connection;) {
@@ -354,6 +421,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             if (m_recordFrames)
                 m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream, e.length,
                                     e.frameType == FrameWindowUpdate ? e.windowIncrement : e.errorCode});
+            if (e.frameType == FramePing) recordPing(e);
             if (e.frameType == FramePing && e.rttNs >= 0) {
                 // The ACK travels opposite to the PING it answers.
                 const Direction sender = e.dir == Direction::ClientToServer ? Direction::ServerToClient
@@ -377,8 +445,11 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 auto it = m_openStreams.find(streamKey(e.connection, e.stream));
                 if (it != m_openStreams.end()) {
                     const AttemptRef ref = it->second;
-                    m_calls[ref.call].attempts[ref.attempt].rstErrorCode = e.errorCode;
+                    Attempt &a = m_calls[ref.call].attempts[ref.attempt];
+                    a.rstErrorCode = e.errorCode;
+                    a.rstByClient = e.dir == Direction::ClientToServer;
                     endAttempt(ref, e.tNs, ch);
+                    watchClientOutcome(ref);
                 }
             }
             break;
@@ -406,6 +477,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
         }
     }
     if (!m_unresolvedLabEvents.empty()) resolveLabEvents();
+    markWatchedDeadlines(ch);
     ++m_generation;
 }
 

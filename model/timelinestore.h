@@ -72,6 +72,8 @@ public:
     const std::vector<FlowStall> &stalls() const { return m_stalls; }
     const std::vector<PingRecord> &pings() const { return m_pings; }
     const std::vector<LabEventRecord> &labEvents() const { return m_labEvents; }
+    // The connection with this id, if seen.
+    const Connection *findConnection(std::uint32_t id) const;
     // The call with this call id, if any.
     std::optional<size_t> callIndex(const std::string &callId) const;
     // A lab event's attempt: the 0-based attempt of `call` in flight (or last started) at `tNs`.
@@ -139,6 +141,15 @@ private:
     }
     void onRequestHeaders(const WireEvent &e, StoreChanges &ch);
     void onResponseHeaders(const WireEvent &e, StoreChanges &ch);
+    void recordPing(const WireEvent &e);
+    // A call's client outcome (clientoutcome.h) can change without an event of its own: when its
+    // connection closes after the client reset its stream, or when the capture's clock passes its deadline
+    // in a backoff. These lists name such calls by serial, so the item model hears of the change.
+    void watchClientOutcome(const AttemptRef &ref);
+    void markWatchedClose(std::uint32_t connection, StoreChanges &ch);
+    void markWatchedDeadlines(StoreChanges &ch);
+    std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> m_watchClose; // connection -> serials
+    std::multimap<std::int64_t, std::uint64_t> m_watchDeadline;                 // deadline -> serial
     void endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch);
     void linkTrace(size_t call, StoreChanges &ch);
     // The key of the call a W3C traceparent points at: the one that carried exactly it, else (unless

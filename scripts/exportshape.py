@@ -17,7 +17,7 @@ NUMBER_WITH_UNIT = re.compile(r"\d+(?:\.\d+)?\s*(ns|us|µs|ms|s)\b")
 ID_KEYS = {"id", "connection", "stream", "parent_call", "trace_id", "span_id", "call"}
 # Timing races, not behaviour: BDP pings are sent when the transport decides; whether the client or the
 # capture's stop closes an idle connection first is a race of milliseconds.
-DROPPED = {"pings", "last_ping_rtt_ns", "close_reason"}
+DROPPED = {"pings", "last_ping_rtt_ns", "open_pings", "close_reason"}
 ARRIVAL = re.compile(r"(arrival|call|client|#)\s*\d+")
 
 

@@ -1,5 +1,6 @@
 #include "attemptinspector.h"
 
+#include "clientoutcome.h"
 #include "headerlog.h"
 #include "messagedecoder.h"
 #include "timeformat.h"
@@ -151,7 +152,10 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     auto errorCode = [](std::uint32_t code) {
         return QStringLiteral("%1 (%2)").arg(QString::fromStdString(h2ErrorName(code))).arg(code);
     };
-    if (a.rstErrorCode) row(status, QStringLiteral("RST_STREAM"), errorCode(*a.rstErrorCode));
+    if (a.rstErrorCode)
+        row(status, QStringLiteral("RST_STREAM"),
+            errorCode(*a.rstErrorCode) + (a.rstByClient ? QStringLiteral(", sent by the client")
+                                                        : QStringLiteral(", sent by the server")));
     if (a.goawayErrorCode)
         row(status, QStringLiteral("GOAWAY"),
             QStringLiteral("not processed (stream above the last-stream-id), error code %1")
@@ -163,6 +167,21 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     if (call.transparentRetry(size_t(attemptIndex)))
         row(status, QStringLiteral("retry"),
             QStringLiteral("transparent (the transport refused the previous stream)"));
+    // The call's last attempt: what the client got, when the wire only implies it or cannot say.
+    if (size_t(attemptIndex) + 1 == call.attempts.size()) {
+        const ClientOutcome client = clientOutcome(call, *m_store);
+        if (client.implied())
+            row(status, QStringLiteral("client got"),
+                QStringLiteral("%1 at %2: %3")
+                    .arg(QString::fromStdString(client.label()), formatDuration(*client.atNs - origin),
+                         QString::fromStdString(client.why)))
+                ->setToolTip(1, QString::fromStdString(client.why));
+        else if (client.source == ClientOutcome::Source::Unknown)
+            row(status, QStringLiteral("client got"),
+                QStringLiteral("unknown: ") + QString::fromStdString(client.why));
+    } else if (const std::string note = attemptClientNote(call, size_t(attemptIndex)); !note.empty()) {
+        row(status, QStringLiteral("client"), QString::fromStdString(note));
+    }
 
     QTreeWidgetItem *timing = section(QStringLiteral("Timings"));
     row(timing, QStringLiteral("start"),

@@ -1,5 +1,6 @@
 #include "calllanepass.h"
 
+#include "clientoutcome.h"
 #include "markerspass.h"
 #include "paintcontext.h"
 #include "paintkit.h"
@@ -135,7 +136,11 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     const QRectF header(rect.left(), top, rect.width(), m.callHeader);
     p->fillRect(header, th.headerBand);
     const Attempt *outcome = call.outcomeAttempt();
-    const QString outcomeText = outcome ? statusText(*outcome) : QStringLiteral("in flight");
+    // What the client got, beside the wire's status when the wire only implies it.
+    const ClientOutcome client = clientOutcome(call, ctx.store);
+    QString outcomeText = outcome ? statusText(*outcome) : QStringLiteral("in flight");
+    if (client.implied())
+        outcomeText += QStringLiteral(" → client: ") + QString::fromStdString(client.label());
     // A call made while serving another is indented under it, with a hook to show the nesting.
     const int depth = std::min(ctx.store.nestingDepth(index), 6);
     const double indent = depth * 14 * m.scale;
@@ -259,6 +264,13 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             }
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
+            if (client.implied() && k + 1 == call.attempts.size()) {
+                const QString got = QStringLiteral("client: ") + QString::fromStdString(client.label());
+                text += QStringLiteral(" → ") + got;
+                // Where the whole text has no room, what the client got is the part worth keeping.
+                const double w = barFm.horizontalAdvance(text);
+                if (w + 8 > bar.width() && x2 + 6 + w >= right && x1 - 6 - w <= ax.left) text = got;
+            }
             p->setFont(barFont);
             const double tw = barFm.horizontalAdvance(text);
             const QRectF textBar(bar.left(), bar.top(), bar.width(), barH * 0.7);
@@ -546,6 +558,15 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             // Status in the bar where it fits; the call's outcome (its last attempt's) otherwise after it.
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
+            if (k + 1 == n) {
+                // What the client got, where the wire only implies it; alone where the whole has no room.
+                if (const ClientOutcome client = clientOutcome(call, ctx.store); client.implied()) {
+                    const QString got = QStringLiteral("client: ") + QString::fromStdString(client.label());
+                    text += QStringLiteral(" → ") + got;
+                    const double w = barFm.horizontalAdvance(text);
+                    if (w + 8 > bar.width() && x2 + 6 + w >= right) text = got;
+                }
+            }
             const double tw = barFm.horizontalAdvance(text);
             p->setFont(barFont);
             if (tw + 8 <= bar.width()) {

@@ -9,6 +9,7 @@
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace rpcscope {
 
@@ -16,6 +17,38 @@ namespace {
 // Frames are appended in arrival order; batches of different relays (a chain's hops) interleave, so the
 // time index is only nearly sorted. Searching a margin either side of the view absorbs that.
 constexpr qint64 kFrameSearchMarginNs = 50'000'000;
+
+// A PING no ACK answered stays open until its connection ends (or up to now while it lasts): a dashed line
+// from the PING, which a keepalive failure ends with the client closing the connection.
+void paintOpenPings(QPainter *p, const PaintContext &ctx, size_t first, size_t last, double y,
+                    const std::function<void(double, QString)> &label)
+{
+    const TimeAxis &ax = ctx.axis;
+    const double right = ctx.rect.right();
+    const double w = std::max(1.0, ctx.metrics.scale);
+    const auto &conns = ctx.store.connections();
+    for (size_t c = first; c < last && c < conns.size(); ++c) {
+        const Connection &conn = conns[c];
+        for (const Connection::OpenPing &ping : conn.openPings) {
+            const qint64 endNs = conn.closedNs.value_or(std::max<qint64>(ctx.store.latestNs(), ctx.endNs()));
+            const double x1 = std::floor(ax.timeToX(ping.sentNs));
+            const double x2 = std::max(ax.timeToX(endNs), x1 + 1);
+            if (x2 < ax.left || x1 > right || !conn.unanswered(ping, endNs)) continue;
+            p->setPen(QPen(ctx.theme.rst, 2 * w, Qt::DashLine, Qt::FlatCap));
+            p->drawLine(QPointF(std::max(x1, ax.left), y), QPointF(std::min(x2, right), y));
+            if (x1 >= ax.left) p->fillRect(QRectF(x1, y - 4 * w, 2 * w, 8 * w), ctx.theme.rst);
+            if (conn.closedNs && x2 <= right)
+                p->fillRect(QRectF(x2 - w, y - 4 * w, 2 * w, 8 * w), ctx.theme.rst);
+            const QString text =
+                conn.closedNs
+                    ? QStringLiteral("PING: no ACK in %1").arg(formatDuration(*conn.closedNs - ping.sentNs))
+                    : QStringLiteral("PING: no ACK yet");
+            // Near the right edge the words move left, over the line, rather than go unsaid.
+            const double tw = QFontMetricsF(ctx.font(10, true)).horizontalAdvance(text);
+            label(std::max(std::min(x1, right - tw - 4), ax.left), text);
+        }
+    }
+}
 } // namespace
 
 void ConnectionLanePass::paintGroupHeader(QPainter *p, const PaintContext &ctx, size_t group, double top)
@@ -209,6 +242,10 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
         }
     }
     runs.fill(p, colors);
+    paintOpenPings(p, ctx, all ? 0 : connIndex, all ? conns.size() : connIndex + 1, top + h - 6 * m.scale,
+                   [&](double x, QString text) {
+                       labels.push_back({x, std::move(text), Rst, true});
+                   });
 
     // Words where they fit, left to right; none once there are too many marks to read them.
     if (labels.size() > kMaxLabelCandidates)

@@ -1,11 +1,30 @@
 #include "timelinetooltips.h"
 
+#include "clientoutcome.h"
 #include "timeformat.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace rpcscope {
+
+QString TimelineToolTips::clientLine(const TimelineStore &store, const Call &call)
+{
+    const ClientOutcome client = clientOutcome(call, store);
+    switch (client.source) {
+    case ClientOutcome::Source::InFlight:
+    case ClientOutcome::Source::Wire:
+        return {}; // the status above is what the client got
+    case ClientOutcome::Source::Implied:
+        return QStringLiteral("<br><b>the client got %1</b> at %2: %3")
+            .arg(QString::fromStdString(client.label()), formatDuration(*client.atNs - store.originNs()),
+                 QString::fromStdString(client.why).toHtmlEscaped());
+    case ClientOutcome::Source::Unknown:
+        return QStringLiteral("<br>what the client got is unknown: %1")
+            .arg(QString::fromStdString(client.why).toHtmlEscaped());
+    }
+    return {};
+}
 
 QString TimelineToolTips::attempt(const TimelineStore &store, size_t callIndex, size_t k)
 {
@@ -35,6 +54,9 @@ QString TimelineToolTips::attempt(const TimelineStore &store, size_t callIndex, 
         html += QStringLiteral("<br>grpc-previous-rpc-attempts %1").arg(*a.previousAttempts);
     if (call.transparentRetry(k))
         html += QStringLiteral("<br><i>transparent retry: the transport refused the previous stream</i>");
+    if (const std::string note = attemptClientNote(call, k); !note.empty())
+        html += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(note).toHtmlEscaped());
+    if (k + 1 == call.attempts.size()) html += clientLine(store, call);
     if (a.pushbackMs) html += QStringLiteral("<br>grpc-retry-pushback-ms %1").arg(*a.pushbackMs);
     html += QStringLiteral("<br>connection %1, stream %2 · %3 B out, %4 B in")
                 .arg(a.connection)
@@ -80,12 +102,31 @@ QString TimelineToolTips::connection(const TimelineStore &store, size_t index)
                          QString::fromStdString(c.closeReason).toHtmlEscaped());
     if (c.lastPingRttNs)
         html += QStringLiteral("<br>last PING round trip %1").arg(formatDuration(*c.lastPingRttNs));
+    for (const Connection::OpenPing &ping : c.openPings)
+        if (c.unanswered(ping, store.latestNs()))
+            html += QStringLiteral("<br>%1").arg(openPing(store, c, ping).toHtmlEscaped());
     if (!c.decodeError.empty())
         html += QStringLiteral("<br><b>undecodable:</b> %1")
                     .arg(QString::fromStdString(c.decodeError).toHtmlEscaped());
     for (const std::string &n : c.notes)
         html += QStringLiteral("<br>%1").arg(QString::fromStdString(n).toHtmlEscaped());
     return html;
+}
+
+QString TimelineToolTips::openPing(const TimelineStore &store, const Connection &c,
+                                   const Connection::OpenPing &ping)
+{
+    const qint64 origin = store.originNs();
+    const QString who =
+        ping.dir == Direction::ClientToServer ? QStringLiteral("client") : QStringLiteral("server");
+    QString text =
+        QStringLiteral("%1 PING at %2 never answered").arg(who, formatDuration(ping.sentNs - origin));
+    if (!c.closedNs) return text + QStringLiteral(" (yet)");
+    text += QStringLiteral(": no ACK in %1, until the connection closed")
+                .arg(formatDuration(*c.closedNs - ping.sentNs));
+    if (ping.dir == Direction::ClientToServer && c.closeReason == "closed by client")
+        text += QStringLiteral(" (by the client: keepalive timed out, its calls failed UNAVAILABLE)");
+    return text;
 }
 
 namespace {
@@ -107,6 +148,7 @@ QString TimelineToolTips::call(const TimelineStore &store, size_t index)
                              : QStringLiteral("in flight"))
                 .arg(c.attempts.size())
                 .arg(c.attempts.size() == 1 ? "" : "s");
+    html += clientLine(store, c);
     html += QStringLiteral("<br>started %1").arg(formatDuration(c.startNs() - origin));
     if (outcome && c.endNs())
         html += QStringLiteral(" · took %1").arg(formatDuration(*c.endNs() - c.startNs()));

@@ -291,6 +291,8 @@ private slots:
         QCOMPARE(call["attempts"].toArray().size(), 3);
         QCOMPARE(call["gaps_ns"].toArray().size(), 2);
         QCOMPARE(call["outcome"].toObject()["name"].toString(), QStringLiteral("OK"));
+        QCOMPARE(call["client_outcome"].toObject()["name"].toString(), QStringLiteral("OK"));
+        QCOMPARE(call["client_outcome"].toObject()["source"].toString(), QStringLiteral("wire"));
         QVERIFY(!doc.contains("frames"));
 
         const QImage image(png);
@@ -305,6 +307,37 @@ private slots:
         QVERIFY(svgText.contains("<svg"));
         QVERIFY(svgText.contains("backoff"));
         QVERIFY(svgText.contains("retry-basic-1"));
+    }
+
+    // The client got UNAVAILABLE where the wire shows only its reset: the export says so, and keeps the PING
+    // no ACK answered.
+    void runKeepaliveDropExportsClientOutcome()
+    {
+        QTemporaryDir dir;
+        const QString json = dir.filePath("out.json");
+        const Result r = cli({"run", "keepalive-drop", "--json", json});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+        QJsonObject held;
+        for (const auto &c : doc["calls"].toArray())
+            if (c.toObject()["key"].toString() == QStringLiteral("keepalive-drop-2")) held = c.toObject();
+        QVERIFY(!held.isEmpty());
+        QVERIFY(held["outcome"].isNull()); // no grpc-status on the wire
+        const QJsonObject client = held["client_outcome"].toObject();
+        QCOMPARE(client["name"].toString(), QStringLiteral("UNAVAILABLE"));
+        QCOMPARE(client["source"].toString(), QStringLiteral("implied"));
+        QVERIFY(client["at_ns"].toInteger() > 0);
+        QVERIFY2(client["why"].toString().contains(QStringLiteral("PING")),
+                 qPrintable(client["why"].toString()));
+        const qint64 conn = held["attempts"].toArray()[0].toObject()["connection"].toInteger();
+        bool openPing = false;
+        for (const auto &c : doc["connections"].toArray())
+            if (c.toObject()["id"].toInteger() == conn)
+                for (const auto &p : c.toObject()["open_pings"].toArray())
+                    openPing |= p.toObject()["dir"].toString() == QStringLiteral("c2s");
+        QVERIFY(openPing);
     }
 
     void captureRealCalls()

@@ -1,6 +1,7 @@
 // Every lab scenario runs headless through the capture relay; its outcome is asserted on the assembled model
 // (what was on the wire), following C-core 1.51's measured behaviour.
 
+#include "clientoutcome.h"
 #include "labserver.h"
 #include "labsession.h"
 #include "timelinemodel.h"
@@ -82,6 +83,15 @@ private slots:
                 QVERIFY(call->outcomeAttempt());
                 QCOMPARE(call->outcomeAttempt()->status.value_or(-1), e.finalStatus);
             }
+            // What the timeline says the client got is what it got, wherever the wire lets it say.
+            const ClientOutcome client = clientOutcome(*call, store);
+            if (client.status)
+                QVERIFY2(
+                    *client.status == e.finalStatus,
+                    qPrintable(QStringLiteral("%1: client outcome %2 (%3), the client got %4")
+                                   .arg(QString::fromStdString(e.callId),
+                                        QString::fromStdString(client.label()),
+                                        QString::fromStdString(client.why), grpcStatusName(e.finalStatus))));
         }
 
         // What each scenario is there to show, measured on the wire.
