@@ -34,6 +34,7 @@ void paintOpenPings(QPainter *p, const PaintContext &ctx, size_t first, size_t l
             const double x1 = std::floor(ax.timeToX(ping.sentNs));
             const double x2 = std::max(ax.timeToX(endNs), x1 + 1);
             if (x2 < ax.left || x1 > right || !conn.unanswered(ping, endNs)) continue;
+            ctx.mark(kUseUnansweredPing);
             p->setPen(QPen(ctx.theme.rst, 2 * w, Qt::DashLine, Qt::FlatCap));
             p->drawLine(QPointF(std::max(x1, ax.left), y), QPointF(std::min(x2, right), y));
             if (x1 >= ax.left) p->fillRect(QRectF(x1, y - 4 * w, 2 * w, 8 * w), ctx.theme.rst);

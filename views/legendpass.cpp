@@ -26,7 +26,8 @@ enum class LegendSymbol
     Tick,
     Word,
     Frames,
-    Line
+    Line,
+    OpenPing
 };
 struct LegendEntry
 {
@@ -87,6 +88,7 @@ constexpr LegendEntry kLegend[] = {
     {"PING round trip", LegendSymbol::Tick, LPing, kUsePing},
     {"RST_STREAM", LegendSymbol::Tick, LRst, kUseRst},
     {"GOAWAY", LegendSymbol::Tick, LGoaway, kUseGoaway},
+    {"PING without ACK (open until the connection ends)", LegendSymbol::OpenPing, LRst, kUseUnansweredPing},
     {"breaker closed", LegendSymbol::Box, LBreakerClosed, kUseBreakerClosed},
     {"breaker open", LegendSymbol::Box, LBreakerOpen, kUseBreakerOpen},
     {"breaker half-open", LegendSymbol::Box, LBreakerHalfOpen, kUseBreakerHalfOpen},
@@ -233,6 +235,11 @@ void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect,
             break;
         case LegendSymbol::Tick:
             p->fillRect(QRectF(mx - s, y - 8 * s, 2 * s, 16 * s), colors[e.color]);
+            break;
+        case LegendSymbol::OpenPing:
+            p->setPen(QPen(colors[e.color], 2 * std::max(1.0, s), Qt::DashLine, Qt::FlatCap));
+            p->drawLine(QPointF(x0, y), QPointF(x0 + 22 * s, y));
+            p->fillRect(QRectF(x0, y - 4 * s, 2 * s, 8 * s), colors[e.color]);
             break;
         case LegendSymbol::Frames:
             p->fillRect(box.adjusted(0, 3 * s, 0, -3 * s), kOk);

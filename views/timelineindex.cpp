@@ -365,6 +365,9 @@ void TimelineIndex::refresh()
     }
     // The connection lanes' marks the store holds.
     m_legendUse |= m_connUse;
+    if (std::any_of(m_store->connections().begin(), m_store->connections().end(),
+                    [](const Connection &c) { return !c.openPings.empty(); }))
+        m_legendUse |= 1u << kUseUnansweredPing;
     for (; m_stallsIndexed < m_store->stalls().size(); ++m_stallsIndexed)
         m_connIndex[m_store->stalls()[m_stallsIndexed].connection].stalls.push_back(
             std::uint32_t(m_stallsIndexed));

@@ -41,6 +41,7 @@ enum LegendUse : int
     kUsePing,
     kUseRst,
     kUseGoaway,
+    kUseUnansweredPing,
     kUseCount
 };
 static_assert(kUseCount <= 32, "legend bits are one std::uint32_t");

@@ -29,8 +29,8 @@
 namespace rpcscope {
 
 namespace {
-// The Calls and Inspector docks' height on first start: about six rows of the table, so the timeline keeps ten
-// calls in workshop mode at 1920x1080 (its text 1.5 times larger).
+// The Calls and Inspector docks' height on first start: about six rows of the table, so the timeline keeps
+// ten calls in workshop mode at 1920x1080 (its text 1.5 times larger).
 constexpr int kFirstStartBottomDocks = 140;
 } // namespace
 

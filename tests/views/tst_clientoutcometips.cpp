@@ -2,9 +2,11 @@
 
 #include "attemptinspector.h"
 #include "headerlog.h"
+#include "timelinepainter.h"
 #include "timelinetooltips.h"
 #include "wireevents.h"
 
+#include <QPainter>
 #include <QTreeWidget>
 #include <QtTest>
 
@@ -61,6 +63,33 @@ private slots:
                                                      Qt::MatchExactly | Qt::MatchRecursive, 0);
         QCOMPARE(rst.size(), 1);
         QVERIFY2(rst[0]->text(1).endsWith(QStringLiteral("sent by the client")), qPrintable(rst[0]->text(1)));
+
+        // The open PING is drawn, so the legend names it; a store whose PING was answered has no such entry.
+        TimelinePainter::Options o;
+        o.legend = true;
+        const QString entry = QStringLiteral("PING without ACK (open until the connection ends)");
+        TimelinePainter painter(&store);
+        painter.setOptions(o);
+        painter.setRange(0, 1400 * ms);
+        QImage img(1200, painter.contentHeight(1200), QImage::Format_ARGB32_Premultiplied);
+        {
+            QPainter p(&img);
+            painter.paint(&p, QRectF(0, 0, img.width(), img.height()));
+        }
+        QVERIFY2(painter.legendEntries().contains(entry), qPrintable(painter.legendEntries().join(", ")));
+        WireEvent ack = testev::frame(1, 0, 1001 * ms, Direction::ServerToClient, FramePing, 0, 8);
+        ack.flags = FlagAck;
+        ack.pingData = 42;
+        TimelineStore answered;
+        answered.apply({testev::opened(1, 0), request(1, 10 * ms, "held"), ping(1000 * ms, 42), ack, close});
+        TimelinePainter plain(&answered);
+        plain.setOptions(o);
+        plain.setRange(0, 1400 * ms);
+        {
+            QPainter p(&img);
+            plain.paint(&p, QRectF(0, 0, img.width(), img.height()));
+        }
+        QVERIFY2(!plain.legendEntries().contains(entry), qPrintable(plain.legendEntries().join(", ")));
     }
 
     void unknownIsSaid()
