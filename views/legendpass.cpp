@@ -150,12 +150,13 @@ int LegendPass::height(double width, double scale, std::uint32_t legendUse)
     return m_height;
 }
 
-void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect, std::uint32_t drawn)
+void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect, std::uint32_t drawn,
+                       double scale)
 {
     const TimelineTheme &th = ctx.theme;
-    const double s = ctx.metrics.scale;
+    const double s = scale;
     p->fillRect(rect, th.background);
-    p->setFont(ctx.font(12));
+    p->setFont(PaintContext::scaledFont(12, s));
     const QFontMetricsF fm(p->font());
     const QColor colors[] = {kOk,
                              kUnavailable,

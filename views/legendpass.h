@@ -21,7 +21,9 @@ public:
     // Height of the legend at this width, scale and content (TimelineIndex::legendUse()).
     int height(double width, double scale, std::uint32_t legendUse);
     // The entries of what `drawn` says the picture holds.
-    static void paint(QPainter *p, const PaintContext &ctx, const QRectF &rect, std::uint32_t drawn);
+    // At `scale` (the metrics' unless the widget's budget for the legend asked for less).
+    static void paint(QPainter *p, const PaintContext &ctx, const QRectF &rect, std::uint32_t drawn,
+                      double scale);
     // The names of the entries shown for these bits, in legend order.
     static QStringList entries(std::uint32_t drawn);
 

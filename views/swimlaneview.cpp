@@ -30,8 +30,8 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     setMouseTracking(true);
     setMinimumSize(640, 240);
     setAttribute(Qt::WA_OpaquePaintEvent);
-    setStatusTip(QStringLiteral("Wheel scrolls lanes · Ctrl+wheel zooms at the cursor · Shift+wheel pans "
-                                "time · W/S zoom · A/D pan · F fits · L follows live"));
+    // No status tip: entering the view would wipe the status bar's messages (a refit, a save) and cover its
+    // session line; the wheel and keys are in the first-start hint and Keys and mouse (F1).
     TimelinePainter::Options o;
     o.legend = true;
     m_painter.setOptions(o);
@@ -595,6 +595,8 @@ void SwimlaneView::keyPressEvent(QKeyEvent *e)
 
 void SwimlaneView::resizeEvent(QResizeEvent *)
 {
+    // The legend may take a quarter of the view; beyond that it shrinks to its plain size.
+    m_painter.setLegendBudget(height() / 4);
     clampScroll();
 }
 

@@ -89,12 +89,20 @@ int TimelinePainter::headerHeight() const
            (hasPolicyBand() ? m_metrics.bandHeight : 0) + (hasOverview() ? m_metrics.overviewHeight : 0);
 }
 
+double TimelinePainter::legendScale(double width) const
+{
+    const double s = m_metrics.scale;
+    if (m_legendBudget <= 0 || s <= 1) return s;
+    const std::uint32_t use = m_legendRoomFor.value_or(m_index.legendUse());
+    return m_legend.height(width, s, use) <= m_legendBudget ? s : 1.0;
+}
+
 int TimelinePainter::legendHeight(double width) const
 {
     m_index.refresh();
     // Room for what a picture of the store may draw (the entries are what it did draw), so the lanes do not
     // move when the entries change with the range or the scroll.
-    return m_legend.height(width, m_metrics.scale, m_legendRoomFor.value_or(m_index.legendUse()));
+    return m_legend.height(width, legendScale(width), m_legendRoomFor.value_or(m_index.legendUse()));
 }
 
 int TimelinePainter::contentHeight(double width) const
@@ -151,7 +159,7 @@ void TimelinePainter::paint(QPainter *p, const QRectF &rect)
     if (m_options.legend)
         LegendPass::paint(p, ctx,
                           QRectF(rect.left(), ctx.lanesBottom, rect.width(), rect.bottom() - ctx.lanesBottom),
-                          drawn);
+                          drawn, legendScale(rect.width()));
     p->restore();
 }
 

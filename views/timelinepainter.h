@@ -97,6 +97,11 @@ public:
     // Everything stacked at this width (the legend flows into as many rows as the width needs).
     int contentHeight(double width = 1400) const;
     int legendHeight(double width) const;
+    // The widget's cap on the legend: past this height (a quarter of the view, say) it is drawn at scale 1
+    // instead of workshop size, so a projector-sized legend never takes the lanes' room. 0: no cap (exports).
+    void setLegendBudget(int height) { m_legendBudget = height; }
+    // The scale the legend is drawn at (the metrics' scale unless the budget asked for less).
+    double legendScale(double width) const;
     int labelWidth() const { return m_metrics.labelWidth; }
     // Height of the fixed part above the lanes (title, ruler, policy band, overview).
     int headerHeight() const;
@@ -189,6 +194,7 @@ private:
     std::uint32_t m_drawn = 0; // what the last paint() drew
     // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
     std::optional<std::uint32_t> m_legendRoomFor;
+    int m_legendBudget = 0;
 
     // The widget's image of paint(), keyed on everything paint() reads.
     struct ImageKey

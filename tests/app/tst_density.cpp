@@ -275,6 +275,20 @@ private slots:
                     ctx.font(px).pixelSize() >= 24 && ctx.font(px, true).pixelSize() >= 24,
                     qPrintable(QStringLiteral("%1 px text at %2").arg(px).arg(ctx.font(px).pixelSize())));
             QVERIFY(QFontMetricsF(ctx.font(13, true)).height() <= ctx.metrics.rowHeight);
+
+            // In the default 1400x820 window the workshop legend would take most of the timeline: it is
+            // drawn at its plain size instead, within a quarter of the view, and the lanes keep their room.
+            const TimelinePainter &painter = view->timelinePainter();
+            QVERIFY(painter.legendScale(view->width()) == TimelinePainter::kWorkshopScale);
+            window.resize(1400, 820);
+            QApplication::processEvents();
+            QTRY_VERIFY(view->height() < 600);
+            QVERIFY2(painter.legendHeight(view->width()) <= view->height() / 4,
+                     qPrintable(QStringLiteral("legend %1 px of %2")
+                                    .arg(painter.legendHeight(view->width()))
+                                    .arg(view->height())));
+            QCOMPARE(painter.legendScale(view->width()), 1.0);
+            QVERIFY2(visibleCalls(view) >= 3, qPrintable(QStringLiteral("%1 calls").arg(visibleCalls(view))));
         }
         lab.stop();
     }
