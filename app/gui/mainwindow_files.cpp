@@ -137,7 +137,9 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
                 this, QStringLiteral("Connection %1").arg(m_model->store().connections()[index].id),
                 m_view->connectionToolTip(index));
     });
-    statusBar()->addWidget(m_statusLabel, 1);
+    // Permanent, on the right: a temporary message (a run's summary, a refit) then takes the left part
+    // instead of being drawn over the session line when a font or style change shows every widget again.
+    statusBar()->insertPermanentWidget(0, m_statusLabel);
     auto *timer = new QTimer(this);
     connect(timer, &QTimer::timeout, this, &MainWindow::updateStatus);
     timer->start(1000);
