@@ -1,5 +1,6 @@
 #include "timelinelayout.h"
 
+#include "clientoutcome.h"
 #include "timelinestyle.h"
 
 #include <QStringList>
@@ -51,17 +52,27 @@ bool LaneFilter::knownStatus(const QString &name)
                        [&](const QString &w) { return w.contains(name, Qt::CaseInsensitive); });
 }
 
-bool LaneFilter::matches(const Call &call) const
+bool LaneFilter::matches(const Call &call, const TimelineStore *store) const
 {
     if (!method.isEmpty() && !QString::fromStdString(call.method).contains(method, Qt::CaseInsensitive))
         return false;
-    const QString outcome = outcomeName(call);
+    if (status.isEmpty() && text.isEmpty()) return true;
+    QString outcome = outcomeName(call);
+    std::optional<int> clientStatus;
+    if (store) {
+        const ClientOutcome client = clientOutcome(call, *store);
+        if (client.implied() && client.status) {
+            clientStatus = client.status;
+            outcome += QLatin1Char(' ') + QString::fromStdString(client.label());
+        }
+    }
     if (!status.isEmpty()) {
         const Attempt *a = call.outcomeAttempt();
+        const int got = clientStatus ? *clientStatus : (a ? a->status.value_or(-1) : -1);
         if (status.compare(QLatin1String("failed"), Qt::CaseInsensitive) == 0) {
-            if (!a || a->status.value_or(-1) == 0) return false;
+            if (!a || got == 0) return false;
         } else if (status.compare(QLatin1String("ok"), Qt::CaseInsensitive) == 0) {
-            if (!a || a->status.value_or(-1) != 0) return false;
+            if (!a || got != 0) return false;
         } else if (!outcome.contains(status, Qt::CaseInsensitive)) {
             return false;
         }
@@ -184,7 +195,7 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
         while (!stack.empty() && guard++ <= calls.size()) {
             const std::uint32_t c = stack.back();
             stack.pop_back();
-            if (all || filter.matches(calls[c])) addCall(store, c, m);
+            if (all || filter.matches(calls[c], &store)) addCall(store, c, m);
             if (!filter.collapsed.count(calls[c].key))
                 stack.insert(stack.end(), children[c].rbegin(), children[c].rend());
         }
@@ -198,7 +209,7 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
             m_y += m.connectionHeight + m_spacing;
         }
         for (size_t i = 0; i < calls.size(); ++i)
-            if (all || filter.matches(calls[i])) addCall(store, i, m);
+            if (all || filter.matches(calls[i], &store)) addCall(store, i, m);
     } else {
         // Groups in order of their first call, calls in start order within a group.
         std::vector<std::vector<std::uint32_t>> members;
@@ -207,7 +218,7 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
         std::vector<std::uint32_t> groupConnection;
         for (size_t i = 0; i < calls.size(); ++i) {
             const Call &c = calls[i];
-            if (!all && !filter.matches(c)) continue;
+            if (!all && !filter.matches(c, &store)) continue;
             size_t g;
             if (grouping == LaneGrouping::Method) {
                 auto [it, added] = byMethod.try_emplace(c.method, members.size());

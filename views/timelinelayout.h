@@ -54,7 +54,9 @@ struct LaneFilter
     // or a wire outcome's word (RST_STREAM, GOAWAY, "no status").
     static bool knownStatus(const QString &name);
     bool isEmpty() const { return method.isEmpty() && status.isEmpty() && text.isEmpty(); }
-    bool matches(const Call &call) const;
+    // With the store, status: and the text also match what the client got where the wire only implies it
+    // (keepalive-drop's UNAVAILABLE behind a RST_STREAM), and failed/ok follow it.
+    bool matches(const Call &call, const TimelineStore *store = nullptr) const;
     bool operator==(const LaneFilter &) const = default;
 };
 

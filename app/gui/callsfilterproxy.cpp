@@ -26,7 +26,8 @@ bool CallsFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex &source
     // Attempts are asked about only under call rows that were kept.
     if (sourceParent.isValid() || m_filter.isEmpty()) return true;
     const auto &calls = m_model->store().calls();
-    return sourceRow >= 0 && size_t(sourceRow) < calls.size() && m_filter.matches(calls[size_t(sourceRow)]);
+    return sourceRow >= 0 && size_t(sourceRow) < calls.size() &&
+           m_filter.matches(calls[size_t(sourceRow)], &m_model->store());
 }
 
 } // namespace rpcscope

@@ -64,6 +64,15 @@ private slots:
         QCOMPARE(rst.size(), 1);
         QVERIFY2(rst[0]->text(1).endsWith(QStringLiteral("sent by the client")), qPrintable(rst[0]->text(1)));
 
+        // The filter finds the call by what its client got, with the store to tell it; the wire alone says
+        // RST_STREAM.
+        const Call &dropped = store.calls()[0];
+        QVERIFY(LaneFilter::parse(QStringLiteral("status:UNAVAILABLE")).matches(dropped, &store));
+        QVERIFY(!LaneFilter::parse(QStringLiteral("status:UNAVAILABLE")).matches(dropped));
+        QVERIFY(LaneFilter::parse(QStringLiteral("status:failed")).matches(dropped, &store));
+        QVERIFY(!LaneFilter::parse(QStringLiteral("status:ok")).matches(dropped, &store));
+        QVERIFY(LaneFilter::parse(QStringLiteral("unavailable")).matches(dropped, &store));
+
         // The open PING is drawn, so the legend names it; a store whose PING was answered has no such entry.
         TimelinePainter::Options o;
         o.legend = true;
