@@ -527,6 +527,8 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                         p->setPen(gapColor);
                         textAt(p, labelRect.left() + 3, top, h, smallFm, text);
                         m_gapLabels.push_back({labelRect, gap, index, k});
+                        // The deadline's label and the tail after it keep clear of this one.
+                        textRight = std::max(textRight, labelRect.right());
                     } else {
                         p->drawLine(QPointF(g1, cy), QPointF(g2, cy));
                     }

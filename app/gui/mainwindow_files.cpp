@@ -169,7 +169,10 @@ QString MainWindow::statusText() const
     size_t inView = 0;
     for (const Call &c : store.calls())
         inView += c.startNs() <= to && c.endNs().value_or(store.latestNs()) >= from;
-    parts << QStringLiteral("%1 calls (%2 in view)").arg(store.calls().size()).arg(inView);
+    parts << QStringLiteral("%1 call%2 (%3 in view)")
+                 .arg(store.calls().size())
+                 .arg(store.calls().size() == 1 ? "" : "s")
+                 .arg(inView);
     parts << megabytes(m_model->memoryBytes());
     if (store.evictedCalls()) parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
     // Links: clicking one shows what went wrong on the last connection it counts.
