@@ -178,6 +178,12 @@ void TimelineModel::setKeepHeaders(bool keep)
 
 void TimelineModel::appendBatch(const EventBatch &batch)
 {
+    if (m_divert && m_divert(batch)) return;
+    applyBatch(batch);
+}
+
+void TimelineModel::applyBatch(const EventBatch &batch)
+{
     // Before the rows are announced, so whoever reacts to them finds the headers already there.
     if (m_headers) m_headers->record(batch);
     StoreChanges ch;

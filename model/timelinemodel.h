@@ -6,6 +6,7 @@
 #include "timelinestore.h"
 
 #include <QAbstractItemModel>
+#include <functional>
 #include <optional>
 
 namespace rpcscope {
@@ -82,6 +83,13 @@ public:
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
+    // Batches of a run that is no longer on stage (still being recorded while another run is shown): when
+    // `divert` returns true for a batch handed to appendBatch, the model leaves it to whoever took it. An
+    // empty function applies every batch. A replay of the run on stage uses applyBatch, never diverted.
+    void setDivert(std::function<bool(const rpcscope::EventBatch &)> divert) { m_divert = std::move(divert); }
+    bool isDiverting() const { return bool(m_divert); }
+    void applyBatch(const rpcscope::EventBatch &batch);
+
 public slots:
     void appendBatch(const rpcscope::EventBatch &batch);
     void clear();
@@ -99,6 +107,7 @@ private:
     TimelineStore m_store;
     EventLog m_log;
     std::optional<HeaderLog> m_headers;
+    std::function<bool(const rpcscope::EventBatch &)> m_divert;
     std::vector<int> m_publishedAttempts; // per published call
     // Runs (first store index, count) of evicted rows already announced while the store still holds them.
     std::vector<std::pair<size_t, size_t>> m_removedRuns;

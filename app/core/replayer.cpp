@@ -108,7 +108,7 @@ void Replayer::tick()
     while (m_next < m_events.size() && m_events[m_next].tNs - m_startNs <= position)
         batch.push_back(m_events[m_next++]);
     if (!batch.empty()) {
-        m_model->appendBatch(batch);
+        m_model->applyBatch(batch); // the run on stage, even while another one records
         emit fed(batch.size());
     }
     emit playheadMoved(m_startNs + std::min(position, m_endNs - m_startNs));

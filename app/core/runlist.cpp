@@ -47,6 +47,15 @@ void RunList::archive(int index, const CaptureInfo &info, const EventLog &log, b
     emit changed();
 }
 
+void RunList::appendToArchive(int index, const EventBatch &batch, size_t calls)
+{
+    Run &r = m_runs[size_t(index)];
+    r.log.append(batch);
+    // No changed() for every batch: the run bar polls the counts.
+    r.unsaved = true;
+    r.calls = calls;
+}
+
 CaptureData RunList::captureOf(int index) const
 {
     const Run &r = m_runs[size_t(index)];

@@ -50,6 +50,9 @@ public:
     int add(const QString &name, Kind kind, const QString &source = {});
     // The run on stage leaves it: its batches are kept here until restore().
     void archive(int index, const CaptureInfo &info, const EventLog &log, bool unsaved, size_t calls);
+    // A batch of an archived run that is still being recorded while another run is shown: kept with the
+    // run's log (so it is there when the run comes back), the run unsaved, `calls` its calls now.
+    void appendToArchive(int index, const EventBatch &batch, size_t calls);
     // Takes the archive of a run back for the stage (it becomes current). Empty data for a run never
     // archived.
     CaptureData restore(int index);

@@ -69,6 +69,7 @@ LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *paren
     layout->addLayout(m_paramForm);
     auto *repeatRow = new QFormLayout;
     m_repeat = new QSpinBox(page);
+    m_repeat->setObjectName(QStringLiteral("repeat"));
     m_repeat->setRange(1, 50);
     m_repeat->setToolTip(QStringLiteral("Run the scenario this many times in a row"));
     m_repeat->setMinimumHeight(m_repeat->sizeHint().height());

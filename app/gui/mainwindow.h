@@ -32,6 +32,7 @@ class RunBar;
 class SchemaController;
 class SwimlaneView;
 class TimelineModel;
+class TimelineStore;
 class WindowLook;
 
 namespace lab {
@@ -104,8 +105,10 @@ public slots:
     // Clear (Ctrl+L): drops the calls shown (asking first when they are not saved), restarts the clock at 0
     // and fits.
     bool clearStage(bool ask = true);
-    // A lab scenario or a live capture is still feeding the run shown.
+    // A lab scenario or a live capture is still feeding a run (the one shown or one in the background).
     bool isRecording() const;
+    // The run a lab scenario or live capture is feeding, or -1; it may be archived while another is shown.
+    int recordingRun() const;
     // Replay of the run shown: starts (paused at 0 when !play), leaves (the whole run is shown again).
     bool startReplay(bool play = true);
     void stopReplay();
@@ -146,6 +149,11 @@ private:
     bool beginRun(const QString &name, RunList::Kind kind, const QString &source, bool freshClock);
     void archiveStage();
     void putOnStage(int index);
+    // The recording run left the stage: its batches go to its archive until it comes back (or another run
+    // begins, or it is closed).
+    void startDivert();
+    void stopDivert();
+    bool divertToRecordingRun(const EventBatch &batch);
     void updateTitle();
     void updateRunAction();
     void refreshRunBar();
@@ -191,6 +199,8 @@ private:
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;
     RunList *m_runs = nullptr;
+    int m_liveRunId = 0; // the run the lab or the capture feeds (RunList::Run::id), 0 for none
+    std::shared_ptr<TimelineStore> m_divertStore; // the recording run's calls while it is archived
     RunBar *m_runBar = nullptr;
     Replayer *m_replayer = nullptr;
     QAction *m_replayAction = nullptr;

@@ -174,6 +174,10 @@ QString MainWindow::statusText() const
                  .arg(store.calls().size() == 1 ? "" : "s")
                  .arg(inView);
     parts << megabytes(m_model->memoryBytes());
+    if (const int recording = m_runs ? recordingRun() : -1; recording >= 0 && recording != m_runs->current())
+        parts << QStringLiteral("%1 recording in the background (%2 calls)")
+                     .arg(m_runs->at(recording).name.toHtmlEscaped())
+                     .arg(m_runs->at(recording).calls);
     if (store.evictedCalls()) parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
     // Links: clicking one shows what went wrong on the last connection it counts.
     auto linkToConnections = [&](auto wentWrong, const char *what) {

@@ -11,6 +11,7 @@
 #include "runbar.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
+#include "timelinestore.h"
 
 #include <QAction>
 #include <QCloseEvent>
@@ -169,6 +170,11 @@ bool MainWindow::isRecording() const
     return m_labPanel->isRunning() || (m_capture && m_capture->isRunning());
 }
 
+int MainWindow::recordingRun() const
+{
+    return isRecording() && m_liveRunId ? m_runs->indexOfId(m_liveRunId) : -1;
+}
+
 void MainWindow::archiveStage()
 {
     int current = m_runs->current();
@@ -176,13 +182,38 @@ void MainWindow::archiveStage()
         if (m_model->eventLog().isEmpty()) return;
         current = m_runs->add(QStringLiteral("session"), RunList::Kind::Capture); // fed before any run began
     }
-    if (m_model->eventLog().isEmpty()) {
+    const bool recording = current == recordingRun();
+    if (m_model->eventLog().isEmpty() && !recording) {
         m_runs->remove(current); // an empty run is not worth a tab
         return;
     }
     m_runs->archive(current, captureInfoOf(m_model->store()), m_model->eventLog(), hasUnsavedEvents(),
                     m_model->store().calls().size());
     m_runs->setCurrent(-1);
+    if (recording) startDivert();
+}
+
+void MainWindow::startDivert()
+{
+    // The calls so far, so the run's tab counts the ones that keep arriving.
+    m_divertStore = std::make_shared<TimelineStore>(m_model->store());
+    m_model->setDivert([this](const EventBatch &batch) { return divertToRecordingRun(batch); });
+}
+
+void MainWindow::stopDivert()
+{
+    m_model->setDivert({});
+    m_divertStore.reset();
+}
+
+bool MainWindow::divertToRecordingRun(const EventBatch &batch)
+{
+    const int index = m_runs->indexOfId(m_liveRunId);
+    if (index < 0) return true; // closed after it stopped: a late batch of it belongs to no run shown
+    if (index == m_runs->current()) return false;
+    m_divertStore->apply(batch);
+    m_runs->appendToArchive(index, batch, m_divertStore->calls().size());
+    return true;
 }
 
 bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString &source, bool freshClock)
@@ -196,11 +227,16 @@ bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString
     }
     if (m_replayer->isLoaded()) stopReplay();
     archiveStage();
+    // A run recorded in the background has stopped (a new one cannot start while it records): what
+    // arrives from now on belongs to the new run.
+    stopDivert();
     m_model->clear();
     if (freshClock) m_model->setOrigin(steadyNowNs(), wallNowNs());
     m_savedGeneration = m_model->eventLog().generation();
     m_openedPath.clear();
-    m_runs->add(name, kind, source);
+    const int index = m_runs->add(name, kind, source);
+    const bool live = kind == RunList::Kind::Scenario || kind == RunList::Kind::Capture;
+    m_liveRunId = live ? m_runs->at(index).id : 0;
     m_view->fitAll(); // and keeps fitting as the run's calls arrive
     refreshRunBar();
     return true;
@@ -208,6 +244,8 @@ bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString
 
 void MainWindow::putOnStage(int index)
 {
+    // The recording run comes back: its archive holds every batch diverted so far, the next ones are applied.
+    if (m_runs->at(index).id == m_liveRunId) stopDivert();
     const bool unsaved = m_runs->at(index).unsaved;
     const CaptureData data = m_runs->restore(index);
     m_model->replay(data);
@@ -224,20 +262,17 @@ bool MainWindow::showRun(int index)
 {
     if (index < 0 || index >= m_runs->count()) return false;
     if (index == m_runs->current()) return true;
-    if (isRecording()) {
-        statusBar()->showMessage(
-            QStringLiteral("\"%1\" is still being recorded: stop it (Ctrl+.) or let it end "
-                           "before showing another run")
-                .arg(m_runs->at(m_runs->current()).name),
-            8000);
-        refreshRunBar(); // the tab bar goes back to the run shown
-        return false;
-    }
     if (m_replayer->isLoaded()) stopReplay();
     const int id = m_runs->at(index).id;
-    archiveStage(); // may drop an empty run, and so move the others
+    archiveStage(); // may drop an empty run, and so move the others; a recording run keeps recording
     putOnStage(m_runs->indexOfId(id));
-    statusBar()->showMessage(QStringLiteral("Showing %1").arg(m_runs->at(m_runs->current()).name), 3000);
+    const int recording = recordingRun();
+    if (recording >= 0 && recording != m_runs->current())
+        statusBar()->showMessage(QStringLiteral("Showing %1; %2 keeps recording in the background")
+                                     .arg(m_runs->at(m_runs->current()).name, m_runs->at(recording).name),
+                                 5000);
+    else
+        statusBar()->showMessage(QStringLiteral("Showing %1").arg(m_runs->at(m_runs->current()).name), 3000);
     return true;
 }
 
@@ -245,8 +280,10 @@ bool MainWindow::closeRun(int index, bool ask)
 {
     if (index < 0 || index >= m_runs->count()) return false;
     const bool onStage = index == m_runs->current();
-    if (onStage && isRecording()) {
-        statusBar()->showMessage(QStringLiteral("This run is still being recorded: stop it first"), 8000);
+    if (index == recordingRun()) {
+        statusBar()->showMessage(
+            QStringLiteral("\"%1\" is still being recorded: stop it first").arg(m_runs->at(index).name),
+            8000);
         return false;
     }
     const bool unsaved = onStage ? hasUnsavedEvents() : m_runs->at(index).unsaved;
@@ -393,7 +430,7 @@ bool MainWindow::confirmUnsavedRuns()
 
 bool MainWindow::startReplay(bool play)
 {
-    if (isRecording()) {
+    if (m_runs->current() >= 0 && m_runs->current() == recordingRun()) {
         statusBar()->showMessage(QStringLiteral("This run is still being recorded: replay it when it ends"),
                                  8000);
         m_replayAction->setChecked(false);
@@ -469,8 +506,10 @@ void MainWindow::updateTitle()
         title += m_replayer->isPlaying()    ? QStringLiteral(" — replaying at %1").arg(speed)
                  : m_replayer->isFinished() ? QStringLiteral(" — replay finished")
                                             : QStringLiteral(" — replay paused at %1").arg(speed);
-    } else if (current >= 0 && isRecording()) {
+    } else if (const int recording = recordingRun(); recording >= 0 && recording == current) {
         title += QStringLiteral(" — recording");
+    } else if (recording >= 0) {
+        title += QStringLiteral(" — %1 recording in the background").arg(m_runs->at(recording).name);
     }
     if (windowTitle() != title) setWindowTitle(title);
     updateRunAction();
@@ -479,7 +518,7 @@ void MainWindow::updateTitle()
 void MainWindow::refreshRunBar()
 {
     if (!m_runBar) return;
-    m_runBar->refresh(hasUnsavedEvents(), m_model->store().calls().size(), isRecording());
+    m_runBar->refresh(hasUnsavedEvents(), m_model->store().calls().size(), recordingRun());
     updateTitle();
 }
 

@@ -26,7 +26,7 @@ RunBar::RunBar(RunList *runs, QWidget *parent) : QTabBar(parent), m_runs(runs)
     connect(this, &QTabBar::tabCloseRequested, this, &RunBar::closeRequested);
 }
 
-void RunBar::refresh(bool stageUnsaved, size_t stageCalls, bool recording)
+void RunBar::refresh(bool stageUnsaved, size_t stageCalls, int recording)
 {
     m_syncing = true;
     while (count() > m_runs->count())
@@ -38,18 +38,19 @@ void RunBar::refresh(bool stageUnsaved, size_t stageCalls, bool recording)
         const bool onStage = i == m_runs->current();
         const bool unsaved = onStage ? stageUnsaved : r.unsaved;
         const size_t calls = onStage ? stageCalls : r.calls;
-        const QString text = unsaved ? r.name + QStringLiteral(" •") : r.name;
+        QString text = unsaved ? r.name + QStringLiteral(" •") : r.name;
+        if (i == recording) text += QStringLiteral(" ● recording");
         if (tabText(i) != text) setTabText(i, text);
         QString tip =
             QStringLiteral("<b>%1</b><br>%2").arg(r.name.toHtmlEscaped(), RunList::kindName(r.kind));
         if (!r.source.isEmpty()) tip += QStringLiteral(": %1").arg(r.source.toHtmlEscaped());
         tip += QStringLiteral("<br>%1 %2").arg(calls).arg(calls == 1 ? "call" : "calls");
         tip += unsaved ? QStringLiteral(" · not saved") : QStringLiteral(" · saved");
-        if (onStage && recording)
-            tip += QStringLiteral("<br><i>still recording: other runs can be shown when it ends</i>");
-        else if (recording)
-            tip += QStringLiteral("<br><i>can be shown when the run being recorded ends</i>");
-        setTabEnabled(i, onStage || !recording);
+        if (i == recording)
+            tip += onStage
+                       ? QStringLiteral("<br><i>recording: other runs can be shown meanwhile, its calls keep "
+                                        "arriving here</i>")
+                       : QStringLiteral("<br><i>recording in the background: its calls keep arriving</i>");
         if (tabToolTip(i) != tip) setTabToolTip(i, tip);
     }
     setCurrentIndex(m_runs->current());

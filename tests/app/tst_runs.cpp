@@ -5,6 +5,7 @@
 // With RPCSCOPE_SHOT_DIR set, the window after two runs is saved there as runs-two.png.
 
 #include "clock.h"
+#include "labpanel.h"
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
@@ -19,6 +20,8 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
+#include <QSpinBox>
+#include <QTabBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -303,14 +306,14 @@ private slots:
             if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+R"))) runTexts << a->text();
         QCOMPARE(runTexts, QStringList{QStringLiteral("Run retry-basic as a new run")});
 
-        // While a run is recorded, the others cannot be shown; Ctrl+W closes a run.
+        // While a run is recorded it cannot be closed; Ctrl+W closes a run.
         QVERIFY(window.closeRun(2));
         QCOMPARE(window.runs()->count(), 2);
         {
             QSignalSpy finished(&window, &MainWindow::runFinished);
             window.runScenario();
             QVERIFY(window.isRecording());
-            QVERIFY(!window.showRun(0));
+            QVERIFY(!window.closeRun(window.runs()->current(), false));
             QTRY_VERIFY(window.windowTitle().endsWith(QStringLiteral("— recording")) ||
                         !window.isRecording());
             QVERIFY(finished.wait(60000));
@@ -326,6 +329,117 @@ private slots:
         QVERIFY(!window.close());
         QVERIFY2(asked.contains(QStringLiteral("retry-basic (2)")), qPrintable(asked));
         window.setPromptOnClose(false);
+        m_window = nullptr;
+        window.close();
+    }
+
+    // Issue 17: an earlier run can be shown while a lab run keeps recording; the recording run's batches go
+    // to its archive, so the run shown does not change and the recording run has every call when it comes
+    // back.
+    void earlierRunWhileRecording()
+    {
+        TimelineModel model;
+        lab::LabSession lab;
+        // Every event the lab hands over, counted before the model sees it.
+        auto handedOver = std::make_shared<std::atomic<size_t>>(0);
+        auto toModel = queuedSinkTo(&model);
+        std::string error;
+        QVERIFY2(lab.start(
+                     [handedOver, toModel](EventBatch &&batch) {
+                         handedOver->fetch_add(batch.size());
+                         toModel(std::move(batch));
+                     },
+                     &error),
+                 error.c_str());
+        MainWindow window(&model, &lab, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        m_model = &model;
+        m_window = &window;
+
+        runAndWait();
+        const size_t calls1 = model.store().calls().size();
+        const size_t events1 = model.eventLog().eventCount();
+        const qint64 origin1 = model.store().originNs();
+        QTRY_COMPARE_WITH_TIMEOUT(handedOver->load(), events1, 10000);
+
+        // A long run: the scenario repeated.
+        constexpr int kRepeat = 6;
+        auto *repeat = window.labPanel()->findChild<QSpinBox *>(QStringLiteral("repeat"));
+        QVERIFY(repeat);
+        repeat->setValue(kRepeat);
+        QSignalSpy verdicts(&window, &MainWindow::scenarioFinished);
+        QSignalSpy finished(&window, &MainWindow::runFinished);
+        window.runScenario();
+        QVERIFY(window.isRecording());
+        QCOMPARE(window.runs()->count(), 2);
+        QCOMPARE(window.recordingRun(), 1);
+        QTRY_VERIFY_WITH_TIMEOUT(!model.store().calls().empty(), 20000);
+        QVERIFY(window.isRecording());
+
+        // The earlier run, by its tab, while the second records: the tab is not refused.
+        QVERIFY(window.runBar()->isTabEnabled(0));
+        window.runBar()->setCurrentIndex(0);
+        QTRY_COMPARE(window.runs()->current(), 0);
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(model.store().originNs(), origin1);
+        QVERIFY(model.isDiverting());
+        QVERIFY2(
+            window.windowTitle().endsWith(QStringLiteral("— retry-basic (2) recording in the background")),
+            qPrintable(window.windowTitle()));
+        QVERIFY2(window.runBar()->tabText(1).contains(QStringLiteral("● recording")),
+                 qPrintable(window.runBar()->tabText(1)));
+        QVERIFY(!window.runBar()->tabText(0).contains(QStringLiteral("recording")));
+        QVERIFY(window.runBar()->tabToolTip(1).contains(QStringLiteral("recording in the background")));
+        // Recording runs cannot be closed, even in the background.
+        QVERIFY(!window.closeRun(1, false));
+
+        // Batches keep arriving for the second run (its archive grows, its tab counts them) while the run
+        // shown stays as it was.
+        const size_t archivedAtSwitch = window.runs()->at(1).log.eventCount();
+        QTRY_VERIFY_WITH_TIMEOUT(window.runs()->at(1).log.eventCount() > archivedAtSwitch + 100, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(verdicts.size() >= 2, 60000);
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(model.eventLog().eventCount(), events1);
+        QVERIFY(window.runs()->at(1).calls > 0);
+        QVERIFY(window.runs()->at(1).unsaved);
+        // A replay of the run shown is allowed: it is not the one recording.
+        qint64 now = 0;
+        window.replayer()->setClock([&now] { return now; });
+        QVERIFY(window.startReplay(false));
+        now = window.replayer()->endNs() - window.replayer()->startNs() + 1;
+        window.replayer()->tick();
+        window.stopReplay();
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(model.eventLog().eventCount(), events1);
+
+        QVERIFY(finished.wait(120000));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.isRecording(), 10000);
+        QCOMPARE(window.recordingRun(), -1);
+        QTRY_VERIFY(!window.windowTitle().contains(QStringLiteral("recording")));
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(model.eventLog().eventCount(), events1);
+        // Every repetition judged by the lab, and as expected: the verdicts do not read the stage.
+        QCOMPARE(verdicts.size(), kRepeat);
+        for (const QList<QVariant> &v : verdicts)
+            QVERIFY2(v.at(0).toBool(), qPrintable(v.at(1).toString()));
+
+        // Every batch the lab handed over is in the second run's archive once the queue has drained.
+        QTRY_COMPARE_WITH_TIMEOUT(window.runs()->at(1).log.eventCount(), handedOver->load() - events1, 10000);
+        QVERIFY(window.showRun(1));
+        QVERIFY(!model.isDiverting());
+        QCOMPARE(model.eventLog().eventCount(), handedOver->load() - events1);
+        QCOMPARE(model.store().calls().size(),
+                 calls1 * kRepeat); // each repetition makes the first run's calls
+        QVERIFY(std::all_of(model.store().calls().begin(), model.store().calls().end(),
+                            [](const Call &c) { return c.endNs().has_value(); }));
+        QVERIFY(model.store().originNs() > origin1);
+        QVERIFY(window.windowTitle().endsWith(QStringLiteral("(unsaved)")));
+        // And the first run is still whole.
+        QVERIFY(window.showRun(0));
+        QCOMPARE(model.store().calls().size(), calls1);
         m_window = nullptr;
         window.close();
     }
