@@ -4,7 +4,10 @@
 //
 // With RPCSCOPE_SHOT_DIR set, the window after two runs is saved there as runs-two.png.
 
+#include "capturefile.h"
+#include "capturereader.h"
 #include "clock.h"
+#include "labclient.h"
 #include "labpanel.h"
 #include "labsession.h"
 #include "mainwindow.h"
@@ -440,6 +443,96 @@ private slots:
         // And the first run is still whole.
         QVERIFY(window.showRun(0));
         QCOMPARE(model.store().calls().size(), calls1);
+        m_window = nullptr;
+        window.close();
+    }
+
+    // The same with a live capture recording to a file: the calls made while an earlier run is shown are in
+    // the capture's run when it comes back, and in the recording, and never on the run shown.
+    void earlierRunWhileCaptureRecords()
+    {
+        TimelineModel model;
+        lab::LabSession lab;
+        std::string error;
+        QVERIFY2(lab.start(queuedSinkTo(&model), &error), error.c_str());
+        MainWindow window(&model, &lab, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        m_model = &model;
+        m_window = &window;
+        runAndWait();
+        const size_t calls1 = model.store().calls().size();
+        const size_t events1 = model.eventLog().eventCount();
+
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("live.rpcscope"));
+        CaptureSession *capture = window.captureSession();
+        capture->setRecordTo(file);
+        const QString target = QStringLiteral("127.0.0.1:%1").arg(lab.serverAddress().port);
+        QString startError;
+        QVERIFY2(capture->start({{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"), target}}, false,
+                                &startError),
+                 qPrintable(startError));
+        QVERIFY(window.isRecording());
+        QCOMPARE(window.runs()->count(), 2);
+        QCOMPARE(window.recordingRun(), 1);
+        auto call = [](lab::LabClient &client, const std::string &id) {
+            lab::CallRequest r;
+            r.set_call_id(id);
+            r.set_response_size(10);
+            return client.call(r, std::chrono::seconds(5)).code;
+        };
+        std::set<std::string> keys;
+        {
+            lab::LabClient client(capture->hops()[0].listen.toStdString(), {});
+            for (int i = 0; i < 3; ++i) {
+                keys.insert("before-" + std::to_string(i));
+                QCOMPARE(call(client, "before-" + std::to_string(i)), 0);
+            }
+            QTRY_COMPARE_WITH_TIMEOUT(model.store().calls().size(), size_t(3), 5000);
+
+            QVERIFY(window.showRun(0));
+            QCOMPARE(model.store().calls().size(), calls1);
+            QVERIFY2(window.windowTitle().endsWith(QStringLiteral("— capture recording in the background")),
+                     qPrintable(window.windowTitle()));
+            for (int i = 0; i < 5; ++i) {
+                keys.insert("during-" + std::to_string(i));
+                QCOMPARE(call(client, "during-" + std::to_string(i)), 0);
+            }
+            QTRY_COMPARE_WITH_TIMEOUT(window.runs()->at(1).calls, size_t(8), 5000);
+            QCOMPARE(model.store().calls().size(), calls1);
+            QCOMPARE(model.eventLog().eventCount(), events1);
+        }
+        capture->stop();
+        QVERIFY(!window.isRecording());
+        QCoreApplication::sendPostedEvents(); // the last batches (connections closing) reach the archive
+        QCOMPARE(model.store().calls().size(), calls1);
+        QCOMPARE(model.eventLog().eventCount(), events1);
+        QTRY_VERIFY(!window.windowTitle().contains(QStringLiteral("recording")));
+
+        // The recording has every call of the capture.
+        CaptureData recorded;
+        const CaptureReadResult r = readCaptureFile(file, &recorded);
+        QVERIFY2(r.status == CaptureReadResult::Ok, r.message.c_str());
+        TimelineStore replayed;
+        replayCapture(recorded, replayed);
+        std::set<std::string> inFile;
+        for (const Call &c : replayed.calls())
+            inFile.insert(c.key);
+        QCOMPARE(inFile, keys);
+
+        // And so has the capture's run, back on stage: the same calls and events as the file.
+        QVERIFY(window.showRun(1));
+        std::set<std::string> shown;
+        for (const Call &c : model.store().calls())
+            shown.insert(c.key);
+        QCOMPARE(shown, keys);
+        size_t fileEvents = 0;
+        for (const EventBatch &b : recorded.batches)
+            fileEvents += b.size();
+        QCOMPARE(model.eventLog().eventCount(), fileEvents);
         m_window = nullptr;
         window.close();
     }
