@@ -20,10 +20,12 @@
 #include "timelinepainter.h"
 
 #include <QApplication>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabBar>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -502,6 +504,20 @@ private slots:
                 QCOMPARE(call(client, "during-" + std::to_string(i)), 0);
             }
             QTRY_COMPARE_WITH_TIMEOUT(window.runs()->at(1).calls, size_t(8), 5000);
+            // The tab counts the calls that arrive in the background.
+            QTRY_VERIFY(window.runBar()->tabToolTip(1).contains(QStringLiteral("8 calls")));
+            QVERIFY2(
+                window.statusText().contains(QStringLiteral("capture recording in the background (8 calls)")),
+                qPrintable(window.statusText()));
+            // The session line on the right follows within its second.
+            auto *line = window.statusBar()->findChild<QLabel *>();
+            QVERIFY(line);
+            QTRY_VERIFY_WITH_TIMEOUT(line->text().contains(QStringLiteral("recording in the background")),
+                                     3000);
+            const QString shotDir = QString::fromLocal8Bit(qgetenv("RPCSCOPE_SHOT_DIR"));
+            if (!shotDir.isEmpty()) {
+                QVERIFY(window.grab().save(QDir(shotDir).filePath(QStringLiteral("runs-background.png"))));
+            }
             QCOMPARE(model.store().calls().size(), calls1);
             QCOMPARE(model.eventLog().eventCount(), events1);
         }
