@@ -189,6 +189,7 @@ void TimelineModel::applyBatch(const EventBatch &batch)
     StoreChanges ch;
     m_store.apply(batch, &ch);
     m_log.append(batch);
+    m_stats.update(m_store, ch);
 
     // Existing calls that gained attempts: one insertion per call.
     for (size_t call : ch.callsWithNewAttempts) {
@@ -284,7 +285,9 @@ bool TimelineModel::enforceRetention()
         endRemoveRows();
     }
     TimelineStore::Evicted gone;
+    m_stats.forget(m_store, evicted);
     m_store.evict(evicted, &gone);
+    m_stats.afterEviction(m_store);
     m_removedRuns.clear();
     m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs(), gone.pinnedKept);
     m_callsAtLastCheck = m_store.calls().size();
@@ -321,6 +324,7 @@ void TimelineModel::replay(const CaptureData &data)
         m_store.apply(batch);
         m_log.append(batch);
     }
+    m_stats.rebuild(m_store);
     m_publishedAttempts.clear();
     for (const Call &call : m_store.calls())
         m_publishedAttempts.push_back(int(call.attempts.size()));
@@ -333,6 +337,7 @@ void TimelineModel::clear()
     beginResetModel();
     m_store.clear();
     m_log.clear();
+    m_stats.clear();
     if (m_headers) m_headers->clear();
     m_publishedAttempts.clear();
     endResetModel();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "callstats.h"
 #include "capturedata.h"
 #include "eventlog.h"
 #include "headerlog.h"
@@ -49,6 +50,9 @@ public:
     explicit TimelineModel(QObject *parent = nullptr);
 
     const TimelineStore &store() const { return m_store; }
+    // Statistics of every call applied since the last clear() or replay(), evicted ones included
+    // (callstats.h); updated with each batch.
+    const CallStats &stats() const { return m_stats; }
     // Every batch applied since the last clear(), for saving the session as a capture file (capturefile.h).
     const EventLog &eventLog() const { return m_log; }
     // Replaces everything with an opened capture file (one model reset, however large), keeping its batches
@@ -105,6 +109,7 @@ signals:
 
 private:
     TimelineStore m_store;
+    CallStats m_stats;
     EventLog m_log;
     std::optional<HeaderLog> m_headers;
     std::function<bool(const rpcscope::EventBatch &)> m_divert;

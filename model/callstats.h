@@ -1,0 +1,169 @@
+#pragma once
+
+// Statistics over many calls (issue 20): per method and per hop, the calls and attempts, how the calls ended
+// (from the client's side, clientoutcome.h), exact latency percentiles, a logarithmic latency histogram, the
+// attempts-per-call distribution and the backoff gaps against their expected range. Kept incrementally:
+// TimelineModel updates it with every applied batch (O(calls that changed)), and reading a percentile sorts
+// only what arrived since the last read. Calls that retention evicts stay counted.
+
+#include "timeline.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace rpcscope {
+
+class TimelineStore;
+struct StoreChanges;
+
+// Logarithmic latency buckets in a 1-2-5 series, so that their edges read as round numbers: bucket 0 holds
+// [0, 10 µs), bucket i holds [edge(i-1), edge(i)), the last one everything from 200 s on.
+struct LatencyBuckets
+{
+    static constexpr int kEdges = 23; // 10 µs, 20 µs, 50 µs, 100 µs, ... 100 s, 200 s
+    static constexpr int kCount = kEdges + 1;
+    static std::int64_t edgeNs(int i); // upper edge of bucket i (exclusive); i < kEdges
+    static int bucketOf(std::int64_t ns);
+    // Bucket i's range [lo, hi) in ns; hi is INT64_MAX for the last one.
+    static std::pair<std::int64_t, std::int64_t> rangeNs(int i);
+};
+
+// A multiset of latencies with exact nearest-rank percentiles and LatencyBuckets counts. add() and remove()
+// are O(1); a read merges what changed since the previous read into a sorted array.
+class LatencyRecorder
+{
+public:
+    void add(std::int64_t ns);
+    // Removes one value added before (a call that was counted as ended started another attempt).
+    void remove(std::int64_t ns);
+    size_t count() const { return m_count; }
+    // The smallest recorded value v with at least ceil(q * count) values <= v (q in (0, 1]); nullopt when
+    // empty. percentile(1.0) is the maximum.
+    std::optional<std::int64_t> percentile(double q) const;
+    std::optional<std::int64_t> max() const { return percentile(1.0); }
+    const std::array<std::uint64_t, LatencyBuckets::kCount> &buckets() const { return m_buckets; }
+    void clear();
+
+private:
+    void settle() const;
+    size_t m_count = 0;
+    std::array<std::uint64_t, LatencyBuckets::kCount> m_buckets{};
+    mutable std::vector<std::int64_t> m_sorted, m_added, m_removed;
+};
+
+// How a call ended, as the client saw it. Every call is in exactly one category.
+enum class CallCategory : std::uint8_t
+{
+    OkFirstTry,         // OK with a single attempt
+    OkAfterRetry,       // OK after more than one attempt (transparent retries included)
+    FailedAfterRetries, // failed after more than one attempt
+    FailedNoRetry,      // failed on its only attempt (a code the policy does not retry, or no policy)
+    FailedFast,         // failed without a request on the wire (a client policy's "fast-fail" lab event)
+    DeadlineExceeded,   // the client got DEADLINE_EXCEEDED, whatever the attempts
+    InFlight,           // not ended yet (or between attempts: it moves once the next attempt is seen)
+};
+constexpr int kCallCategories = 7;
+// "OK first try", "OK after retry", "failed after retries", "failed, no retry", "failed fast",
+// "deadline exceeded", "in flight".
+const char *categoryLabel(CallCategory c);
+// The same as JSON keys: "ok_first_try", "ok_after_retry", "failed_after_retries", "failed_no_retry",
+// "failed_fast", "deadline_exceeded", "in_flight".
+const char *categoryKey(CallCategory c);
+
+// Backoff gaps (between a call's attempts) against the range the client's policy allows
+// (Call::expectedGapNs).
+struct GapCounts
+{
+    std::uint64_t within = 0;
+    std::uint64_t early = 0;       // shorter than the range allows
+    std::uint64_t late = 0;        // longer
+    std::uint64_t noPolicy = 0;    // the call did not say its policy: no range to measure against
+    std::uint64_t transparent = 0; // a transparent retry: no backoff expected
+    std::uint64_t total() const { return within + early + late + noPolicy + transparent; }
+};
+
+// One row of the table: all calls (hop and method empty), the calls of one method, or of one hop.
+struct StatsRow
+{
+    enum class Kind : std::uint8_t
+    {
+        Total,
+        Method,
+        Hop
+    };
+    Kind kind = Kind::Total;
+    std::string key; // the method (:path) or hop label; empty for Total (and for the main proxy's hop)
+
+    std::uint64_t calls = 0;    // every category, failed fast included
+    std::uint64_t attempts = 0; // attempts on the wire, transparent retries included
+    std::uint64_t transparentRetries = 0;
+    std::array<std::uint64_t, kCallCategories> outcomes{};
+    LatencyRecorder callLatency;    // ended calls: first attempt's start to the client's outcome
+    LatencyRecorder attemptLatency; // ended attempts: start to end
+    // attemptsPerCall[n]: calls (on the wire, in flight included) with n attempts; [0] stays 0.
+    std::vector<std::uint64_t> attemptsPerCall;
+    GapCounts gaps;
+
+    std::uint64_t count(CallCategory c) const { return outcomes[size_t(c)]; }
+    // Attempts per call on the wire: the load the retries added (1.0 = none).
+    double amplification() const;
+};
+
+// The statistics of one timeline.
+class CallStats
+{
+public:
+    // Everything again from the store's calls (and its fast-fail lab events).
+    void rebuild(const TimelineStore &store);
+    // Follows one applied batch: the new calls and the calls that changed.
+    void update(const TimelineStore &store, const StoreChanges &changes);
+    // Retention: before the store evicts these calls (store indices), so that what follows each call goes;
+    // their counts stay. Then afterEviction() once the store has evicted them.
+    void forget(const TimelineStore &store, const std::vector<size_t> &calls);
+    void afterEviction(const TimelineStore &store);
+    void clear();
+
+    const StatsRow &total() const { return m_total; }
+    // By key. A call counts in one method row and one hop row.
+    const std::map<std::string, StatsRow> &methods() const { return m_methods; }
+    const std::map<std::string, StatsRow> &hops() const { return m_hops; }
+    const StatsRow *find(StatsRow::Kind kind, const std::string &key) const;
+    // Increments whenever any count changes.
+    std::uint64_t generation() const { return m_generation; }
+
+    // What a call contributes, as the rows count it.
+    static CallCategory categoryOf(const Call &call, const TimelineStore &store);
+    // Ended calls only: first attempt's start to when the client got its outcome.
+    static std::optional<std::int64_t> callLatencyNs(const Call &call, const TimelineStore &store);
+    // The row a call belongs to: Total matches every call.
+    static bool rowMatches(StatsRow::Kind kind, const std::string &key, const Call &call);
+
+private:
+    struct Contribution
+    {
+        StatsRow *method = nullptr, *hop = nullptr; // map nodes stay put
+        CallCategory category = CallCategory::InFlight;
+        std::uint32_t attempts = 0;
+        std::uint32_t transparent = 0;
+        std::optional<std::int64_t> latencyNs;
+        std::uint64_t attemptsCounted = 0; // bit k: attempt k's latency was added
+        GapCounts gaps;
+    };
+    void account(const TimelineStore &store, const Call &call);
+    void apply(const Contribution &c, int sign);
+    StatsRow &row(std::map<std::string, StatsRow> &rows, StatsRow::Kind kind, const std::string &key);
+    void countFastFails(const TimelineStore &store);
+
+    StatsRow m_total;
+    std::map<std::string, StatsRow> m_methods, m_hops;
+    std::unordered_map<std::uint64_t, Contribution> m_byCall; // Call::serial -> what it added
+    size_t m_labEventsSeen = 0;
+    std::uint64_t m_generation = 0;
+};
+
+} // namespace rpcscope
