@@ -50,19 +50,78 @@ std::pair<std::int64_t, std::int64_t> LatencyBuckets::rangeNs(int i)
     return {lo, hi};
 }
 
+void LatencyRecorder::locate(std::int64_t ns, int *octave, int *bin, std::int64_t *lower)
+{
+    const std::uint64_t v = std::uint64_t(std::max<std::int64_t>(0, ns));
+    if (v < (std::uint64_t(1) << kSubBits)) {
+        *octave = 0;
+        *bin = int(v);
+        *lower = std::int64_t(v);
+        return;
+    }
+    // Octave k >= 1 holds [2^(k+kSubBits-1), 2^(k+kSubBits)), in 2^kSubBits bins of 2^(k-1) ns each.
+    const int top = 63 - __builtin_clzll(v); // >= kSubBits
+    const int shift = top - kSubBits + 1;
+    *octave = shift;
+    *bin = int((v >> shift) - (std::uint64_t(1) << (kSubBits - 1))) * 2 + int(v >> (shift - 1) & 1);
+    *lower = std::int64_t((v >> (shift - 1)) << (shift - 1));
+}
+
+void LatencyRecorder::change(std::int64_t ns, int sign)
+{
+    int octave = 0, bin = 0;
+    std::int64_t lower = 0;
+    locate(ns, &octave, &bin, &lower);
+    if (size_t(octave) >= m_octaves.size()) {
+        if (sign < 0) return;
+        m_octaves.resize(size_t(octave) + 1);
+    }
+    Octave &o = m_octaves[size_t(octave)];
+    if (o.bins.empty()) {
+        if (sign < 0) return;
+        o.bins.resize(size_t(1) << kSubBits);
+    }
+    Bin &b = o.bins[size_t(bin)];
+    if (sign < 0 && b.count == 0) return; // never added: nothing to take out
+    const std::int64_t offset = std::max<std::int64_t>(0, ns) - lower;
+    if (sign > 0) {
+        ++b.count;
+        b.offsetSum += offset;
+        ++o.count;
+        ++m_count;
+        ++m_buckets[size_t(LatencyBuckets::bucketOf(ns))];
+    } else {
+        --b.count;
+        b.offsetSum -= offset;
+        --o.count;
+        --m_count;
+        --m_buckets[size_t(LatencyBuckets::bucketOf(ns))];
+    }
+}
+
 void LatencyRecorder::add(std::int64_t ns)
 {
-    ++m_count;
-    ++m_buckets[size_t(LatencyBuckets::bucketOf(ns))];
-    m_added.push_back(ns);
+    m_pendingAdd.push_back(ns);
+    if (m_pendingAdd.size() >= kPendingLimit) fold();
 }
 
 void LatencyRecorder::remove(std::int64_t ns)
 {
-    if (m_count == 0) return;
-    --m_count;
-    --m_buckets[size_t(LatencyBuckets::bucketOf(ns))];
-    m_removed.push_back(ns);
+    m_pendingRemove.push_back(ns);
+    if (m_pendingRemove.size() >= kPendingLimit) fold();
+}
+
+void LatencyRecorder::fold() const
+{
+    if (m_pendingAdd.empty() && m_pendingRemove.empty()) return;
+    // Adds first: a value removed in the same window was added before it.
+    auto *self = const_cast<LatencyRecorder *>(this);
+    for (std::int64_t v : m_pendingAdd)
+        self->change(v, +1);
+    for (std::int64_t v : m_pendingRemove)
+        self->change(v, -1);
+    m_pendingAdd.clear();
+    m_pendingRemove.clear();
 }
 
 void LatencyRecorder::clear()
@@ -70,44 +129,37 @@ void LatencyRecorder::clear()
     *this = LatencyRecorder();
 }
 
-void LatencyRecorder::settle() const
-{
-    if (m_added.empty() && m_removed.empty()) return;
-    std::sort(m_added.begin(), m_added.end());
-    std::sort(m_removed.begin(), m_removed.end());
-    std::vector<std::int64_t> merged;
-    merged.reserve(m_sorted.size() + m_added.size());
-    std::merge(m_sorted.begin(), m_sorted.end(), m_added.begin(), m_added.end(), std::back_inserter(merged));
-    if (!m_removed.empty()) {
-        // A multiset difference: each removed value takes one equal value out.
-        size_t out = 0, r = 0;
-        for (size_t i = 0; i < merged.size(); ++i) {
-            while (r < m_removed.size() && m_removed[r] < merged[i])
-                ++r; // removing a value never added: nothing to take out
-            if (r < m_removed.size() && m_removed[r] == merged[i]) {
-                ++r;
-                continue;
-            }
-            merged[out++] = merged[i];
-        }
-        merged.resize(out);
-    }
-    m_sorted = std::move(merged);
-    m_added.clear();
-    m_removed.clear();
-}
-
 std::optional<std::int64_t> LatencyRecorder::percentile(double q) const
 {
-    settle();
-    if (m_sorted.empty() || !(q > 0)) return std::nullopt;
-    const size_t n = m_sorted.size();
+    fold();
+    if (m_count == 0 || !(q > 0)) return std::nullopt;
+    const std::uint64_t n = m_count;
     // Nearest rank, ceil(q * n), without letting 0.9 * 10 = 9.000000000000002 round up to 10.
     const double r = std::min(1.0, q) * double(n);
-    size_t rank = size_t(r);
+    std::uint64_t rank = std::uint64_t(r);
     if (r - double(rank) > 1e-9) ++rank;
-    rank = std::clamp<size_t>(rank, 1, n);
-    return m_sorted[rank - 1];
+    rank = std::clamp<std::uint64_t>(rank, 1, n);
+    std::uint64_t seen = 0;
+    for (size_t k = 0; k < m_octaves.size(); ++k) {
+        const Octave &o = m_octaves[k];
+        if (seen + o.count < rank) {
+            seen += o.count;
+            continue;
+        }
+        for (size_t i = 0; i < o.bins.size(); ++i) {
+            const Bin &b = o.bins[i];
+            if (seen + b.count < rank) {
+                seen += b.count;
+                continue;
+            }
+            const int shift = int(k);
+            const std::int64_t lower =
+                k == 0 ? std::int64_t(i) : std::int64_t(((std::uint64_t(1) << kSubBits) + i) << (shift - 1));
+            // The mean of the bin's values, rounded to the nearest ns.
+            return lower + (b.offsetSum + std::int64_t(b.count / 2)) / std::int64_t(b.count);
+        }
+    }
+    return std::nullopt; // counts out of step: cannot happen
 }
 
 const char *categoryLabel(CallCategory c)
@@ -158,25 +210,33 @@ double StatsRow::amplification() const
     return onWire ? double(attempts) / double(onWire) : 0.0;
 }
 
-CallCategory CallStats::categoryOf(const Call &call, const TimelineStore &store)
+namespace {
+CallCategory categoryFrom(const Call &call, const ClientOutcome &co)
 {
-    if (call.attempts.empty()) return CallCategory::InFlight;
-    const ClientOutcome co = clientOutcome(call, store);
-    if (co.source == ClientOutcome::Source::InFlight) return CallCategory::InFlight;
+    if (call.attempts.empty() || co.source == ClientOutcome::Source::InFlight) return CallCategory::InFlight;
     if (co.status == kStatusDeadlineExceeded) return CallCategory::DeadlineExceeded;
     const bool retried = call.attempts.size() > 1;
     if (co.status == kStatusOk) return retried ? CallCategory::OkAfterRetry : CallCategory::OkFirstTry;
     return retried ? CallCategory::FailedAfterRetries : CallCategory::FailedNoRetry;
 }
 
-std::optional<std::int64_t> CallStats::callLatencyNs(const Call &call, const TimelineStore &store)
+std::optional<std::int64_t> latencyFrom(const Call &call, const ClientOutcome &co)
 {
-    if (call.attempts.empty()) return std::nullopt;
-    const ClientOutcome co = clientOutcome(call, store);
-    if (co.source == ClientOutcome::Source::InFlight) return std::nullopt;
+    if (call.attempts.empty() || co.source == ClientOutcome::Source::InFlight) return std::nullopt;
     const auto end = co.atNs ? co.atNs : call.endNs();
     if (!end) return std::nullopt;
     return std::max<std::int64_t>(0, *end - call.startNs());
+}
+} // namespace
+
+CallCategory CallStats::categoryOf(const Call &call, const TimelineStore &store)
+{
+    return categoryFrom(call, clientOutcome(call, store));
+}
+
+std::optional<std::int64_t> CallStats::callLatencyNs(const Call &call, const TimelineStore &store)
+{
+    return latencyFrom(call, clientOutcome(call, store));
 }
 
 bool CallStats::rowMatches(StatsRow::Kind kind, const std::string &key, const Call &call)
@@ -216,6 +276,8 @@ void CallStats::clear()
     m_methods.clear();
     m_hops.clear();
     m_byCall.clear();
+    m_stragglers.clear();
+    m_firstSerial = 0;
     m_labEventsSeen = 0;
     ++m_generation;
 }
@@ -242,8 +304,37 @@ void CallStats::update(const TimelineStore &store, const StoreChanges &changes)
 
 void CallStats::forget(const TimelineStore &store, const std::vector<size_t> &calls)
 {
-    for (size_t i : calls)
-        if (i < store.calls().size()) m_byCall.erase(store.calls()[i].serial);
+    std::uint64_t upTo = 0; // slots below this go
+    for (size_t i : calls) {
+        if (i >= store.calls().size()) continue;
+        const std::uint64_t serial = store.calls()[i].serial;
+        if (serial >= m_firstSerial && serial - m_firstSerial < m_byCall.size()) {
+            m_byCall[serial - m_firstSerial].gone = true;
+            upTo = std::max(upTo, serial - m_firstSerial + 1);
+        } else {
+            m_stragglers.erase(serial);
+        }
+    }
+    // Eviction takes the oldest calls, and serials rise with them: the front of the deque goes. The calls
+    // among them that stay (in flight, pinned) move aside, so one call that never ends holds nothing up.
+    for (std::uint64_t k = 0; k < upTo; ++k) {
+        if (!m_byCall.front().gone && m_byCall.front().method)
+            m_stragglers.emplace(m_firstSerial, m_byCall.front());
+        m_byCall.pop_front();
+        ++m_firstSerial;
+    }
+}
+
+CallStats::Contribution *CallStats::slot(std::uint64_t serial)
+{
+    if (m_byCall.empty() && m_stragglers.empty()) m_firstSerial = serial;
+    if (serial < m_firstSerial) {
+        const auto it = m_stragglers.find(serial);
+        return it == m_stragglers.end() ? nullptr : &it->second;
+    }
+    const std::uint64_t k = serial - m_firstSerial;
+    if (k >= m_byCall.size()) m_byCall.resize(k + 1);
+    return &m_byCall[k];
 }
 
 void CallStats::afterEviction(const TimelineStore &store)
@@ -293,17 +384,20 @@ void CallStats::apply(const Contribution &c, int sign)
 
 void CallStats::account(const TimelineStore &store, const Call &call)
 {
-    auto [it, fresh] = m_byCall.try_emplace(call.serial);
-    Contribution &c = it->second;
+    Contribution *slotOf = slot(call.serial);
+    if (!slotOf) return; // forgotten: evicted, it cannot change
+    Contribution &c = *slotOf;
+    const bool fresh = !c.method;
     if (fresh) {
         c.method = &row(m_methods, StatsRow::Kind::Method, call.method);
         c.hop = &row(m_hops, StatsRow::Kind::Hop, call.hop);
     } else {
         apply(c, -1);
     }
-    c.category = categoryOf(call, store);
+    const ClientOutcome co = clientOutcome(call, store);
+    c.category = categoryFrom(call, co);
     c.attempts = std::uint32_t(call.attempts.size());
-    c.latencyNs = c.category == CallCategory::InFlight ? std::nullopt : callLatencyNs(call, store);
+    c.latencyNs = latencyFrom(call, co);
     c.transparent = 0;
     c.gaps = {};
     for (size_t k = 1; k < call.attempts.size(); ++k) {

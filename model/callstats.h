@@ -1,15 +1,16 @@
 #pragma once
 
 // Statistics over many calls (issue 20): per method and per hop, the calls and attempts, how the calls ended
-// (from the client's side, clientoutcome.h), exact latency percentiles, a logarithmic latency histogram, the
-// attempts-per-call distribution and the backoff gaps against their expected range. Kept incrementally:
-// TimelineModel updates it with every applied batch (O(calls that changed)), and reading a percentile sorts
-// only what arrived since the last read. Calls that retention evicts stay counted.
+// (from the client's side, clientoutcome.h), latency percentiles (to 0.4 %), a logarithmic latency histogram,
+// the attempts-per-call distribution and the backoff gaps against their expected range. Kept incrementally:
+// TimelineModel updates it with every applied batch (O(calls that changed)), and reading a percentile costs
+// the same however many calls were counted. Calls that retention evicts stay counted.
 
 #include "timeline.h"
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,27 +34,56 @@ struct LatencyBuckets
     static std::pair<std::int64_t, std::int64_t> rangeNs(int i);
 };
 
-// A multiset of latencies with exact nearest-rank percentiles and LatencyBuckets counts. add() and remove()
-// are O(1); a read merges what changed since the previous read into a sorted array.
+// Latencies counted in fine log-linear bins (256 per doubling, each under 0.4 % wide), with the sum of the
+// values in each: a percentile is the mean of the values in the bin its rank falls in, so it is exact when
+// that bin holds one distinct value and within 0.4 % otherwise, and add(), remove() and every read cost the
+// same however many values were counted. Also the LatencyBuckets counts, exactly.
 class LatencyRecorder
 {
 public:
     void add(std::int64_t ns);
-    // Removes one value added before (a call that was counted as ended started another attempt).
+    // Removes one value added before (a call that was counted as ended started another attempt). A value
+    // never added takes nothing out.
     void remove(std::int64_t ns);
-    size_t count() const { return m_count; }
-    // The smallest recorded value v with at least ceil(q * count) values <= v (q in (0, 1]); nullopt when
-    // empty. percentile(1.0) is the maximum.
+    std::uint64_t count() const
+    {
+        fold();
+        return m_count;
+    }
+    // Nearest rank: the value of rank ceil(q * count) (q in (0, 1]), as above; nullopt when empty.
+    // percentile(1.0) is the maximum.
     std::optional<std::int64_t> percentile(double q) const;
     std::optional<std::int64_t> max() const { return percentile(1.0); }
-    const std::array<std::uint64_t, LatencyBuckets::kCount> &buckets() const { return m_buckets; }
+    const std::array<std::uint64_t, LatencyBuckets::kCount> &buckets() const
+    {
+        fold();
+        return m_buckets;
+    }
     void clear();
 
+    static constexpr int kSubBits = 8;
+
 private:
-    void settle() const;
-    size_t m_count = 0;
-    std::array<std::uint64_t, LatencyBuckets::kCount> m_buckets{};
-    mutable std::vector<std::int64_t> m_sorted, m_added, m_removed;
+    struct Bin
+    {
+        std::uint64_t count = 0;
+        std::int64_t offsetSum = 0; // sum of (value - the bin's lower edge): exact, and far from overflow
+    };
+    struct Octave
+    {
+        std::uint64_t count = 0;
+        std::vector<Bin> bins; // 1 << kSubBits, allocated on first use
+    };
+    static void locate(std::int64_t ns, int *octave, int *bin, std::int64_t *lower);
+    void change(std::int64_t ns, int sign);
+    // Values arrive one by one between a batch's other work, which pushes the bins out of the cache: they
+    // wait here and go into the bins together, when a read needs them or enough have gathered.
+    static constexpr size_t kPendingLimit = 4096;
+    void fold() const;
+    mutable std::vector<std::int64_t> m_pendingAdd, m_pendingRemove;
+    mutable std::uint64_t m_count = 0;
+    mutable std::array<std::uint64_t, LatencyBuckets::kCount> m_buckets{};
+    mutable std::vector<Octave> m_octaves; // octave 0: values below 1 << kSubBits, one bin per ns
 };
 
 // How a call ended, as the client saw it. Every call is in exactly one category.
@@ -153,6 +183,7 @@ private:
         std::optional<std::int64_t> latencyNs;
         std::uint64_t attemptsCounted = 0; // bit k: attempt k's latency was added
         GapCounts gaps;
+        bool gone = false; // evicted from the store
     };
     void account(const TimelineStore &store, const Call &call);
     void apply(const Contribution &c, int sign);
@@ -161,7 +192,10 @@ private:
 
     StatsRow m_total;
     std::map<std::string, StatsRow> m_methods, m_hops;
-    std::unordered_map<std::uint64_t, Contribution> m_byCall; // Call::serial -> what it added
+    std::deque<Contribution> m_byCall; // by Call::serial - m_firstSerial: what each call added
+    std::uint64_t m_firstSerial = 0;
+    std::unordered_map<std::uint64_t, Contribution> m_stragglers; // kept calls older than the deque's front
+    Contribution *slot(std::uint64_t serial);
     size_t m_labEventsSeen = 0;
     std::uint64_t m_generation = 0;
 };

@@ -44,6 +44,21 @@ QString whatItIs(const QByteArray &head)
 
 CaptureReadResult readCaptureFile(const QString &path, CaptureData *out, const CaptureProgress &progress)
 {
+    return readCaptureFileTo(path, out, {}, progress);
+}
+
+CaptureReadResult readCaptureFile(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
+                                  const CaptureProgress &progress)
+{
+    CaptureData data;
+    CaptureReadResult r = readCaptureFileTo(path, &data, sink, progress);
+    *info = std::move(data.info);
+    return r;
+}
+
+CaptureReadResult readCaptureFileTo(const QString &path, CaptureData *out, const CaptureBatchSink &sink,
+                                    const CaptureProgress &progress)
+{
     // Before opening: opening a FIFO waits for a writer, and a device has no size to read up to (/dev/zero
     // never ends).
     const QFileInfo info(path);
@@ -63,15 +78,21 @@ CaptureReadResult readCaptureFile(const QString &path, CaptureData *out, const C
     // Mapped rather than read so a large capture is not held twice while it is decoded.
     if (uchar *p = f.map(0, size)) {
         const QByteArray view = QByteArray::fromRawData(reinterpret_cast<const char *>(p), qsizetype(size));
-        CaptureReadResult r = readCaptureBytes(view, path, out, progress);
+        CaptureReadResult r = readCaptureBytesTo(view, path, out, sink, progress);
         f.unmap(p);
         return r;
     }
-    return readCaptureBytes(f.readAll(), path, out, progress);
+    return readCaptureBytesTo(f.readAll(), path, out, sink, progress);
 }
 
 CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &nameQ, CaptureData *out,
                                    const CaptureProgress &progress)
+{
+    return readCaptureBytesTo(bytes, nameQ, out, {}, progress);
+}
+
+CaptureReadResult readCaptureBytesTo(const QByteArray &bytes, const QString &nameQ, CaptureData *out,
+                                     const CaptureBatchSink &sink, const CaptureProgress &progress)
 {
     const std::string name = nameQ.toStdString();
     *out = CaptureData{};
@@ -98,11 +119,12 @@ CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &nameQ
     size_t recordIndex = 0;
     size_t events = 0;
     size_t batchRecords = 0;
+    size_t batchesLoaded = 0;
     std::optional<std::int64_t> timeBase; // what event times count from
     bool haveHeader = false;
     auto loaded = [&] {
-        return std::to_string(out->batches.size()) + (out->batches.size() == 1 ? " batch" : " batches") +
-               " (" + std::to_string(events) + " events)";
+        return std::to_string(batchesLoaded) + (batchesLoaded == 1 ? " batch" : " batches") + " (" +
+               std::to_string(events) + " events)";
     };
     auto truncated = [&](const std::string &where) -> CaptureReadResult {
         if (!haveHeader)
@@ -182,7 +204,13 @@ CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &nameQ
             events += batch.size();
             ++batchRecords;
             // An empty batch changes nothing, and is never written (the footer counts it all the same).
-            if (!batch.empty()) out->batches.push_back(std::move(batch));
+            if (!batch.empty()) {
+                ++batchesLoaded;
+                if (sink)
+                    sink(std::move(batch));
+                else
+                    out->batches.push_back(std::move(batch));
+            }
         } else if (record.has_footer()) {
             const capture::FileFooter &footer = record.footer();
             if (footer.batches() != batchRecords || footer.events() != events)

@@ -9,6 +9,7 @@
 
 #include <QByteArray>
 #include <QString>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,17 @@ struct CaptureReadResult
 // Reads a capture file. On anything but Ok, `message` says what is wrong in one line naming the file.
 CaptureReadResult readCaptureFile(const QString &path, CaptureData *out,
                                   const CaptureProgress &progress = {});
+// Batch by batch: `info` receives the file's header, and every intact batch goes to `sink` as soon as it is
+// read, never held, so a capture larger than memory can be read (rpcscope-cli stats). The result is the same
+// as above; a damaged file has handed over its intact batches before the damage.
+using CaptureBatchSink = std::function<void(EventBatch &&batch)>;
+CaptureReadResult readCaptureFile(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
+                                  const CaptureProgress &progress = {});
+// Either: into `out`, or (with a sink) only the header into `out`.
+CaptureReadResult readCaptureFileTo(const QString &path, CaptureData *out, const CaptureBatchSink &sink,
+                                    const CaptureProgress &progress = {});
+CaptureReadResult readCaptureBytesTo(const QByteArray &bytes, const QString &name, CaptureData *out,
+                                     const CaptureBatchSink &sink, const CaptureProgress &progress = {});
 // The same over bytes in memory; `name` is used in messages.
 CaptureReadResult readCaptureBytes(const QByteArray &bytes, const QString &name, CaptureData *out,
                                    const CaptureProgress &progress = {});

@@ -172,4 +172,21 @@ CaptureReadResult loadCapture(const QString &path, CaptureData *out, const Captu
     return readCaptureFile(path, out, progress);
 }
 
+CaptureReadResult loadCaptureBatches(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
+                                     const CaptureProgress &progress, const LoadOptions &options)
+{
+    *info = CaptureInfo{};
+    QFile f(path);
+    const QFileInfo fi(path);
+    if (fi.isFile() && f.open(QIODevice::ReadOnly) && isPacketCapture(f.read(4))) {
+        CaptureData data;
+        CaptureReadResult r = importPacketCapture(path, &data, progress, options);
+        *info = data.info;
+        for (EventBatch &b : data.batches)
+            sink(std::move(b));
+        return r;
+    }
+    return readCaptureFile(path, info, sink, progress);
+}
+
 } // namespace rpcscope

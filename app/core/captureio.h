@@ -63,5 +63,9 @@ bool exportSession(const TimelineStore &store, const EventLog &log, FileFormat f
 // the first packet's time).
 CaptureReadResult loadCapture(const QString &path, CaptureData *out, const CaptureProgress &progress = {},
                               const LoadOptions &options = {});
+// The same, batch by batch into `sink` (capturereader.h): an .rpcscope file is never held whole; a packet
+// capture is imported first, then handed over.
+CaptureReadResult loadCaptureBatches(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
+                                     const CaptureProgress &progress = {}, const LoadOptions &options = {});
 
 } // namespace rpcscope

@@ -3,9 +3,13 @@
 // a rebuild; evicted calls stay counted.
 
 #include "callstats.h"
+#include "capturereader.h"
+#include "capturestream.h"
+#include "statsfeed.h"
 #include "timelinemodel.h"
 #include "wireevents.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -126,8 +130,9 @@ private slots:
         }
     }
 
-    // 1..1000 ms, one call each: nearest-rank percentiles are exactly the rank's value.
-    void exactPercentilesAndBuckets()
+    // 1..1000 ms, one call each: nearest-rank percentiles within a bin's width (0.4 %) of the rank's value;
+    // and exact where the rank's bin holds one distinct value.
+    void percentilesAndBuckets()
     {
         std::vector<std::int64_t> lat;
         for (int i = 1000; i >= 1; --i) // out of order on purpose
@@ -141,12 +146,16 @@ private slots:
         QCOMPARE(t.attempts, 1000u);
         QCOMPARE(t.amplification(), 1.0);
         QCOMPARE(t.count(CallCategory::OkFirstTry), 1000u);
-        QCOMPARE(t.callLatency.percentile(0.5).value(), 500 * ms);
-        QCOMPARE(t.callLatency.percentile(0.9).value(), 900 * ms);
-        QCOMPARE(t.callLatency.percentile(0.99).value(), 990 * ms);
-        QCOMPARE(t.callLatency.percentile(0.999).value(), 999 * ms);
-        QCOMPARE(t.callLatency.max().value(), 1000 * ms);
-        QCOMPARE(t.attemptLatency.percentile(0.5).value(), 500 * ms);
+        auto near = [](std::optional<std::int64_t> v, std::int64_t want) {
+            return v && std::abs(*v - want) <= want / 256;
+        };
+        QVERIFY(near(t.callLatency.percentile(0.5), 500 * ms));
+        QVERIFY(near(t.callLatency.percentile(0.9), 900 * ms));
+        QVERIFY(near(t.callLatency.percentile(0.99), 990 * ms));
+        QVERIFY(near(t.callLatency.percentile(0.999), 999 * ms));
+        QVERIFY(near(t.callLatency.max(), 1000 * ms));
+        QVERIFY(near(t.attemptLatency.percentile(0.5), 500 * ms));
+        QCOMPARE(t.callLatency.percentile(0.001).value(), 1 * ms); // alone in its bin
         // [1 ms, 2 ms): 1; [2, 5): 3; [5, 10): 5; [10, 20): 10; [20, 50): 30; [50, 100): 50; [100, 200): 100;
         // [200, 500): 300; [500, 1000): 500; [1 s, 2 s): 1.
         const auto &b = t.callLatency.buckets();
@@ -161,8 +170,54 @@ private slots:
         QCOMPARE(t.attemptsPerCall.at(1), 1000u);
         // One method, one hop (the main proxy's, ""): the same numbers.
         QCOMPARE(stats.methods().size(), 1u);
-        QCOMPARE(stats.methods().at("/svc.S/Get").callLatency.percentile(0.99).value(), 990 * ms);
+        QVERIFY(near(stats.methods().at("/svc.S/Get").callLatency.percentile(0.99), 990 * ms));
         QCOMPARE(stats.hops().at("").calls, 1000u);
+    }
+
+    // A few distinct latencies: every percentile exact.
+    void exactPercentiles()
+    {
+        std::vector<std::int64_t> lat;
+        for (int i = 0; i < 1000; ++i)
+            lat.push_back(i < 900 ? 10 * ms : i < 990 ? 50 * ms : i < 999 ? 200 * ms : 1000 * ms);
+        TimelineStore store;
+        store.apply(okCalls(lat));
+        CallStats stats;
+        stats.rebuild(store);
+        const LatencyRecorder &r = stats.total().callLatency;
+        QCOMPARE(r.percentile(0.5).value(), 10 * ms);
+        QCOMPARE(r.percentile(0.9).value(), 10 * ms);
+        QCOMPARE(r.percentile(0.901).value(), 50 * ms);
+        QCOMPARE(r.percentile(0.99).value(), 50 * ms);
+        QCOMPARE(r.percentile(0.999).value(), 200 * ms);
+        QCOMPARE(r.max().value(), 1000 * ms);
+        const auto &b = r.buckets();
+        QCOMPARE(b[size_t(LatencyBuckets::bucketOf(10 * ms))], 900u); // [10 ms, 20 ms)
+        QCOMPARE(b[size_t(LatencyBuckets::bucketOf(50 * ms))], 90u);
+        QCOMPARE(b[size_t(LatencyBuckets::bucketOf(200 * ms))], 9u);
+        QCOMPARE(b[size_t(LatencyBuckets::bucketOf(1000 * ms))], 1u);
+    }
+
+    // Values that share a bin read as their mean: within 0.4 %, whatever the count.
+    void binsHoldTheirMean()
+    {
+        LatencyRecorder r;
+        for (std::int64_t v = 0; v < 100'000; ++v)
+            r.add(1'000'000'000 + v * 7); // 1 s to 1.0007 s
+        const std::int64_t p50 = r.percentile(0.5).value();
+        QVERIFY2(std::abs(p50 - (1'000'000'000 + 49'999 * 7)) <= 1'000'000'000 / 256,
+                 qPrintable(QString::number(p50)));
+        QVERIFY(std::abs(r.max().value() - (1'000'000'000 + 99'999 * 7)) <= 1'000'000'000 / 256);
+        QCOMPARE(r.count(), 100'000u);
+        QCOMPARE(r.buckets()[size_t(LatencyBuckets::bucketOf(1'000'000'000))], 100'000u);
+        // Exact below 512 ns, one bin per ns.
+        LatencyRecorder small;
+        for (std::int64_t v : {3, 255, 256, 511})
+            small.add(v);
+        QCOMPARE(small.percentile(0.25).value(), 3);
+        QCOMPARE(small.percentile(0.5).value(), 255);
+        QCOMPARE(small.percentile(0.75).value(), 256);
+        QCOMPARE(small.max().value(), 511);
     }
 
     void smallSetsRoundUp()
@@ -302,17 +357,81 @@ private slots:
         std::vector<std::int64_t> lat;
         for (int i = 1; i <= 200; ++i)
             lat.push_back(i * ms);
+        // A call in flight before all of them: eviction keeps it, and it still counts when it ends.
+        model.appendBatch({testev::opened(2, 0), request(2, 1, 0, "long")});
         model.appendBatch(okCalls(lat));
         RetentionPolicy policy;
         policy.maxCalls = 50;
         model.setRetention(policy); // enforces it at once
         QVERIFY(model.store().calls().size() <= 50);
-        QCOMPARE(model.stats().total().calls, 200u);
+        QVERIFY(model.store().callIndex("long"));
+        QCOMPARE(model.stats().total().calls, 201u);
+        QCOMPARE(model.stats().total().count(CallCategory::InFlight), 1u);
         QCOMPARE(model.stats().total().callLatency.percentile(0.5).value(), 100 * ms);
-        // New calls after the eviction still count, once each.
+        // New calls after the eviction still count, once each; the long one moves out of "in flight".
         model.appendBatch(okCalls({7 * ms, 8 * ms}, 1000 * ms, 1000));
-        QCOMPARE(model.stats().total().calls, 202u);
-        QCOMPARE(model.stats().total().count(CallCategory::OkFirstTry), 202u);
+        model.appendBatch({trailers(2, 1, 2000 * ms, kOk)});
+        QCOMPARE(model.stats().total().calls, 203u);
+        QCOMPARE(model.stats().total().count(CallCategory::InFlight), 0u);
+        QCOMPARE(model.stats().total().count(CallCategory::OkFirstTry), 203u);
+        QCOMPARE(model.stats().total().callLatency.max().value(), 2000 * ms);
+    }
+
+    // rpcscope-cli stats: a file read batch by batch, its calls counted and evicted as it goes, counts what a
+    // store holding every call counts; a cut file hands over its intact batches and says it is cut.
+    void streamedFileEqualsWholeStore()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("many.rpcscope");
+        const size_t calls = StatsFeed::kKeepCalls * 2 + 1234;
+        std::vector<EventBatch> batches;
+        for (size_t i = 0; i < calls; i += 500) {
+            std::vector<std::int64_t> lat;
+            for (size_t k = i; k < std::min(calls, i + 500); ++k)
+                lat.push_back(std::int64_t(k % 997 + 1) * us * 10);
+            EventBatch b = okCalls(lat, std::int64_t(i) * ms, int(i));
+            if (i) b.erase(b.begin()); // the connection opens once
+            if (i % 5000 == 0) b.push_back(labEvent(std::int64_t(i) * ms, "fast-fail"));
+            batches.push_back(std::move(b));
+        }
+        {
+            CaptureFileStream out;
+            std::string error;
+            QVERIFY2(out.open(path, CaptureInfo{}, {}, &error), error.c_str());
+            for (const EventBatch &b : batches)
+                QVERIFY(out.append(b));
+            QVERIFY2(out.finish(&error), error.c_str());
+        }
+        TimelineStore whole;
+        for (const EventBatch &b : batches)
+            whole.apply(b);
+        CallStats expected;
+        expected.rebuild(whole);
+
+        StatsFeed feed;
+        CaptureInfo info;
+        size_t handed = 0;
+        const CaptureReadResult r = readCaptureFile(path, &info, [&](EventBatch &&b) {
+            ++handed;
+            feed.apply(b);
+        });
+        QVERIFY2(r.status == CaptureReadResult::Ok, r.message.c_str());
+        QCOMPARE(handed, batches.size());
+        QVERIFY(feed.store().calls().size() <= StatsFeed::kKeepCalls * 5 / 4 + 500); // it evicted as it went
+        compareStats(feed.stats(), expected);
+        QCOMPARE(feed.stats().total().calls, std::uint64_t(calls + (calls + 4999) / 5000));
+
+        // Cut in the middle: the batches before the cut arrive, and the result says where it was cut.
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QVERIFY(f.resize(f.size() / 2));
+        f.close();
+        handed = 0;
+        const CaptureReadResult cut = readCaptureFile(path, &info, [&](EventBatch &&) { ++handed; });
+        QCOMPARE(cut.status, CaptureReadResult::Truncated);
+        QVERIFY(handed > 0 && handed < batches.size());
+        QVERIFY2(QString::fromStdString(cut.message).contains(QString::number(handed) + " batches"),
+                 cut.message.c_str());
     }
 };
 
