@@ -69,6 +69,9 @@ void LatencyRecorder::locate(std::int64_t ns, int *octave, int *bin, std::int64_
 
 void LatencyRecorder::change(std::int64_t ns, int sign)
 {
+    // Over 13 days counts as 13 days: a bin's offsets then stay below 2^42, so its sum cannot overflow
+    // before two million such values share one bin.
+    ns = std::clamp<std::int64_t>(ns, 0, kMaxValueNs);
     int octave = 0, bin = 0;
     std::int64_t lower = 0;
     locate(ns, &octave, &bin, &lower);

@@ -62,6 +62,7 @@ public:
     void clear();
 
     static constexpr int kSubBits = 8;
+    static constexpr std::int64_t kMaxValueNs = std::int64_t(1) << 50; // about 13 days; longer counts as this
 
 private:
     struct Bin

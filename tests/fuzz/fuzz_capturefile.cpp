@@ -16,6 +16,7 @@
 // that changes one record's body and re-frames it (length and CRC), and with the normal compiler plus
 // replay_main.cpp, which runs the committed corpus as a ctest.
 
+#include "callstats.h"
 #include "capturefile.h"
 #include "captureinput.h"
 #include "capturemerge.h"
@@ -60,6 +61,17 @@ void use(const CaptureData &data, bool exports)
             (void)store.attemptAt(i, c.attempts[k].startNs);
         }
     }
+    // The statistics (rpcscope-cli stats): every count adds up, whatever the file holds.
+    CallStats stats;
+    stats.rebuild(store);
+    const StatsRow &t = stats.total();
+    std::uint64_t outcomes = 0;
+    for (auto n : t.outcomes)
+        outcomes += n;
+    if (outcomes != t.calls) violation("statistics: the outcome counts do not add up to the calls");
+    for (double q : {0.5, 0.9, 0.99, 0.999, 1.0})
+        if (t.callLatency.percentile(q).value_or(0) < 0)
+            violation("statistics: a negative latency percentile");
     if (!exports) return;
     (void)timelineToJsonBytes(store, true);
     (void)timelineToChromeTraceBytes(store);
