@@ -390,39 +390,50 @@ void CallStats::account(const TimelineStore &store, const Call &call)
     Contribution *slotOf = slot(call.serial);
     if (!slotOf) return; // forgotten: evicted, it cannot change
     Contribution &c = *slotOf;
-    const bool fresh = !c.method;
-    if (fresh) {
-        c.method = &row(m_methods, StatsRow::Kind::Method, call.method);
-        c.hop = &row(m_hops, StatsRow::Kind::Hop, call.hop);
-    } else {
-        apply(c, -1);
+    Contribution now;
+    now.method = c.method;
+    now.hop = c.hop;
+    now.attemptsCounted = c.attemptsCounted;
+    if (!now.method) {
+        now.method = &row(m_methods, StatsRow::Kind::Method, call.method);
+        now.hop = &row(m_hops, StatsRow::Kind::Hop, call.hop);
     }
     const ClientOutcome co = clientOutcome(call, store);
-    c.category = categoryFrom(call, co);
-    c.attempts = std::uint32_t(call.attempts.size());
-    c.latencyNs = latencyFrom(call, co);
-    c.transparent = 0;
-    c.gaps = {};
+    now.category = categoryFrom(call, co);
+    now.attempts = std::uint32_t(call.attempts.size());
+    now.latencyNs = latencyFrom(call, co);
     for (size_t k = 1; k < call.attempts.size(); ++k) {
         const bool transparent = call.transparentRetry(k);
-        c.transparent += transparent;
+        now.transparent += transparent;
         const auto &prev = call.attempts[k - 1];
         if (!prev.endNs) continue;
         const std::int64_t gap = call.attempts[k].startNs - *prev.endNs;
         if (transparent) {
-            ++c.gaps.transparent;
+            ++now.gaps.transparent;
         } else if (const auto range = call.expectedGapNs(k - 1)) {
             if (gap < range->first)
-                ++c.gaps.early;
+                ++now.gaps.early;
             else if (gap > range->second)
-                ++c.gaps.late;
+                ++now.gaps.late;
             else
-                ++c.gaps.within;
+                ++now.gaps.within;
         } else {
-            ++c.gaps.noPolicy;
+            ++now.gaps.noPolicy;
         }
     }
-    apply(c, +1);
+    // Most changes (a message, response headers) leave what the call counts as it was.
+    const bool fresh = !c.method;
+    const bool same = !fresh && now.category == c.category && now.attempts == c.attempts &&
+                      now.latencyNs == c.latencyNs && now.transparent == c.transparent &&
+                      now.gaps.within == c.gaps.within && now.gaps.early == c.gaps.early &&
+                      now.gaps.late == c.gaps.late && now.gaps.noPolicy == c.gaps.noPolicy &&
+                      now.gaps.transparent == c.gaps.transparent;
+    if (!same) {
+        if (!fresh) apply(c, -1);
+        c = now;
+        apply(c, +1);
+        ++m_generation;
+    }
     // An ended attempt's duration never changes: each is added once.
     for (size_t k = 0; k < call.attempts.size() && k < 64; ++k) {
         const Attempt &a = call.attempts[k];
@@ -431,8 +442,8 @@ void CallStats::account(const TimelineStore &store, const Call &call)
         const std::int64_t d = std::max<std::int64_t>(0, *a.endNs - a.startNs);
         for (StatsRow *r : {&m_total, c.method, c.hop})
             r->attemptLatency.add(d);
+        ++m_generation;
     }
-    ++m_generation;
 }
 
 } // namespace rpcscope
