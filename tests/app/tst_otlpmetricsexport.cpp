@@ -1,0 +1,214 @@
+// The OTLP metrics export end to end: real lab runs through rpcscope-cli (run, then convert --to
+// otlp-metrics; run --out straight from the session) count their retries and transparent retries under
+// gRPC's metric names; bad and empty inputs get a clear message; the main window's Save writes the same
+// document, and both Save dialogs offer it.
+
+#include "captureio.h"
+#include "mainwindow.h"
+#include "otlpmetrics.h"
+#include "runtool.h"
+#include "timelinemodel.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace rpcscope;
+using testtool::cli;
+using testtool::Result;
+
+namespace {
+QByteArray readAll(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+void writeAll(const QString &path, const QByteArray &bytes)
+{
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+}
+
+QJsonArray metricsOf(const QString &path)
+{
+    return QJsonDocument::fromJson(readAll(path))
+        .object()["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+        .toArray();
+}
+
+// The data points of metric `name`, by their grpc.status ("" for metrics without one).
+std::map<QString, QJsonObject> points(const QJsonArray &metrics, const QString &name)
+{
+    std::map<QString, QJsonObject> out;
+    for (const QJsonValue m : metrics) {
+        if (m["name"].toString() != name) continue;
+        const QJsonValue data = m.toObject().contains("sum") ? m["sum"] : m["histogram"];
+        for (const QJsonValue p : data["dataPoints"].toArray()) {
+            QString status;
+            for (const QJsonValue a : p["attributes"].toArray())
+                if (a["key"] == "grpc.status") status = a["value"]["stringValue"].toString();
+            out[status] = p.toObject();
+        }
+    }
+    return out;
+}
+
+qint64 num(const QJsonValue &v)
+{
+    return v.toString().toLongLong();
+}
+
+// retry-basic: two UNAVAILABLE attempts, then OK, after backoffs of 50 ms and 80 to 120 ms.
+void checkRetryBasic(const QString &path)
+{
+    const QJsonArray metrics = metricsOf(path);
+    QVERIFY2(!metrics.isEmpty(), qPrintable(path));
+    QCOMPARE(num(points(metrics, "grpc.client.attempt.started").at("")["asInt"]), 3);
+    const auto attempts = points(metrics, "grpc.client.attempt.duration");
+    QCOMPARE(attempts.size(), size_t(2));
+    QCOMPARE(num(attempts.at("UNAVAILABLE")["count"]), 2);
+    QCOMPARE(num(attempts.at("OK")["count"]), 1);
+    QCOMPARE(num(points(metrics, "grpc.client.call.duration").at("OK")["count"]), 1);
+    const QJsonObject retries = points(metrics, "grpc.client.call.retries").at("");
+    QCOMPARE(num(retries["count"]), 1);
+    QCOMPARE(retries["sum"].toDouble(), 2.0);
+    QCOMPARE(num(retries["bucketCounts"][1]), 1); // A96's (1, 2]
+    QVERIFY(points(metrics, "grpc.client.call.transparent_retries").empty());
+    const double delay = points(metrics, "grpc.client.call.retry_delay").at("")["sum"].toDouble();
+    const double call = points(metrics, "grpc.client.call.duration").at("OK")["sum"].toDouble();
+    QVERIFY2(delay >= 0.050 + 0.080 && delay < call, qPrintable(QString::number(delay)));
+    // The request messages the lab sends are not empty; the failed attempts received no message.
+    QVERIFY(
+        points(metrics, "grpc.client.attempt.sent_total_compressed_message_size").at("OK")["sum"].toDouble() >
+        0);
+    QCOMPARE(points(metrics, "grpc.client.attempt.rcvd_total_compressed_message_size")
+                 .at("UNAVAILABLE")["sum"]
+                 .toDouble(),
+             0.0);
+}
+} // namespace
+
+class TestOtlpMetricsExport : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void cliConvertAndRun()
+    {
+        QTemporaryDir dir;
+        const QString capture = dir.filePath("rb.rpcscope");
+        Result r = cli({"run", "retry-basic", "--out", capture});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+
+        const QString byName = dir.filePath("rb.metrics.otlp.json");
+        r = cli({"convert", capture, byName});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("(otlp-metrics)"), qPrintable(r.out));
+        checkRetryBasic(byName);
+
+        const QString forced = dir.filePath("forced.out");
+        r = cli({"convert", capture, forced, "--to", "otlp-metrics"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(readAll(forced), readAll(byName));
+
+        // Straight from a live session, under the other name.
+        const QString live = dir.filePath("live.otlp-metrics.json");
+        r = cli({"run", "retry-basic", "--out", live});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        checkRetryBasic(live);
+    }
+
+    void transparentRetryCounted()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("tr.metrics.otlp.json");
+        const Result r = cli({"run", "transparent-retry", "--out", out});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonArray metrics = metricsOf(out);
+        const QJsonObject transparent = points(metrics, "grpc.client.call.transparent_retries").at("");
+        QCOMPARE(num(transparent["count"]), 1);
+        QCOMPARE(transparent["sum"].toDouble(), 1.0);
+        // The refused stream was no failure the client saw: the call is OK.
+        QCOMPARE(num(points(metrics, "grpc.client.call.duration").at("OK")["count"]), 1);
+    }
+
+    void badAndEmptyInputs()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("out.metrics.otlp.json");
+        writeAll(dir.filePath("empty.rpcscope"), {});
+        writeAll(dir.filePath("doc.json"), "{\"resourceMetrics\":[]}");
+        struct Case
+        {
+            QStringList args;
+            int code;
+            QString message;
+        };
+        const std::vector<Case> cases{
+            {{"convert", dir.filePath("empty.rpcscope"), out}, 1, "is empty"},
+            {{"convert", dir.filePath("missing.rpcscope"), out}, 1, "cannot open"},
+            {{"convert", dir.filePath("doc.json"), out},
+             1,
+             "is not an rpcscope capture file (it looks like JSON)"},
+            {{"convert", dir.filePath("doc.json"), out, "--to", "otlp-metric"},
+             2,
+             "unknown format 'otlp-metric' (known: rpcscope, json, chrome, otlp, pcapng, otlp-metrics)"},
+        };
+        for (const Case &c : cases) {
+            const Result r = cli(c.args);
+            QVERIFY2(r.code == c.code,
+                     qPrintable(c.args.join(' ') + " -> " + QString::number(r.code) + ": " + r.err));
+            QVERIFY2(r.err.contains(c.message), qPrintable(c.args.join(' ') + ": " + r.err));
+            QVERIFY(!QFile::exists(out));
+        }
+
+        // A capture without a call: a valid document without data points, and a note that says why.
+        const QString noCalls = dir.filePath("nocalls.rpcscope");
+        CaptureData data;
+        data.info.hasOrigin = true;
+        data.info.originWallNs = 1'700'000'000'000'000'000;
+        std::string error;
+        QVERIFY2(exportCapture(data, FileFormat::Rpcscope, noCalls, {}, &error), error.c_str());
+        const Result r = cli({"convert", noCalls, out});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("holds no gRPC call") && r.err.contains("has no data points"),
+                 qPrintable(r.err));
+        QVERIFY(QJsonDocument::fromJson(readAll(out)).object()["resourceMetrics"].isArray());
+        QCOMPARE(metricsOf(out).size(), 0);
+    }
+
+    void windowSavesMetrics()
+    {
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_otlpmetricsexport"));
+        QSettings().clear();
+        QTemporaryDir dir;
+        const QString capture = dir.filePath("rb.rpcscope");
+        const Result r = cli({"run", "retry-basic", "--out", capture});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+
+        TimelineModel model;
+        MainWindow window(&model, nullptr, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        QString error;
+        QVERIFY2(window.openFile(capture, &error, true), qPrintable(error));
+        const QString saved = dir.filePath("saved.metrics.otlp.json");
+        QVERIFY2(window.saveFile(saved, &error), qPrintable(error));
+        checkRetryBasic(saved);
+        QCOMPARE(QJsonDocument::fromJson(readAll(saved)),
+                 QJsonDocument::fromJson(timelineToOtlpMetricsBytes(model.store())));
+        // The Save dialogs' filter names the format by the extension that selects it.
+        QVERIFY(saveFileFilters().contains(QStringLiteral("OTLP metrics JSON (*.metrics.otlp.json)")));
+        QCOMPARE(formatFromPath(QStringLiteral("x.metrics.otlp.json")), FileFormat::OtlpMetrics);
+        QCOMPARE(formatFromPath(QStringLiteral("x.otlp.json")), FileFormat::Otlp);
+    }
+};
+
+QTEST_MAIN(TestOtlpMetricsExport)
+#include "tst_otlpmetricsexport.moc"
