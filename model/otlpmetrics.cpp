@@ -165,19 +165,20 @@ double messageBytes(std::uint64_t bytes, int messages)
     return double(bytes > framing ? bytes - framing : 0);
 }
 
-double seconds(std::int64_t ns)
+// In double, so that times off a damaged file cannot overflow; exact below 2^53 ns (104 days).
+double secondsBetween(std::int64_t fromNs, std::int64_t toNs)
 {
-    return double(ns) / 1e9;
+    return (double(toNs) - double(fromNs)) / 1e9;
 }
 
 // A96's retry delay: the time within the call when no attempt was in flight, between its first attempt's
 // start and its last one's end (the backoff gaps; hedged attempts that overlap leave none).
-std::int64_t retryDelayNs(const Call &call)
+double retryDelaySeconds(const Call &call)
 {
-    std::int64_t delay = 0;
+    double delay = 0;
     std::int64_t coveredTo = call.startNs();
     for (const Attempt &a : call.attempts) {
-        if (a.startNs > coveredTo) delay += a.startNs - coveredTo;
+        if (a.startNs > coveredTo) delay += secondsBetween(coveredTo, a.startNs);
         coveredTo = std::max(coveredTo, a.endNs.value_or(std::numeric_limits<std::int64_t>::max()));
     }
     return delay;
@@ -233,7 +234,7 @@ QJsonObject timelineToOtlpMetrics(const TimelineStore &store)
             if (i > 0) (call.transparentRetry(i) ? transparentlyRetried : retried) += 1;
             if (!a.endNs) continue;
             const Attrs attrs = withStatus(attemptStatus(call, i, outcome));
-            attemptDuration.record(attrs, seconds(*a.endNs - a.startNs));
+            attemptDuration.record(attrs, secondsBetween(a.startNs, *a.endNs));
             sent.record(attrs, messageBytes(a.requestBytes, a.requestMessages));
             rcvd.record(attrs, messageBytes(a.responseBytes, a.responseMessages));
         }
@@ -242,10 +243,10 @@ QJsonObject timelineToOtlpMetrics(const TimelineStore &store)
         const std::int64_t end = outcome.atNs.value_or(*call.endNs());
         const QString status = outcome.status ? statusName(*outcome.status)
                                               : attemptStatus(call, call.attempts.size() - 1, outcome);
-        callDuration.record(withStatus(status), seconds(end - call.startNs()));
+        callDuration.record(withStatus(status), secondsBetween(call.startNs(), end));
         if (retried > 0) retries.record(base, retried);
         if (transparentlyRetried > 0) transparent.record(base, transparentlyRetried);
-        retryDelay.record(base, seconds(retryDelayNs(call)));
+        retryDelay.record(base, retryDelaySeconds(call));
     }
 
     const std::int64_t origin = store.originNs();

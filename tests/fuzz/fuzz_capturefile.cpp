@@ -22,6 +22,7 @@
 #include "chrometrace.h"
 #include "jsonexport.h"
 #include "otlpexport.h"
+#include "otlpmetrics.h"
 #include "timelinestore.h"
 
 #include <cstdio>
@@ -64,6 +65,7 @@ void use(const CaptureData &data, bool exports)
     (void)timelineToJsonBytes(store, true);
     (void)timelineToChromeTraceBytes(store);
     (void)timelineToOtlpBytes(store);
+    (void)timelineToOtlpMetricsBytes(store);
 }
 
 // Where two captures' events first differ, and in which fields, for triage.
