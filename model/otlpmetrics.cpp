@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,16 +25,26 @@ QJsonValue u64(std::int64_t v)
     return QString::number(v);
 }
 
-// An attribute set in a fixed key order, so equal sets compare equal and the output is stable.
-using Attrs = std::vector<std::pair<const char *, QString>>;
+// An attribute set as ids: grpc.method and grpc.target (indices into the export's name tables) and
+// grpc.status (the code; -1 on metrics without one). Looking a point up builds no string.
+using Attrs = std::array<int, 3>;
 
-QJsonArray attrsJson(const Attrs &attrs)
+// The names behind the ids, turned into OTLP attributes.
+struct AttrNames
 {
-    QJsonArray a;
-    for (const auto &[key, value] : attrs)
-        a.append(QJsonObject{{"key", key}, {"value", QJsonObject{{"stringValue", value}}}});
-    return a;
-}
+    std::vector<QString> methods, targets;
+
+    QJsonArray json(const Attrs &attrs) const
+    {
+        auto kv = [](const char *key, const QString &value) {
+            return QJsonObject{{"key", key}, {"value", QJsonObject{{"stringValue", value}}}};
+        };
+        QJsonArray a{kv("grpc.method", methods[size_t(attrs[0])]),
+                     kv("grpc.target", targets[size_t(attrs[1])])};
+        if (attrs[2] >= 0) a.append(kv("grpc.status", QString::fromLatin1(grpcStatusName(attrs[2]))));
+        return a;
+    }
+};
 
 struct Histogram
 {
@@ -70,12 +81,12 @@ struct Instrument
     }
     void add(const Attrs &attrs) { ++points[attrs].count; }
 
-    QJsonObject json(const QJsonValue &start, const QJsonValue &time) const
+    QJsonObject json(const AttrNames &names, const QJsonValue &start, const QJsonValue &time) const
     {
         QJsonArray dataPoints;
         for (const auto &[attrs, h] : points) {
             QJsonObject p{
-                {"attributes", attrsJson(attrs)}, {"startTimeUnixNano", start}, {"timeUnixNano", time}};
+                {"attributes", names.json(attrs)}, {"startTimeUnixNano", start}, {"timeUnixNano", time}};
             if (bounds.empty()) {
                 p.insert("asInt", u64(std::int64_t(h.count)));
             } else {
@@ -106,36 +117,39 @@ struct Instrument
     }
 };
 
-QString statusName(int code)
+constexpr int kCancelled = 1, kUnknown = 2, kResourceExhausted = 8, kPermissionDenied = 7, kInternal = 13,
+              kUnavailable = 14, kUnauthenticated = 16;
+
+// A client's library reads a code outside the known ones as UNKNOWN.
+int knownStatus(int code)
 {
-    // A client's library reads a code outside the known ones as UNKNOWN.
-    return QString::fromLatin1(code >= 0 && code <= 16 ? grpcStatusName(code) : "UNKNOWN");
+    return code >= 0 && code <= kUnauthenticated ? code : kUnknown;
 }
 
 // The status a client's gRPC library ends attempt i with: its grpc-status, the client's outcome for the last
 // attempt when the wire only implies it, else what a stream ended without a status means (gRPC's mapping of
 // HTTP/2 errors, PROTOCOL-HTTP2.md "Errors"; a connection that closed or a GOAWAY that refused the stream is
 // UNAVAILABLE).
-QString attemptStatus(const Call &call, size_t i, const ClientOutcome &outcome)
+int attemptStatus(const Call &call, size_t i, const ClientOutcome &outcome)
 {
     const Attempt &a = call.attempts[i];
-    if (a.status) return statusName(*a.status);
-    if (i + 1 == call.attempts.size() && outcome.status) return statusName(*outcome.status);
+    if (a.status) return knownStatus(*a.status);
+    if (i + 1 == call.attempts.size() && outcome.status) return knownStatus(*outcome.status);
     if (a.rstErrorCode) {
         switch (*a.rstErrorCode) {
         case 7: // REFUSED_STREAM
-            return QStringLiteral("UNAVAILABLE");
+            return kUnavailable;
         case 8: // CANCEL
-            return QStringLiteral("CANCELLED");
+            return kCancelled;
         case 11: // ENHANCE_YOUR_CALM
-            return QStringLiteral("RESOURCE_EXHAUSTED");
+            return kResourceExhausted;
         case 12: // INADEQUATE_SECURITY
-            return QStringLiteral("PERMISSION_DENIED");
+            return kPermissionDenied;
         default:
-            return QStringLiteral("INTERNAL");
+            return kInternal;
         }
     }
-    return QStringLiteral("UNAVAILABLE");
+    return kUnavailable;
 }
 
 // A66's grpc.method: the full name without the leading slash, "pkg.Service/Method".
@@ -217,15 +231,33 @@ QJsonObject timelineToOtlpMetrics(const TimelineStore &store)
     Instrument retryDelay{"grpc.client.call.retry_delay", "s",
                           "The time within a call when none of its attempts was in flight.", kLatencyBoundsS};
 
+    // Name tables: a method's or a target's name is built once, however many calls share it.
+    AttrNames names;
+    std::unordered_map<std::string, int> methodIds;
+    std::unordered_map<std::uint32_t, int> targetOfConnection;
+    std::unordered_map<QString, int> targetIds;
+    auto methodId = [&](const Call &call) {
+        const auto [it, added] = methodIds.try_emplace(call.method, int(names.methods.size()));
+        if (added) names.methods.push_back(methodName(call.method));
+        return it->second;
+    };
+    auto targetId = [&](const Call &call) {
+        const std::uint32_t conn = call.attempts.front().connection;
+        if (const auto known = targetOfConnection.find(conn); known != targetOfConnection.end())
+            return known->second;
+        const QString name = targetName(call, store);
+        const auto [it, added] = targetIds.try_emplace(name, int(names.targets.size()));
+        if (added) names.targets.push_back(name);
+        // A connection's server names the target of every call on it; the hop only stands in without one.
+        if (store.findConnection(conn)) targetOfConnection.emplace(conn, it->second);
+        return it->second;
+    };
+
     for (const Call &call : store.calls()) {
         if (call.attempts.empty()) continue;
         const ClientOutcome outcome = clientOutcome(call, store);
-        const Attrs base{{"grpc.method", methodName(call.method)}, {"grpc.target", targetName(call, store)}};
-        auto withStatus = [&](const QString &status) {
-            Attrs a = base;
-            a.emplace_back("grpc.status", status);
-            return a;
-        };
+        const Attrs base{methodId(call), targetId(call), -1};
+        auto withStatus = [&](int status) { return Attrs{base[0], base[1], status}; };
 
         int retried = 0, transparentlyRetried = 0;
         for (size_t i = 0; i < call.attempts.size(); ++i) {
@@ -241,8 +273,8 @@ QJsonObject timelineToOtlpMetrics(const TimelineStore &store)
 
         if (outcome.source == ClientOutcome::Source::InFlight) continue;
         const std::int64_t end = outcome.atNs.value_or(*call.endNs());
-        const QString status = outcome.status ? statusName(*outcome.status)
-                                              : attemptStatus(call, call.attempts.size() - 1, outcome);
+        const int status = outcome.status ? knownStatus(*outcome.status)
+                                          : attemptStatus(call, call.attempts.size() - 1, outcome);
         callDuration.record(withStatus(status), secondsBetween(call.startNs(), end));
         if (retried > 0) retries.record(base, retried);
         if (transparentlyRetried > 0) transparent.record(base, transparentlyRetried);
@@ -257,7 +289,7 @@ QJsonObject timelineToOtlpMetrics(const TimelineStore &store)
     // Like an SDK's, an instrument nothing was recorded on exports no metric.
     for (const Instrument *m :
          {&started, &attemptDuration, &sent, &rcvd, &callDuration, &retries, &transparent, &retryDelay})
-        if (!m->points.empty()) metrics.append(m->json(start, time));
+        if (!m->points.empty()) metrics.append(m->json(names, start, time));
 
     const QJsonObject resource{
         {"attributes", QJsonArray{QJsonObject{{"key", "service.name"},
