@@ -412,6 +412,31 @@ private slots:
             "grpc.method=pkg.Svc/Get grpc.target=127.0.0.1:9000 grpc.status=DEADLINE_EXCEEDED")));
     }
 
+    void streamsEndedWithoutAStatus()
+    {
+        // No grpc-status on the wire: gRPC's mapping of the HTTP/2 error, or UNAVAILABLE for a connection
+        // that closed under the stream; a code beyond the known ones reads UNKNOWN.
+        TimelineStore store;
+        store.setOrigin(0, kWall);
+        constexpr std::uint32_t kInternalError = 2, kEnhanceYourCalm = 11;
+        WireEvent closed = testev::event(EventKind::ConnectionClosed, 2, 0, 40 * ms);
+        closed.reason = "closed by server";
+        store.apply({testev::opened(1, 0), testev::opened(2, 0, "127.0.0.1:5001", "127.0.0.1:9000"),
+                     request(1, 1, 0, kGet, "reset"), rst(1, 1, 1 * ms, s2c, kInternalError),
+                     request(1, 3, 10 * ms, kGet, "calm"), rst(1, 3, 11 * ms, s2c, kEnhanceYourCalm),
+                     request(1, 5, 20 * ms, kGet, "odd"), trailers(1, 5, 21 * ms, 99),
+                     request(2, 1, 30 * ms, kPut, "closed"), closed});
+        const QJsonObject doc = parse(timelineToOtlpMetricsBytes(store));
+        const auto calls = pointsByAttrs(doc, "grpc.client.call.duration");
+        QStringList got;
+        for (const auto &[attrs, point] : calls)
+            got << attrs.section("grpc.status=", 1) + ':' + QString::number(num(point["count"]));
+        got.sort();
+        QCOMPARE(got, (QStringList{"INTERNAL:1", "RESOURCE_EXHAUSTED:1", "UNAVAILABLE:1", "UNKNOWN:1"}));
+        // The attempts read the same.
+        QCOMPARE(pointsByAttrs(doc, "grpc.client.attempt.duration").size(), size_t(4));
+    }
+
     void emptyStore()
     {
         TimelineStore store;
