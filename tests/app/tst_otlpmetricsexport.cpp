@@ -1,7 +1,7 @@
 // The OTLP metrics export end to end: real lab runs through rpcscope-cli (run, then convert --to
 // otlp-metrics; run --out straight from the session) count their retries and transparent retries under
-// gRPC's metric names; bad and empty inputs get a clear message; the main window's Save writes the same
-// document, and both Save dialogs offer it.
+// gRPC's metric names, and a retry storm's metrics add up to its JSON export; bad and empty inputs get a
+// clear message; the main window's Save writes the same document, and both Save dialogs offer it.
 
 #include "captureio.h"
 #include "mainwindow.h"
@@ -136,6 +136,48 @@ private slots:
         QCOMPARE(transparent["sum"].toDouble(), 1.0);
         // The refused stream was no failure the client saw: the call is OK.
         QCOMPARE(num(points(metrics, "grpc.client.call.duration").at("OK")["count"]), 1);
+    }
+
+    void retryStormAgreesWithTheJson()
+    {
+        // One run written both ways: the metrics add up to what the JSON export lists call by call.
+        QTemporaryDir dir;
+        const QString json = dir.filePath("storm.json"),
+                      metricsFile = dir.filePath("storm.metrics.otlp.json");
+        const Result r = cli({"run", "retry-storm", "--json", json, "--out", metricsFile});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonArray calls = QJsonDocument::fromJson(readAll(json)).object()["calls"].toArray();
+        QVERIFY(calls.size() >= 10);
+        qint64 attempts = 0, retried = 0, retriedCalls = 0;
+        double gaps = 0;
+        std::map<QString, qint64> outcomes;
+        for (const QJsonValue c : calls) {
+            const qint64 n = c["attempts"].toArray().size();
+            attempts += n;
+            retried += n - 1;
+            retriedCalls += n > 1;
+            for (const QJsonValue g : c["gaps_ns"].toArray())
+                gaps += g.toDouble() / 1e9;
+            ++outcomes[c["client_outcome"]["name"].toString()];
+        }
+        QVERIFY2(retried > 0, "retry-storm retries");
+
+        const QJsonArray metrics = metricsOf(metricsFile);
+        QCOMPARE(num(points(metrics, "grpc.client.attempt.started").at("")["asInt"]), attempts);
+        qint64 ended = 0;
+        for (const auto &[status, point] : points(metrics, "grpc.client.attempt.duration"))
+            ended += num(point["count"]);
+        QCOMPARE(ended, attempts);
+        std::map<QString, qint64> callStatuses;
+        for (const auto &[status, point] : points(metrics, "grpc.client.call.duration"))
+            callStatuses[status] = num(point["count"]);
+        QCOMPARE(callStatuses, outcomes);
+        const QJsonObject retries = points(metrics, "grpc.client.call.retries").at("");
+        QCOMPARE(num(retries["count"]), retriedCalls);
+        QCOMPARE(qint64(retries["sum"].toDouble()), retried);
+        const QJsonObject delay = points(metrics, "grpc.client.call.retry_delay").at("");
+        QCOMPARE(num(delay["count"]), qint64(calls.size()));
+        QVERIFY2(qAbs(delay["sum"].toDouble() - gaps) < 1e-6, qPrintable(QString::number(gaps)));
     }
 
     void badAndEmptyInputs()
