@@ -9,6 +9,7 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QSaveFile>
 
 namespace rpcscope {
@@ -57,6 +58,19 @@ QString saveFileFilters()
         "rpcscope capture (*.rpcscope);;rpcscope JSON (*.json);;Chrome trace (*.chrome.json);;"
         "OTLP JSON (*.otlp.json);;pcapng for Wireshark (*.pcapng);;"
         "OTLP metrics JSON (*.metrics.otlp.json)");
+}
+
+QString withFilterExtension(const QString &path, const QString &selectedFilter)
+{
+    if (path.isEmpty() || formatFromPath(path) != FileFormat::Unknown) return path;
+    // "Name (*.ext *.other)": the first pattern's extension.
+    const qsizetype star = selectedFilter.indexOf(QLatin1String("(*."));
+    if (star < 0) return path;
+    const qsizetype end = selectedFilter.indexOf(QRegularExpression(QStringLiteral("[ )]")), star + 2);
+    if (end < 0) return path;
+    QString p = path;
+    if (p.endsWith('.')) p.chop(1);
+    return p + selectedFilter.mid(star + 2, end - star - 2);
 }
 
 FileFormat formatFromName(const std::string &name)

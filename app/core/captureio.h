@@ -36,6 +36,9 @@ FileFormat formatFromPath(const QString &path);
 std::string formatNames();
 // The Save dialogs' filter list, one entry per format written, in the order above (rpcscope first).
 QString saveFileFilters();
+// `path` as the Save dialog's chosen filter means it: with the filter's extension added when the name alone
+// tells no format ("run1" with "OTLP metrics JSON (*.metrics.otlp.json)" is "run1.metrics.otlp.json").
+QString withFilterExtension(const QString &path, const QString &selectedFilter);
 
 struct ExportOptions
 {

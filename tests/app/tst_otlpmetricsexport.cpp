@@ -249,6 +249,22 @@ private slots:
         QVERIFY(saveFileFilters().contains(QStringLiteral("OTLP metrics JSON (*.metrics.otlp.json)")));
         QCOMPARE(formatFromPath(QStringLiteral("x.metrics.otlp.json")), FileFormat::OtlpMetrics);
         QCOMPARE(formatFromPath(QStringLiteral("x.otlp.json")), FileFormat::Otlp);
+        // A name without an extension takes the chosen filter's; one with its own keeps it.
+        const QString metricsFilter = QStringLiteral("OTLP metrics JSON (*.metrics.otlp.json)");
+        QCOMPARE(withFilterExtension(QStringLiteral("run1"), metricsFilter),
+                 QStringLiteral("run1.metrics.otlp.json"));
+        QCOMPARE(withFilterExtension(QStringLiteral("run1."), metricsFilter),
+                 QStringLiteral("run1.metrics.otlp.json"));
+        QCOMPARE(withFilterExtension(QStringLiteral("run1.json"), metricsFilter),
+                 QStringLiteral("run1.json"));
+        QCOMPARE(
+            withFilterExtension(QStringLiteral("run1"), QStringLiteral("pcapng for Wireshark (*.pcapng)")),
+            QStringLiteral("run1.pcapng"));
+        QCOMPARE(withFilterExtension(QStringLiteral("run1"), QString()), QStringLiteral("run1"));
+        QCOMPARE(withFilterExtension(QString(), metricsFilter), QString());
+        for (const QString &filter : saveFileFilters().split(QStringLiteral(";;")))
+            QVERIFY2(formatFromPath(withFilterExtension(QStringLiteral("x"), filter)) != FileFormat::Unknown,
+                     qPrintable(filter));
     }
 };
 
