@@ -48,10 +48,19 @@ int cmdConvert(std::vector<std::string> args)
     ExportOptions options;
     options.redaction = redaction;
     options.withFrames = opts.count("--frames");
-    if (!exportCapture(data, format, QString::fromStdString(files[1]), options, &error)) {
+    // Metrics of a capture without a call are a valid, empty document; say so rather than leave it to a
+    // dashboard that shows nothing.
+    TimelineStore store;
+    const bool metrics = format == FileFormat::OtlpMetrics;
+    if (metrics) replayCapture(data, store);
+    if (!exportCapture(data, format, QString::fromStdString(files[1]), options, &error,
+                       metrics ? &store : nullptr)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
+    if (metrics && store.calls().empty())
+        std::fprintf(stderr, "rpcscope-cli: note: %s holds no gRPC call: %s has no data points\n",
+                     files[0].c_str(), files[1].c_str());
     std::printf("converted %s (%zu events) to %s (%s)\n", files[0].c_str(), data.eventCount(),
                 files[1].c_str(), formatName(format));
     return 0;

@@ -68,8 +68,10 @@ const char kUsage[] =
     "      that cannot be asked exits 1.\n"
     "  --frames   also write every HTTP/2 frame into the JSON\n"
     "  --to FORMAT  rpcscope, json (rpcscope-json), chrome (Chrome trace event JSON for Perfetto and\n"
-    "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark); without it the name of\n"
-    "             OUT decides: .rpcscope, .json, .chrome.json or .trace.json, .otlp.json, .pcapng\n"
+    "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark), otlp-metrics\n"
+    "             (OTLP/JSON metrics under gRPC's own names, gRFC A66 and A96); without it the name of\n"
+    "             OUT decides: .rpcscope, .json, .chrome.json or .trace.json, .otlp.json, .pcapng,\n"
+    "             .metrics.otlp.json\n"
     "  --redact NAME  also mask this header's values (repeatable); authorization, proxy-authorization, "
     "cookie\n"
     "             and set-cookie are always masked in what is written, unless --no-redact\n";

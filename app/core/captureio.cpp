@@ -3,11 +3,13 @@
 #include "chrometrace.h"
 #include "jsonexport.h"
 #include "otlpexport.h"
+#include "otlpmetrics.h"
 #include "pcapimport.h"
 #include "pcapngwriter.h"
 
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QSaveFile>
 
 namespace rpcscope {
@@ -37,6 +39,8 @@ const char *formatName(FileFormat format)
         return "otlp";
     case FileFormat::Pcapng:
         return "pcapng";
+    case FileFormat::OtlpMetrics:
+        return "otlp-metrics";
     case FileFormat::Unknown:
         break;
     }
@@ -45,13 +49,34 @@ const char *formatName(FileFormat format)
 
 std::string formatNames()
 {
-    return "rpcscope, json, chrome, otlp, pcapng";
+    return "rpcscope, json, chrome, otlp, pcapng, otlp-metrics";
+}
+
+QString saveFileFilters()
+{
+    return QStringLiteral(
+        "rpcscope capture (*.rpcscope);;rpcscope JSON (*.json);;Chrome trace (*.chrome.json);;"
+        "OTLP JSON (*.otlp.json);;pcapng for Wireshark (*.pcapng);;"
+        "OTLP metrics JSON (*.metrics.otlp.json)");
+}
+
+QString withFilterExtension(const QString &path, const QString &selectedFilter)
+{
+    if (path.isEmpty() || formatFromPath(path) != FileFormat::Unknown) return path;
+    // "Name (*.ext *.other)": the first pattern's extension.
+    const qsizetype star = selectedFilter.indexOf(QLatin1String("(*."));
+    if (star < 0) return path;
+    const qsizetype end = selectedFilter.indexOf(QRegularExpression(QStringLiteral("[ )]")), star + 2);
+    if (end < 0) return path;
+    QString p = path;
+    if (p.endsWith('.')) p.chop(1);
+    return p + selectedFilter.mid(star + 2, end - star - 2);
 }
 
 FileFormat formatFromName(const std::string &name)
 {
-    for (FileFormat f :
-         {FileFormat::Rpcscope, FileFormat::Json, FileFormat::Chrome, FileFormat::Otlp, FileFormat::Pcapng})
+    for (FileFormat f : {FileFormat::Rpcscope, FileFormat::Json, FileFormat::Chrome, FileFormat::Otlp,
+                         FileFormat::Pcapng, FileFormat::OtlpMetrics})
         if (name == formatName(f)) return f;
     return FileFormat::Unknown;
 }
@@ -61,6 +86,8 @@ FileFormat formatFromPath(const QString &path)
     const QString p = path.toLower();
     if (p.endsWith(QLatin1String(".rpcscope"))) return FileFormat::Rpcscope;
     if (p.endsWith(QLatin1String(".pcapng"))) return FileFormat::Pcapng;
+    if (p.endsWith(QLatin1String(".metrics.otlp.json")) || p.endsWith(QLatin1String(".otlp-metrics.json")))
+        return FileFormat::OtlpMetrics;
     if (p.endsWith(QLatin1String(".otlp.json"))) return FileFormat::Otlp;
     if (p.endsWith(QLatin1String(".chrome.json")) || p.endsWith(QLatin1String(".trace.json")))
         return FileFormat::Chrome;
@@ -83,14 +110,16 @@ bool exportCapture(const CaptureData &data, FileFormat format, const QString &pa
     }
     case FileFormat::Json:
     case FileFormat::Chrome:
-    case FileFormat::Otlp: {
+    case FileFormat::Otlp:
+    case FileFormat::OtlpMetrics: {
         // These carry no header values, so there is nothing to redact in them.
         TimelineStore replayed;
         if (!live) replayCapture(data, replayed);
         const TimelineStore &store = live ? *live : replayed;
         const QByteArray bytes = format == FileFormat::Json ? timelineToJsonBytes(store, options.withFrames)
-                                 : format == FileFormat::Chrome ? timelineToChromeTraceBytes(store)
-                                                                : timelineToOtlpBytes(store);
+                                 : format == FileFormat::Chrome      ? timelineToChromeTraceBytes(store)
+                                 : format == FileFormat::OtlpMetrics ? timelineToOtlpMetricsBytes(store)
+                                                                     : timelineToOtlpBytes(store);
         return writeBytes(path, bytes, error);
     }
     case FileFormat::Unknown:
@@ -152,7 +181,8 @@ bool exportSession(const TimelineStore &store, const EventLog &log, FileFormat f
         info.writer = writer;
         return writeCaptureFile(path, info, log, options.redaction, error, progress);
     }
-    if (format == FileFormat::Json || format == FileFormat::Chrome || format == FileFormat::Otlp)
+    if (format == FileFormat::Json || format == FileFormat::Chrome || format == FileFormat::Otlp ||
+        format == FileFormat::OtlpMetrics)
         return exportCapture({captureInfoOf(store), {}}, format, path, options, error, &store, progress);
     CaptureData data = captureFromLog(store, log);
     data.info.writer = writer;

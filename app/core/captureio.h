@@ -21,18 +21,24 @@ enum class FileFormat
     Json,
     Chrome,
     Otlp,
-    Pcapng
+    Pcapng,
+    OtlpMetrics // gRPC's OpenTelemetry metrics (otlpmetrics.h)
 };
 
-// "rpcscope", "json", "chrome", "otlp", "pcapng"
+// "rpcscope", "json", "chrome", "otlp", "pcapng", "otlp-metrics"
 const char *formatName(FileFormat format);
 // A --to value (the names above); Unknown otherwise.
 FileFormat formatFromName(const std::string &name);
-// By extension: .rpcscope, .pcapng, .otlp.json, .chrome.json or .trace.json, then any other .json
-// (rpcscope-json).
+// By extension: .rpcscope, .pcapng, .metrics.otlp.json or .otlp-metrics.json, .otlp.json, .chrome.json or
+// .trace.json, then any other .json (rpcscope-json).
 FileFormat formatFromPath(const QString &path);
-// The list for messages: "rpcscope, json, chrome, otlp, pcapng".
+// The list for messages: "rpcscope, json, chrome, otlp, pcapng, otlp-metrics".
 std::string formatNames();
+// The Save dialogs' filter list, one entry per format written, in the order above (rpcscope first).
+QString saveFileFilters();
+// `path` as the Save dialog's chosen filter means it: with the filter's extension added when the name alone
+// tells no format ("run1" with "OTLP metrics JSON (*.metrics.otlp.json)" is "run1.metrics.otlp.json").
+QString withFilterExtension(const QString &path, const QString &selectedFilter);
 
 struct ExportOptions
 {

@@ -337,10 +337,11 @@ void MainWindow::openInteractive()
 
 void MainWindow::saveInteractive()
 {
-    QString path = QFileDialog::getSaveFileName(
-        this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
-        QStringLiteral("rpcscope capture (*.rpcscope);;rpcscope JSON (*.json);;Chrome trace (*.chrome.json);;"
-                       "OTLP JSON (*.otlp.json);;pcapng for Wireshark (*.pcapng)"));
+    QString filter;
+    const QString path = withFilterExtension(
+        QFileDialog::getSaveFileName(this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
+                                     saveFileFilters(), &filter),
+        filter);
     if (path.isEmpty()) return;
     QString error;
     if (!saveFile(path, &error) && error != QLatin1String("cancelled"))

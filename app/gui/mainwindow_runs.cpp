@@ -375,10 +375,11 @@ void MainWindow::saveRunInteractive(int index)
     if (index < 0 || index >= m_runs->count()) return;
     QString name = m_runs->at(index).name;
     name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
-    const QString path = QFileDialog::getSaveFileName(
-        this, QStringLiteral("Save run"), name + QStringLiteral(".rpcscope"),
-        QStringLiteral("rpcscope capture (*.rpcscope);;rpcscope JSON (*.json);;Chrome trace (*.chrome.json);;"
-                       "OTLP JSON (*.otlp.json);;pcapng for Wireshark (*.pcapng)"));
+    QString filter;
+    const QString path = withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save run"),
+                                                                          name + QStringLiteral(".rpcscope"),
+                                                                          saveFileFilters(), &filter),
+                                             filter);
     if (path.isEmpty()) return;
     QString error;
     if (!saveRun(index, path, &error) && error != QLatin1String("cancelled"))

@@ -23,6 +23,7 @@
 #include "chrometrace.h"
 #include "jsonexport.h"
 #include "otlpexport.h"
+#include "otlpmetrics.h"
 #include "timelinestore.h"
 
 #include <cstdio>
@@ -76,6 +77,7 @@ void use(const CaptureData &data, bool exports)
     (void)timelineToJsonBytes(store, true);
     (void)timelineToChromeTraceBytes(store);
     (void)timelineToOtlpBytes(store);
+    (void)timelineToOtlpMetricsBytes(store);
 }
 
 // Where two captures' events first differ, and in which fields, for triage.
