@@ -184,7 +184,7 @@ void RateStripPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &st
             if (!area.isEmpty()) {
                 area << QPointF(area.back().x(), base);
                 QColor fill = color;
-                fill.setAlpha(th.background.lightness() > 128 ? 90 : 110);
+                fill.setAlpha(th.background.lightness() > 128 ? 110 : 120);
                 p->setPen(Qt::NoPen);
                 p->setBrush(fill);
                 p->drawPolygon(area);
