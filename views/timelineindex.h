@@ -46,6 +46,9 @@ public:
     // Forgets the rates too, evicted calls' counts included (the store was cleared or replaced): invalidate()
     // keeps them, since an eviction the caches cannot follow invalidates too.
     void resetRates() { m_rates.clear(); }
+    // Whether rates() follows the store (the strip is shown). Off, batches cost nothing for it; turned on, it
+    // counts every call the store holds at once (calls evicted while it was off are not among them).
+    void setRatesEnabled(bool on);
     // See TimelinePainter::noteChanges.
     void noteChanges(std::uint64_t previousGeneration, const StoreChanges &changes);
     void prepareEviction();
@@ -126,6 +129,7 @@ private:
     std::uint32_t m_connUse = 0; // LegendUse bits of the connection marks indexed
     qint64 m_firstFrameNs = 0;
     RateBins m_rates;
+    bool m_ratesEnabled = false;
     TimelineLayout m_layout;
     std::uint64_t m_layoutGeneration = ~std::uint64_t(0);
     bool m_layoutDirty = true;

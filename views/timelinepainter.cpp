@@ -45,6 +45,7 @@ void TimelinePainter::setOptions(const Options &o)
     m_options = o;
     m_metrics = LaneMetrics::scaled(o.workshop ? kWorkshopScale : 1.0, o.density, o.labelWidth);
     m_index.setLayoutOptions(o.grouping, o.filter, o.connectionLanes, m_metrics, layoutChange);
+    m_index.setRatesEnabled(o.rates);
     m_imageKey.reset();
 }
 
