@@ -71,7 +71,7 @@ QString RateStripPass::name(Series s)
     case Retries:
         return QStringLiteral("retries/s");
     default:
-        return QStringLiteral("in flight");
+        return QStringLiteral("avg in flight");
     }
 }
 
@@ -83,7 +83,8 @@ QString RateStripPass::formatValue(double v)
         QLocale grouped(QLocale::English);
         return grouped.toString(qlonglong(v + 0.5));
     }
-    return c.toString(v, 'f', v >= 10 ? 0 : 1);
+    // Two significant digits below 10: an average of 0.012 calls in flight is not "0.0".
+    return v >= 10 ? c.toString(v, 'f', 0) : QString::number(v, 'g', 2);
 }
 
 std::optional<RateBins::Bucket> RateStripPass::bucketAt(const PaintContext &ctx, double x)
@@ -104,7 +105,7 @@ QString RateStripPass::toolTip(const PaintContext &ctx, double x)
             "failures/s: calls that ended without OK, when the client got the failure\n"
             "retries/s: attempts after the first; transparent retries (a stream the server never saw) are "
             "not counted\n"
-            "in flight: calls started and not yet ended, on average\n"
+            "avg in flight: calls started and not yet ended, on average over each span\n"
             "Calls evicted by retention stay counted. Drag across the strip to zoom to a range.");
     const auto b = bucketAt(ctx, x);
     if (!b) return {};
@@ -213,7 +214,9 @@ void RateStripPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &st
         p->setPen(th.grid);
         p->drawLine(QPointF(strip.left(), row.bottom()), QPointF(right, row.bottom()));
     }
+    // Set apart from the policy band above it and the lanes or the overview below.
     p->setPen(th.grid.darker(115));
+    p->drawLine(QPointF(strip.left(), strip.top()), QPointF(right, strip.top()));
     p->drawLine(QPointF(strip.left(), strip.bottom() - 1), QPointF(right, strip.bottom() - 1));
     p->drawLine(QPointF(ax.left - 1, strip.top()), QPointF(ax.left - 1, strip.bottom()));
 }

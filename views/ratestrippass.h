@@ -39,9 +39,9 @@ public:
     static qint64 bucketWidth(const PaintContext &ctx);
     // A bucket's value of one series: per second, or the average in flight.
     static double value(const RateBins::Bucket &b, Series s);
-    // "calls/s", "failures/s", "retries/s", "in flight".
+    // "calls/s", "failures/s", "retries/s", "avg in flight".
     static QString name(Series s);
-    // 3, 12.5, 1,250, 12.3k.
+    // 0.012, 3, 2.5, 12, 1,250, 12.3k.
     static QString formatValue(double v);
     // The bucket under x in this picture; nullopt left of the time axis.
     static std::optional<RateBins::Bucket> bucketAt(const PaintContext &ctx, double x);

@@ -158,6 +158,13 @@ private slots:
         QCOMPARE(RateBins::bucketWidth(2.5 * ms), 5 * ms);
         QCOMPARE(RateBins::bucketWidth(11 * ms), 20 * ms);
         QCOMPARE(RateBins::bucketWidth(3e9), 5'000'000'000LL);
+        // Values as the label column and the tooltip give them.
+        QCOMPARE(RateStripPass::formatValue(0), QStringLiteral("0"));
+        QCOMPARE(RateStripPass::formatValue(0.012), QStringLiteral("0.012"));
+        QCOMPARE(RateStripPass::formatValue(2.5), QStringLiteral("2.5"));
+        QCOMPARE(RateStripPass::formatValue(12.4), QStringLiteral("12"));
+        QCOMPARE(RateStripPass::formatValue(1250), QStringLiteral("1,250"));
+        QCOMPARE(RateStripPass::formatValue(12345), QStringLiteral("12.3k"));
     }
 
     void incrementalMatchesRebuild()
@@ -265,7 +272,7 @@ private slots:
                                 band.blueF() * a + over.blueF() * (1 - a));
         int tinted = 0;
         for (int x = from.x() + 2; x < to.x() - 2; ++x) {
-            const QColor c = during.pixelColor(x, int(strip.top()) + 1);
+            const QColor c = during.pixelColor(x, int(strip.top()) + 3); // above every area
             tinted += qAbs(c.red() - over.red()) <= 2 && qAbs(c.green() - over.green()) <= 2 &&
                       qAbs(c.blue() - over.blue()) <= 2;
         }
