@@ -128,6 +128,20 @@ QString RateStripPass::toolTip(const PaintContext &ctx, double x)
     return text;
 }
 
+void RateStripPass::paintHover(QPainter *p, const PaintContext &ctx, const QRectF &strip,
+                               std::pair<qint64, qint64> span)
+{
+    const TimeAxis &ax = ctx.axis;
+    const double x1 = std::max(ax.left, ax.timeToX(span.first));
+    const double x2 = std::min(strip.right(), ax.timeToX(span.second));
+    if (x2 <= x1) return;
+    p->save();
+    p->fillRect(QRectF(x1, strip.top(), x2 - x1, strip.height()), ctx.theme.hover);
+    p->setPen(QPen(ctx.theme.selection, 1));
+    p->drawRect(QRectF(x1, strip.top(), std::max(1.0, x2 - x1 - 1), strip.height() - 1));
+    p->restore();
+}
+
 void RateStripPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &strip, double scale)
 {
     const TimeAxis &ax = ctx.axis;

@@ -7,6 +7,7 @@
 #include <QtGlobal>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 class QPainter;
@@ -52,6 +53,9 @@ public:
     // Paints the strip into `strip` (height(scale) tall) with text and marks at `scale`.
     void paint(QPainter *p, const PaintContext &ctx, const QRectF &strip, double scale);
     void invalidate() { m_key.reset(); }
+    // The widget's overlay: the hovered bucket [from, to) outlined across the strip.
+    static void paintHover(QPainter *p, const PaintContext &ctx, const QRectF &strip,
+                           std::pair<qint64, qint64> span);
 
 private:
     struct Key

@@ -392,6 +392,14 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
     const QPoint pos = e->position().toPoint();
     if (m_drag == Drag::None) {
         const TimelinePainter::Hit hit = m_painter.hitTest(pos, canvas());
+        // The strip's bucket under the pointer is outlined, so the tooltip's numbers have a place.
+        std::optional<std::pair<qint64, qint64>> bucket;
+        if (hit.kind == TimelinePainter::Hit::RateStrip && hit.toNs > hit.fromNs)
+            bucket = std::pair{hit.fromNs, hit.toNs};
+        if (bucket != m_painter.rateHover()) {
+            m_painter.setRateHover(bucket);
+            update();
+        }
         std::optional<std::pair<size_t, size_t>> hover;
         if (hit.kind == TimelinePainter::Hit::Attempt) hover = std::pair{hit.call, hit.attempt};
         if (hover != m_zoom.hover()) {
@@ -466,6 +474,10 @@ void SwimlaneView::mouseReleaseEvent(QMouseEvent *e)
 
 void SwimlaneView::leaveEvent(QEvent *)
 {
+    if (m_painter.rateHover()) {
+        m_painter.setRateHover(std::nullopt);
+        update();
+    }
     if (m_zoom.hover()) {
         m_zoom.setHover(std::nullopt);
         update();

@@ -254,6 +254,9 @@ void TimelinePainter::paintCached(QPainter *p, const QRectF &rect, qreal dpr)
     }
     p->drawImage(rect.topLeft(), m_image);
     MarkersPass::paintOverlay(p, context(rect));
+    if (m_rateHover)
+        if (const QRectF strip = rateStripRect(rect); !strip.isEmpty())
+            RateStripPass::paintHover(p, context(rect), strip, *m_rateHover);
 }
 
 } // namespace rpcscope

@@ -73,7 +73,7 @@ public:
         const LabEventRecord *labEvent = nullptr;   // LabEvent: valid until the store changes
         std::vector<const LabEventRecord *> events; // MarkerCluster, in time order
         QString state;                              // BandSegment
-        qint64 fromNs = 0, toNs = 0;                // BandSegment
+        qint64 fromNs = 0, toNs = 0;                // BandSegment; RateStrip: the bucket under the point
         bool current = false;                       // BandSegment: still the state at the end of the capture
         QRectF rect; // the bar (Attempt), the lane header, the marker, the band segment
     };
@@ -131,6 +131,9 @@ public:
     // The strip's scale: the metrics' scale, unless that would take more than the legend's budget (a quarter
     // of the view), then as large as fits it (never below 1). Exports: always the metrics' scale.
     double rateStripScale() const;
+    // The rates strip's bucket under the pointer (absolute ns), outlined by paintCached()'s overlay.
+    void setRateHover(std::optional<std::pair<qint64, qint64>> span) { m_rateHover = span; }
+    std::optional<std::pair<qint64, qint64>> rateHover() const { return m_rateHover; }
     // The bar of an attempt in the current geometry (empty when its lane is filtered out).
     QRectF attemptRect(size_t call, size_t attempt, const QRectF &rect) const;
     // Content y of a call's lane, or -1 when filtered out.
@@ -203,6 +206,7 @@ private:
     // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
     std::optional<std::uint32_t> m_legendRoomFor;
     int m_legendBudget = 0;
+    std::optional<std::pair<qint64, qint64>> m_rateHover;
 
     // The widget's image of paint(), keyed on everything paint() reads.
     struct ImageKey

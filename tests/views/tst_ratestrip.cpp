@@ -257,6 +257,17 @@ private slots:
         const int y = int(strip.center().y());
         const QPoint from(int(ax.timeToX(10 * ms)), y), to(int(ax.timeToX(30 * ms)), y);
         QCOMPARE(painter.hitTest(from, view.canvas()).kind, TimelinePainter::Hit::RateStrip);
+        // Hovering outlines the bucket under the pointer.
+        QTest::mouseMove(&view, from);
+        QVERIFY(painter.rateHover().has_value());
+        QVERIFY(painter.rateHover()->first <= ax.xToTime(from.x()) &&
+                ax.xToTime(from.x()) < painter.rateHover()->second);
+        {
+            const QImage hovered = view.grab().toImage();
+            const double x1 = ax.timeToX(painter.rateHover()->first);
+            QVERIFY(pixels(hovered, QRect(int(x1) - 1, int(strip.top()), 3, int(strip.height())),
+                           painter.theme().selection) > int(strip.height()) / 2);
+        }
         QTest::mousePress(&view, Qt::LeftButton, {}, from);
         QTest::mouseMove(&view, QPoint((from.x() + to.x()) / 2, y));
         QTest::mouseMove(&view, to);
