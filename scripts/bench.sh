@@ -4,6 +4,7 @@
 # --views runs the swimlane painter's benchmark instead (100,000 calls on a 1920x1080 image; --views --quick).
 # --retention feeds a one-hour-equivalent session (1,000,000 calls) under the retention budget
 # (--retention --quick: 200,000 calls).
+# --rates times the rates strip's counts at 1,000,000 calls.
 # --stats measures call statistics: live at 10,000 calls/s and on a file of 1,000,000 calls (--stats --quick).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
@@ -16,6 +17,10 @@ fi
 if [ "${1:-}" = "--stats" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-statsbench" "$@"
+fi
+if [ "${1:-}" = "--rates" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-ratebench" "$@"
 fi
 if [ "${1:-}" = "--views" ]; then
   shift

@@ -35,6 +35,8 @@ struct PaintContext
     // What this picture draws (LegendUse and status-group bits), set by the passes as they paint, so the
     // legend explains exactly that; null when nobody asks (hit-testing).
     std::uint32_t *drawn = nullptr;
+    bool rates = false;   // the header has the rates strip (below the policy band, above the overview)
+    double rateScale = 1; // its scale (TimelinePainter::rateStripScale)
 
     void mark(int use) const
     {

@@ -101,6 +101,11 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
         paintPolicyBand(p, ctx, QRectF(rect.left(), y, rect.width(), m.bandHeight - 2));
         y += m.bandHeight;
     }
+    if (ctx.rates) {
+        const int h = RateStripPass::height(ctx.rateScale);
+        m_rates.paint(p, ctx, QRectF(rect.left(), y, rect.width(), h), ctx.rateScale);
+        y += h;
+    }
     if (ctx.overview) paintOverview(p, ctx, QRectF(rect.left(), y, rect.width(), m.overviewHeight - 1));
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "ratestrippass.h"
+
 #include <QRectF>
 #include <QString>
 #include <QtGlobal>
@@ -22,7 +24,11 @@ class RulerPass
 public:
     void paint(QPainter *p, const PaintContext &ctx);
     // Forgets the overview's counts (the store was reset or evicted calls).
-    void invalidate() { m_overviewKey.reset(); }
+    void invalidate()
+    {
+        m_overviewKey.reset();
+        m_rates.invalidate();
+    }
 
 private:
     QString tickLabel(const PaintContext &ctx, qint64 t, qint64 step) const;
@@ -39,6 +45,7 @@ private:
     };
     std::optional<OverviewKey> m_overviewKey;
     std::vector<std::array<int, 6>> m_overviewCounts;
+    RateStripPass m_rates;
 };
 
 } // namespace rpcscope

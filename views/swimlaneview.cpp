@@ -34,6 +34,7 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     // session line; the wheel and keys are in the first-start hint and Keys and mouse (F1).
     TimelinePainter::Options o;
     o.legend = true;
+    o.rates = true;
     m_painter.setOptions(o);
     m_vbar = new QScrollBar(Qt::Vertical, this);
     m_vbar->hide();
@@ -275,6 +276,11 @@ void SwimlaneView::setWallClock(bool on)
     updateOptions([&](TimelinePainter::Options &o) { o.wallClock = on; });
 }
 
+void SwimlaneView::setRates(bool on)
+{
+    updateOptions([&](TimelinePainter::Options &o) { o.rates = on; });
+}
+
 void SwimlaneView::setDensity(LaneDensity density)
 {
     updateOptions([&](TimelinePainter::Options &o) { o.density = density; });
@@ -363,8 +369,11 @@ void SwimlaneView::mousePressEvent(QMouseEvent *e)
 {
     m_pressPos = m_lastPos = e->position().toPoint();
     m_moved = false;
+    // A drag across the rates strip picks a range too, without Shift: the strip has nothing to pan.
+    const bool onStrip = m_painter.rateStripRect(canvas()).contains(e->position()) &&
+                         e->position().x() >= m_painter.axis(canvas()).left;
     const bool band = e->button() == Qt::RightButton ||
-                      (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
+                      (e->button() == Qt::LeftButton && ((e->modifiers() & Qt::ShiftModifier) || onStrip));
     if (e->button() == Qt::LeftButton && !band && onLabelDivider(e->position())) {
         m_drag = Drag::LabelColumn;
         setCursor(Qt::SplitHCursor);
@@ -383,6 +392,14 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
     const QPoint pos = e->position().toPoint();
     if (m_drag == Drag::None) {
         const TimelinePainter::Hit hit = m_painter.hitTest(pos, canvas());
+        // The strip's bucket under the pointer is outlined, so the tooltip's numbers have a place.
+        std::optional<std::pair<qint64, qint64>> bucket;
+        if (hit.kind == TimelinePainter::Hit::RateStrip && hit.toNs > hit.fromNs)
+            bucket = std::pair{hit.fromNs, hit.toNs};
+        if (bucket != m_painter.rateHover()) {
+            m_painter.setRateHover(bucket);
+            update();
+        }
         std::optional<std::pair<size_t, size_t>> hover;
         if (hit.kind == TimelinePainter::Hit::Attempt) hover = std::pair{hit.call, hit.attempt};
         if (hover != m_zoom.hover()) {
@@ -390,7 +407,12 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
             setCursor(hover ? Qt::PointingHandCursor : Qt::ArrowCursor);
             update();
         }
-        if (!hover) setCursor(onLabelDivider(pos) ? Qt::SplitHCursor : Qt::ArrowCursor);
+        if (!hover)
+            setCursor(onLabelDivider(pos) ? Qt::SplitHCursor
+                      : hit.kind == TimelinePainter::Hit::RateStrip &&
+                              pos.x() >= m_painter.axis(canvas()).left
+                          ? Qt::CrossCursor
+                          : Qt::ArrowCursor);
         return;
     }
     if (m_drag == Drag::LabelColumn) {
@@ -452,6 +474,10 @@ void SwimlaneView::mouseReleaseEvent(QMouseEvent *e)
 
 void SwimlaneView::leaveEvent(QEvent *)
 {
+    if (m_painter.rateHover()) {
+        m_painter.setRateHover(std::nullopt);
+        update();
+    }
     if (m_zoom.hover()) {
         m_zoom.setHover(std::nullopt);
         update();
@@ -499,6 +525,8 @@ QString SwimlaneView::toolTipFor(const TimelinePainter::Hit &hit) const
             return QStringLiteral("%1\n%2 calls, %3 failed").arg(g.title).arg(g.calls).arg(g.failed);
         }
         break;
+    case TimelinePainter::Hit::RateStrip:
+        return m_painter.rateStripToolTip(hit.rect.center().x(), canvas());
     case TimelinePainter::Hit::None:
         break;
     }

@@ -17,7 +17,7 @@ class TimelineModel;
 
 // The live swimlane widget.
 // - Wheel scrolls the lanes, Ctrl+wheel zooms at the cursor, Shift+wheel pans time, dragging pans, Shift+drag
-//   or right-drag zooms to a span.
+//   or right-drag zooms to a span; so does a plain drag across the rates strip.
 // - Keys: +/- and W/S zoom, arrows and A/D pan, F fits the whole trace and keeps fitting it as calls arrive,
 // L follows live
 //   (keeps the zoom and scrolls with the newest calls), Home/End jump to the start/end of the trace.
@@ -57,6 +57,8 @@ public slots:
     void setDark(bool on);
     void setWorkshop(bool on);
     void setWallClock(bool on);
+    // The rates strip under the ruler (calls/s, failures/s, retries/s, in flight); on by default.
+    void setRates(bool on);
     // A replay's playhead line (absolute steady ns); nullopt removes it.
     void setPlayhead(std::optional<qint64> ns);
     // Row height: compact (a call on one row) or comfortable (a header and a row per attempt).

@@ -1,5 +1,6 @@
 #include "breakerband.h"
 #include "markerspass.h"
+#include "ratestrippass.h"
 #include "timelinepainter.h"
 
 #include <cmath>
@@ -47,6 +48,18 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         }
         return false;
     };
+    if (const QRectF strip = rateStripRect(rect); strip.contains(pos)) {
+        // Its bucket's column, so the tooltip follows the pointer from bucket to bucket.
+        hit.kind = Hit::RateStrip;
+        hit.rect = QRectF(strip.left(), strip.top(), ax.left - strip.left(), strip.height());
+        if (const auto b = RateStripPass::bucketAt(ctx, pos.x())) {
+            hit.fromNs = b->startNs;
+            hit.toNs = b->startNs + b->widthNs;
+            const double x1 = std::max(ax.left, ax.timeToX(hit.fromNs));
+            hit.rect = QRectF(x1, strip.top(), std::max(1.0, ax.timeToX(hit.toNs) - x1), strip.height());
+        }
+        return hit;
+    }
     const double bandTop =
         rect.top() + (m_options.title.isEmpty() ? 0 : m_metrics.titleHeight) + m_metrics.rulerHeight;
     if (ctx.policyBand && pos.y() >= bandTop && pos.y() < bandTop + m_metrics.bandHeight &&

@@ -19,6 +19,13 @@ void TimelineIndex::setLayoutOptions(LaneGrouping grouping, const LaneFilter &fi
     if (changed) m_layoutDirty = true;
 }
 
+void TimelineIndex::setRatesEnabled(bool on)
+{
+    if (on == m_ratesEnabled) return;
+    m_ratesEnabled = on;
+    if (on) m_rates.sync(*m_store);
+}
+
 void TimelineIndex::invalidate()
 {
     m_pending.reset();
@@ -58,6 +65,8 @@ void TimelineIndex::prepareEviction()
 void TimelineIndex::applyEviction(const std::vector<size_t> &evicted)
 {
     const std::uint64_t from = std::exchange(m_evictFrom, ~std::uint64_t(0));
+    // The evicted calls stay counted; only their records go (a sync that cannot follow matches by serial).
+    if (from == m_cacheGeneration && m_ratesEnabled) m_rates.evict(evicted);
     size_t spans = 0;
     for (size_t i : evicted)
         spans += i < m_callSpanCount.size() ? m_callSpanCount[i] : 0;
@@ -289,7 +298,9 @@ void TimelineIndex::refresh()
         m_labSeen = 0;
         for (size_t i = 0; i < calls.size(); ++i)
             absorbCall(i);
+        if (m_ratesEnabled) m_rates.sync(*m_store);
     } else {
+        if (m_ratesEnabled) m_rates.sync(*m_store, &m_pending->changes);
         for (size_t i : m_pending->changes.changedCalls)
             absorbCall(i);
         for (size_t i : m_pending->changes.callsWithNewAttempts)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "ratebins.h"
 #include "timelinelayout.h"
 #include "timelinestore.h"
 
@@ -42,6 +43,12 @@ public:
                           const LaneMetrics &metrics, bool changed);
     // Drops every cache (a cleared store can reuse its memory).
     void invalidate();
+    // Forgets the rates too, evicted calls' counts included (the store was cleared or replaced): invalidate()
+    // keeps them, since an eviction the caches cannot follow invalidates too.
+    void resetRates() { m_rates.clear(); }
+    // Whether rates() follows the store (the strip is shown). Off, batches cost nothing for it; turned on, it
+    // counts every call the store holds at once (calls evicted while it was off are not among them).
+    void setRatesEnabled(bool on);
     // See TimelinePainter::noteChanges.
     void noteChanges(std::uint64_t previousGeneration, const StoreChanges &changes);
     void prepareEviction();
@@ -66,6 +73,8 @@ public:
         return it == m_labByCall.end() ? nullptr : &it->second;
     }
     const std::vector<Span> &spans() const { return m_spans; }
+    // Calls, failures, retries and in flight over time, evicted calls included (the rates strip).
+    const RateBins &rates() const { return m_rates; }
     // A connection's marker lists by connection id, or null.
     const ConnIndex *connection(std::uint32_t id) const
     {
@@ -119,6 +128,8 @@ private:
     size_t m_framesIndexed = 0, m_pingsIndexed = 0, m_stallsIndexed = 0;
     std::uint32_t m_connUse = 0; // LegendUse bits of the connection marks indexed
     qint64 m_firstFrameNs = 0;
+    RateBins m_rates;
+    bool m_ratesEnabled = false;
     TimelineLayout m_layout;
     std::uint64_t m_layoutGeneration = ~std::uint64_t(0);
     bool m_layoutDirty = true;

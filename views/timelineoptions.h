@@ -19,6 +19,7 @@ struct TimelineOptions
     LaneFilter filter{};
     LaneDensity density = LaneDensity::Compact;
     int labelWidth = 0; // the label column at scale 1 (dragged in the widget); 0: the default
+    bool rates = false; // the rates strip under the ruler (calls/s, failures/s, retries/s, in flight)
 };
 
 } // namespace rpcscope

@@ -4,6 +4,7 @@
 #include "grouplanepass.h"
 #include "markerspass.h"
 #include "paintkit.h"
+#include "ratestrippass.h"
 #include "timelinestyle.h"
 
 #include <QPainter>
@@ -44,12 +45,14 @@ void TimelinePainter::setOptions(const Options &o)
     m_options = o;
     m_metrics = LaneMetrics::scaled(o.workshop ? kWorkshopScale : 1.0, o.density, o.labelWidth);
     m_index.setLayoutOptions(o.grouping, o.filter, o.connectionLanes, m_metrics, layoutChange);
+    m_index.setRatesEnabled(o.rates);
     m_imageKey.reset();
 }
 
 void TimelinePainter::invalidate()
 {
     m_index.invalidate();
+    m_index.resetRates();
     m_ruler.invalidate();
     m_imageKey.reset();
 }
@@ -83,10 +86,38 @@ bool TimelinePainter::hasOverview() const
     return m_store->calls().size() >= kOverviewMinCalls;
 }
 
+bool TimelinePainter::hasRates() const
+{
+    if (!m_options.rates) return false;
+    m_index.refresh();
+    return !m_index.rates().empty();
+}
+
 int TimelinePainter::headerHeight() const
 {
     return m_metrics.rulerHeight + (m_options.title.isEmpty() ? 0 : m_metrics.titleHeight) +
-           (hasPolicyBand() ? m_metrics.bandHeight : 0) + (hasOverview() ? m_metrics.overviewHeight : 0);
+           (hasPolicyBand() ? m_metrics.bandHeight : 0) + (hasOverview() ? m_metrics.overviewHeight : 0) +
+           (hasRates() ? RateStripPass::height(rateStripScale()) : 0);
+}
+
+QRectF TimelinePainter::rateStripRect(const QRectF &rect) const
+{
+    if (!hasRates()) return {};
+    const double top = rect.top() + (m_options.title.isEmpty() ? 0 : m_metrics.titleHeight) +
+                       m_metrics.rulerHeight + (hasPolicyBand() ? m_metrics.bandHeight : 0);
+    return QRectF(rect.left(), top, rect.width(), RateStripPass::height(rateStripScale()));
+}
+
+double TimelinePainter::rateStripScale() const
+{
+    const double s = m_metrics.scale;
+    if (m_legendBudget <= 0 || s <= 1) return s;
+    return std::clamp(double(m_legendBudget) / RateStripPass::height(1.0), 1.0, s);
+}
+
+QString TimelinePainter::rateStripToolTip(double x, const QRectF &rect) const
+{
+    return hasRates() ? RateStripPass::toolTip(context(rect), x) : QString();
 }
 
 double TimelinePainter::legendScale(double width) const
@@ -123,8 +154,11 @@ PaintContext TimelinePainter::context(const QRectF &rect) const
     const TimelineLayout &lay = m_index.layout();
     const double top = rect.top() + headerHeight();
     const double bottom = rect.bottom() - (m_options.legend ? legendHeight(rect.width()) : 0);
-    return PaintContext{*m_store, m_index,    lay, m_options, m_metrics,       theme(),      *m_zoom,
-                        rect,     axis(rect), top, bottom,    hasPolicyBand(), hasOverview()};
+    PaintContext ctx{*m_store, m_index,    lay, m_options, m_metrics,       theme(),      *m_zoom,
+                     rect,     axis(rect), top, bottom,    hasPolicyBand(), hasOverview()};
+    ctx.rates = hasRates();
+    ctx.rateScale = rateStripScale();
+    return ctx;
 }
 
 double TimelinePainter::laneY(size_t call) const
@@ -220,6 +254,9 @@ void TimelinePainter::paintCached(QPainter *p, const QRectF &rect, qreal dpr)
     }
     p->drawImage(rect.topLeft(), m_image);
     MarkersPass::paintOverlay(p, context(rect));
+    if (m_rateHover)
+        if (const QRectF strip = rateStripRect(rect); !strip.isEmpty())
+            RateStripPass::paintHover(p, context(rect), strip, *m_rateHover);
 }
 
 } // namespace rpcscope

@@ -62,7 +62,8 @@ public:
             BandSegment,   // a circuit breaker state on the policy band
             MarkerCluster, // markers drawn as one, with a count
             Gap,           // the backoff gap before an attempt (its line or its label)
-            Deadline       // a call's deadline line
+            Deadline,      // a call's deadline line
+            RateStrip      // the rates strip (rect: the strip; over the label column, the row labels)
         };
         Kind kind = None;
         size_t call = 0;                            // Attempt, CallHeader, Gap, Deadline
@@ -72,7 +73,7 @@ public:
         const LabEventRecord *labEvent = nullptr;   // LabEvent: valid until the store changes
         std::vector<const LabEventRecord *> events; // MarkerCluster, in time order
         QString state;                              // BandSegment
-        qint64 fromNs = 0, toNs = 0;                // BandSegment
+        qint64 fromNs = 0, toNs = 0;                // BandSegment; RateStrip: the bucket under the point
         bool current = false;                       // BandSegment: still the state at the end of the capture
         QRectF rect; // the bar (Attempt), the lane header, the marker, the band segment
     };
@@ -124,6 +125,15 @@ public:
     std::vector<qint64> rulerTicks(const QRectF &rect) const;
 
     Hit hitTest(const QPointF &pos, const QRectF &rect) const;
+    // The rates strip in this geometry (empty when it is not shown), and its tooltip at x.
+    QRectF rateStripRect(const QRectF &rect) const;
+    QString rateStripToolTip(double x, const QRectF &rect) const;
+    // The strip's scale: the metrics' scale, unless that would take more than the legend's budget (a quarter
+    // of the view), then as large as fits it (never below 1). Exports: always the metrics' scale.
+    double rateStripScale() const;
+    // The rates strip's bucket under the pointer (absolute ns), outlined by paintCached()'s overlay.
+    void setRateHover(std::optional<std::pair<qint64, qint64>> span) { m_rateHover = span; }
+    std::optional<std::pair<qint64, qint64>> rateHover() const { return m_rateHover; }
     // The bar of an attempt in the current geometry (empty when its lane is filtered out).
     QRectF attemptRect(size_t call, size_t attempt, const QRectF &rect) const;
     // Content y of a call's lane, or -1 when filtered out.
@@ -179,6 +189,7 @@ private:
     // Exports: the legend's room from a first paint of the whole picture at this width (timelineexport.cpp).
     void fitLegendToPicture(int width);
     bool hasOverview() const;
+    bool hasRates() const;
     void paintLanes(QPainter *p, const PaintContext &ctx);
 
     const TimelineStore *m_store;
@@ -195,6 +206,7 @@ private:
     // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
     std::optional<std::uint32_t> m_legendRoomFor;
     int m_legendBudget = 0;
+    std::optional<std::pair<qint64, qint64>> m_rateHover;
 
     // The widget's image of paint(), keyed on everything paint() reads.
     struct ImageKey

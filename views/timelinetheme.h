@@ -14,6 +14,8 @@ struct TimelineTheme
     QColor phaseRequest, phaseWait, phaseResponse, phaseTrailers, frameTick;
     QColor hover, selection, rubberBand;
     QColor labMarker;
+    // The rates strip: calls started, failures, retries and calls in flight.
+    QColor rateCalls, rateFailures, rateRetries, rateInFlight;
 
     static const TimelineTheme &light()
     {
@@ -45,6 +47,10 @@ struct TimelineTheme
             .selection = QColor(0x1d4e89),
             .rubberBand = QColor::fromRgba(0x403b7dd8),
             .labMarker = QColor(0xad1457),
+            .rateCalls = QColor(0x1d4e89),
+            .rateFailures = QColor(0xc62828),
+            .rateRetries = QColor(0xd06a00),
+            .rateInFlight = QColor(0x4a5560),
         };
         return t;
     }
@@ -80,6 +86,10 @@ struct TimelineTheme
             .selection = QColor(0xffd54f),
             .rubberBand = QColor::fromRgba(0x505a9bf0),
             .labMarker = QColor(0xf48fb1),
+            .rateCalls = QColor(0x90c2ff),
+            .rateFailures = QColor(0xff6b6b),
+            .rateRetries = QColor(0xffb14a),
+            .rateInFlight = QColor(0xb8c2cc),
         };
         return t;
     }

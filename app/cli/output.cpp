@@ -43,6 +43,7 @@ bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::s
     for (const Call &c : model.store().calls())
         if (c.parentCall) picture.grouping = LaneGrouping::Chain;
     if (opts.count("--comfortable")) picture.density = LaneDensity::Comfortable;
+    picture.rates = !opts.count("--no-rates");
     if (auto it = opts.find("--png"); it != opts.end()) {
         const QImage image = TimelinePainter::renderImage(model.store(), 1400, picture);
         if (!image.save(QString::fromStdString(it->second), "PNG")) {

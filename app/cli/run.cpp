@@ -36,8 +36,8 @@ int cmdRun(const std::vector<std::string> &args)
     }
     const Redaction redaction = takeRedaction(&rest, &error);
     if (!error.empty()) return usageError(error);
-    if (!parseOptions(rest, {"--json", "--png", "--svg", "--out", "--to"}, {"--frames", "--comfortable"},
-                      &opts, &error))
+    if (!parseOptions(rest, {"--json", "--png", "--svg", "--out", "--to"},
+                      {"--frames", "--comfortable", "--no-rates"}, &opts, &error))
         return usageError(error);
     if (opts.count("--to") && !opts.count("--out")) return usageError("--to needs --out");
     if (outputFormat(opts, &error), !error.empty()) return usageError(error);

@@ -28,10 +28,11 @@ const char *const kKeysHelp =
     "F fit the whole trace · L follow live · W/S or +/- zoom · A/D or ←/→ pan · ↑/↓ and Page Up/Down scroll "
     "lanes · Home/End jump to the ends · Esc clear the selection<br>"
     "Wheel scrolls lanes · Ctrl+wheel zooms at the cursor · Shift+wheel pans time · drag pans · Shift+drag "
-    "or right-drag zooms to a span<br><br>"
+    "or right-drag zooms to a span · drag across the rates strip zooms to that range<br><br>"
     "<b>Window</b><br>"
     "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+E export PNG · Ctrl+Shift+C copy · Ctrl+L clear · "
-    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen<br><br>"
+    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · Ctrl+Shift+T rates strip · F10 timeline only · F11 full "
+    "screen<br><br>"
     "<b>Runs and replay</b><br>"
     "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
     "[ slower · ] faster";
@@ -79,6 +80,17 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     menu->addSeparator();
     menu->addAction(m_workshopAction);
     menu->addAction(m_darkAction);
+    // The rates strip: calls/s, failures/s, retries/s and in flight under the ruler.
+    QAction *rates = menu->addAction(QStringLiteral("Rates strip"));
+    rates->setObjectName(QStringLiteral("ratesStrip"));
+    rates->setCheckable(true);
+    rates->setChecked(m_view->timelinePainter().options().rates);
+    rates->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+T")));
+    rates->setToolTip(
+        QStringLiteral("Show calls/s, failures/s, retries/s and calls in flight under the ruler; "
+                       "drag across it to zoom (Ctrl+Shift+T)"));
+    connect(rates, &QAction::toggled, m_view, &SwimlaneView::setRates);
+    addAction(rates);
     menu->addSeparator();
     QAction *keys = menu->addAction(QStringLiteral("Keys and mouse…"));
     keys->setShortcut(QKeySequence::HelpContents);
@@ -96,7 +108,7 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     button->setMenu(menu);
     button->setPopupMode(QToolButton::InstantPopup);
     button->setToolTip(QStringLiteral("Timeline only (F10), full screen (F11), workshop (Ctrl+Shift+W), dark "
-                                      "(Ctrl+Shift+D), keys and mouse (F1)"));
+                                      "(Ctrl+Shift+D), rates strip (Ctrl+Shift+T), keys and mouse (F1)"));
     viewBar->addWidget(button);
 
     if (firstStart) {

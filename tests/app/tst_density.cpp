@@ -261,6 +261,10 @@ private slots:
                                                                        }),
                                      5000);
             SwimlaneView *view = window.swimlanes();
+            // The rates strip is on by default; ten calls are asked of the lanes without it (Ctrl+Shift+T).
+            QVERIFY(view->timelinePainter().options().rates);
+            QTest::keyClick(&window, Qt::Key_T, Qt::ControlModifier | Qt::ShiftModifier);
+            QVERIFY(!view->timelinePainter().options().rates);
             view->fitAll();
             QApplication::processEvents();
             const int visible = visibleCalls(view);
