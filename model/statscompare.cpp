@@ -301,6 +301,7 @@ std::string formatRatio(std::optional<double> ratio)
 {
     if (!ratio) return kNone;
     const double r = *ratio;
+    if (r > 0 && r < 0.01) return "<0.01"; // not 0.00, which would read as none at all
     return printf1(r >= 100 ? "%.0f" : r >= 10 ? "%.1f" : "%.2f", r);
 }
 

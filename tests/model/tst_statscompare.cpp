@@ -254,6 +254,9 @@ private slots:
         QCOMPARE(formatCompareValue(U::Count, std::nullopt), std::string("—"));
         QCOMPARE(formatRatio(0.3333), std::string("0.33"));
         QCOMPARE(formatRatio(std::nullopt), std::string("—"));
+        QCOMPARE(formatRatio(0.0047), std::string("<0.01"));
+        QCOMPARE(formatRatio(0.0), std::string("0.00"));
+        QCOMPARE(formatRatio(12.34), std::string("12.3"));
     }
 };
 
