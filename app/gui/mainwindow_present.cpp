@@ -34,7 +34,7 @@ const char *const kKeysHelp =
     "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen<br><br>"
     "<b>Runs and replay</b><br>"
     "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
-    "[ slower · ] faster";
+    "[ slower · ] faster · Ctrl+Shift+B compare two runs";
 } // namespace
 
 void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
@@ -79,6 +79,8 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     menu->addSeparator();
     menu->addAction(m_workshopAction);
     menu->addAction(m_darkAction);
+    menu->addSeparator();
+    buildCompare(menu);
     menu->addSeparator();
     QAction *keys = menu->addAction(QStringLiteral("Keys and mouse…"));
     keys->setShortcut(QKeySequence::HelpContents);
