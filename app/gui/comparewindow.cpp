@@ -19,6 +19,7 @@
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace rpcscope {
 
@@ -155,8 +156,11 @@ QWidget *CompareWindow::buildTimelines()
 
 void CompareWindow::setSources(std::vector<Source> sources)
 {
+    // The run list says it changed with every batch a run records: the pickers change only with the names.
+    const bool sameNames = std::equal(sources.begin(), sources.end(), m_sources.begin(), m_sources.end(),
+                                      [](const Source &x, const Source &y) { return x.name == y.name; });
     m_sources = std::move(sources);
-    rebuildPickers();
+    if (!sameNames) rebuildPickers();
 }
 
 void CompareWindow::rebuildPickers()

@@ -15,6 +15,28 @@
 
 namespace rpcscope {
 
+namespace {
+
+// Every run of the window; the one on stage is taken from the model, the others from their archives.
+std::vector<CompareWindow::Source> compareSources(const RunList *runs, const TimelineModel *model)
+{
+    std::vector<CompareWindow::Source> sources;
+    for (int i = 0; i < runs->count(); ++i) {
+        // By id: the list may change while the window is open.
+        const int id = runs->at(i).id;
+        sources.push_back({runs->at(i).name, [runs, model, id] {
+                               const int index = runs->indexOfId(id);
+                               if (index < 0) return CaptureData{};
+                               if (index == runs->current())
+                                   return captureFromLog(model->store(), model->eventLog());
+                               return runs->captureOf(index);
+                           }});
+    }
+    return sources;
+}
+
+} // namespace
+
 void MainWindow::buildCompare(QMenu *viewMenu)
 {
     m_compareAction = viewMenu->addAction(QStringLiteral("Compare runs…"));
@@ -37,20 +59,12 @@ CompareWindow *MainWindow::openCompare(int a, int b)
         m_compare->setDark(m_look && m_look->dark());
         connect(m_workshopAction, &QAction::toggled, m_compare, &CompareWindow::setWorkshop);
         connect(m_darkAction, &QAction::toggled, m_compare, &CompareWindow::setDark);
+        // Runs started, renamed or closed while it is open are offered too (it keeps its choices).
+        connect(m_runs, &RunList::changed, m_compare, [this] {
+            if (m_compare->isVisible()) m_compare->setSources(compareSources(m_runs, m_model));
+        });
     }
-    std::vector<CompareWindow::Source> sources;
-    for (int i = 0; i < m_runs->count(); ++i) {
-        // By id: the list may change while the window is open.
-        const int id = m_runs->at(i).id;
-        sources.push_back({m_runs->at(i).name, [this, id] {
-                               const int index = m_runs->indexOfId(id);
-                               if (index < 0) return CaptureData{};
-                               if (index == m_runs->current())
-                                   return captureFromLog(m_model->store(), m_model->eventLog());
-                               return m_runs->captureOf(index);
-                           }});
-    }
-    m_compare->setSources(std::move(sources));
+    m_compare->setSources(compareSources(m_runs, m_model));
     const int n = m_runs->count();
     if (a < 0 || b < 0) {
         a = std::max(0, n - 2);

@@ -20,6 +20,7 @@
 #include <QComboBox>
 #include <QSettings>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <numeric>
 
@@ -161,6 +162,22 @@ private slots:
         const CompareValue *same = w->comparison().find(StatsRow::Kind::Total, {})->value("attempts");
         QCOMPARE(*same->difference(), 0.0);
         QCOMPARE(*same->ratio(), 1.0);
+
+        // A saved run opened as a file compares equal to the run, and joins both pickers.
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("storm.rpcscope"));
+        QString why;
+        QVERIFY2(window.saveRun(0, path, &why), qPrintable(why));
+        QVERIFY2(w->openFile(1, path, &why), qPrintable(why));
+        QCOMPARE(w->label(1), QStringLiteral("storm.rpcscope"));
+        auto *pickA = w->findChild<QComboBox *>(QStringLiteral("pickA"));
+        QVERIFY(pickA);
+        QCOMPARE(pickA->count(), 3);
+        QCOMPARE(pickA->itemText(2), QStringLiteral("storm.rpcscope"));
+        w->pick(0, 0);
+        const CompareRow *saved = w->comparison().find(StatsRow::Kind::Total, {});
+        QCOMPARE(*saved->value("attempts")->b, 80.0);
+        QCOMPARE(*saved->value("call_p99_ns")->ratio(), 1.0);
         w->close();
         window.close();
     }
