@@ -108,6 +108,14 @@ QJsonValue jsonRatio(std::optional<double> v)
     return v ? QJsonValue(*v) : QJsonValue(QJsonValue::Null);
 }
 
+QJsonArray jsonBuckets(const CompareRow::Buckets &b)
+{
+    QJsonArray out;
+    for (std::uint64_t n : b)
+        out.append(qint64(n));
+    return out;
+}
+
 } // namespace
 
 std::optional<double> CompareValue::difference() const
@@ -167,6 +175,19 @@ std::vector<CompareValue> rowValues(const StatsRow &row)
         v.push_back(latency(p.callKey, p.callLabel, row.callLatency.percentile(p.q)));
     for (const Percentile &p : kPercentiles)
         v.push_back(latency(p.attemptKey, p.attemptLabel, row.attemptLatency.percentile(p.q)));
+    // The attempts-per-call distribution: C-core clamps maxAttempts to 5, so more are transparent retries.
+    static const char *const kPerCallKeys[] = {"calls_1_attempt",  "calls_2_attempts",
+                                               "calls_3_attempts", "calls_4_attempts",
+                                               "calls_5_attempts", "calls_6_or_more_attempts"};
+    static const char *const kPerCallLabels[] = {"calls with 1 attempt",  "calls with 2 attempts",
+                                                 "calls with 3 attempts", "calls with 4 attempts",
+                                                 "calls with 5 attempts", "calls with 6+ attempts"};
+    for (size_t n = 1; n <= 6; ++n) {
+        std::uint64_t calls = 0;
+        for (size_t k = n; k < row.attemptsPerCall.size() && (k == n || n == 6); ++k)
+            calls += row.attemptsPerCall[k];
+        v.push_back(count(kPerCallKeys[n - 1], kPerCallLabels[n - 1], calls));
+    }
     v.push_back(count("gaps_within", "gaps within range", row.gaps.within));
     v.push_back(count("gaps_early", "gaps early", row.gaps.early));
     v.push_back(count("gaps_late", "gaps late", row.gaps.late));
@@ -191,6 +212,12 @@ CompareRow makeRow(StatsRow::Kind kind, const std::string &key, const StatsRow *
     for (size_t i = 0; i < row.values.size(); ++i) {
         if (!a) row.values[i].a.reset();
         if (b) row.values[i].b = bv[i].a;
+    }
+    const StatsRow *sides[2] = {a, b};
+    for (int side = 0; side < 2; ++side) {
+        if (!sides[side]) continue;
+        row.callBuckets[side] = sides[side]->callLatency.buckets();
+        row.attemptBuckets[side] = sides[side]->attemptLatency.buckets();
     }
     return row;
 }
@@ -265,15 +292,27 @@ QJsonObject comparisonToJson(const StatsComparison &comparison)
             row.insert(QStringLiteral("in_a"), r.inA);
             row.insert(QStringLiteral("in_b"), r.inB);
         }
+        for (const auto &[name, buckets] :
+             {std::pair{QStringLiteral("call_latency_buckets"), r.callBuckets},
+              std::pair{QStringLiteral("attempt_latency_buckets"), r.attemptBuckets}})
+            row.insert(name, comparison.oneSided
+                                 ? QJsonValue(jsonBuckets(buckets[0]))
+                                 : QJsonValue(QJsonObject{{QStringLiteral("a"), jsonBuckets(buckets[0])},
+                                                          {QStringLiteral("b"), jsonBuckets(buckets[1])}}));
         rows.append(row);
     }
+    QJsonArray edges;
+    for (int i = 0; i < LatencyBuckets::kEdges; ++i)
+        edges.append(qint64(LatencyBuckets::edgeNs(i)));
     if (comparison.oneSided)
         return {{QStringLiteral("label"), QString::fromStdString(comparison.labelA)},
+                {QStringLiteral("bucket_edges_ns"), edges},
                 {QStringLiteral("rows"), rows}};
     return {{QStringLiteral("a"),
              QJsonObject{{QStringLiteral("label"), QString::fromStdString(comparison.labelA)}}},
             {QStringLiteral("b"),
              QJsonObject{{QStringLiteral("label"), QString::fromStdString(comparison.labelB)}}},
+            {QStringLiteral("bucket_edges_ns"), edges},
             {QStringLiteral("rows"), rows}};
 }
 

@@ -39,6 +39,9 @@ struct CompareRow
     std::string key;
     bool inA = false, inB = false;
     std::vector<CompareValue> values;
+    // The latency histograms (LatencyBuckets) of each side; all zero for a side without the row.
+    using Buckets = std::array<std::uint64_t, LatencyBuckets::kCount>;
+    Buckets callBuckets[2]{}, attemptBuckets[2]{};
 
     // "Total", "method /lab.Lab/Call", "hop gateway", "hop (main proxy)".
     std::string title() const;
@@ -64,9 +67,11 @@ StatsComparison singleStats(const CallStats &stats, const std::string &label);
 // The measures of one row, in table order, as CompareValues with only side A set.
 std::vector<CompareValue> rowValues(const StatsRow &row);
 
-// {"a": {"label"}, "b": {"label"}, "rows": [{"kind", "key", "in_a", "in_b", "values": {KEY: {"a", "b",
-// "difference", "ratio"}}}]}; a missing value is null. One-sided: {"label", "rows": [{"kind", "key",
-// "values": {KEY: value}}]}. Latencies are in ns.
+// {"a": {"label"}, "b": {"label"}, "bucket_edges_ns": [...], "rows": [{"kind", "key", "in_a", "in_b",
+// "values": {KEY: {"a", "b", "difference", "ratio"}}, "call_latency_buckets": {"a": [...], "b": [...]},
+// "attempt_latency_buckets": {...}}]}; a missing value is null. One-sided: {"label", "bucket_edges_ns",
+// "rows": [{"kind", "key", "values": {KEY: value}, "call_latency_buckets": [...], ...}]}. Latencies are in
+// ns; bucket i counts [edge i-1, edge i), the last one everything from the last edge on.
 QJsonObject comparisonToJson(const StatsComparison &comparison);
 // For the terminal: a legend naming A and B, then per row a block of aligned columns
 // (measure, A, B, B-A, B/A; one-sided: measure and value).

@@ -143,6 +143,12 @@ private slots:
         QCOMPARE(*get->value("attempt_p99_ns")->b, double(20 * ms));
         QCOMPARE(*get->value("ok_first_try")->ratio(), 0.0);
         QCOMPARE(*get->value("attempts")->ratio(), 1.0);
+        // Attempts per call: four calls of one attempt against two of two.
+        QCOMPARE(*get->value("calls_1_attempt")->a, 4.0);
+        QCOMPARE(*get->value("calls_1_attempt")->b, 0.0);
+        QCOMPARE(*get->value("calls_2_attempts")->a, 0.0);
+        QCOMPARE(*get->value("calls_2_attempts")->b, 2.0);
+        QCOMPARE(*get->value("calls_6_or_more_attempts")->b, 0.0);
     }
 
     void jsonShape()
@@ -175,6 +181,9 @@ private slots:
                                 "call_max_ns",
                                 "attempt_p50_ns",
                                 "attempt_max_ns",
+                                "calls_1_attempt",
+                                "calls_5_attempts",
+                                "calls_6_or_more_attempts",
                                 "gaps_within",
                                 "gaps_early",
                                 "gaps_late",
@@ -195,6 +204,26 @@ private slots:
         QVERIFY(!put.value("in_a").toBool());
         QVERIFY(put.value("values").toObject().value("calls").toObject().value("a").isNull());
         QCOMPARE(rows.at(3).toObject().value("kind").toString(), QString("hop"));
+        // Histograms: Get's calls took 10, 20, 30 and 40 ms in A ([10 ms, 20 ms) holds one, [20 ms, 50 ms)
+        // three), 30 ms twice in B.
+        const QJsonArray edges = o.value("bucket_edges_ns").toArray();
+        QCOMPARE(edges.size(), LatencyBuckets::kEdges);
+        QCOMPARE(edges.at(0).toInteger(), 10'000);
+        const QJsonObject getBuckets = rows.at(1).toObject().value("call_latency_buckets").toObject();
+        const QJsonArray ga = getBuckets.value("a").toArray(), gb = getBuckets.value("b").toArray();
+        QCOMPARE(ga.size(), LatencyBuckets::kCount);
+        const int b20 = LatencyBuckets::bucketOf(10 * ms), b50 = LatencyBuckets::bucketOf(20 * ms);
+        QCOMPARE(ga.at(b20).toInt(), 1);
+        QCOMPARE(ga.at(b50).toInt(), 3);
+        QCOMPARE(gb.at(b50).toInt(), 2);
+        int sumA = 0;
+        for (const QJsonValue &v : ga)
+            sumA += v.toInt();
+        QCOMPARE(sumA, 4);
+        // Put is not in A: its histogram there is empty.
+        const QJsonArray pa =
+            rows.at(2).toObject().value("call_latency_buckets").toObject().value("a").toArray();
+        QVERIFY(std::all_of(pa.begin(), pa.end(), [](const QJsonValue &v) { return v.toInt() == 0; }));
     }
 
     void oneSidedJson()
@@ -208,6 +237,8 @@ private slots:
         QCOMPARE(values.value("attempts").toInteger(), 5);
         QCOMPARE(num(values.value("amplification")), 5.0 / 3.0);
         QCOMPARE(values.value("call_max_ns").toInteger(), 30 * ms);
+        QCOMPARE(total.value("attempt_latency_buckets").toArray().size(), LatencyBuckets::kCount);
+        QVERIFY(o.contains("bucket_edges_ns"));
     }
 
     void tableIsAligned()
