@@ -18,9 +18,12 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QLabel>
+#include <QMenu>
 #include <QSettings>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 #include <numeric>
 
@@ -180,6 +183,31 @@ private slots:
         QCOMPARE(*saved->value("call_p99_ns")->ratio(), 1.0);
         w->close();
         window.close();
+    }
+
+    void labPanelOffersTheBuiltInComparisons()
+    {
+        lab::LabSession lab;
+        LabPanel panel(&lab, QStringLiteral("bulkhead"));
+        panel.resize(420, 760);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        QToolButton *button = panel.compareButton();
+        QVERIFY(button && button->isVisible());
+        QVERIFY(!button->toolTip().isEmpty());
+        const QList<QAction *> entries = button->menu()->actions();
+        QCOMPARE(entries.size(), 2);
+        QCOMPARE(entries[0]->data().toString(), QStringLiteral("storm-vs-throttling"));
+        QCOMPARE(entries[1]->data().toString(), QStringLiteral("bulkhead-shared-vs-isolated"));
+        for (QAction *a : entries)
+            QVERIFY(!a->toolTip().isEmpty());
+        QVERIFY(!panel.runComparison(QStringLiteral("no-such-comparison")));
+        // The bulkhead's phase parameter, which the comparison sets to 1 and 2.
+        bool phase = false;
+        for (QLabel *l : panel.findChildren<QLabel *>())
+            phase = phase || l->text() == QLatin1String("phase");
+        QVERIFY(phase);
+        shot(&panel, QStringLiteral("labpanel-compare.png"));
     }
 
     void openFileErrors()
