@@ -1,7 +1,6 @@
 #include "comparewindow.h"
 
 #include "captureio.h"
-#include "capturestats.h"
 #include "comparehistogram.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
@@ -132,7 +131,6 @@ QWidget *CompareWindow::buildTimelines()
     for (int side = 0; side < 2; ++side) {
         Side &s = m_sides[side];
         s.model = std::make_unique<TimelineModel>();
-        s.stats = std::make_unique<CallStats>();
         auto *pane = new QWidget(lanes);
         auto *pv = new QVBoxLayout(pane);
         pv->setContentsMargins(0, 0, 0, 0);
@@ -201,15 +199,12 @@ void CompareWindow::load(int side, const CaptureData &data, const QString &label
 {
     Side &s = m_sides[side];
     s.label = label;
-    s.model->replay(data);
-    // The statistics from a store without frames: the model's own counts the same calls.
-    TimelineStore store;
-    replayForStats(data, store, s.stats.get());
+    s.model->replay(data); // its statistics too
     s.loaded = true;
     s.title->setText(QStringLiteral("<b>%1</b>  %2 — %3 calls, %4 attempts")
                          .arg(QLatin1String(kSideName[side]), label.toHtmlEscaped())
-                         .arg(s.stats->total().calls)
-                         .arg(s.stats->total().attempts));
+                         .arg(s.model->stats().total().calls)
+                         .arg(s.model->stats().total().attempts));
 }
 
 bool CompareWindow::openFile(int side, const QString &path, QString *error)
@@ -239,26 +234,21 @@ void CompareWindow::openInteractive(int side)
 
 void CompareWindow::swapSides()
 {
-    std::swap(m_sides[0].model, m_sides[1].model);
-    std::swap(m_sides[0].stats, m_sides[1].stats);
-    std::swap(m_sides[0].label, m_sides[1].label);
-    std::swap(m_sides[0].loaded, m_sides[1].loaded);
-    const int a = m_sides[0].picker->currentIndex();
-    m_sides[0].picker->setCurrentIndex(m_sides[1].picker->currentIndex());
+    // Each view keeps its model: the data moves, by loading each side with the other's choice.
+    const int a = m_sides[0].picker->currentIndex(), b = m_sides[1].picker->currentIndex();
+    if (a < 0 || b < 0) return;
+    m_sides[0].picker->setCurrentIndex(b);
     m_sides[1].picker->setCurrentIndex(a);
-    // The views keep their models: put each side's data back where its label now is.
-    for (int side = 0; side < 2; ++side) {
-        const int index = m_sides[side].picker->currentIndex();
-        if (index >= 0) load(side, index);
-    }
+    load(0, b);
+    load(1, a);
     refresh();
 }
 
 void CompareWindow::refresh()
 {
     if (!m_sides[0].loaded || !m_sides[1].loaded) return;
-    m_comparison = compareStats(*m_sides[0].stats, *m_sides[1].stats, m_sides[0].label.toStdString(),
-                                m_sides[1].label.toStdString());
+    m_comparison = compareStats(m_sides[0].model->stats(), m_sides[1].model->stats(),
+                                m_sides[0].label.toStdString(), m_sides[1].label.toStdString());
     fillTable();
     fitBoth();
     emit compared();
@@ -309,7 +299,7 @@ void CompareWindow::showHistogram()
     const bool attempts = k >= 0 && QByteArray(row.values[size_t(k)].key).startsWith("attempt_");
     CompareHistogram::Counts counts[2]{};
     for (int side = 0; side < 2; ++side) {
-        const StatsRow *s = m_sides[side].stats->find(row.kind, row.key);
+        const StatsRow *s = m_sides[side].model->stats().find(row.kind, row.key);
         if (s) counts[side] = attempts ? s->attemptLatency.buckets() : s->callLatency.buckets();
     }
     m_histogram->setSeries(QStringLiteral("%1 latency — %2")

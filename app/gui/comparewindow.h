@@ -74,7 +74,6 @@ private:
         SwimlaneView *view = nullptr;
         std::unique_ptr<TimelineModel> model;
         QString label;
-        std::unique_ptr<CallStats> stats;
         bool loaded = false;
     };
     struct FileSource

@@ -151,6 +151,17 @@ private slots:
         // Swap: B becomes A.
         w->swapSides();
         QCOMPARE(w->label(0), QStringLiteral("retry-throttling"));
+        // Each timeline shows its side's run: A's calls are now throttling's, and the upper view draws them
+        // (the runs did not overlap in time, so another run's range would miss this one's).
+        for (int side = 0; side < 2; ++side) {
+            const auto [lo, hi] = w->timeline(side)->timelinePainter().fullRange();
+            QVERIFY(hi > w->model(side)->store().originNs() && lo < w->model(side)->store().latestNs());
+        }
+        QVERIFY(!w->model(0)->store().calls().empty());
+        for (const Call &c : w->model(0)->store().calls())
+            QVERIFY2(c.key.rfind("retry-throttling-", 0) == 0, c.key.c_str());
+        QCOMPARE(double(w->model(0)->stats().total().attempts),
+                 *w->comparison().rows[0].value("attempts")->a);
         QCOMPARE(*w->comparison().find(StatsRow::Kind::Total, {})->value("amplification")->b, 4.0);
         QCOMPARE(fromOrigin(w, 0), fromOrigin(w, 1));
 
