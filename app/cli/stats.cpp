@@ -108,13 +108,11 @@ int cmdStats(const std::vector<std::string> &args)
     if (!split(args, {}, {"--json"}, &files, &opts, &error)) return usageError(error);
     if (files.size() != 1)
         return usageError("stats needs one capture file, got " + std::to_string(files.size()));
-    TimelineStore store;
-    CallStats stats;
+    StatsFeed feed;
     std::vector<std::string> notes;
-    if (!loadCaptureStats(QString::fromStdString(files[0]), &store, &stats, &error, &notes))
-        return fileError(error);
+    if (!loadCaptureStats(QString::fromStdString(files[0]), &feed, &error, &notes)) return fileError(error);
     printNotes(notes);
-    print(singleStats(stats, files[0]), opts.count("--json"));
+    print(singleStats(feed.stats(), files[0]), opts.count("--json"));
     return 0;
 }
 
@@ -139,15 +137,14 @@ int cmdCompare(const std::vector<std::string> &args)
     if (labels[0] == labels[1]) labels[0] = files[0], labels[1] = files[1];
     if (opts.count("--label-a")) labels[0] = opts["--label-a"];
     if (opts.count("--label-b")) labels[1] = opts["--label-b"];
-    TimelineStore store[2];
-    CallStats stats[2];
+    StatsFeed feeds[2];
     for (int i = 0; i < 2; ++i) {
         std::vector<std::string> notes;
-        if (!loadCaptureStats(QString::fromStdString(files[size_t(i)]), &store[i], &stats[i], &error, &notes))
+        if (!loadCaptureStats(QString::fromStdString(files[size_t(i)]), &feeds[i], &error, &notes))
             return fileError(error);
         printNotes(notes);
     }
-    print(compareStats(stats[0], stats[1], labels[0], labels[1]), opts.count("--json"));
+    print(compareStats(feeds[0].stats(), feeds[1].stats(), labels[0], labels[1]), opts.count("--json"));
     return 0;
 }
 

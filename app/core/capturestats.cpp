@@ -4,21 +4,17 @@
 
 namespace rpcscope {
 
-void replayForStats(const CaptureData &data, TimelineStore &store, CallStats *stats)
-{
-    store.clear();
-    store.setRecordFrames(false);
-    if (data.info.hasOrigin) store.setOrigin(data.info.originNs, data.info.originWallNs);
-    for (const EventBatch &batch : data.batches)
-        store.apply(batch);
-    if (stats) stats->rebuild(store);
-}
-
-bool loadCaptureStats(const QString &path, TimelineStore *store, CallStats *stats, std::string *error,
+bool loadCaptureStats(const QString &path, StatsFeed *feed, std::string *error,
                       std::vector<std::string> *notes)
 {
-    CaptureData data;
-    const CaptureReadResult read = loadCapture(path, &data);
+    CaptureInfo info;
+    bool started = false;
+    // The header is read before the first batch, so the feed has its origin before any call.
+    const CaptureReadResult read = loadCaptureBatches(path, &info, [&](EventBatch &&batch) {
+        if (!started) feed->setInfo(info);
+        started = true;
+        feed->apply(batch);
+    });
     if (!read.usable()) {
         *error = read.message;
         return false;
@@ -27,8 +23,7 @@ bool loadCaptureStats(const QString &path, TimelineStore *store, CallStats *stat
         if (read.status == CaptureReadResult::Truncated) notes->push_back(read.message);
         notes->insert(notes->end(), read.notes.begin(), read.notes.end());
     }
-    replayForStats(data, *store, stats);
-    if (stats && stats->total().calls == 0) {
+    if (feed->stats().total().calls == 0) {
         *error = path.toStdString() + " holds no calls: there are no statistics to show";
         return false;
     }

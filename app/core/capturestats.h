@@ -1,12 +1,9 @@
 #pragma once
 
-// A capture's statistics (callstats.h) for `rpcscope-cli stats` and `compare` and the GUI's Compare window:
-// the calls replayed into a store of their own, without frames (statistics never need them, and a large
-// capture replays faster without).
+// A capture file's statistics for `rpcscope-cli stats` and `compare`: read batch by batch into a StatsFeed
+// (statsfeed.h), so a capture of any length is counted in bounded memory and without its frames.
 
-#include "callstats.h"
-#include "capturedata.h"
-#include "timelinestore.h"
+#include "statsfeed.h"
 
 #include <QString>
 #include <string>
@@ -14,13 +11,10 @@
 
 namespace rpcscope {
 
-// Replays `data` into `store` (cleared first) without its frames, then `stats` from it when given.
-void replayForStats(const CaptureData &data, TimelineStore &store, CallStats *stats = nullptr);
-
-// Reads a capture file (anything loadCapture() reads) into `store` and `stats`. False with a one-line error
+// Counts the calls of a capture file (anything loadCapture() reads) into `feed`. False with a one-line error
 // naming the file when it cannot be read, is damaged beyond its intact part, or holds no calls; `notes` gets
 // what is worth a warning (a truncated file, lost pcap segments).
-bool loadCaptureStats(const QString &path, TimelineStore *store, CallStats *stats, std::string *error,
+bool loadCaptureStats(const QString &path, StatsFeed *feed, std::string *error,
                       std::vector<std::string> *notes = nullptr);
 
 } // namespace rpcscope
