@@ -28,5 +28,11 @@ int cmdMerge(const std::vector<std::string> &args);
 // cannot be asked or OUT cannot be written; 2 for bad arguments, .proto files that do not load or an input
 // that cannot be read.
 int cmdDecode(const std::vector<std::string> &args);
+// rpcscope-cli stats FILE [--json]: the statistics of one capture (statscompare.h's table, one side).
+// rpcscope-cli compare A B [--json] [--label-a X] [--label-b Y] | compare --lab NAME|SCENARIO,SCENARIO
+// [--json] Return the exit code: 0; 1 when the lab cannot run; 2 for bad arguments or a file that cannot be
+// read or holds no calls.
+int cmdStats(const std::vector<std::string> &args);
+int cmdCompare(const std::vector<std::string> &args);
 
 } // namespace rpcscope

@@ -67,6 +67,17 @@ const char kUsage[] =
     "      and hex without one. A .proto that does not load exits 2 naming FILE:LINE:COLUMN; a --reflect "
     "server\n"
     "      that cannot be asked exits 1.\n"
+    "  rpcscope-cli stats FILE [--json]\n"
+    "      The statistics of a capture: per method and per hop, calls, attempts, amplification, how the "
+    "calls\n"
+    "      ended, call and attempt latency p50/p90/p99/p99.9/max and backoff gaps; --json as a document.\n"
+    "  rpcscope-cli compare A B [--json] [--label-a NAME] [--label-b NAME]\n"
+    "  rpcscope-cli compare --lab NAME|SCENARIO,SCENARIO [--json] [--label-a NAME] [--label-b NAME]\n"
+    "      Two captures' statistics side by side: both values, the difference B-A and the ratio B/A. --lab\n"
+    "      runs two lab scenarios and compares them: storm-vs-throttling (retry-storm against\n"
+    "      retry-throttling), bulkhead-shared-vs-isolated, or any two scenarios as A,B. A file that cannot "
+    "be\n"
+    "      read or holds no calls exits 2.\n"
     "  --frames   also write every HTTP/2 frame into the JSON\n"
     "  --to FORMAT  rpcscope, json (rpcscope-json), chrome (Chrome trace event JSON for Perfetto and\n"
     "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark), otlp-metrics\n"
@@ -110,5 +121,7 @@ int main(int argc, char **argv)
     if (cmd == "convert") return cmdConvert(args);
     if (cmd == "merge") return cmdMerge(args);
     if (cmd == "decode") return cmdDecode(args);
+    if (cmd == "stats") return cmdStats(args);
+    if (cmd == "compare") return cmdCompare(args);
     return usageError("unknown command '" + cmd + "'");
 }

@@ -8,13 +8,20 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <map>
 
 namespace rpcscope {
+
+namespace {
+constexpr int kComparisonSettleMs = 250;
+} // namespace
 
 LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *parent)
     : QWidget(parent), m_lab(lab), m_scenario(scenario)
@@ -81,6 +88,29 @@ LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *paren
     connect(m_runAction, &QAction::enabledChanged, run, &QWidget::setEnabled);
     run->setEnabled(m_runAction->isEnabled());
     layout->addWidget(run);
+    // Built-in comparisons: two runs, then the Compare window on them.
+    m_compareButton = new QToolButton(page);
+    m_compareButton->setObjectName(QStringLiteral("labCompare"));
+    m_compareButton->setText(QStringLiteral("Compare…"));
+    m_compareButton->setPopupMode(QToolButton::InstantPopup);
+    m_compareButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    m_compareButton->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    m_compareButton->setToolTip(
+        QStringLiteral("Run two scenarios one after the other and compare them side "
+                       "by side (Compare runs, Ctrl+Shift+B, compares any two runs)"));
+    auto *compareMenu = new QMenu(m_compareButton);
+    for (const lab::LabComparison &c : lab::labComparisons()) {
+        QAction *a = compareMenu->addAction(QString::fromStdString(c.title));
+        a->setToolTip(QString::fromStdString(c.a.label + " against " + c.b.label + ": " + c.lookFor));
+        a->setData(QString::fromStdString(c.name));
+        connect(a, &QAction::triggered, this,
+                [this, name = c.name] { runComparison(QString::fromStdString(name)); });
+    }
+    compareMenu->setToolTipsVisible(true);
+    m_compareButton->setMenu(compareMenu);
+    m_compareButton->setEnabled(m_lab != nullptr);
+    connect(m_runAction, &QAction::enabledChanged, m_compareButton, &QWidget::setEnabled);
+    layout->addWidget(m_compareButton);
     m_result = wrapped(QStringLiteral("result"));
     layout->addStretch();
 
@@ -137,25 +167,51 @@ void LabPanel::showScenario(int index)
 
 void LabPanel::runScenario()
 {
-    const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
-    if (!m_lab || !s || m_worker.joinable()) return;
+    if (!m_lab || m_worker.joinable()) return;
     std::map<std::string, std::string> overrides;
     for (const auto &[key, edit] : m_paramEdits)
         overrides[key] = edit->text().trimmed().toStdString();
+    m_comparison.reset();
+    startRun(m_scenario.toStdString(), overrides, m_scenario, m_repeat->value());
+}
+
+bool LabPanel::runComparison(const QString &name)
+{
+    if (!m_lab || m_worker.joinable()) return false;
+    lab::LabComparison c;
+    std::string error;
+    if (!lab::resolveLabComparison(name.toStdString(), &c, &error)) {
+        m_resultKind = Result::Error;
+        m_resultText = QString::fromStdString(error);
+        showResult();
+        return false;
+    }
+    m_comparison = c;
+    m_comparisonSide = 0;
+    if (startRun(c.a.scenario, c.a.overrides, QString::fromStdString(c.a.label), 1)) return true;
+    m_comparison.reset();
+    return false;
+}
+
+bool LabPanel::startRun(const std::string &scenario, const std::map<std::string, std::string> &overrides,
+                        const QString &label, int repeat)
+{
+    const lab::Scenario *s = lab::findScenario(scenario);
+    if (!m_lab || !s || m_worker.joinable()) return false;
     lab::ScenarioParams params;
     std::string error;
     if (!s->resolveParams(overrides, &params, &error)) {
         m_resultKind = Result::Error;
         m_resultText = QString::fromStdString(error);
         showResult();
-        return;
+        return false;
     }
-    if (m_beforeRun && !m_beforeRun(m_scenario)) return;
+    if (m_beforeRun && !m_beforeRun(label)) return false;
+    m_runLabel = label;
     m_runAction->setEnabled(false);
     m_stopAction->setEnabled(true);
     m_stopRequested = false;
-    const int repeat = m_repeat->value();
-    emit statusMessage(QStringLiteral("Running %1…").arg(m_scenario));
+    emit statusMessage(QStringLiteral("Running %1…").arg(label));
     m_worker = std::thread([this, s, params, repeat] {
         for (int i = 0; i < repeat && !m_stopRequested; ++i) {
             const lab::ScenarioResult r = m_lab->run(*s, params);
@@ -163,13 +219,14 @@ void LabPanel::runScenario()
         }
         emit runFinished();
     });
+    return true;
 }
 
 void LabPanel::onScenarioFinished(bool held, const QString &summary)
 {
     const QString line =
         QStringLiteral("%1: %2%3")
-            .arg(m_scenario, summary,
+            .arg(m_runLabel, summary,
                  held ? QStringLiteral(" — as expected") : QStringLiteral(" — NOT as expected"));
     emit statusMessage(line);
     m_resultKind = held ? Result::Held : Result::NotHeld;
@@ -212,6 +269,25 @@ void LabPanel::onRunFinished()
     waitForRun();
     m_runAction->setEnabled(true);
     m_stopAction->setEnabled(false);
+    if (!m_comparison) return;
+    // The capture relay hands its events over in batches at most ~16 ms old: the side that just ended gets
+    // its last ones before the next run takes the stage, and before the window compares them.
+    m_runAction->setEnabled(false);
+    QTimer::singleShot(kComparisonSettleMs, this, [this] {
+        m_runAction->setEnabled(true);
+        if (!m_comparison) return;
+        const lab::LabComparison c = *m_comparison;
+        if (m_comparisonSide == 0 && !m_stopRequested) {
+            m_comparisonSide = 1;
+            if (!startRun(c.b.scenario, c.b.overrides, QString::fromStdString(c.b.label), 1))
+                m_comparison.reset();
+            return;
+        }
+        m_comparison.reset();
+        if (!m_stopRequested)
+            emit comparisonFinished(QString::fromStdString(c.name), QString::fromStdString(c.a.label),
+                                    QString::fromStdString(c.b.label));
+    });
 }
 
 } // namespace rpcscope

@@ -1,9 +1,12 @@
 #pragma once
 
+#include "labcomparison.h"
+
 #include <QString>
 #include <QWidget>
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -15,6 +18,7 @@ class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QToolButton;
 
 namespace rpcscope {
 
@@ -48,8 +52,14 @@ public:
     // read the timeline.
     void setNextStep(const QString &text);
 
+    // "Compare…": a menu of the lab's built-in comparisons (labcomparison.h).
+    QToolButton *compareButton() const { return m_compareButton; }
+
 public slots:
     void runScenario();
+    // Runs both sides of a built-in comparison (or "A,B"), one after the other, each a run of its own, then
+    // emits comparisonFinished. False when it cannot start (unknown name, a run going, no lab).
+    bool runComparison(const QString &name);
 
 signals:
     // Emitted on the run's own thread. One run of the scenario ended (a Repeat N emits it N times).
@@ -58,12 +68,16 @@ signals:
     void runFinished();
     // For the window's status bar.
     void statusMessage(const QString &text);
+    // Both runs of runComparison() ended: the window's last two runs are A and B.
+    void comparisonFinished(const QString &name, const QString &labelA, const QString &labelB);
 
 private:
     void showScenario(int index);
     void onScenarioFinished(bool held, const QString &summary);
     void onRunFinished();
     void showResult();
+    bool startRun(const std::string &scenario, const std::map<std::string, std::string> &overrides,
+                  const QString &label, int repeat);
 
 protected:
     void changeEvent(QEvent *event) override;
@@ -93,6 +107,10 @@ private:
     std::thread m_worker;
     std::atomic<bool> m_stopRequested{false};
     std::function<bool(const QString &)> m_beforeRun;
+    QToolButton *m_compareButton = nullptr;
+    QString m_runLabel; // what the result line names: the scenario, or a comparison's side
+    std::optional<lab::LabComparison> m_comparison;
+    int m_comparisonSide = 0;
 };
 
 } // namespace rpcscope

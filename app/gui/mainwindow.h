@@ -24,6 +24,7 @@ namespace rpcscope {
 class AttemptInspector;
 class CallsFilterProxy;
 class CapturePanel;
+class CompareWindow;
 class LabPanel;
 class MergePanel;
 class MergeSet;
@@ -112,6 +113,10 @@ public slots:
     // Replay of the run shown: starts (paused at 0 when !play), leaves (the whole run is shown again).
     bool startReplay(bool play = true);
     void stopReplay();
+    // Compare runs (mainwindow_compare.cpp, Ctrl+Shift+B): two runs side by side, A and B by run index (-1:
+    // the run before the last and the last one). Made on first use; null before.
+    CompareWindow *openCompare(int a = -1, int b = -1);
+    CompareWindow *compareWindow() const { return m_compare; }
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -161,6 +166,7 @@ private:
     void renameRunInteractive(int index);
     void saveRunInteractive(int index);
     void buildPresenting(QToolBar *viewBar, bool firstStart);
+    void buildCompare(QMenu *viewMenu);
     void showFilterProblem(const QString &problem);
 
     TimelineModel *m_model;
@@ -208,6 +214,8 @@ private:
     QComboBox *m_speedBox = nullptr;
     bool m_replayUnsaved = false;  // the run replayed was not saved before the replay
     bool m_mergeStartsRun = false; // the next merge replaces the stage: a run of its own
+    CompareWindow *m_compare = nullptr;
+    QAction *m_compareAction = nullptr;
 };
 
 } // namespace rpcscope

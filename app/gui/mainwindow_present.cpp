@@ -35,7 +35,7 @@ const char *const kKeysHelp =
     "screen<br><br>"
     "<b>Runs and replay</b><br>"
     "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
-    "[ slower · ] faster";
+    "[ slower · ] faster · Ctrl+Shift+B compare two runs";
 } // namespace
 
 void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
@@ -91,6 +91,8 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
                        "drag across it to zoom (Ctrl+Shift+T)"));
     connect(rates, &QAction::toggled, m_view, &SwimlaneView::setRates);
     addAction(rates);
+    menu->addSeparator();
+    buildCompare(menu);
     menu->addSeparator();
     QAction *keys = menu->addAction(QStringLiteral("Keys and mouse…"));
     keys->setShortcut(QKeySequence::HelpContents);
