@@ -351,7 +351,8 @@ void CallStats::countFastFails(const TimelineStore &store)
     const auto &events = store.labEvents();
     if (m_labEventsSeen > events.size()) m_labEventsSeen = events.size();
     for (; m_labEventsSeen < events.size(); ++m_labEventsSeen) {
-        if (events[m_labEventsSeen].kind != "fast-fail") continue;
+        const std::string &kind = events[m_labEventsSeen].kind;
+        if (kind != "fast-fail" && kind != "bulkhead-rejected") continue;
         // Never sent: no method or hop on the wire. It counts in the total and in the method row "".
         StatsRow &m = row(m_methods, StatsRow::Kind::Method, {});
         for (StatsRow *r : {&m_total, &m}) {

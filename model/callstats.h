@@ -94,7 +94,8 @@ enum class CallCategory : std::uint8_t
     OkAfterRetry,       // OK after more than one attempt (transparent retries included)
     FailedAfterRetries, // failed after more than one attempt
     FailedNoRetry,      // failed on its only attempt (a code the policy does not retry, or no policy)
-    FailedFast,         // failed without a request on the wire (a client policy's "fast-fail" lab event)
+    FailedFast,         // failed without a request on the wire: a breaker's "fast-fail", a full bulkhead's
+                        // "bulkhead-rejected"
     DeadlineExceeded,   // the client got DEADLINE_EXCEEDED, whatever the attempts
     InFlight,           // not ended yet (or between attempts: it moves once the next attempt is seen)
 };

@@ -272,9 +272,9 @@ private slots:
         b.push_back(testev::frame(1, 17, 1 * ms, s2c, FrameRstStream, kRefusedStream, 4));
         b.push_back(request(1, 19, 2 * ms, "t1"));
         b.push_back(trailers(1, 19, 3 * ms, kOk));
-        // failed fast, twice: never on the wire
+        // failed fast, twice: never on the wire (a breaker open, a bulkhead full)
         b.push_back(labEvent(20 * ms, "fast-fail"));
-        b.push_back(labEvent(21 * ms, "fast-fail"));
+        b.push_back(labEvent(21 * ms, "bulkhead-rejected"));
         b.push_back(labEvent(22 * ms, "breaker"));
         TimelineStore store;
         store.apply(b);
