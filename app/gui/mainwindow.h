@@ -30,6 +30,7 @@ class MergeSet;
 class Replayer;
 class RunBar;
 class SchemaController;
+class StatsDock;
 class SwimlaneView;
 class TimelineModel;
 class TimelineStore;
@@ -112,6 +113,10 @@ public slots:
     // Replay of the run shown: starts (paused at 0 when !play), leaves (the whole run is shown again).
     bool startReplay(bool play = true);
     void stopReplay();
+    // The Statistics dock (mainwindow_stats.cpp, Ctrl+Shift+T): shown and raised, taller than the first
+    // start's bottom docks when `roomy` (a screenshot of it).
+    StatsDock *statsDock() const { return m_stats; }
+    void showStatistics(bool roomy = false);
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -162,6 +167,7 @@ private:
     void saveRunInteractive(int index);
     void buildPresenting(QToolBar *viewBar, bool firstStart);
     void showFilterProblem(const QString &problem);
+    void buildStats(QDockWidget *beside);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -208,6 +214,9 @@ private:
     QComboBox *m_speedBox = nullptr;
     bool m_replayUnsaved = false;  // the run replayed was not saved before the replay
     bool m_mergeStartsRun = false; // the next merge replaces the stage: a run of its own
+    StatsDock *m_stats = nullptr;
+    QDockWidget *m_statsDock = nullptr;
+    QAction *m_statsAction = nullptr; // Ctrl+Shift+T, in the View menu
 };
 
 } // namespace rpcscope

@@ -31,7 +31,11 @@ const char *const kKeysHelp =
     "or right-drag zooms to a span<br><br>"
     "<b>Window</b><br>"
     "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+E export PNG · Ctrl+Shift+C copy · Ctrl+L clear · "
-    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen<br><br>"
+    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · F10 timeline only · F11 full screen · Ctrl+Shift+T "
+    "statistics<br><br>"
+    "<b>Statistics</b> (a click on a row or a histogram bucket filters the calls; again shows them all)<br>"
+    "Alt+M per method · Alt+H per hop · Alt+C call latency · Alt+A attempt latency · Alt+X clear the "
+    "filter<br><br>"
     "<b>Runs and replay</b><br>"
     "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
     "[ slower · ] faster";
@@ -76,6 +80,7 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     connect(m_fullScreenAction, &QAction::toggled, this, [this](bool on) {
         setWindowState(on ? windowState() | Qt::WindowFullScreen : windowState() & ~Qt::WindowFullScreen);
     });
+    menu->addAction(m_statsAction);
     menu->addSeparator();
     menu->addAction(m_workshopAction);
     menu->addAction(m_darkAction);
@@ -96,7 +101,7 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     button->setMenu(menu);
     button->setPopupMode(QToolButton::InstantPopup);
     button->setToolTip(QStringLiteral("Timeline only (F10), full screen (F11), workshop (Ctrl+Shift+W), dark "
-                                      "(Ctrl+Shift+D), keys and mouse (F1)"));
+                                      "(Ctrl+Shift+D), statistics (Ctrl+Shift+T), keys and mouse (F1)"));
     viewBar->addWidget(button);
 
     if (firstStart) {
@@ -146,8 +151,7 @@ void MainWindow::showFilterProblem(const QString &problem)
     if (problem.isEmpty()) {
         m_filterBox->setStyleSheet(QString());
         m_filterBox->setToolTip(m_filterToolTip);
-        if (statusBar()->currentMessage().startsWith(QLatin1String("unknown status")))
-            statusBar()->clearMessage();
+        if (statusBar()->currentMessage().startsWith(QLatin1String("unknown "))) statusBar()->clearMessage();
         return;
     }
     m_filterBox->setStyleSheet(
