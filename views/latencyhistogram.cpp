@@ -147,7 +147,7 @@ int LatencyHistogram::bucketAt(const QPoint &pos) const
 QSize LatencyHistogram::sizeHint() const
 {
     const QFontMetrics fm(font());
-    return {fm.height() * 30, fm.height() * 12};
+    return {fm.height() * 26, fm.height() * 12};
 }
 
 QSize LatencyHistogram::minimumSizeHint() const
@@ -202,7 +202,8 @@ void LatencyHistogram::paintEvent(QPaintEvent *)
         p.drawText(QRectF(0, plot.center().y() - fm.height() / 2, labelRight, fm.height()),
                    Qt::AlignRight | Qt::AlignVCenter, QString::number(double(top) / 2, 'g', 3));
 
-    // Bars, a sub-bar per series, each count above its bar where it fits.
+    // Bars, a sub-bar per series, each count above its bar where it fits (drawn last, over the marks).
+    std::vector<std::pair<QRectF, QString>> counts;
     const double bucketW = plot.width() / (last - first + 1);
     const double pad = std::min(bucketW * 0.12, fm.height() * 0.5);
     const double barW = (bucketW - 2 * pad) / double(std::max<size_t>(1, m_series.size()));
@@ -216,11 +217,10 @@ void LatencyHistogram::paintEvent(QPaintEvent *)
                              barW, h);
             p.fillRect(bar, s.colour);
             const QString n = QString::number(c);
-            if (fm.horizontalAdvance(n) <= barW + pad) {
-                p.setPen(text);
-                p.drawText(QRectF(bar.left() - pad, bar.top() - fm.height(), barW + 2 * pad, fm.height()),
-                           Qt::AlignHCenter | Qt::AlignBottom, n);
-            }
+            const double w = fm.horizontalAdvance(n);
+            if (w <= barW + pad)
+                counts.push_back(
+                    {QRectF(bar.center().x() - w / 2 - 1, bar.top() - fm.height(), w + 2, fm.height()), n});
         }
     }
     p.setPen(muted);
@@ -248,7 +248,8 @@ void LatencyHistogram::paintEvent(QPaintEvent *)
     // would overlap p50's, and each series two lines above the one before.
     for (size_t si = 0; si < m_series.size(); ++si) {
         const Series &s = m_series[si];
-        const QColor mark = s.colour.lightnessF() > 0.5 ? s.colour.darker(150) : s.colour;
+        // One series: the text's colour reads on its bar and on the background, light or dark.
+        const QColor mark = m_series.size() == 1 ? text : s.colour;
         QRectF previous;
         int line = 0;
         for (const auto &[name, v] :
@@ -270,6 +271,12 @@ void LatencyHistogram::paintEvent(QPaintEvent *)
             p.setPen(text);
             p.drawText(box, Qt::AlignCenter, label);
         }
+    }
+
+    for (const auto &[r, n] : counts) {
+        p.fillRect(r, pal.color(QPalette::Base));
+        p.setPen(text);
+        p.drawText(r, Qt::AlignCenter, n);
     }
 
     // A legend when several series share the axes.

@@ -7,6 +7,7 @@
 
 #include <QAction>
 #include <QActionGroup>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -134,11 +135,12 @@ StatsDock::StatsDock(TimelineModel *model, QWidget *parent) : QWidget(parent), m
     bar->addWidget(m_caption);
 
     auto *split = new QSplitter(Qt::Horizontal, this);
+    m_split = split;
     split->addWidget(m_view);
     split->addWidget(m_histogram);
-    // The table has two dozen columns; the histogram reads well in a third of the width.
-    split->setStretchFactor(0, 2);
-    split->setStretchFactor(1, 1);
+    // The table has two dozen columns: it takes what the histogram (its size hint) leaves.
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 0);
     split->setChildrenCollapsible(false);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
@@ -269,6 +271,26 @@ void StatsDock::setAttemptLatency(bool on)
     m_attemptLatency = on;
     m_histogram->setSelectedBucket(-1);
     updateHistogram();
+}
+
+void StatsDock::resizeEvent(QResizeEvent *event)
+{
+    QWidget::resizeEvent(event);
+    // Below the timeline the dock is wide: histogram beside the table. In a side area, or floated tall,
+    // the histogram goes below it.
+    const Qt::Orientation o = width() > 5 * height() / 2 ? Qt::Horizontal : Qt::Vertical;
+    if (m_split->orientation() == o) return;
+    m_split->setOrientation(o);
+    // Beside: the table takes what the histogram's size hint leaves; below: they share the height.
+    m_split->setStretchFactor(1, o == Qt::Horizontal ? 0 : 1);
+}
+
+void StatsDock::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    // The table's header keeps the font it had when workshop mode scales the window's (Qt 6.4 does not
+    // pass it on to a QTableView's header, unlike a QTreeView's): it follows the table by hand.
+    if (event->type() == QEvent::FontChange && m_view) m_view->horizontalHeader()->setFont(m_view->font());
 }
 
 void StatsDock::showEvent(QShowEvent *event)

@@ -8,6 +8,7 @@
 class QAction;
 class QLabel;
 class QSortFilterProxyModel;
+class QSplitter;
 class QTableView;
 class QTimer;
 
@@ -63,6 +64,8 @@ signals:
 
 protected:
     void showEvent(QShowEvent *event) override;
+    void resizeEvent(QResizeEvent *event) override;
+    void changeEvent(QEvent *event) override;
 
 private:
     void updateHistogram();
@@ -71,9 +74,10 @@ private:
     TimelineModel *m_model;
     StatsTableModel *m_table;
     QSortFilterProxyModel *m_sorted;
-    QTableView *m_view;
+    QTableView *m_view = nullptr;
     LatencyHistogram *m_histogram;
     QLabel *m_caption;
+    QSplitter *m_split;
     QTimer *m_timer;
     QAction *m_byMethod, *m_byHop, *m_callLatency, *m_attemptLatencyAction, *m_clear;
     std::uint64_t m_seenGeneration = ~std::uint64_t(0);

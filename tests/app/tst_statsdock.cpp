@@ -23,6 +23,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDockWidget>
+#include <QHeaderView>
 #include <QLineEdit>
 #include <QSettings>
 #include <QSignalSpy>
@@ -202,11 +203,12 @@ private slots:
             QCOMPARE(inBars, 20u);
 
             if (const QByteArray dir = qgetenv("RPCSCOPE_SHOT_DIR"); !dir.isEmpty()) {
-                // Floated and wide enough for every column, the method row's histogram.
+                // Floated, wide enough for every column, the method row's histogram below the table.
                 auto *frame = qobject_cast<QDockWidget *>(dock->parentWidget());
                 QVERIFY(frame);
                 frame->setFloating(true);
-                frame->resize(1900, 330);
+                const int wide = dock->tableView()->horizontalHeader()->length() + 40;
+                frame->resize(wide, wide * 10 / 23);
                 dock->tableView()->setCurrentIndex(dock->tableView()->model()->index(1, 0));
                 QApplication::processEvents();
                 QVERIFY(dock->grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/stats-dock.png")));
