@@ -71,9 +71,9 @@ StatsDock::StatsDock(TimelineModel *model, QWidget *parent) : QWidget(parent), m
     m_view->horizontalHeader()->setSectionResizeMode(StatsTableModel::Name, QHeaderView::Interactive);
     m_view->horizontalHeader()->setHighlightSections(false);
     m_view->setWordWrap(false);
-    m_view->setToolTip(
-        QStringLiteral("Click a row to show only its calls on the timeline and in the Calls table; "
-                       "click it again to show every call. Click a header to sort."));
+    m_view->setToolTip(QStringLiteral(
+        "Click a row (or press Return) to show only its calls on the timeline and in the Calls table; "
+        "click it again to show every call. Click a header to sort."));
 
     m_histogram = new LatencyHistogram(this);
     m_histogram->setObjectName(QStringLiteral("statsHistogram"));
@@ -153,6 +153,12 @@ StatsDock::StatsDock(TimelineModel *model, QWidget *parent) : QWidget(parent), m
 
     connect(m_view, &QTableView::clicked, this,
             [this](const QModelIndex &i) { clickRow(m_sorted->mapToSource(i).row()); });
+    // The keyboard's click: Return or Enter on the current row.
+    auto *filterRow = new QAction(QStringLiteral("Show only the current row's calls"), m_view);
+    filterRow->setShortcuts({QKeySequence(Qt::Key_Return), QKeySequence(Qt::Key_Enter)});
+    filterRow->setShortcutContext(Qt::WidgetShortcut);
+    connect(filterRow, &QAction::triggered, this, [this] { clickRow(currentRow()); });
+    m_view->addAction(filterRow);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] {
         m_histogram->setSelectedBucket(-1);
         updateHistogram();

@@ -384,6 +384,12 @@ private slots:
         clickRow(dock, edge);
         QCOMPARE(filterBox(window)->text(), QStringLiteral("hop:edge"));
         QCOMPARE(window.callsProxy()->rowCount(), 2);
+        // The keyboard: Return on the current row does what a click does.
+        dock->tableView()->setFocus();
+        QTest::keyClick(dock->tableView(), Qt::Key_Return);
+        QCOMPARE(filterBox(window)->text(), QString()); // edge again: every call
+        QTest::keyClick(dock->tableView(), Qt::Key_Return);
+        QCOMPARE(filterBox(window)->text(), QStringLiteral("hop:edge"));
         clickRow(dock, 0); // Total: every call
         QCOMPARE(filterBox(window)->text(), QString());
         QCOMPARE(window.callsProxy()->rowCount(), 5);
