@@ -10,6 +10,7 @@
 #include <QDockWidget>
 #include <QLineEdit>
 #include <QStatusBar>
+#include <QTreeView>
 
 namespace rpcscope {
 
@@ -59,7 +60,12 @@ void MainWindow::showStatistics(bool roomy)
 {
     m_statsDock->show();
     m_statsDock->raise();
-    if (roomy) resizeDocks({m_statsDock}, {kRoomyHeight}, Qt::Vertical);
+    // The Calls tab's first-start height (kFirstStartBottomDocks) leaves the table two rows and the histogram
+    // no room: grow to a readable height, never shrink what the user chose.
+    const auto *calls = qobject_cast<QWidget *>(m_calls->parent());
+    const int now = calls ? calls->height() : 0;
+    if (roomy || now < kRoomyHeight * 3 / 4)
+        resizeDocks({m_statsDock}, {std::max(now, kRoomyHeight)}, Qt::Vertical);
     m_stats->refresh(true);
 }
 
