@@ -122,6 +122,31 @@ private slots:
         QCOMPARE(table.rowCount(), 1);
         QCOMPARE(text(table, 0, StatsTableModel::Calls), QStringLiteral("0"));
     }
+
+    // Backoff gaps against the policy's range with the timeline's 5 ms of slack: a first retry 3 ms early
+    // (what the wire shows of C-core's exact initial backoff) is within, 10 ms early is early.
+    void gapsAsTheTimelineJudgesThem()
+    {
+        auto withPolicy = [](std::uint32_t stream, std::int64_t t, const std::string &id,
+                             std::optional<int> prev) {
+            WireEvent e = call(stream, t, "/a.Svc/Get", id, prev);
+            e.grpc.retryInitialMs = 100;
+            e.grpc.retryMultiplier = 2;
+            e.grpc.retryMaxMs = 1000;
+            return e;
+        };
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch({opened(1), withPolicy(1, 0, "near", std::nullopt), end(1, 1 * ms, 14),
+                           withPolicy(3, 98 * ms, "near", 1), end(3, 99 * ms, 0),
+                           withPolicy(5, 0, "far", std::nullopt), end(5, 1 * ms, 14),
+                           withPolicy(7, 91 * ms, "far", 1), end(7, 92 * ms, 0)});
+        StatsTableModel table;
+        table.setStats(&model.stats());
+        QCOMPARE(text(table, 0, StatsTableModel::GapsWithin), QStringLiteral("1"));
+        QCOMPARE(text(table, 0, StatsTableModel::GapsEarly), QStringLiteral("1"));
+        QCOMPARE(text(table, 0, StatsTableModel::GapsLate), QStringLiteral("0"));
+    }
 };
 
 QTEST_MAIN(TestStatsTableModel)
