@@ -11,6 +11,12 @@ namespace rpcscope {
 
 namespace {
 
+// A gap is early or late only when it misses the policy's range by more than this, as on the timeline
+// (views/calllanepass.cpp, kGapSlackNs): the wire adds the client's reaction time, and C-core's timer wakes
+// up to a few ms late. Strictly, retry-storm's first gaps (50 ms exactly, seen as 48 ms between the frames)
+// all counted as early while their lanes showed them as fine.
+constexpr std::int64_t kGapSlackNs = 5'000'000;
+
 constexpr std::array<std::int64_t, LatencyBuckets::kEdges> kEdgesNs = [] {
     std::array<std::int64_t, LatencyBuckets::kEdges> e{};
     std::int64_t decade = 10'000; // 10 µs
@@ -412,9 +418,9 @@ void CallStats::account(const TimelineStore &store, const Call &call)
         if (transparent) {
             ++now.gaps.transparent;
         } else if (const auto range = call.expectedGapNs(k - 1)) {
-            if (gap < range->first)
+            if (gap < range->first - kGapSlackNs)
                 ++now.gaps.early;
-            else if (gap > range->second)
+            else if (gap > range->second + kGapSlackNs)
                 ++now.gaps.late;
             else
                 ++now.gaps.within;

@@ -5,6 +5,8 @@
 
 #include <QStringList>
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <unordered_map>
 
 namespace rpcscope {
@@ -16,25 +18,129 @@ QString outcomeName(const Call &call)
     if (!a) return QStringLiteral("inflight");
     return a->status ? QString::fromLatin1(grpcStatusName(*a->status)) : QStringLiteral("no status");
 }
+
+std::optional<CallCategory> outcomeOf(QString name)
+{
+    name.replace(QLatin1Char('_'), QLatin1Char('-'));
+    for (int c = 0; c < kCallCategories; ++c) {
+        QString key = QString::fromLatin1(categoryKey(CallCategory(c)));
+        key.replace(QLatin1Char('_'), QLatin1Char('-'));
+        if (name.compare(key, Qt::CaseInsensitive) == 0) return CallCategory(c);
+    }
+    return std::nullopt;
+}
+
+// "10ms..20ms", ">=1s", ">1s", "<50us", "<=2ms" or "1s" (at least): [lo, hi) in ns.
+std::optional<std::pair<std::int64_t, std::int64_t>> parseRange(const QString &text)
+{
+    constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+    if (const int dots = int(text.indexOf(QLatin1String(".."))); dots >= 0) {
+        const auto lo = LaneFilter::parseDuration(text.left(dots));
+        const auto hi = LaneFilter::parseDuration(text.mid(dots + 2));
+        if (!lo || !hi || *hi <= *lo) return std::nullopt;
+        return std::pair{*lo, *hi};
+    }
+    struct Op
+    {
+        const char *op;
+        bool lower;       // a lower bound, else an upper one
+        std::int64_t add; // >1s is >=1s+1ns; <=2ms is <2ms+1ns
+    };
+    for (const Op &o : {Op{">=", true, 0}, Op{"<=", false, 1}, Op{">", true, 1}, Op{"<", false, 0}}) {
+        if (!text.startsWith(QLatin1String(o.op))) continue;
+        const auto v = LaneFilter::parseDuration(text.mid(int(std::strlen(o.op))));
+        if (!v) return std::nullopt;
+        return o.lower ? std::pair{*v + o.add, kNone} : std::pair{std::int64_t(0), *v + o.add};
+    }
+    const auto v = LaneFilter::parseDuration(text);
+    if (!v) return std::nullopt;
+    return std::pair{*v, kNone};
+}
+
+bool inRange(std::int64_t v, const std::pair<std::int64_t, std::int64_t> &r)
+{
+    return v >= r.first && v < r.second;
+}
 } // namespace
 
 LaneFilter LaneFilter::parse(const QString &line)
 {
     LaneFilter f;
     QStringList words;
+    auto term = [](const QString &w, QLatin1String name) { return w.startsWith(name, Qt::CaseInsensitive); };
+    auto exact = [](QString v, bool *isExact) {
+        *isExact = v.startsWith(QLatin1Char('='));
+        return *isExact ? v.mid(1) : v;
+    };
     for (const QString &w : line.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
-        if (w.startsWith(QLatin1String("method:"), Qt::CaseInsensitive))
-            f.method = w.mid(7);
-        else if (w.startsWith(QLatin1String("status:"), Qt::CaseInsensitive))
+        if (term(w, QLatin1String("method:"))) {
+            f.method = exact(w.mid(7), &f.methodExact);
+        } else if (term(w, QLatin1String("status:"))) {
             f.status = w.mid(7);
-        else
+        } else if (term(w, QLatin1String("hop:"))) {
+            f.hop = exact(w.mid(4), &f.hopExact);
+        } else if (term(w, QLatin1String("outcome:"))) {
+            const QString name = w.mid(8);
+            f.outcome = outcomeOf(name);
+            if (!f.outcome && f.problem.isEmpty())
+                f.problem = QStringLiteral("unknown outcome '%1': use ok-first-try, ok-after-retry, "
+                                           "failed-after-retries, failed-no-retry, failed-fast, "
+                                           "deadline-exceeded or in-flight")
+                                .arg(name);
+        } else if (term(w, QLatin1String("latency:")) || term(w, QLatin1String("attempt-latency:"))) {
+            const bool attempt = term(w, QLatin1String("attempt-latency:"));
+            const QString range = w.mid(attempt ? 16 : 8);
+            const auto r = parseRange(range);
+            (attempt ? f.attemptLatency : f.latency) = r;
+            if (!r && f.problem.isEmpty())
+                f.problem = QStringLiteral("unknown latency '%1': use 10ms..20ms, >=1s, <50us (units ns, "
+                                           "us, ms, s, m)")
+                                .arg(range);
+        } else {
             words << w;
+        }
     }
     f.text = words.join(QLatin1Char(' '));
     if (!f.status.isEmpty() && !knownStatus(f.status))
         f.problem =
             QStringLiteral("unknown status '%1': use a gRPC code name, failed, ok or inflight").arg(f.status);
     return f;
+}
+
+std::optional<std::int64_t> LaneFilter::parseDuration(const QString &text)
+{
+    static const std::pair<const char *, double> units[] = {
+        {"ns", 1}, {"us", 1e3}, {"\u00b5s", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"min", 60e9}};
+    const QString t = text.trimmed();
+    int split = 0;
+    while (split < t.size() && (t[split].isDigit() || t[split] == QLatin1Char('.')))
+        ++split;
+    if (split == 0) return std::nullopt;
+    bool ok = false;
+    const double v = t.left(split).toDouble(&ok);
+    if (!ok) return std::nullopt;
+    const QString unit = t.mid(split);
+    for (const auto &[name, scale] : units)
+        if (unit.compare(QString::fromUtf8(name), Qt::CaseInsensitive) == 0 && v * scale < 9.2e18)
+            return std::int64_t(v * scale + 0.5);
+    return std::nullopt;
+}
+
+QString LaneFilter::durationTerm(std::int64_t ns)
+{
+    static const std::pair<std::int64_t, const char *> units[] = {
+        {1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}};
+    for (const auto &[scale, name] : units)
+        if (ns != 0 && ns % scale == 0) return QString::number(ns / scale) + QLatin1String(name);
+    return QString::number(ns) + QLatin1String("ns");
+}
+
+QString LaneFilter::latencyTerm(std::int64_t lo, std::int64_t hi, bool attempt)
+{
+    const QString name = attempt ? QStringLiteral("attempt-latency:") : QStringLiteral("latency:");
+    if (hi == std::numeric_limits<std::int64_t>::max()) return name + QLatin1String(">=") + durationTerm(lo);
+    if (lo <= 0) return name + QLatin1Char('<') + durationTerm(hi);
+    return name + durationTerm(lo) + QLatin1String("..") + durationTerm(hi);
 }
 
 bool LaneFilter::knownStatus(const QString &name)
@@ -54,8 +160,25 @@ bool LaneFilter::knownStatus(const QString &name)
 
 bool LaneFilter::matches(const Call &call, const TimelineStore *store) const
 {
-    if (!method.isEmpty() && !QString::fromStdString(call.method).contains(method, Qt::CaseInsensitive))
-        return false;
+    auto differs = [](const std::string &have, const QString &want, bool isExact) {
+        const QString h = QString::fromStdString(have);
+        return isExact ? h != want : !h.contains(want, Qt::CaseInsensitive);
+    };
+    if ((methodExact || !method.isEmpty()) && differs(call.method, method, methodExact)) return false;
+    if ((hopExact || !hop.isEmpty()) && differs(call.hop, hop, hopExact)) return false;
+    if (outcome || latency || attemptLatency) {
+        if (!store) return false;
+        if (outcome && CallStats::categoryOf(call, *store) != *outcome) return false;
+        if (latency) {
+            const auto ns = CallStats::callLatencyNs(call, *store);
+            if (!ns || !inRange(*ns, *latency)) return false;
+        }
+        if (attemptLatency &&
+            std::none_of(call.attempts.begin(), call.attempts.end(), [this](const Attempt &a) {
+                return a.endNs && inRange(std::max<std::int64_t>(0, *a.endNs - a.startNs), *attemptLatency);
+            }))
+            return false;
+    }
     if (status.isEmpty() && text.isEmpty()) return true;
     QString outcome = outcomeName(call);
     std::optional<int> clientStatus;

@@ -1,10 +1,12 @@
 #pragma once
 
+#include "callstats.h"
 #include "timelinestore.h"
 
 #include <QString>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -34,12 +36,24 @@ enum class LaneDensity : std::uint8_t
 // Which calls get a lane. Parsed from one line of text: "method:Echo status:UNAVAILABLE slow" keeps calls
 // whose method contains "Echo", whose outcome is UNAVAILABLE, and that mention "slow" in their id, method,
 // status or status message. Every part is case-insensitive; status:failed matches every non-OK outcome and
-// status:inflight the calls that have not ended.
+// status:inflight the calls that have not ended. The Statistics dock's terms (its clicks write them):
+// - hop:NAME the calls whose hop contains NAME; method:=NAME and hop:=NAME match NAME exactly, and hop:= the
+//   main proxy's calls (no hop label);
+// - outcome:ok-first-try, ok-after-retry, failed-after-retries, failed-no-retry, failed-fast,
+//   deadline-exceeded or in-flight: the call's CallCategory (callstats.h);
+// - latency:10ms..20ms (from 10 ms, below 20 ms), latency:>=1s, latency:>1s, latency:<50us, latency:<=2ms,
+//   latency:1s (at least 1 s): the call's latency (CallStats::callLatencyNs); attempt-latency: the same for
+//   any one of its ended attempts. Units ns, us (or µs), ms, s, m.
 struct LaneFilter
 {
     QString method;
     QString status;
     QString text;
+    QString hop;
+    bool methodExact = false, hopExact = false;
+    std::optional<CallCategory> outcome;
+    // [first, second) in ns.
+    std::optional<std::pair<std::int64_t, std::int64_t>> latency, attemptLatency;
     // Nested by chain: the calls (by key) whose nested calls are folded away (double-click a call's header).
     std::set<std::string> collapsed;
     // Why the line cannot match as meant (an unknown status: name), for the filter box; empty when fine.
@@ -53,10 +67,22 @@ struct LaneFilter
     // Whether `name` is something status: can mean: a gRPC code name or a part of one, failed, ok, inflight
     // or a wire outcome's word (RST_STREAM, GOAWAY, "no status").
     static bool knownStatus(const QString &name);
-    bool isEmpty() const { return method.isEmpty() && status.isEmpty() && text.isEmpty(); }
+    bool isEmpty() const
+    {
+        return method.isEmpty() && !methodExact && status.isEmpty() && text.isEmpty() && hop.isEmpty() &&
+               !hopExact && !outcome && !latency && !attemptLatency;
+    }
     // With the store, status: and the text also match what the client got where the wire only implies it
-    // (keepalive-drop's UNAVAILABLE behind a RST_STREAM), and failed/ok follow it.
+    // (keepalive-drop's UNAVAILABLE behind a RST_STREAM), and failed/ok follow it. outcome: and latency: need
+    // the store: without it they match nothing.
     bool matches(const Call &call, const TimelineStore *store = nullptr) const;
+    // The terms that write a row and a latency range back as filter text: "method:/a.B/C", "hop:=",
+    // "latency:10ms..20ms" (the range [lo, hi); hi INT64_MAX for no upper end), with durations in the
+    // largest unit that keeps them whole ("1500us", "2s").
+    static QString durationTerm(std::int64_t ns);
+    static QString latencyTerm(std::int64_t lo, std::int64_t hi, bool attempt = false);
+    // "1.5ms" -> 1500000; nullopt when it is not a number with a unit.
+    static std::optional<std::int64_t> parseDuration(const QString &text);
     bool operator==(const LaneFilter &) const = default;
 };
 

@@ -4,6 +4,7 @@
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
+#include "statsdock.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
@@ -22,7 +23,7 @@ using namespace rpcscope;
 namespace {
 const char kUsage[] =
     "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ... [--record FILE]]\n"
-    "                [--workshop] [--dark]\n"
+    "                [--workshop] [--dark] [--stats]\n"
     "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap ...]\n"
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
@@ -37,6 +38,7 @@ const char kUsage[] =
     "                      onto one timeline (aligned by their wall-clock origins)\n"
     "  --workshop          large text in the whole window and thick bars, readable on a projector\n"
     "  --dark              dark theme for the whole window\n"
+    "  --stats             show the Statistics dock (Ctrl+Shift+T) in front of the Calls table\n"
     "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
     "                      save the window as PNG, and quit\n"
     "Headless use: rpcscope-cli --help\n";
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
     bool withLab = true;
     bool workshop = false;
     bool dark = false;
+    bool stats = false;
     std::vector<HopSpec> hops;
     QString record;
     QStringList openPaths;
@@ -81,6 +84,8 @@ int main(int argc, char **argv)
             workshop = true;
         } else if (!std::strcmp(a, "--dark")) {
             dark = true;
+        } else if (!std::strcmp(a, "--stats")) {
+            stats = true;
         } else if (!std::strcmp(a, "--scenario") && i + 1 < argc) {
             scenario = QString::fromLocal8Bit(argv[++i]);
         } else if (!std::strcmp(a, "--screenshot") && i + 1 < argc) {
@@ -156,6 +161,7 @@ int main(int argc, char **argv)
         window.setDark(dark);
         window.setPromptOnClose(screenshot.isEmpty());
         window.show();
+        if (stats) window.showStatistics(true);
         if (!screenshot.isEmpty()) {
             QObject::connect(
                 &window, &MainWindow::scenarioFinished, &window, [&](bool held, const QString &) {
@@ -165,6 +171,7 @@ int main(int argc, char **argv)
                         if (!calls.empty())
                             window.swimlanes()->selectAttempt(int(calls.size()) - 1,
                                                               int(calls.back().attempts.size()) - 1);
+                        window.statsDock()->refresh(); // its timer may not have seen the last batch
                         if (!window.grab().save(screenshot)) {
                             std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
                             rc = 1;

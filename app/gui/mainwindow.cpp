@@ -151,6 +151,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     scenarioDock->setObjectName(QStringLiteral("scenario"));
     scenarioDock->setWidget(m_labPanel);
     addDockWidget(Qt::LeftDockWidgetArea, scenarioDock);
+    buildStats(dock);
     resize(1400, 820);
     // First start: the docks below start low, so the timeline shows 25 calls and more at 1600x1000.
     const bool firstStart = !QSettings().contains(QStringLiteral("window/state"));
@@ -170,7 +171,8 @@ void MainWindow::buildViewControls(QToolBar *)
     auto *filter = new QLineEdit(this);
     filter->setObjectName(QStringLiteral("filter"));
     filter->setPlaceholderText(
-        QStringLiteral("Filter: text  method:NAME  status:UNAVAILABLE|failed|ok|inflight"));
+        QStringLiteral("Filter: text  method:NAME  status:UNAVAILABLE|failed|ok|inflight  hop:NAME  "
+                       "outcome:ok-after-retry  latency:>=10ms"));
     filter->setClearButtonEnabled(true);
     filter->setMinimumWidth(300);
     filter->setToolTip(QStringLiteral("Show only matching calls (Ctrl+F)"));

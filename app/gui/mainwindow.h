@@ -31,6 +31,7 @@ class MergeSet;
 class Replayer;
 class RunBar;
 class SchemaController;
+class StatsDock;
 class SwimlaneView;
 class TimelineModel;
 class TimelineStore;
@@ -117,6 +118,10 @@ public slots:
     // the run before the last and the last one). Made on first use; null before.
     CompareWindow *openCompare(int a = -1, int b = -1);
     CompareWindow *compareWindow() const { return m_compare; }
+    // The Statistics dock (mainwindow_stats.cpp, Ctrl+Shift+T): shown and raised, taller than the first
+    // start's bottom docks when `roomy` (a screenshot of it).
+    StatsDock *statsDock() const { return m_stats; }
+    void showStatistics(bool roomy = false);
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -168,6 +173,7 @@ private:
     void buildPresenting(QToolBar *viewBar, bool firstStart);
     void buildCompare(QMenu *viewMenu);
     void showFilterProblem(const QString &problem);
+    void buildStats(QDockWidget *beside);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -216,6 +222,9 @@ private:
     bool m_mergeStartsRun = false; // the next merge replaces the stage: a run of its own
     CompareWindow *m_compare = nullptr;
     QAction *m_compareAction = nullptr;
+    StatsDock *m_stats = nullptr;
+    QDockWidget *m_statsDock = nullptr;
+    QAction *m_statsAction = nullptr; // Ctrl+Shift+T, in the View menu
 };
 
 } // namespace rpcscope

@@ -18,6 +18,7 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QTreeWidget>
+#include <memory>
 
 namespace rpcscope {
 
@@ -31,8 +32,11 @@ const char *const kKeysHelp =
     "or right-drag zooms to a span · drag across the rates strip zooms to that range<br><br>"
     "<b>Window</b><br>"
     "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+E export PNG · Ctrl+Shift+C copy · Ctrl+L clear · "
-    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · Ctrl+Shift+T rates strip · F10 timeline only · F11 full "
-    "screen<br><br>"
+    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · Ctrl+Shift+A rates strip · F10 timeline only · F11 full "
+    "screen · Ctrl+Shift+T statistics<br><br>"
+    "<b>Statistics</b> (a click on a row or a histogram bucket filters the calls; again shows them all)<br>"
+    "Alt+M per method · Alt+H per hop · Alt+C call latency · Alt+A attempt latency · Alt+X clear the "
+    "filter<br><br>"
     "<b>Runs and replay</b><br>"
     "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
     "[ slower · ] faster · Ctrl+Shift+B compare two runs";
@@ -77,6 +81,7 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     connect(m_fullScreenAction, &QAction::toggled, this, [this](bool on) {
         setWindowState(on ? windowState() | Qt::WindowFullScreen : windowState() & ~Qt::WindowFullScreen);
     });
+    menu->addAction(m_statsAction);
     menu->addSeparator();
     menu->addAction(m_workshopAction);
     menu->addAction(m_darkAction);
@@ -85,12 +90,24 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     rates->setObjectName(QStringLiteral("ratesStrip"));
     rates->setCheckable(true);
     rates->setChecked(m_view->timelinePainter().options().rates);
-    rates->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+T")));
+    rates->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+A")));
     rates->setToolTip(
         QStringLiteral("Show calls/s, failures/s, retries/s and calls in flight under the ruler; "
-                       "drag across it to zoom (Ctrl+Shift+T)"));
+                       "drag across it to zoom (Ctrl+Shift+A)"));
     connect(rates, &QAction::toggled, m_view, &SwimlaneView::setRates);
     addAction(rates);
+    // Workshop mode starts without the strip: at the back of the room every row goes to the lanes (ten calls
+    // at 1920x1080). Leaving it gives the strip back as it was; Ctrl+Shift+A shows it in workshop too.
+    auto ratesOutsideWorkshop = std::make_shared<bool>(rates->isChecked());
+    if (m_workshopAction->isChecked()) rates->setChecked(false);
+    connect(m_workshopAction, &QAction::toggled, rates, [rates, ratesOutsideWorkshop](bool on) {
+        if (on) {
+            *ratesOutsideWorkshop = rates->isChecked();
+            rates->setChecked(false);
+        } else {
+            rates->setChecked(*ratesOutsideWorkshop);
+        }
+    });
     menu->addSeparator();
     buildCompare(menu);
     menu->addSeparator();
@@ -109,8 +126,9 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     button->setText(QStringLiteral("View"));
     button->setMenu(menu);
     button->setPopupMode(QToolButton::InstantPopup);
-    button->setToolTip(QStringLiteral("Timeline only (F10), full screen (F11), workshop (Ctrl+Shift+W), dark "
-                                      "(Ctrl+Shift+D), rates strip (Ctrl+Shift+T), keys and mouse (F1)"));
+    button->setToolTip(QStringLiteral(
+        "Timeline only (F10), full screen (F11), workshop (Ctrl+Shift+W), dark "
+        "(Ctrl+Shift+D), rates strip (Ctrl+Shift+A), statistics (Ctrl+Shift+T), keys and mouse (F1)"));
     viewBar->addWidget(button);
 
     if (firstStart) {
@@ -160,8 +178,7 @@ void MainWindow::showFilterProblem(const QString &problem)
     if (problem.isEmpty()) {
         m_filterBox->setStyleSheet(QString());
         m_filterBox->setToolTip(m_filterToolTip);
-        if (statusBar()->currentMessage().startsWith(QLatin1String("unknown status")))
-            statusBar()->clearMessage();
+        if (statusBar()->currentMessage().startsWith(QLatin1String("unknown "))) statusBar()->clearMessage();
         return;
     }
     m_filterBox->setStyleSheet(

@@ -261,9 +261,7 @@ private slots:
                                                                        }),
                                      5000);
             SwimlaneView *view = window.swimlanes();
-            // The rates strip is on by default; ten calls are asked of the lanes without it (Ctrl+Shift+T).
-            QVERIFY(view->timelinePainter().options().rates);
-            QTest::keyClick(&window, Qt::Key_T, Qt::ControlModifier | Qt::ShiftModifier);
+            // Workshop mode starts without the rates strip: the rows go to the lanes.
             QVERIFY(!view->timelinePainter().options().rates);
             view->fitAll();
             QApplication::processEvents();
@@ -293,6 +291,15 @@ private slots:
                                     .arg(view->height())));
             QCOMPARE(painter.legendScale(view->width()), 1.0);
             QVERIFY2(visibleCalls(view) >= 3, qPrintable(QStringLiteral("%1 calls").arg(visibleCalls(view))));
+
+            // Ctrl+Shift+A shows the strip in workshop too; leaving workshop mode gives back the strip as it
+            // was before (on, the default).
+            QTest::keyClick(&window, Qt::Key_A, Qt::ControlModifier | Qt::ShiftModifier);
+            QVERIFY(view->timelinePainter().options().rates);
+            QTest::keyClick(&window, Qt::Key_A, Qt::ControlModifier | Qt::ShiftModifier);
+            QVERIFY(!view->timelinePainter().options().rates);
+            window.setWorkshop(false);
+            QVERIFY(view->timelinePainter().options().rates);
         }
         lab.stop();
     }
