@@ -1,7 +1,7 @@
 #include "comparewindow.h"
 
 #include "captureio.h"
-#include "comparehistogram.h"
+#include "latencyhistogram.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
@@ -103,12 +103,20 @@ CompareWindow::CompareWindow(QWidget *parent) : QWidget(parent, Qt::Window)
     m_table->setToolTip(QStringLiteral("Both runs' statistics per row: the difference B−A and the ratio B/A "
                                        "(— when A is 0). Select a row for its latency histogram"));
     connect(m_table, &QTableWidget::currentCellChanged, this, [this] { showHistogram(); });
-    m_histogram = new CompareHistogram(this);
+    // The Statistics dock's histogram, A and B side by side in each bucket, under the row's title.
+    auto *histogramPane = new QWidget(this);
+    auto *histogramLayout = new QVBoxLayout(histogramPane);
+    histogramLayout->setContentsMargins(0, 0, 0, 0);
+    m_histogramTitle = new QLabel(histogramPane);
+    m_histogram = new LatencyHistogram(histogramPane);
     m_histogram->setObjectName(QStringLiteral("compareHistogram"));
+    m_histogram->setEmptyText(QStringLiteral("No ended calls in this row"));
+    histogramLayout->addWidget(m_histogramTitle);
+    histogramLayout->addWidget(m_histogram, 1);
 
     auto *top = new QSplitter(Qt::Horizontal, this);
     top->addWidget(m_table);
-    top->addWidget(m_histogram);
+    top->addWidget(histogramPane);
     top->setStretchFactor(0, 3);
     top->setStretchFactor(1, 2);
     auto *split = new QSplitter(Qt::Vertical, this);
@@ -297,15 +305,28 @@ void CompareWindow::showHistogram()
     const CompareRow &row = m_comparison.rows[size_t(r)];
     // An attempt measure shows the attempts' latencies; anything else the calls'.
     const bool attempts = k >= 0 && QByteArray(row.values[size_t(k)].key).startsWith("attempt_");
-    CompareHistogram::Counts counts[2]{};
+    // A blue, B orange: apart on a light and on a dark window.
+    const QColor colours[2] = {m_dark ? QColor(0x6a, 0xa5, 0xff) : QColor(0x2b, 0x6c, 0xc4),
+                               m_dark ? QColor(0xff, 0xa6, 0x4d) : QColor(0xd9, 0x6c, 0x0c)};
+    std::vector<LatencyHistogram::Series> series;
     for (int side = 0; side < 2; ++side) {
         const StatsRow *s = m_sides[side].model->stats().find(row.kind, row.key);
-        if (s) counts[side] = attempts ? s->attemptLatency.buckets() : s->callLatency.buckets();
+        const QString label = m_sides[side].label;
+        if (s)
+            series.push_back(LatencyHistogram::fromRecorder(attempts ? s->attemptLatency : s->callLatency,
+                                                            label, colours[side]));
+        else
+            series.push_back({label, colours[side], {}, {}, {}});
     }
-    m_histogram->setSeries(QStringLiteral("%1 latency — %2")
-                               .arg(attempts ? QStringLiteral("Attempt") : QStringLiteral("Call"),
-                                    QString::fromStdString(row.title())),
-                           counts[0], m_sides[0].label, counts[1], m_sides[1].label);
+    m_histogram->setSeries(std::move(series));
+    m_histogramTitle->setText(QStringLiteral("%1 latency — %2")
+                                  .arg(attempts ? QStringLiteral("Attempt") : QStringLiteral("Call"),
+                                       QString::fromStdString(row.title())));
+}
+
+QString CompareWindow::histogramTitle() const
+{
+    return m_histogramTitle->text();
 }
 
 void CompareWindow::fitBoth()
@@ -355,7 +376,7 @@ void CompareWindow::setDark(bool on)
     m_dark = on;
     for (Side &s : m_sides)
         s.view->setDark(on);
-    m_histogram->update();
+    showHistogram(); // its series' colours follow the look
 }
 
 } // namespace rpcscope

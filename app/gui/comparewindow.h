@@ -16,7 +16,7 @@ class QTableWidget;
 
 namespace rpcscope {
 
-class CompareHistogram;
+class LatencyHistogram;
 class SwimlaneView;
 class TimelineModel;
 
@@ -51,7 +51,8 @@ public:
     SwimlaneView *timeline(int side) const { return m_sides[side].view; }
     TimelineModel *model(int side) const { return m_sides[side].model.get(); }
     QTableWidget *table() const { return m_table; }
-    CompareHistogram *histogram() const { return m_histogram; }
+    LatencyHistogram *histogram() const { return m_histogram; }
+    QString histogramTitle() const;
     // The label a side is compared under (its run's or file's name).
     QString label(int side) const { return m_sides[side].label; }
 
@@ -96,7 +97,8 @@ private:
     Side m_sides[2];
     StatsComparison m_comparison;
     QTableWidget *m_table = nullptr;
-    CompareHistogram *m_histogram = nullptr;
+    LatencyHistogram *m_histogram = nullptr;
+    QLabel *m_histogramTitle = nullptr;
     std::vector<std::pair<int, int>> m_tableRows; // table row -> (comparison row, value or -1 for a title)
     bool m_syncing = false;
     bool m_workshop = false;

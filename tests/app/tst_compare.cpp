@@ -6,10 +6,10 @@
 // With RPCSCOPE_SHOT_DIR set, the window is saved there as compare.png, compare-workshop.png and
 // compare-dark.png.
 
-#include "comparehistogram.h"
 #include "comparewindow.h"
 #include "labpanel.h"
 #include "labsession.h"
+#include "latencyhistogram.h"
 #include "mainwindow.h"
 #include "modelsink.h"
 #include "runlist.h"
@@ -102,20 +102,24 @@ private slots:
         QVERIFY(table->item(amp.first()->row(), 3)->text().startsWith(QStringLiteral("−")));
 
         // The histogram of the Total row holds each run's ended calls.
-        auto sum = [](const CompareHistogram::Counts &c) {
+        auto sum = [w](int side) {
+            const auto &series = w->histogram()->series();
+            if (size_t(side) >= series.size()) return std::uint64_t(0);
+            const auto &c = series[size_t(side)].counts;
             return std::accumulate(c.begin(), c.end(), std::uint64_t(0));
         };
-        QCOMPARE(sum(w->histogram()->countsA()), std::uint64_t(20));
-        QCOMPARE(sum(w->histogram()->countsB()), std::uint64_t(20));
+        QCOMPARE(w->histogram()->series().size(), size_t(2));
+        QCOMPARE(sum(0), std::uint64_t(20));
+        QCOMPARE(sum(1), std::uint64_t(20));
         // An attempt measure shows the attempts.
         QList<QTableWidgetItem *> attemptP50 =
             table->findItems(QStringLiteral("    attempt p50"), Qt::MatchExactly);
         QVERIFY(!attemptP50.isEmpty());
         table->setCurrentCell(attemptP50.first()->row(), 0);
-        QCOMPARE(sum(w->histogram()->countsA()), std::uint64_t(80));
-        QVERIFY(w->histogram()->title().startsWith(QStringLiteral("Attempt latency")));
+        QCOMPARE(sum(0), std::uint64_t(80));
+        QVERIFY(w->histogramTitle().startsWith(QStringLiteral("Attempt latency")));
         table->setCurrentCell(0, 0);
-        QCOMPARE(sum(w->histogram()->countsA()), std::uint64_t(20));
+        QCOMPARE(sum(0), std::uint64_t(20));
 
         // Both timelines start at their origins and show the same span, as long as the longer run.
         QVERIFY(w->model(0)->store().originNs() != w->model(1)->store().originNs());
