@@ -2,6 +2,7 @@
 // client got must be what the scenario's client really got, also where the wire carries no such status.
 
 #include "clientoutcome.h"
+#include "labrun.h"
 #include "labsession.h"
 #include "timelinemodel.h"
 
@@ -11,39 +12,10 @@
 using namespace rpcscope;
 
 namespace {
+using labrun::Run;
+using labrun::runScenario;
 constexpr std::int64_t ms = 1'000'000;
 constexpr int kDeadlineExceeded = 4, kUnavailable = 14;
-
-struct Run
-{
-    lab::ScenarioResult result;
-    EventBatch events;
-};
-
-Run runScenario(const std::string &name)
-{
-    Run run;
-    const lab::Scenario *scenario = lab::findScenario(name);
-    if (!scenario) {
-        run.result.summary = "no scenario " + name;
-        return run;
-    }
-    std::mutex mu;
-    std::string error;
-    lab::LabSession session;
-    if (!session.start(
-            [&](EventBatch &&b) {
-                std::lock_guard lk(mu);
-                run.events.insert(run.events.end(), b.begin(), b.end());
-            },
-            &error)) {
-        run.result.summary = error;
-        return run;
-    }
-    run.result = session.run(*scenario);
-    session.stop(); // flushes every relay's events
-    return run;
-}
 
 const Call *callByKey(const TimelineStore &store, const std::string &key)
 {

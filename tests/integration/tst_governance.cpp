@@ -2,6 +2,7 @@
 // relays) into a real TimelineModel; each is asserted on the assembled model: what was on the wire and the
 // lab events tied to their calls.
 
+#include "labrun.h"
 #include "labsession.h"
 #include "timelinemodel.h"
 
@@ -14,43 +15,9 @@
 using namespace rpcscope;
 
 namespace {
+using labrun::Run;
+using labrun::runScenario;
 constexpr std::int64_t ms = 1'000'000;
-
-struct Run
-{
-    lab::ScenarioResult result;
-    EventBatch events;
-};
-
-Run runScenario(const std::string &name, const std::map<std::string, std::string> &overrides = {})
-{
-    Run run;
-    const lab::Scenario *scenario = lab::findScenario(name);
-    if (!scenario) {
-        run.result.summary = "no scenario " + name;
-        return run;
-    }
-    lab::ScenarioParams params;
-    std::string error;
-    if (!scenario->resolveParams(overrides, &params, &error)) {
-        run.result.summary = error;
-        return run;
-    }
-    std::mutex mu;
-    lab::LabSession session;
-    if (!session.start(
-            [&](EventBatch &&b) {
-                std::lock_guard lk(mu);
-                run.events.insert(run.events.end(), b.begin(), b.end());
-            },
-            &error)) {
-        run.result.summary = error;
-        return run;
-    }
-    run.result = session.run(*scenario, params);
-    session.stop(); // flushes every relay's events
-    return run;
-}
 
 const Call *callByKey(const TimelineStore &store, const std::string &key)
 {

@@ -3,6 +3,7 @@
 // server saw (ScenarioResult::expected), not what the wire decoder thinks.
 
 #include "callstats.h"
+#include "labrun.h"
 #include "labsession.h"
 #include "timelinemodel.h"
 
@@ -12,38 +13,9 @@
 using namespace rpcscope;
 
 namespace {
+using labrun::Run;
+using labrun::runScenario;
 constexpr int kOk = 0, kDeadlineExceeded = 4;
-
-struct Run
-{
-    lab::ScenarioResult result;
-    EventBatch events;
-};
-
-Run runScenario(const std::string &name)
-{
-    Run run;
-    const lab::Scenario *scenario = lab::findScenario(name);
-    if (!scenario) {
-        run.result.summary = "no scenario " + name;
-        return run;
-    }
-    std::mutex mu;
-    std::string error;
-    lab::LabSession session;
-    if (!session.start(
-            [&](EventBatch &&b) {
-                std::lock_guard lk(mu);
-                run.events.insert(run.events.end(), b.begin(), b.end());
-            },
-            &error)) {
-        run.result.summary = error;
-        return run;
-    }
-    run.result = session.run(*scenario);
-    session.stop(); // flushes every relay's events
-    return run;
-}
 
 // The category the scenario's own truth gives a call: the attempts its server saw and the status its client
 // got.
