@@ -35,6 +35,7 @@
 using namespace rpcscope;
 
 namespace {
+using testev::trailers;
 
 constexpr std::int64_t ms = 1'000'000;
 
@@ -46,14 +47,6 @@ WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, cons
     e.grpc.callId = id;
     e.grpc.previousAttempts = previous;
     e.grpc.timeoutNs = 5000 * ms;
-    return e;
-}
-
-WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status)
-{
-    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, Direction::ServerToClient);
-    e.endStream = true;
-    e.grpc.status = status;
     return e;
 }
 

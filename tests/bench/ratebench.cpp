@@ -19,6 +19,7 @@
 using namespace rpcscope;
 
 namespace {
+using testev::trailers;
 constexpr std::int64_t kMs = 1'000'000;
 
 double msSince(std::chrono::steady_clock::time_point t0)
@@ -37,13 +38,6 @@ WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, cons
     return e;
 }
 
-WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status)
-{
-    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, Direction::ServerToClient);
-    e.endStream = true;
-    e.grpc.status = status;
-    return e;
-}
 } // namespace
 
 int main(int argc, char **argv)

@@ -1,7 +1,8 @@
 #pragma once
 
-// WireEvents made by hand for model and view tests: the fields every such event sets, and the two kinds that
-// need nothing test-specific. Each test builds its own requests, trailers and messages on top of these.
+// WireEvents made by hand for model and view tests: the fields every such event sets, and the kinds that need
+// nothing test-specific (a connection, a frame, a grpc-status in trailers). Each test builds its own requests
+// and messages on top of these.
 
 #include "events.h"
 
@@ -42,6 +43,16 @@ inline rpcscope::WireEvent frame(std::uint32_t conn, std::uint32_t stream, std::
     e.frameType = type;
     e.errorCode = code;
     e.length = length;
+    return e;
+}
+
+// The server's trailers ending `stream` with a grpc-status (END_STREAM, nothing else).
+inline rpcscope::WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status)
+{
+    rpcscope::WireEvent e =
+        event(rpcscope::EventKind::Headers, conn, stream, t, rpcscope::Direction::ServerToClient);
+    e.endStream = true;
+    e.grpc.status = status;
     return e;
 }
 

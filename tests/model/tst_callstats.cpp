@@ -15,6 +15,7 @@
 using namespace rpcscope;
 
 namespace {
+using testev::trailers;
 constexpr std::int64_t us = 1'000, ms = 1'000'000;
 constexpr Direction c2s = Direction::ClientToServer, s2c = Direction::ServerToClient;
 constexpr int kOk = 0, kDeadlineExceeded = 4, kUnavailable = 14, kInternal = 13;
@@ -32,14 +33,6 @@ WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, cons
     e.grpc.retryInitialMs = 100;
     e.grpc.retryMultiplier = 2;
     e.grpc.retryMaxMs = 1000;
-    return e;
-}
-
-WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status)
-{
-    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, s2c);
-    e.endStream = true;
-    e.grpc.status = status;
     return e;
 }
 

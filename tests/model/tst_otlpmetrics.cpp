@@ -15,6 +15,7 @@
 using namespace rpcscope;
 
 namespace {
+using testev::trailers;
 constexpr std::int64_t us = 1'000, ms = 1'000'000;
 constexpr std::int64_t kWall = 1'700'000'000'000'000'000; // the capture's wall-clock origin
 constexpr Direction c2s = Direction::ClientToServer, s2c = Direction::ServerToClient;
@@ -78,14 +79,6 @@ WireEvent message(std::uint32_t conn, std::uint32_t stream, std::int64_t t, Dire
 {
     WireEvent e = testev::event(EventKind::Message, conn, stream, t, dir);
     e.length = length; // without the 5-byte prefix
-    return e;
-}
-
-WireEvent trailers(std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status)
-{
-    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, s2c);
-    e.endStream = true;
-    e.grpc.status = status;
     return e;
 }
 
