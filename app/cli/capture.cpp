@@ -4,6 +4,7 @@
 #include "capturesession.h"
 #include "clock.h"
 #include "commands.h"
+#include "modelfeed.h"
 #include "options.h"
 #include "output.h"
 #include "timelinemodel.h"
@@ -230,6 +231,7 @@ int cmdCapture(std::vector<std::string> args)
     const std::unique_ptr<CaptureFileStream> stream = session.stopAndTakeRecording();
     if (stream) tellFailure(QString::fromStdString(stream->error()));
     QCoreApplication::sendPostedEvents();
+    ModelFeed::of(&model)->drainAll();
     // Calls seen, including those --keep dropped from memory.
     const size_t calls = model.store().calls().size() + model.store().evictedCalls();
     // If the output went away during the capture (its directory removed, the disk full...), the capture is

@@ -58,6 +58,7 @@ int cmdRun(const std::vector<std::string> &args)
     const lab::ScenarioResult result = lab.run(*scenario, params);
     lab.stop(); // flushes every decoded event into the model's queue
     QCoreApplication::sendPostedEvents();
+    ModelFeed::of(&model)->drainAll();
 
     if (!writeOutputs(model, opts,
                       QStringLiteral("rpcscope — %1").arg(QString::fromStdString(scenario->name)), redaction,

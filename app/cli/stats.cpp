@@ -76,6 +76,7 @@ bool runSide(const lab::LabComparison::Side &side, TimelineModel &model, std::st
     const lab::ScenarioResult result = lab.run(*scenario, params);
     lab.stop(); // flushes every decoded event into the model's queue
     QCoreApplication::sendPostedEvents();
+    ModelFeed::of(&model)->drainAll();
     // On stderr, so that --json leaves stdout to the document.
     std::fprintf(stderr, "%s: %s%s\n", side.label.c_str(), result.summary.c_str(),
                  result.expectationHeld ? "" : " (its expected outcome did not hold)");

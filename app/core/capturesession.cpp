@@ -18,7 +18,8 @@
 namespace rpcscope {
 
 CaptureSession::CaptureSession(TimelineModel *model, QObject *parent, Sink toModel)
-    : QObject(parent), m_model(model), m_toModel(toModel ? std::move(toModel) : Sink(queuedSinkTo(model)))
+    : QObject(parent), m_model(model), m_feed(toModel ? nullptr : ModelFeed::of(model)),
+      m_toModel(toModel ? std::move(toModel) : Sink(m_feed->sink()))
 {
 }
 
@@ -232,6 +233,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     }
     if (m_ingestEnabled) {
         m_ingest = std::make_unique<IngestServer>();
+        if (m_feed) m_ingest->setRoomProbe(m_feed->roomProbe()); // pushes back while the model is behind
         std::string err;
         if (!m_ingest->start(0, 0, sink, &err)) {
             discardRecording();
@@ -253,6 +255,9 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
 bool CaptureSession::stopRunning()
 {
     const bool wasRunning = isRunning();
+    // Stopping a relay joins its decoder thread, which may be waiting for room in the feed this thread
+    // drains.
+    const ModelFeed::Stopping stopping(m_feed);
     if (m_timer) killTimer(std::exchange(m_timer, 0));
     if (m_ingest) m_ingest->stop();
     m_ingest.reset();
@@ -335,6 +340,11 @@ QString CaptureSession::ingestGrpcAddress() const
 QString CaptureSession::ingestJsonAddress() const
 {
     return m_ingest ? QStringLiteral("127.0.0.1:%1").arg(m_ingest->jsonPort()) : QString();
+}
+
+std::uint64_t CaptureSession::ingestPushedBack() const
+{
+    return m_ingest ? m_ingest->pushedBack() : 0;
 }
 
 int CaptureSession::openConnections() const

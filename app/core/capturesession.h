@@ -17,6 +17,7 @@ namespace rpcscope {
 
 class CaptureFileStream;
 class IngestServer;
+class ModelFeed;
 class TimelineModel;
 
 // One hop of a live capture: a proxy listening on `listen` that relays to `target`, named `label` on the
@@ -124,6 +125,8 @@ public:
     double eventsPerSecond() const { return m_rate; }
     std::uint64_t decodeProblems() const { return m_stats->problems.load(); }
     std::uint32_t lastProblemConnection() const { return m_stats->problemConnection.load(); }
+    // Events the ingestion endpoint refused because the model was too far behind (RESOURCE_EXHAUSTED).
+    std::uint64_t ingestPushedBack() const;
 
 signals:
     void runningChanged(bool running);
@@ -147,6 +150,7 @@ private:
     bool stopRunning();
 
     TimelineModel *m_model;
+    ModelFeed *m_feed; // the model's feed, unless batches go elsewhere (`toModel`)
     Sink m_toModel;
     std::vector<std::unique_ptr<Relay>> m_relays;
     std::unique_ptr<IngestServer> m_ingest;

@@ -177,6 +177,7 @@ struct IngestServer::Impl
     };
 
     Sink sink;
+    RoomProbe room;
     std::unique_ptr<Service> service;
     std::unique_ptr<grpc::Server> server;
     int grpcPort = 0;
@@ -184,7 +185,7 @@ struct IngestServer::Impl
     std::uint16_t jsonPort = 0;
     int wake[2] = {-1, -1};
     std::thread jsonThread;
-    std::atomic<std::uint64_t> accepted{0}, rejected{0};
+    std::atomic<std::uint64_t> accepted{0}, rejected{0}, pushedBack{0};
 
     bool take(const ReportedEvent &r, std::string *error)
     {
@@ -203,6 +204,14 @@ struct IngestServer::Impl
         ingest::Event in;
         std::int64_t index = 0;
         while (reader->Read(&in)) {
+            // A stream cannot be paused from here: when the model stays behind, the client is told to retry.
+            if (room && !room(std::chrono::milliseconds(500))) {
+                ++pushedBack;
+                return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the timeline is behind on applying events; event " + std::to_string(index) +
+                            " and the rest of this stream were not taken (accepted says how many were): "
+                            "send them again later"};
+            }
             ReportedEvent r{in.time_unix_nanos(), in.kind(),        in.detail(), in.label(),
                             in.call_id(),         in.traceparent(), in.source()};
             std::string error;
@@ -223,6 +232,12 @@ struct IngestServer::Impl
         };
         std::vector<Client> clients;
         for (;;) {
+            if (room && !room(std::chrono::milliseconds(5))) {
+                // The model is behind: nothing is read until it has room, so TCP holds the senders back.
+                pollfd w{wake[0], POLLIN, 0};
+                if (::poll(&w, 1, 0) > 0) break;
+                continue;
+            }
             std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listenFd, POLLIN, 0}};
             for (const Client &c : clients)
                 fds.push_back({c.fd, short(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
@@ -391,6 +406,16 @@ std::uint64_t IngestServer::accepted() const
 std::uint64_t IngestServer::rejected() const
 {
     return d->rejected;
+}
+
+std::uint64_t IngestServer::pushedBack() const
+{
+    return d->pushedBack;
+}
+
+void IngestServer::setRoomProbe(RoomProbe probe)
+{
+    d->room = std::move(probe);
 }
 
 } // namespace rpcscope

@@ -2,6 +2,7 @@
 
 #include "events.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,6 +43,12 @@ public:
     IngestServer(const IngestServer &) = delete;
     IngestServer &operator=(const IngestServer &) = delete;
 
+    // Whether the model has room for more events, waiting up to the given time for it. Without room the JSON
+    // endpoint reads nothing (TCP holds the senders back) and the gRPC one answers RESOURCE_EXHAUSTED. Set
+    // before start(); none: always room.
+    using RoomProbe = std::function<bool(std::chrono::milliseconds)>;
+    void setRoomProbe(RoomProbe probe);
+
     // Port 0 picks free ports. Binds 127.0.0.1 only.
     bool start(std::uint16_t grpcPort, std::uint16_t jsonPort, Sink sink, std::string *error);
     void stop();
@@ -50,6 +57,8 @@ public:
     std::uint16_t jsonPort() const;
     std::uint64_t accepted() const;
     std::uint64_t rejected() const;
+    // gRPC events refused with RESOURCE_EXHAUSTED because the model had no room.
+    std::uint64_t pushedBack() const;
 
     static constexpr size_t kMaxLineBytes = 8192;
 

@@ -53,6 +53,7 @@ bool runLive(const std::string &name, LiveRun *run, std::string *error)
     const lab::ScenarioResult result = lab.run(*scenario);
     lab.stop();
     QCoreApplication::sendPostedEvents();
+    ModelFeed::of(&run->model)->drainAll();
     if (!result.expectationHeld) {
         *error = result.summary;
         return false;
@@ -433,78 +434,6 @@ private slots:
                      r.err.contains("loaded the intact"),
                  qPrintable(r.err));
         QVERIFY(QJsonDocument::fromJson(readAll(out)).object()["calls"].isArray());
-    }
-
-    // A model thread that falls behind holds its feeders back instead of queueing without end (a client
-    // opening streams faster than the model applies them would otherwise grow memory without bound); a model
-    // thread that does not answer at all is not waited for again until it has caught up.
-    void feedWaitsForTheModel()
-    {
-        TimelineModel model;
-        auto gate = std::make_shared<ModelFeedGate>();
-        const Relay::Sink sink = queuedSinkTo(&model, {10, std::chrono::milliseconds(60'000)}, gate);
-        std::uint32_t nextConnection = 1;
-        auto batchOf5 = [&] {
-            EventBatch b;
-            for (int i = 0; i < 5; ++i) {
-                WireEvent e;
-                e.kind = EventKind::ConnectionOpened;
-                e.connection = nextConnection++;
-                e.tNs = e.connection;
-                b.push_back(e);
-            }
-            return b;
-        };
-        std::vector<EventBatch> batches;
-        for (int i = 0; i < 5; ++i)
-            batches.push_back(batchOf5());
-        std::atomic<int> handedOver{0};
-        std::thread feeder([&] {
-            for (EventBatch &b : batches) {
-                sink(std::move(b));
-                ++handedOver;
-            }
-        });
-        // 15 queued events are over the limit of 10: the fourth batch waits for the model. Waited on without
-        // running this thread's event loop, which would let the model apply them.
-        auto waitWithoutEvents = [](auto &&condition) {
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-            while (!condition() && std::chrono::steady_clock::now() < deadline)
-                std::this_thread::yield();
-            return condition();
-        };
-        QVERIFY(waitWithoutEvents([&] {
-            std::lock_guard lk(gate->mu);
-            return gate->waiting;
-        }));
-        QCOMPARE(handedOver.load(), 3);
-        QCOMPARE(model.store().connections().size(), size_t(0));
-        // The model applies what is queued; the feeder goes on and hands over the rest.
-        QTRY_COMPARE_WITH_TIMEOUT(model.store().connections().size(), size_t(25), 10'000);
-        feeder.join();
-        QCOMPARE(handedOver.load(), 5);
-        QCOMPARE(gate->queued, size_t(0));
-        QCOMPARE(gate->waits, std::uint64_t(1));
-
-        // A model thread that never answers: the wait gives up once, then the feeder is not held back.
-        TimelineModel stuck;
-        auto stuckGate = std::make_shared<ModelFeedGate>();
-        const Relay::Sink stuckSink = queuedSinkTo(&stuck, {10, std::chrono::milliseconds(100)}, stuckGate);
-        std::atomic<bool> done{false};
-        std::thread second([&] {
-            for (int i = 0; i < 20; ++i)
-                stuckSink(batchOf5());
-            done = true;
-        });
-        QVERIFY2(waitWithoutEvents([&] { return done.load(); }),
-                 "the feeder stayed held back by a model thread that does not answer");
-        second.join();
-        QCOMPARE(stuckGate->waits, std::uint64_t(1));
-        QCOMPARE(stuckGate->queued, size_t(100));
-        QCoreApplication::sendPostedEvents(); // the model catches up
-        QCOMPARE(stuck.store().connections().size(), size_t(100));
-        QCOMPARE(stuckGate->queued, size_t(0));
-        QVERIFY(!stuckGate->gaveUp);
     }
 
     void cliCaptureToRpcscope()

@@ -8,6 +8,7 @@
 #include "jsonexport.h"
 #include "labclient.h"
 #include "labserver.h"
+#include "modelfeed.h"
 #include "testnet.h"
 #include "timelinemodel.h"
 
@@ -202,6 +203,7 @@ private slots:
         QVERIFY(!session.isRecording());
         QVERIFY(!QFile::exists(file + ".partial"));
         QCoreApplication::sendPostedEvents(); // the model takes the last batches
+        ModelFeed::of(&model)->drainAll();
 
         CaptureData data;
         const CaptureReadResult r = readCaptureFile(file, &data);

@@ -12,6 +12,7 @@
 #include "mainwindow.h"
 #include "mergepanel.h"
 #include "mergeset.h"
+#include "modelfeed.h"
 #include "runtool.h"
 #include "timelinemodel.h"
 
@@ -182,6 +183,8 @@ private slots:
                  qPrintable(why));
         idle.stop();
         QCoreApplication::sendPostedEvents(); // the connections' close events
+        for (TimelineModel *m : {&edgeModel, &backendModel, &idleModel})
+            ModelFeed::of(m)->drainAll();
         for (auto it = hops.rbegin(); it != hops.rend(); ++it)
             (*it)->stop();
 

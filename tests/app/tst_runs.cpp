@@ -524,6 +524,7 @@ private slots:
         capture->stop();
         QVERIFY(!window.isRecording());
         QCoreApplication::sendPostedEvents(); // the last batches (connections closing) reach the archive
+        ModelFeed::of(&model)->drainAll();
         QCOMPARE(model.store().calls().size(), calls1);
         QCOMPARE(model.eventLog().eventCount(), events1);
         QTRY_VERIFY(!window.windowTitle().contains(QStringLiteral("recording")));

@@ -1,0 +1,359 @@
+#include "modelfeed.h"
+
+#include "timelinemodel.h"
+
+#include <QThread>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+
+namespace rpcscope {
+
+// Shared by the feed and every sink it made, so a sink that outlives the feed finds it gone instead of a
+// dangling pointer.
+struct ModelFeedQueue
+{
+    mutable std::mutex mu;
+    mutable std::condition_variable room; // notified after each append, and when waiting must end
+    ModelFeedLimits limits;
+    std::deque<std::pair<EventBatch, size_t>> batches; // with their estimated bytes
+    size_t events = 0, bytes = 0; // queued, and being applied: the append's batch is memory all the same
+    ModelFeed *owner = nullptr;
+    QThread *ownerThread = nullptr;
+    bool drainPosted = false; // a drain is posted or its timer runs: pushes need not post another
+    bool gaveUp = false;      // a wait ran out: no waiting again until the model has caught up by half
+    int stopping = 0;
+    std::uint64_t appends = 0, applied = 0, shed = 0, waits = 0;
+
+    bool full() const { return events >= limits.maxQueuedEvents || bytes >= limits.maxQueuedBytes; }
+    bool belowHalf() const
+    {
+        return events <= limits.maxQueuedEvents / 2 && bytes <= limits.maxQueuedBytes / 2;
+    }
+
+    // Under mu.
+    void enqueue(EventBatch &&batch, size_t batchBytes)
+    {
+        events += batch.size();
+        bytes += batchBytes;
+        batches.emplace_back(std::move(batch), batchBytes);
+        if (drainPosted || !owner) return;
+        drainPosted = true;
+        ModelFeed *o = owner;
+        // Posted events to a destroyed receiver are discarded; the destructor clears `owner` under mu first.
+        QMetaObject::invokeMethod(o, "schedule", Qt::QueuedConnection);
+    }
+
+    static size_t bytesOf(const EventBatch &batch)
+    {
+        size_t n = 0;
+        for (const WireEvent &e : batch)
+            n += ModelFeed::bytesOf(e);
+        return n;
+    }
+
+    // A relay's batch that found no room in time: what keeps the timeline's connections whole stays, the rest
+    // goes, counted in a note on its connection so the gap is not silent.
+    void shedInto(EventBatch &batch)
+    {
+        std::map<std::uint32_t, std::pair<std::uint64_t, std::int64_t>> dropped; // count, last time
+        EventBatch kept;
+        for (WireEvent &e : batch) {
+            if (e.kind == EventKind::ConnectionOpened || e.kind == EventKind::ConnectionClosed ||
+                e.kind == EventKind::DecodeError) {
+                kept.push_back(std::move(e));
+                continue;
+            }
+            ++shed;
+            if (e.connection != 0) {
+                auto &d = dropped[e.connection];
+                ++d.first;
+                d.second = std::max(d.second, e.tNs);
+            }
+        }
+        for (const auto &[conn, d] : dropped) {
+            WireEvent note;
+            note.kind = EventKind::Notice;
+            note.connection = conn;
+            note.tNs = d.second;
+            note.reason = "the timeline fell behind: " + std::to_string(d.first) +
+                          " decoded events of this connection were not shown (bytes still relayed)";
+            // Before a close in the same batch, so the connection still takes notes.
+            auto close = std::find_if(kept.begin(), kept.end(), [&](const WireEvent &k) {
+                return k.connection == conn && k.kind == EventKind::ConnectionClosed;
+            });
+            kept.insert(close, std::move(note));
+        }
+        batch = std::move(kept);
+    }
+
+    bool push(EventBatch &&batch)
+    {
+        if (batch.empty()) return true;
+        size_t b = bytesOf(batch);
+        std::unique_lock lk(mu);
+        if (!owner) return false;
+        bool wasShed = false;
+        // Never on the model's own thread: only it could make room.
+        if (full() && QThread::currentThread() != ownerThread) {
+            if (!gaveUp && stopping == 0) {
+                ++waits;
+                if (!room.wait_for(lk, limits.giveUpAfter, [&] { return !full() || stopping > 0 || !owner; }))
+                    gaveUp = true;
+                if (!owner) return false;
+            }
+            if (full()) {
+                shedInto(batch);
+                b = bytesOf(batch);
+                wasShed = true;
+            }
+        }
+        if (!batch.empty()) enqueue(std::move(batch), b);
+        return !wasShed;
+    }
+
+    bool tryPush(EventBatch &&batch)
+    {
+        if (batch.empty()) return true;
+        const size_t b = bytesOf(batch);
+        std::lock_guard lk(mu);
+        if (!owner || full()) return false;
+        enqueue(std::move(batch), b);
+        return true;
+    }
+
+    bool waitForRoom(std::chrono::milliseconds wait) const
+    {
+        std::unique_lock lk(mu);
+        if (wait.count() > 0 && owner && full() && QThread::currentThread() != ownerThread)
+            room.wait_for(lk, wait, [&] { return !full() || !owner; });
+        return owner && !full();
+    }
+};
+
+size_t ModelFeed::bytesOf(const WireEvent &e)
+{
+    size_t n = sizeof(WireEvent) + e.payload.capacity() + e.label.capacity() + e.reason.capacity() +
+               e.settings.capacity() * sizeof(e.settings[0]) + e.headers.capacity() * sizeof(Header);
+    for (const Header &h : e.headers)
+        n += h.name.capacity() + h.value.capacity();
+    if (const LabDecision *d = e.decision()) n += d->kind.capacity() + d->detail.capacity();
+    return n + e.grpc.callId.capacity();
+}
+
+ModelFeed *ModelFeed::of(TimelineModel *model)
+{
+    if (auto *f = model->findChild<ModelFeed *>(QString(), Qt::FindDirectChildrenOnly)) return f;
+    return new ModelFeed(model);
+}
+
+ModelFeed::ModelFeed(TimelineModel *model, const ModelFeedLimits &limits)
+    : QObject(model), m_model(model), m_q(std::make_shared<ModelFeedQueue>()),
+      m_perAppend(limits.maxEventsPerAppend)
+{
+    m_q->limits = limits;
+    m_q->owner = this;
+    m_q->ownerThread = thread();
+    m_timer.setSingleShot(true);
+    m_timer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire 5% early, inside the interval
+    connect(&m_timer, &QTimer::timeout, this, [this] { drainOnce(); });
+}
+
+ModelFeed::~ModelFeed()
+{
+    {
+        std::lock_guard lk(m_q->mu);
+        m_q->owner = nullptr;
+        m_q->batches.clear();
+        m_q->events = m_q->bytes = 0;
+    }
+    m_q->room.notify_all();
+}
+
+void ModelFeed::setLimits(const ModelFeedLimits &limits)
+{
+    {
+        std::lock_guard lk(m_q->mu);
+        m_q->limits = limits;
+    }
+    m_perAppend = limits.maxEventsPerAppend;
+    m_q->room.notify_all();
+}
+
+ModelFeedLimits ModelFeed::limits() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->limits;
+}
+
+bool ModelFeed::push(EventBatch &&batch)
+{
+    return m_q->push(std::move(batch));
+}
+
+bool ModelFeed::tryPush(EventBatch &&batch)
+{
+    return m_q->tryPush(std::move(batch));
+}
+
+bool ModelFeed::waitForRoom(std::chrono::milliseconds wait) const
+{
+    return m_q->waitForRoom(wait);
+}
+
+std::function<void(EventBatch &&)> ModelFeed::sink() const
+{
+    return [q = m_q](EventBatch &&batch) { q->push(std::move(batch)); };
+}
+
+std::function<bool(std::chrono::milliseconds)> ModelFeed::roomProbe() const
+{
+    return [q = m_q](std::chrono::milliseconds wait) { return q->waitForRoom(wait); };
+}
+
+size_t ModelFeed::queuedEvents() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->events;
+}
+
+size_t ModelFeed::queuedBytes() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->bytes;
+}
+
+std::uint64_t ModelFeed::appends() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->appends;
+}
+
+std::uint64_t ModelFeed::appliedEvents() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->applied;
+}
+
+std::uint64_t ModelFeed::shedEvents() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->shed;
+}
+
+std::uint64_t ModelFeed::waits() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->waits;
+}
+
+void ModelFeed::schedule()
+{
+    if (m_timer.isActive()) return;
+    const auto interval = m_q->limits.interval.count(); // written on this thread only
+    const qint64 since = m_sinceAppend.isValid() ? m_sinceAppend.elapsed() : interval;
+    if (since >= interval)
+        drainOnce();
+    else
+        m_timer.start(int(interval - since));
+}
+
+bool ModelFeed::drainOnce()
+{
+    EventBatch merged;
+    size_t takenBytes = 0;
+    bool more = false;
+    {
+        std::lock_guard lk(m_q->mu);
+        while (!m_q->batches.empty() && merged.size() < m_perAppend) {
+            auto &[batch, bytes] = m_q->batches.front();
+            const size_t want = m_perAppend - merged.size();
+            if (batch.size() <= want) {
+                if (merged.empty())
+                    merged = std::move(batch);
+                else
+                    merged.insert(merged.end(), std::make_move_iterator(batch.begin()),
+                                  std::make_move_iterator(batch.end()));
+                takenBytes += bytes;
+                m_q->batches.pop_front();
+            } else {
+                // A batch larger than one append: its front now, the rest next time.
+                size_t front = 0;
+                for (size_t i = 0; i < want; ++i) {
+                    front += bytesOf(batch[i]);
+                    merged.push_back(std::move(batch[i]));
+                }
+                batch.erase(batch.begin(), batch.begin() + std::ptrdiff_t(want));
+                bytes -= std::min(bytes, front);
+                takenBytes += front;
+            }
+        }
+        more = !m_q->batches.empty();
+        if (!more) m_q->drainPosted = false; // a push from now on posts again
+    }
+    const bool any = !merged.empty();
+    if (any) {
+        QElapsedTimer took;
+        took.start();
+        m_model->appendBatch(merged);
+        const qint64 ms = took.elapsed();
+        m_sinceAppend.start();
+        const size_t n = merged.size();
+        merged = {};
+        {
+            std::lock_guard lk(m_q->mu);
+            m_q->events -= std::min(m_q->events, n);
+            m_q->bytes -= std::min(m_q->bytes, takenBytes);
+            ++m_q->appends;
+            m_q->applied += n;
+            if (m_q->belowHalf()) m_q->gaveUp = false;
+        }
+        m_q->room.notify_all();
+        // About one frame interval of work per append, whatever an event costs the model right now.
+        const qint64 interval = std::max<qint64>(1, m_q->limits.interval.count());
+        const size_t most = m_q->limits.maxEventsPerAppend;
+        if (ms > interval && n >= m_perAppend / 2)
+            m_perAppend = std::max<size_t>(1000, size_t(double(m_perAppend) * double(interval) / double(ms)));
+        else if (ms < interval / 2 && n >= m_perAppend)
+            m_perAppend = std::min(most, m_perAppend * 2);
+        emit appended(qint64(n));
+    }
+    if (more) m_timer.start(int(m_q->limits.interval.count()));
+    return any;
+}
+
+void ModelFeed::drainAll()
+{
+    m_timer.stop();
+    for (;;) {
+        {
+            std::lock_guard lk(m_q->mu);
+            if (m_q->batches.empty()) {
+                m_q->drainPosted = false;
+                return;
+            }
+        }
+        drainOnce();
+        m_timer.stop();
+    }
+}
+
+ModelFeed::Stopping::Stopping(ModelFeed *feed) : m_q(feed ? feed->m_q : nullptr)
+{
+    if (!m_q) return;
+    {
+        std::lock_guard lk(m_q->mu);
+        ++m_q->stopping;
+    }
+    m_q->room.notify_all();
+}
+
+ModelFeed::Stopping::~Stopping()
+{
+    if (!m_q) return;
+    std::lock_guard lk(m_q->mu);
+    --m_q->stopping;
+}
+
+} // namespace rpcscope

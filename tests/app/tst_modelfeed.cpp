@@ -1,0 +1,300 @@
+// The one queue between a model's feeders and its thread: batches coalesce into at most one append per frame
+// interval, the queue stays bounded (feeders wait, then shed with a note; the ingestion endpoint stops
+// reading or answers RESOURCE_EXHAUSTED), and a thread stopping a feeder is never kept waiting.
+
+#include "ingest.grpc.pb.h"
+#include "ingestserver.h"
+#include "modelfeed.h"
+#include "timelinemodel.h"
+#include "timelinestore.h"
+
+#include <QElapsedTimer>
+#include <QtTest>
+#include <arpa/inet.h>
+#include <atomic>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace rpcscope;
+
+namespace {
+
+WireEvent opened(std::uint32_t connection)
+{
+    WireEvent e;
+    e.kind = EventKind::ConnectionOpened;
+    e.connection = connection;
+    e.tNs = connection;
+    return e;
+}
+
+WireEvent ping(std::uint32_t connection, std::int64_t t)
+{
+    WireEvent e;
+    e.kind = EventKind::Frame;
+    e.frameType = FramePing;
+    e.connection = connection;
+    e.tNs = t;
+    return e;
+}
+
+// Waits without running this thread's event loop, which would let the model apply what is queued.
+template <class F> bool waitWithoutEvents(F &&condition, int ms = 20'000)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!condition() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return condition();
+}
+
+} // namespace
+
+class TestModelFeed : public QObject
+{
+    Q_OBJECT
+private slots:
+    // However many sinks hand batches over between two turns of the model's thread, it appends them once.
+    void batchesCoalesceIntoOneAppend()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        QCOMPARE(ModelFeed::of(&model), feed); // one feed per model
+        int modelAppends = 0;
+        connect(&model, &TimelineModel::timelineChanged, this, [&] { ++modelAppends; });
+        std::thread feeder([&] {
+            const auto sink = feed->sink();
+            for (std::uint32_t c = 1; c <= 1000; ++c)
+                sink({opened(c)});
+        });
+        feeder.join();
+        QCOMPARE(feed->queuedEvents(), size_t(1000));
+        QVERIFY(feed->queuedBytes() >= 1000 * sizeof(WireEvent));
+        QTRY_COMPARE(model.store().connections().size(), size_t(1000));
+        QCOMPARE(feed->appends(), std::uint64_t(1));
+        QCOMPARE(modelAppends, 1);
+        QCOMPARE(feed->queuedEvents(), size_t(0));
+        QCOMPARE(feed->queuedBytes(), size_t(0));
+    }
+
+    // A steady stream of one-event batches: appends come at most once per frame interval, each with many.
+    void atMostOneAppendPerInterval()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        std::vector<qint64> at;
+        QElapsedTimer clock;
+        clock.start();
+        connect(feed, &ModelFeed::appended, this, [&] { at.push_back(clock.nsecsElapsed()); });
+        model.appendBatch({opened(1)});
+        std::atomic<bool> stop{false};
+        std::atomic<int> pushed{0};
+        std::thread feeder([&] {
+            const auto sink = feed->sink();
+            for (std::int64_t t = 1; !stop; ++t) {
+                sink({ping(1, t)});
+                ++pushed;
+                if (t % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            }
+        });
+        QTest::qWait(400);
+        stop = true;
+        feeder.join();
+        QTRY_COMPARE(feed->appliedEvents(), std::uint64_t(pushed.load()));
+        QVERIFY2(at.size() >= 5, qPrintable(QString::number(at.size())));
+        QVERIFY2(at.size() < size_t(pushed.load()) / 10, "batches were not coalesced");
+        const qint64 interval = feed->limits().interval.count() * 1'000'000;
+        for (size_t i = 1; i < at.size(); ++i)
+            QVERIFY2(at[i] - at[i - 1] >= interval - 1'000'000,
+                     qPrintable(QStringLiteral("appends %1 ns apart").arg(at[i] - at[i - 1])));
+    }
+
+    // One append takes at most maxEventsPerAppend, so the thread turns between appends of a huge queue.
+    void appendsAreBounded()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        ModelFeedLimits limits;
+        limits.maxEventsPerAppend = 100;
+        feed->setLimits(limits);
+        EventBatch big;
+        for (std::uint32_t c = 1; c <= 1000; ++c)
+            big.push_back(opened(c));
+        QVERIFY(feed->push(std::move(big)));
+        int largest = 0;
+        connect(feed, &ModelFeed::appended, this, [&](qint64 n) { largest = std::max(largest, int(n)); });
+        QTRY_COMPARE(model.store().connections().size(), size_t(1000));
+        QCOMPARE(largest, 100);
+        QVERIFY(feed->appends() >= 10);
+    }
+
+    // A model that falls behind holds its feeders back; one that does not answer at all makes them shed with
+    // a note on the connection, so the queue never grows past its bound.
+    void boundedWithWaitsThenShedding()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        ModelFeedLimits limits;
+        limits.maxQueuedEvents = 10;
+        limits.giveUpAfter = std::chrono::milliseconds(60'000);
+        feed->setLimits(limits);
+        std::vector<EventBatch> batches;
+        for (std::uint32_t b = 0; b < 5; ++b) {
+            EventBatch batch;
+            for (std::uint32_t i = 0; i < 5; ++i)
+                batch.push_back(opened(b * 5 + i + 1));
+            batches.push_back(std::move(batch));
+        }
+        std::atomic<int> handedOver{0};
+        std::thread feeder([&] {
+            for (EventBatch &b : batches) {
+                feed->push(std::move(b));
+                ++handedOver;
+            }
+        });
+        // Two batches fill the queue: the third waits.
+        QVERIFY(waitWithoutEvents([&] { return feed->waits() == 1; }));
+        QCOMPARE(handedOver.load(), 2);
+        QCOMPARE(feed->queuedEvents(), size_t(10));
+        QVERIFY(!feed->waitForRoom(std::chrono::milliseconds(0))); // pushback is visible to the endpoint
+        QTRY_COMPARE_WITH_TIMEOUT(model.store().connections().size(), size_t(25), 10'000);
+        feeder.join();
+        QCOMPARE(feed->shedEvents(), std::uint64_t(0));
+
+        // A model thread that never answers: the wait gives up once, then batches are shed at once.
+        limits.giveUpAfter = std::chrono::milliseconds(100);
+        feed->setLimits(limits);
+        const std::uint64_t waitsBefore = feed->waits();
+        std::atomic<bool> done{false};
+        std::thread second([&] {
+            for (int i = 0; i < 20; ++i) {
+                EventBatch b;
+                for (int k = 0; k < 5; ++k)
+                    b.push_back(ping(1, 1000 + i * 5 + k));
+                feed->push(std::move(b));
+            }
+            done = true;
+        });
+        QVERIFY2(waitWithoutEvents([&] { return done.load(); }, 5000),
+                 "the feeder stayed held back by a model thread that does not answer");
+        second.join();
+        QCOMPARE(feed->waits() - waitsBefore, std::uint64_t(1));
+        QVERIFY2(feed->queuedEvents() <= 10 + 18, qPrintable(QString::number(feed->queuedEvents())));
+        QCOMPARE(feed->shedEvents() + feed->queuedEvents() - 18, std::uint64_t(100));
+        feed->drainAll();
+        const Connection *c = model.store().findConnection(1);
+        QVERIFY(c);
+        QVERIFY(!c->notes.empty());
+        QVERIFY2(QString::fromStdString(c->notes.front()).contains("the timeline fell behind"),
+                 c->notes.front().c_str());
+    }
+
+    // A thread stopping a relay waits for its decoder thread: a sink waiting for room lets go at once.
+    void stoppingReleasesWaitingSinks()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        ModelFeedLimits limits;
+        limits.maxQueuedEvents = 1;
+        limits.giveUpAfter = std::chrono::milliseconds(60'000);
+        feed->setLimits(limits);
+        model.appendBatch({opened(1)});
+        QVERIFY(feed->push({ping(1, 1)}));
+        std::atomic<bool> done{false};
+        std::thread feeder([&] {
+            feed->push({ping(1, 2)});
+            done = true;
+        });
+        QVERIFY(waitWithoutEvents([&] { return feed->waits() == 1; }));
+        QElapsedTimer t;
+        t.start();
+        {
+            const ModelFeed::Stopping stopping(feed);
+            feeder.join();
+        }
+        QVERIFY2(t.elapsed() < 5000, "the waiting sink was not released");
+        QVERIFY(done);
+        QCOMPARE(feed->shedEvents(), std::uint64_t(1));
+    }
+
+    // The ingestion endpoint pushes back: JSON lines stay unread while the model has no room (TCP holds the
+    // sender), gRPC streams are refused with RESOURCE_EXHAUSTED and a reason; nothing is lost either way.
+    void ingestionPushesBack()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        ModelFeedLimits limits;
+        limits.maxQueuedEvents = 100;
+        feed->setLimits(limits);
+        IngestServer server;
+        server.setRoomProbe(feed->roomProbe());
+        std::string error;
+        QVERIFY2(server.start(0, 0, feed->sink(), &error), error.c_str());
+
+        constexpr int kLines = 3000;
+        std::atomic<int> answers{0};
+        std::thread client([&] {
+            const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(server.jsonPort());
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) return;
+            std::string all;
+            for (int i = 0; i < kLines; ++i)
+                all += "{\"kind\":\"custom\",\"label\":\"burst\",\"detail\":\"" + std::to_string(i) + "\"}\n";
+            std::thread reader([&] {
+                char buf[4096];
+                ssize_t n;
+                while (answers < kLines && (n = ::read(fd, buf, sizeof buf)) > 0)
+                    for (ssize_t k = 0; k < n; ++k)
+                        answers += buf[k] == '\n';
+            });
+            for (size_t off = 0; off < all.size();) {
+                const ssize_t n = ::write(fd, all.data() + off, all.size() - off);
+                if (n <= 0) break;
+                off += size_t(n);
+            }
+            reader.join();
+            ::close(fd);
+        });
+        // The model's thread does not turn: the endpoint stops reading once the queue is full.
+        QVERIFY(waitWithoutEvents([&] { return feed->queuedEvents() >= 100; }));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        QVERIFY2(feed->queuedEvents() < 100 + 200, qPrintable(QString::number(feed->queuedEvents())));
+        QVERIFY(server.accepted() < kLines);
+
+        // gRPC meanwhile: refused with a reason.
+        {
+            auto stub = ingest::Ingest::NewStub(grpc::CreateChannel(
+                "127.0.0.1:" + std::to_string(server.grpcPort()), grpc::InsecureChannelCredentials()));
+            grpc::ClientContext ctx;
+            ingest::ReportReply reply;
+            auto writer = stub->ReportEvents(&ctx, &reply);
+            ingest::Event e;
+            e.set_kind("rejection");
+            e.set_detail("full");
+            for (int i = 0; i < 3 && writer->Write(e); ++i) {
+            }
+            writer->WritesDone();
+            const grpc::Status st = writer->Finish();
+            QCOMPARE(int(st.error_code()), int(grpc::StatusCode::RESOURCE_EXHAUSTED));
+            QVERIFY2(QString::fromStdString(st.error_message()).contains("behind"),
+                     st.error_message().c_str());
+            QCOMPARE(server.pushedBack(), std::uint64_t(1));
+        }
+
+        // The model's thread turns again: every line is taken, answered and applied.
+        QTRY_COMPARE_WITH_TIMEOUT(model.store().labEvents().size(), size_t(kLines), 20'000);
+        client.join();
+        QCOMPARE(answers.load(), kLines);
+        QCOMPARE(server.accepted(), std::uint64_t(kLines));
+        QVERIFY(feed->appends() < std::uint64_t(kLines) / 10);
+        server.stop();
+    }
+};
+
+QTEST_GUILESS_MAIN(TestModelFeed)
+#include "tst_modelfeed.moc"
