@@ -37,8 +37,8 @@ BreakerBand BreakerBand::build(const PaintContext &ctx, double right)
         }
         if (s.x2 > s.x1) band.segments.push_back(std::move(s));
     };
-    for (const LabEventRecord &e : ctx.store.labEvents()) {
-        if (e.kind != "breaker") continue;
+    for (const LabEventRecord *event : ctx.index.breakerEvents()) {
+        const LabEventRecord &e = *event;
         const auto arrow = e.detail.find(" -> ");
         if (arrow == std::string::npos) continue;
         if (state.empty()) state = e.detail.substr(0, arrow);

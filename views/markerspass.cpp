@@ -23,8 +23,10 @@ std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const 
         const double x = ax.timeToX(e->tNs);
         if (x >= left && x <= right) sorted.push_back(e);
     }
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; });
+    // Reported events mostly come in time order: a burst of them is checked in one pass, not sorted again.
+    const auto earlier = [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; };
+    if (!std::is_sorted(sorted.begin(), sorted.end(), earlier))
+        std::stable_sort(sorted.begin(), sorted.end(), earlier);
     // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
     const double apart = 2 * radius(scale) + 2;
     std::vector<Cluster> out;

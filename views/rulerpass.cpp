@@ -185,8 +185,8 @@ void RulerPass::paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRec
         ctx.mark(kUseTransition);
     }
     p->setPen(QPen(th.deadline, 2 * s));
-    for (const LabEventRecord &e : ctx.store.labEvents()) {
-        if (e.kind != "fast-fail") continue;
+    for (const LabEventRecord *fastFail : ctx.index.fastFails()) {
+        const LabEventRecord &e = *fastFail;
         const double x = ax.timeToX(e.tNs);
         if (x >= ax.left && x <= right) {
             p->drawLine(QPointF(x, band.bottom() - 9 * s), QPointF(x, band.bottom() - 1));

@@ -33,6 +33,7 @@ void TimelineIndex::invalidate()
     m_layoutDirty = true;
     m_framesIndexed = m_pingsIndexed = m_stallsIndexed = 0;
     m_connIndex.clear();
+    m_labIndexed = 0;
 }
 
 void TimelineIndex::noteChanges(std::uint64_t previousGeneration, const StoreChanges &changes)
@@ -248,32 +249,7 @@ void TimelineIndex::refresh()
     const std::uint64_t previousGeneration = m_cacheGeneration;
     m_cacheGeneration = m_store->generation();
 
-    // Lab events by what they mean to the picture, so paint() never scans every lab event for every lane.
-    m_hasBreaker = false;
-    m_bandMarkers.clear();
-    m_labByCall.clear();
-    // Call keys are only collected when some marker needs them: 100,000 strings hashed cost ~20 ms.
-    std::unordered_map<std::string_view, bool> callKeys;
-    auto hasLane = [&](const std::string &key) {
-        if (callKeys.empty())
-            for (const Call &c : m_store->calls())
-                callKeys.emplace(c.key, true);
-        return callKeys.count(key) > 0;
-    };
-    for (const LabEventRecord &e : m_store->labEvents()) {
-        if (e.kind == "breaker" || e.kind == "fast-fail") {
-            m_hasBreaker = true;
-        } else if (e.kind == "retry-suppressed" && !e.callId.empty()) {
-            m_labByCall[e.callId].push_back(&e);
-        } else if (markerLabel(e.kind)) {
-            // A marker about a call with a lane goes on that lane; the rest (a bulkhead rejection never
-            // reaches the wire) on the policy band.
-            if (!e.callId.empty() && hasLane(e.callId))
-                m_labByCall[e.callId].push_back(&e);
-            else
-                m_bandMarkers.push_back(&e);
-        }
-    }
+    indexLabEvents();
 
     // The trace's extent, the overview's flat spans, and what the legend has to explain: updated from the
     // calls one batch changed when the view passed them (noteChanges), rebuilt from every call otherwise.
@@ -319,11 +295,7 @@ void TimelineIndex::refresh()
         m_dataLo = std::min<qint64>(m_dataLo, m_store->labEvents()[m_labSeen].tNs);
         m_dataHi = std::max<qint64>(m_dataHi, m_store->labEvents()[m_labSeen].tNs);
     }
-    const bool anyFastFail = std::any_of(m_store->labEvents().begin(), m_store->labEvents().end(),
-                                         [](const LabEventRecord &e) { return e.kind == "fast-fail"; });
-    const bool anyMarker =
-        std::any_of(m_store->labEvents().begin(), m_store->labEvents().end(),
-                    [](const LabEventRecord &e) { return markerLabel(e.kind) != nullptr; });
+    const bool anyFastFail = m_anyFastFail, anyMarker = m_anyMarker;
     m_legendUse = m_callUse | (m_openSpans.empty() ? 0 : 1u << 5) | (anyMarker ? 1u << kUseMarker : 0) |
                   (anyFastFail ? 1u << kUseFastFail : 0) | (m_store->stalls().empty() ? 0 : 1u << kUseStall) |
                   (m_store->frames().empty() || calls.empty() ? 0 : 1u << kUsePhases);
@@ -382,6 +354,88 @@ void TimelineIndex::refresh()
     for (; m_stallsIndexed < m_store->stalls().size(); ++m_stallsIndexed)
         m_connIndex[m_store->stalls()[m_stallsIndexed].connection].stalls.push_back(
             std::uint32_t(m_stallsIndexed));
+}
+
+// Lab events by what they mean to the picture, so paint() never scans every lab event for every lane. Only
+// the events new since the last refresh are placed (a burst of reported events must not cost each batch a
+// walk of all of them); everything again only when the store dropped some (eviction, clear) or moved them.
+void TimelineIndex::indexLabEvents()
+{
+    const auto &events = m_store->labEvents();
+    const auto &calls = m_store->calls();
+    const bool stale =
+        events.size() < m_labIndexed || calls.size() < m_labCalls ||
+        (m_labIndexed > 0 && (events.data() != m_labBase || events.front().tNs != m_labFirstNs ||
+                              events[m_labIndexed - 1].tNs != m_labLastNs));
+    if (stale || m_labIndexed == 0) {
+        m_hasBreaker = m_anyFastFail = m_anyMarker = false;
+        m_bandMarkers.clear();
+        m_labByCall.clear();
+        m_bandByCall.clear();
+        m_bandUnresolved.clear();
+        m_breakerEvents.clear();
+        m_fastFails.clear();
+        m_labIndexed = 0;
+        m_labCalls = calls.size(); // every call is looked up directly below
+    }
+    auto hasLane = [&](const std::string &key) { return m_store->callIndex(key).has_value(); };
+    // Band markers that may find their lane now: their call arrived, or their traceparent was resolved.
+    std::vector<std::uint32_t> toLane;
+    for (size_t i = m_labCalls; i < calls.size(); ++i)
+        if (const auto it = m_bandByCall.find(calls[i].key); it != m_bandByCall.end()) {
+            toLane.insert(toLane.end(), it->second.begin(), it->second.end());
+            m_bandByCall.erase(it);
+        }
+    m_labCalls = calls.size();
+    std::erase_if(m_bandUnresolved, [&](std::uint32_t i) {
+        const LabEventRecord &e = events[i];
+        if (e.callId.empty()) return false;
+        if (hasLane(e.callId))
+            toLane.push_back(i);
+        else
+            m_bandByCall[e.callId].push_back(i);
+        return true;
+    });
+    if (!toLane.empty()) {
+        std::sort(toLane.begin(), toLane.end());
+        for (std::uint32_t i : toLane) {
+            auto &lane = m_labByCall[events[i].callId];
+            lane.push_back(&events[i]);
+            std::sort(lane.begin(), lane.end()); // in the store's order, as if placed there at first
+        }
+        std::erase_if(m_bandMarkers, [&](const LabEventRecord *e) {
+            return std::binary_search(toLane.begin(), toLane.end(), std::uint32_t(e - events.data()));
+        });
+    }
+    for (; m_labIndexed < events.size(); ++m_labIndexed) {
+        const LabEventRecord &e = events[m_labIndexed];
+        if (e.kind == "fast-fail") {
+            m_anyFastFail = true;
+            m_fastFails.push_back(&e);
+        }
+        if (e.kind == "breaker") m_breakerEvents.push_back(&e);
+        if (e.kind == "breaker" || e.kind == "fast-fail") {
+            m_hasBreaker = true;
+        } else if (e.kind == "retry-suppressed" && !e.callId.empty()) {
+            m_labByCall[e.callId].push_back(&e);
+        } else if (markerLabel(e.kind)) {
+            // A marker about a call with a lane goes on that lane; the rest (a bulkhead rejection never
+            // reaches the wire) on the policy band, until their call comes.
+            if (!e.callId.empty() && hasLane(e.callId)) {
+                m_labByCall[e.callId].push_back(&e);
+                continue;
+            }
+            m_bandMarkers.push_back(&e);
+            if (!e.callId.empty())
+                m_bandByCall[e.callId].push_back(std::uint32_t(m_labIndexed));
+            else if (!e.traceparent.empty())
+                m_bandUnresolved.push_back(std::uint32_t(m_labIndexed));
+        }
+        if (markerLabel(e.kind)) m_anyMarker = true;
+    }
+    m_labBase = events.data();
+    m_labFirstNs = events.empty() ? 0 : events.front().tNs;
+    m_labLastNs = events.empty() ? 0 : events.back().tNs;
 }
 
 void TimelineIndex::refreshLayout()

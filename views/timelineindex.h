@@ -64,6 +64,10 @@ public:
     // Read after refresh().
     std::pair<qint64, qint64> fullRange() const { return m_fullRange; }
     bool hasBreaker() const { return m_hasBreaker; }
+    // The breaker's transitions and the calls that failed fast, in the store's order: the band walks these,
+    // not every lab event.
+    const std::vector<const LabEventRecord *> &breakerEvents() const { return m_breakerEvents; }
+    const std::vector<const LabEventRecord *> &fastFails() const { return m_fastFails; }
     // Lab events drawn on the policy band: markers of calls without a lane.
     const std::vector<const LabEventRecord *> &bandMarkers() const { return m_bandMarkers; }
     // Lab events drawn on a call's lane (markers and suppressed retries), or null.
@@ -94,6 +98,7 @@ private:
     };
 
     void refreshLayout();
+    void indexLabEvents();
     void compactSpans();
     void absorbCall(size_t call);
     void absorbAttempt(size_t call, size_t attempt);
@@ -118,6 +123,15 @@ private:
     std::vector<qint64> m_deadlines; // sorted
     std::uint32_t m_callUse = 0;
     size_t m_labSeen = 0;
+    // Lab events placed so far, and what tells that the store did not move them since.
+    size_t m_labIndexed = 0, m_labCalls = 0;
+    const LabEventRecord *m_labBase = nullptr;
+    qint64 m_labFirstNs = 0, m_labLastNs = 0;
+    bool m_anyFastFail = false, m_anyMarker = false;
+    std::vector<const LabEventRecord *> m_breakerEvents, m_fastFails;
+    // Band markers (by store index) that move to their call's lane when it comes, or once resolved.
+    std::unordered_map<std::string, std::vector<std::uint32_t>> m_bandByCall;
+    std::vector<std::uint32_t> m_bandUnresolved; // a traceparent, no call yet
     std::optional<PendingChanges> m_pending;
     // Evictions: spans of evicted calls stay in m_spans, emptied, until they are half of it.
     size_t m_deadSpans = 0;
