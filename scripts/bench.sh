@@ -6,6 +6,8 @@
 # (--retention --quick: 200,000 calls).
 # --rates times the rates strip's counts at 1,000,000 calls.
 # --stats measures call statistics: live at 10,000 calls/s and on a file of 1,000,000 calls (--stats --quick).
+# --burst sends 2,000,000 ingested events (--burst --quick: 200,000) to the real window, offscreen: event-loop
+# stalls, SIGINT to exit, peak RSS and events/s applied, against the idle window (--gui PATH: another build).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -21,6 +23,10 @@ fi
 if [ "${1:-}" = "--rates" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-ratebench" "$@"
+fi
+if [ "${1:-}" = "--burst" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-burstbench" "$@"
 fi
 if [ "${1:-}" = "--views" ]; then
   shift

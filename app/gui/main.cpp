@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "labsession.h"
 #include "mainwindow.h"
+#include "modelfeed.h"
 #include "modelsink.h"
 #include "statsdock.h"
 #include "swimlaneview.h"
@@ -47,6 +48,7 @@ const char kUsage[] =
 // window does, without asking: a running capture stops and its recording is finished. The handler only writes
 // a byte; the event loop reads it.
 int g_signalPipe[2] = {-1, -1};
+bool g_quitBySignal = false;
 
 void onQuitSignal(int)
 {
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
             while (read(g_signalPipe[0], &byte, 1) > 0) {
             }
             std::fprintf(stderr, "rpcscope: quitting on a signal\n");
+            g_quitBySignal = true;
             QApplication::exit(0); // not quit(): that would let the window ask about unsaved changes
         });
         for (int sig : {SIGINT, SIGTERM, SIGHUP})
@@ -192,6 +195,10 @@ int main(int argc, char **argv)
             for (const CaptureSession::RunningHop &h : window.captureSession()->hops())
                 std::printf("capturing %s: point clients at %s (relays to %s)\n", qPrintable(h.label),
                             qPrintable(h.listen), qPrintable(h.target));
+            if (!window.captureSession()->ingestJsonAddress().isEmpty())
+                std::printf("ingesting events: gRPC on %s, JSON lines on %s\n",
+                            qPrintable(window.captureSession()->ingestGrpcAddress()),
+                            qPrintable(window.captureSession()->ingestJsonAddress()));
             std::fflush(stdout);
         } else if (!openPaths.isEmpty()) {
             QString error;
@@ -219,6 +226,15 @@ int main(int argc, char **argv)
         }
         const int exec = app.exec();
         if (rc == 0) rc = exec;
+        // What a burst cut short by the signal left behind: applied, still queued (dropped now) or refused.
+        if (g_quitBySignal && window.captureSession() && window.captureSession()->isRunning()) {
+            const ModelFeed *feed = ModelFeed::of(&model);
+            std::fprintf(stderr,
+                         "rpcscope: the timeline applied %llu events; %zu queued were dropped; the ingestion "
+                         "endpoint refused %llu (the model was behind)\n",
+                         static_cast<unsigned long long>(feed->appliedEvents()), feed->queuedEvents(),
+                         static_cast<unsigned long long>(window.captureSession()->ingestPushedBack()));
+        }
     }
     labSession.stop();
     return rc;

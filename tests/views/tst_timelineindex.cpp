@@ -42,6 +42,42 @@ private slots:
             QCOMPARE(render(live, rect), render(fresh, rect));
         }
     }
+
+    // Lab events are placed as they come, not all again every batch: a marker whose call has no lane yet goes
+    // on the policy band and moves to the lane when the call comes, exactly as a rebuild would place it.
+    void labEventsPlacedIncrementally()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        SwimlaneView view(&model);
+        view.resize(1200, 700);
+        model.appendBatch(scene());
+        auto lab = [](std::int64_t t, const std::string &kind, const std::string &detail,
+                      const std::string &callId) {
+            WireEvent e;
+            e.kind = EventKind::LabEvent;
+            e.tNs = t;
+            e.about = LabDecision{kind, detail};
+            e.grpc.callId = callId;
+            return e;
+        };
+        const std::vector<EventBatch> batches = {
+            {lab(20 * ms, "breaker", "closed -> open", "")},
+            {lab(30 * ms, "bulkhead-rejected", "full", "")},
+            {lab(40 * ms, "retry-suppressed", "budget", "late-2"), lab(45 * ms, "fast-fail", "open", "")},
+            {lab(50 * ms, "bulkhead-rejected", "no lane yet", "late-2")},
+            {req(11, 400 * ms, std::nullopt, "late-2", 1000 * ms)},
+            {end(11, 410 * ms, 0), lab(60 * ms, "breaker", "open -> half-open", "")}};
+        for (const EventBatch &b : batches) {
+            model.appendBatch(b);
+            TimelinePainter fresh(&model.store());
+            TimelinePainter &live = view.timelinePainter();
+            fresh.setOptions(live.options());
+            fresh.setRange(live.rangeStart(), live.rangeEnd());
+            const QRectF rect(0, 0, 1200, 700);
+            QCOMPARE(render(live, rect), render(fresh, rect));
+        }
+    }
 };
 
 QTEST_MAIN(TestTimelineIndex)

@@ -1,0 +1,203 @@
+// rpcscope-burstbench: the real window (offscreen) capturing with its ingestion endpoint, under a burst of
+// JSON-lines events (scripts/bench.sh --burst; 2,000,000 events, --quick 200,000). Measured from outside the
+// process, so any build of the window can be compared (--gui PATH): the longest stretch its GUI thread ran
+// without waiting in its event loop (no input, repaint or quit is handled meanwhile), the time from SIGINT to
+// exit (after the burst and in the middle of one), peak RSS against the retention budget, and the events/s
+// applied. The baseline is the same window idle in the same run.
+
+#include "burstprobe.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QThread>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+namespace {
+
+constexpr double kRetentionMb = 512; // the window's default retention ("keep 512 MB")
+
+struct App
+{
+    std::unique_ptr<QProcess> process = std::make_unique<QProcess>();
+    pid_t pid = 0;
+    std::uint16_t jsonPort = 0;
+};
+
+std::optional<App> startApp(const QString &gui)
+{
+    static const burstprobe::Target target;
+    App app;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    app.process->setProcessEnvironment(env);
+    app.process->start(
+        gui, {"--no-lab", "--capture", QStringLiteral("burst@127.0.0.1:0=127.0.0.1:%1").arg(target.port)});
+    if (!app.process->waitForStarted()) return std::nullopt;
+    app.pid = pid_t(app.process->processId());
+    QString out;
+    QElapsedTimer t;
+    t.start();
+    while (!out.contains("capturing") && t.elapsed() < 20'000) {
+        app.process->waitForReadyRead(100);
+        out += QString::fromUtf8(app.process->readAllStandardOutput());
+    }
+    QThread::msleep(300);
+    out += QString::fromUtf8(app.process->readAllStandardOutput());
+    const auto m = QRegularExpression(R"(JSON lines on 127\.0\.0\.1:(\d+))").match(out);
+    app.jsonPort = m.hasMatch() ? std::uint16_t(m.captured(1).toUInt())
+                                : burstprobe::findJsonPort(burstprobe::listeningPorts(app.pid));
+    if (!app.jsonPort) return std::nullopt;
+    return app;
+}
+
+// SIGINT, then the seconds until the process is gone; killed past `capSeconds` (returned as negative).
+double quitTime(App &app, double capSeconds)
+{
+    QElapsedTimer t;
+    t.start();
+    ::kill(app.pid, SIGINT);
+    if (app.process->waitForFinished(int(capSeconds * 1000))) return double(t.nsecsElapsed()) / 1e9;
+    app.process->kill();
+    app.process->waitForFinished();
+    return -capSeconds;
+}
+
+QString seconds(double s)
+{
+    if (s < 0) return QStringLiteral("> %1 s (killed)").arg(-s, 0, 'f', 0);
+    return s < 1 ? QStringLiteral("%1 ms").arg(s * 1000, 0, 'f', 0)
+                 : QStringLiteral("%1 s").arg(s, 0, 'f', 2);
+}
+
+QString mb(std::uint64_t bytes)
+{
+    return QStringLiteral("%1 MB").arg(double(bytes) / (1 << 20), 0, 'f', 0);
+}
+
+void row(const char *what, const QString &idle, const QString &burst)
+{
+    std::printf("| %-52s | %-18s | %-26s |\n", what, qPrintable(idle), qPrintable(burst));
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QCoreApplication qapp(argc, argv);
+    bool quick = false;
+    int events = 0;
+    double cap = 0;
+    QString gui = QStringLiteral(RPCSCOPE_GUI);
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--quick")) {
+            quick = true;
+        } else if (!std::strcmp(argv[i], "--gui") && i + 1 < argc) {
+            gui = QString::fromLocal8Bit(argv[++i]);
+        } else if (!std::strcmp(argv[i], "--events") && i + 1 < argc) {
+            events = std::atoi(argv[++i]);
+        } else if (!std::strcmp(argv[i], "--cap") && i + 1 < argc) {
+            cap = std::atof(argv[++i]);
+        } else {
+            std::fprintf(stderr, "usage: rpcscope-burstbench [--quick] [--events N] [--cap SECONDS] [--gui "
+                                 "PATH-TO-rpcscope]\n");
+            return 2;
+        }
+    }
+    if (events <= 0) events = quick ? 200'000 : 2'000'000;
+    // An old build may not catch up at all: given up after this.
+    const double settleCap = cap > 0 ? cap : quick ? 120 : 900;
+
+    // Baseline: the same window, capturing, idle.
+    auto idle = startApp(gui);
+    if (!idle) {
+        std::fprintf(stderr, "rpcscope-burstbench: cannot start %s with its ingestion endpoint\n",
+                     qPrintable(gui));
+        return 1;
+    }
+    double idleLoop = 0;
+    {
+        burstprobe::LoopWatch watch(idle->pid);
+        QThread::msleep(2000);
+        idleLoop = watch.longestBusySeconds();
+    }
+    const std::uint64_t idleRss = burstprobe::peakRss(idle->pid);
+    const double idleQuit = quitTime(*idle, 30);
+
+    // The burst, to the end: how long the GUI thread went without a turn, when it had applied everything
+    // (its CPU use settles), then SIGINT.
+    auto app = startApp(gui);
+    if (!app) return 1;
+    QElapsedTimer clock;
+    clock.start();
+    double longest = 0, written = 0, settled = -1;
+    std::uint64_t rss = 0;
+    {
+        burstprobe::LoopWatch watch(app->pid);
+        burstprobe::Burst burst(app->jsonPort, events);
+        double lastCpu = burstprobe::mainThreadCpuSeconds(app->pid);
+        double lastAt = 0;
+        while (clock.elapsed() < settleCap * 1000) {
+            QThread::msleep(100);
+            rss = std::max(rss, burstprobe::peakRss(app->pid));
+            if (burst.writeDone() && written == 0) written = double(clock.nsecsElapsed()) / 1e9;
+            const double now = double(clock.nsecsElapsed()) / 1e9;
+            if (now - lastAt >= 0.5) {
+                const double cpu = burstprobe::mainThreadCpuSeconds(app->pid);
+                // Everything written and answered, and the GUI thread under 10% busy for half a second.
+                if (burst.writeDone() && burst.answered() >= events &&
+                    (cpu - lastCpu) / (now - lastAt) < 0.1) {
+                    settled = now;
+                    break;
+                }
+                lastCpu = cpu;
+                lastAt = now;
+            }
+        }
+        longest = watch.longestBusySeconds();
+    }
+    rss = std::max(rss, burstprobe::peakRss(app->pid));
+    const double quitAfter = quitTime(*app, 30);
+
+    // SIGINT in the middle of a burst: half of it handed over (or 20 s).
+    auto mid = startApp(gui);
+    if (!mid) return 1;
+    double midQuit = 0, midLongest = 0;
+    int midWritten = 0;
+    {
+        burstprobe::LoopWatch watch(mid->pid);
+        burstprobe::Burst burst(mid->jsonPort, events);
+        QElapsedTimer t;
+        t.start();
+        while (burst.written() < events / 2 && !burst.writeDone() && t.elapsed() < 20'000)
+            QThread::msleep(5);
+        midWritten = burst.written();
+        midLongest = watch.longestBusySeconds();
+        midQuit = quitTime(*mid, 30);
+    }
+
+    std::printf("rpcscope-burstbench: %d JSON-lines events to %s, offscreen, retention %g MB\n\n", events,
+                qPrintable(gui), kRetentionMb);
+    row("", QStringLiteral("idle window"), QStringLiteral("burst"));
+    row("----------------------------------------------------", QStringLiteral("------------------"),
+        QStringLiteral("--------------------------"));
+    row("longest GUI-thread stretch without an event-loop turn", seconds(idleLoop), seconds(longest));
+    row("burst handed over (TCP)", QStringLiteral("-"),
+        written > 0 ? seconds(written) : QStringLiteral("not done"));
+    row("all applied (GUI thread settled)", QStringLiteral("-"),
+        settled > 0 ? seconds(settled) : QStringLiteral("> %1 s").arg(settleCap));
+    row("events/s applied", QStringLiteral("-"),
+        settled > 0 ? QStringLiteral("%1").arg(double(events) / settled, 0, 'f', 0)
+                    : QStringLiteral("< %1").arg(double(events) / settleCap, 0, 'f', 0));
+    row("peak RSS (budget: retention)", mb(idleRss), mb(rss) + QStringLiteral(" / %1 MB").arg(kRetentionMb));
+    row("SIGINT to exit, after the burst", seconds(idleQuit), seconds(quitAfter));
+    row("SIGINT to exit, in the middle of a burst", QStringLiteral("-"),
+        seconds(midQuit) + QStringLiteral(" (%1 sent)").arg(midWritten));
+    row("  longest stretch without a turn before that SIGINT", QStringLiteral("-"), seconds(midLongest));
+    return 0;
+}
