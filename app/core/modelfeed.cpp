@@ -10,6 +10,12 @@
 
 namespace rpcscope {
 
+namespace {
+// Appends start this small and double while they take under half a frame interval: a first append of the
+// most events at once could stall the thread before it learns what an event costs.
+constexpr size_t kFirstAppend = 2048;
+} // namespace
+
 // Shared by the feed and every sink it made, so a sink that outlives the feed finds it gone instead of a
 // dangling pointer.
 struct ModelFeedQueue
@@ -150,7 +156,7 @@ ModelFeed *ModelFeed::of(TimelineModel *model)
 
 ModelFeed::ModelFeed(TimelineModel *model, const ModelFeedLimits &limits)
     : QObject(model), m_model(model), m_q(std::make_shared<ModelFeedQueue>()),
-      m_perAppend(limits.maxEventsPerAppend)
+      m_perAppend(std::min<size_t>(limits.maxEventsPerAppend, kFirstAppend))
 {
     m_q->limits = limits;
     m_q->owner = this;
@@ -177,7 +183,7 @@ void ModelFeed::setLimits(const ModelFeedLimits &limits)
         std::lock_guard lk(m_q->mu);
         m_q->limits = limits;
     }
-    m_perAppend = limits.maxEventsPerAppend;
+    m_perAppend = std::min<size_t>(limits.maxEventsPerAppend, kFirstAppend);
     m_q->room.notify_all();
 }
 
@@ -314,7 +320,7 @@ bool ModelFeed::drainOnce()
         const qint64 interval = std::max<qint64>(1, m_q->limits.interval.count());
         const size_t most = m_q->limits.maxEventsPerAppend;
         if (ms > interval && n >= m_perAppend / 2)
-            m_perAppend = std::max<size_t>(1000, size_t(double(m_perAppend) * double(interval) / double(ms)));
+            m_perAppend = std::max<size_t>(256, size_t(double(m_perAppend) * double(interval) / double(ms)));
         else if (ms < interval / 2 && n >= m_perAppend)
             m_perAppend = std::min(most, m_perAppend * 2);
         emit appended(qint64(n));

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "labsession.h"
+#include "loopwatch.h"
 #include "mainwindow.h"
 #include "modelfeed.h"
 #include "modelsink.h"
@@ -165,6 +166,10 @@ int main(int argc, char **argv)
         window.setPromptOnClose(screenshot.isEmpty());
         window.show();
         if (stats) window.showStatistics(true);
+        // For scripts/bench.sh --burst: how the GUI thread kept up, said at the exit.
+        std::unique_ptr<LoopWatch> loopWatch;
+        if (!qEnvironmentVariableIsEmpty("RPCSCOPE_LOOP_REPORT"))
+            loopWatch = std::make_unique<LoopWatch>(window.swimlanes(), ModelFeed::of(&model));
         if (!screenshot.isEmpty()) {
             QObject::connect(
                 &window, &MainWindow::scenarioFinished, &window, [&](bool held, const QString &) {
@@ -226,6 +231,7 @@ int main(int argc, char **argv)
         }
         const int exec = app.exec();
         if (rc == 0) rc = exec;
+        if (loopWatch) std::fprintf(stderr, "rpcscope: %s\n", qPrintable(loopWatch->report()));
         // What a burst cut short by the signal left behind: applied, still queued (dropped now) or refused.
         if (g_quitBySignal && window.captureSession() && window.captureSession()->isRunning()) {
             const ModelFeed *feed = ModelFeed::of(&model);

@@ -35,6 +35,7 @@ std::optional<App> startApp(const QString &gui)
     App app;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    env.insert(QStringLiteral("RPCSCOPE_LOOP_REPORT"), QStringLiteral("1"));
     app.process->setProcessEnvironment(env);
     app.process->start(
         gui, {"--no-lab", "--capture", QStringLiteral("burst@127.0.0.1:0=127.0.0.1:%1").arg(target.port)});
@@ -66,6 +67,29 @@ double quitTime(App &app, double capSeconds)
     app.process->kill();
     app.process->waitForFinished();
     return -capSeconds;
+}
+
+// What the window said at its exit about its event loop (a build that has RPCSCOPE_LOOP_REPORT).
+struct LoopReport
+{
+    QString loopGap = QStringLiteral("n/a"), repaintWait = QStringLiteral("n/a"),
+            repaints = QStringLiteral("n/a");
+};
+
+LoopReport loopReport(App &app)
+{
+    LoopReport r;
+    const QString err = QString::fromUtf8(app.process->readAllStandardError());
+    const auto m =
+        QRegularExpression(
+            R"(longest event-loop gap (\d+) ms, longest wait for a repaint (\d+) ms, (\d+) repaints)")
+            .match(err);
+    if (m.hasMatch()) {
+        r.loopGap = m.captured(1) + QStringLiteral(" ms");
+        r.repaintWait = m.captured(2) + QStringLiteral(" ms");
+        r.repaints = m.captured(3);
+    }
+    return r;
 }
 
 QString seconds(double s)
@@ -128,6 +152,7 @@ int main(int argc, char **argv)
     }
     const std::uint64_t idleRss = burstprobe::peakRss(idle->pid);
     const double idleQuit = quitTime(*idle, 30);
+    const LoopReport idleReport = loopReport(*idle);
 
     // The burst, to the end: how long the GUI thread went without a turn, when it had applied everything
     // (its CPU use settles), then SIGINT.
@@ -163,6 +188,7 @@ int main(int argc, char **argv)
     }
     rss = std::max(rss, burstprobe::peakRss(app->pid));
     const double quitAfter = quitTime(*app, 30);
+    const LoopReport burstReport = loopReport(*app);
 
     // SIGINT in the middle of a burst: half of it handed over (or 20 s).
     auto mid = startApp(gui);
@@ -180,13 +206,17 @@ int main(int argc, char **argv)
         midLongest = watch.longestBusySeconds();
         midQuit = quitTime(*mid, 30);
     }
+    const LoopReport midReport = loopReport(*mid);
 
     std::printf("rpcscope-burstbench: %d JSON-lines events to %s, offscreen, retention %g MB\n\n", events,
                 qPrintable(gui), kRetentionMb);
     row("", QStringLiteral("idle window"), QStringLiteral("burst"));
     row("----------------------------------------------------", QStringLiteral("------------------"),
         QStringLiteral("--------------------------"));
-    row("longest GUI-thread stretch without an event-loop turn", seconds(idleLoop), seconds(longest));
+    row("longest event-loop gap (in the window)", idleReport.loopGap, burstReport.loopGap);
+    row("longest wait from an append to its repaint", idleReport.repaintWait,
+        burstReport.repaintWait + QStringLiteral(" (%1 repaints)").arg(burstReport.repaints));
+    row("longest GUI-thread stretch never waiting (from /proc)", seconds(idleLoop), seconds(longest));
     row("burst handed over (TCP)", QStringLiteral("-"),
         written > 0 ? seconds(written) : QStringLiteral("not done"));
     row("all applied (GUI thread settled)", QStringLiteral("-"),
@@ -198,6 +228,7 @@ int main(int argc, char **argv)
     row("SIGINT to exit, after the burst", seconds(idleQuit), seconds(quitAfter));
     row("SIGINT to exit, in the middle of a burst", QStringLiteral("-"),
         seconds(midQuit) + QStringLiteral(" (%1 sent)").arg(midWritten));
-    row("  longest stretch without a turn before that SIGINT", QStringLiteral("-"), seconds(midLongest));
+    row("  longest stretch never waiting before that SIGINT", QStringLiteral("-"), seconds(midLongest));
+    row("  longest event-loop gap until that exit", QStringLiteral("-"), midReport.loopGap);
     return 0;
 }
