@@ -12,24 +12,50 @@
 
 namespace rpcscope {
 
+namespace {
+bool suppressedRetry(const LabEventRecord *e)
+{
+    return e->kind.size() == 16 && e->kind == "retry-suppressed";
+}
+} // namespace
+
 std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const LabEventRecord *> &events,
                                                         const TimeAxis &ax, double scale, double left,
                                                         double right)
 {
-    std::vector<const LabEventRecord *> sorted;
-    sorted.reserve(events.size());
-    for (const LabEventRecord *e : events) {
-        if (e->kind == "retry-suppressed") continue;
-        const double x = ax.timeToX(e->tNs);
-        if (x >= left && x <= right) sorted.push_back(e);
-    }
-    // Reported events mostly come in time order: a burst of them is checked in one pass, not sorted again.
     const auto earlier = [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; };
-    if (!std::is_sorted(sorted.begin(), sorted.end(), earlier))
-        std::stable_sort(sorted.begin(), sorted.end(), earlier);
     // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
     const double apart = 2 * radius(scale) + 2;
     std::vector<Cluster> out;
+    // Reported events mostly come in time order and without suppressed retries (those stay in lane headers):
+    // then the markers in view and each cluster's end are found by bisection, so a burst of a million events
+    // costs a paint one pass to check and a copy of the pointers in view, not a walk placing each one.
+    bool plain = true;
+    for (size_t i = 0; i < events.size() && plain; ++i)
+        plain = !suppressedRetry(events[i]) && (i == 0 || !earlier(events[i], events[i - 1]));
+    if (plain) {
+        auto it = std::partition_point(events.begin(), events.end(),
+                                       [&](const LabEventRecord *e) { return ax.timeToX(e->tNs) < left; });
+        while (it != events.end()) {
+            const double x = ax.timeToX((*it)->tNs);
+            if (x > right) break;
+            const auto end = std::partition_point(it, events.end(), [&](const LabEventRecord *e) {
+                const double ex = ax.timeToX(e->tNs);
+                return ex - x < apart && ex <= right;
+            });
+            out.push_back({x, std::vector<const LabEventRecord *>(it, end)});
+            it = end;
+        }
+        return out;
+    }
+    std::vector<const LabEventRecord *> sorted;
+    sorted.reserve(events.size());
+    for (const LabEventRecord *e : events) {
+        if (suppressedRetry(e)) continue;
+        const double x = ax.timeToX(e->tNs);
+        if (x >= left && x <= right) sorted.push_back(e);
+    }
+    std::stable_sort(sorted.begin(), sorted.end(), earlier);
     for (const LabEventRecord *e : sorted) {
         const double x = ax.timeToX(e->tNs);
         if (!out.empty() && x - out.back().x < apart)
@@ -43,8 +69,6 @@ std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const 
 QString MarkersPass::label(const Cluster &c, bool withDetail)
 {
     const LabEventRecord &e = *c.events.front();
-    const bool sameKind = std::all_of(c.events.begin(), c.events.end(),
-                                      [&](const LabEventRecord *o) { return o->kind == e.kind; });
     const char *word = markerLabel(e.kind);
     QString text = word ? QString::fromLatin1(word) : QString::fromStdString(e.kind);
     // A custom event (ingestion endpoint) says what it is itself: "label: detail".
@@ -53,7 +77,11 @@ QString MarkersPass::label(const Cluster &c, bool withDetail)
     else if (withDetail && !e.detail.empty())
         text += QStringLiteral(": ") + QString::fromStdString(e.detail);
     if (c.events.size() == 1) return text;
-    if (!sameKind || e.kind == "custom") return QStringLiteral("×%1 events").arg(c.events.size());
+    // Only now: a cluster of a burst holds many thousands of events.
+    const bool sameKind =
+        e.kind != "custom" && std::all_of(c.events.begin(), c.events.end(),
+                                          [&](const LabEventRecord *o) { return o->kind == e.kind; });
+    if (!sameKind) return QStringLiteral("×%1 events").arg(c.events.size());
     return QStringLiteral("×%1 %2")
         .arg(c.events.size())
         .arg(QString::fromLatin1(word ? word : e.kind.c_str()));
