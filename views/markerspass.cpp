@@ -21,7 +21,7 @@ bool suppressedRetry(const LabEventRecord *e)
 
 std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const LabEventRecord *> &events,
                                                         const TimeAxis &ax, double scale, double left,
-                                                        double right)
+                                                        double right, bool inOrder)
 {
     const auto earlier = [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; };
     // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
@@ -31,7 +31,7 @@ std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const 
     // then the markers in view and each cluster's end are found by bisection, so a burst of a million events
     // costs a paint one pass to check and a copy of the pointers in view, not a walk placing each one.
     bool plain = true;
-    for (size_t i = 0; i < events.size() && plain; ++i)
+    for (size_t i = 0; i < events.size() && plain && !inOrder; ++i)
         plain = !suppressedRetry(events[i]) && (i == 0 || !earlier(events[i], events[i - 1]));
     if (plain) {
         auto it = std::partition_point(events.begin(), events.end(),
@@ -114,8 +114,8 @@ void MarkersPass::paintBand(QPainter *p, const PaintContext &ctx, const QRectF &
     double lastTextRight = -1e9;
     const double r = radius(ctx.metrics.scale);
     const double cy = band.center().y();
-    for (const Cluster &c :
-         clusters(ctx.index.bandMarkers(), ctx.axis, ctx.metrics.scale, ctx.axis.left, right)) {
+    for (const Cluster &c : clusters(ctx.index.bandMarkers(), ctx.axis, ctx.metrics.scale, ctx.axis.left,
+                                     right, ctx.index.bandMarkersInOrder())) {
         clusterMark(p, ctx, c, cy);
         const QString text = label(c, false);
         const double tw = QFontMetricsF(p->font()).horizontalAdvance(text);

@@ -29,8 +29,11 @@ public:
     };
     // The markers in [left, right] grouped the way they are drawn. Lane markers exclude suppressed retries
     // (those are words in the lane header).
+    // `inOrder`: the caller knows the events are in time order without suppressed retries (the index's band
+    // markers), so they are not checked again.
     static std::vector<Cluster> clusters(const std::vector<const LabEventRecord *> &events,
-                                         const TimeAxis &ax, double scale, double left, double right);
+                                         const TimeAxis &ax, double scale, double left, double right,
+                                         bool inOrder = false);
     // A diamond's half-width at this scale.
     static double radius(double scale) { return 4 * scale; }
     // The word beside a marker or a cluster.

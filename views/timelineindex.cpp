@@ -369,6 +369,7 @@ void TimelineIndex::indexLabEvents()
                               events[m_labIndexed - 1].tNs != m_labLastNs));
     if (stale || m_labIndexed == 0) {
         m_hasBreaker = m_anyFastFail = m_anyMarker = false;
+        m_bandInOrder = true;
         m_bandMarkers.clear();
         m_labByCall.clear();
         m_bandByCall.clear();
@@ -425,6 +426,8 @@ void TimelineIndex::indexLabEvents()
                 m_labByCall[e.callId].push_back(&e);
                 continue;
             }
+            if (!m_bandMarkers.empty() && m_bandMarkers.back()->tNs > e.tNs) m_bandInOrder = false;
+            if (e.kind == "retry-suppressed") m_bandInOrder = false;
             m_bandMarkers.push_back(&e);
             if (!e.callId.empty())
                 m_bandByCall[e.callId].push_back(std::uint32_t(m_labIndexed));

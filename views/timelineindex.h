@@ -70,6 +70,8 @@ public:
     const std::vector<const LabEventRecord *> &fastFails() const { return m_fastFails; }
     // Lab events drawn on the policy band: markers of calls without a lane.
     const std::vector<const LabEventRecord *> &bandMarkers() const { return m_bandMarkers; }
+    // The band markers are in time order and hold no suppressed retry (MarkersPass::clusters need not check).
+    bool bandMarkersInOrder() const { return m_bandInOrder; }
     // Lab events drawn on a call's lane (markers and suppressed retries), or null.
     const std::vector<const LabEventRecord *> *labEventsOfCall(const std::string &key) const
     {
@@ -127,7 +129,7 @@ private:
     size_t m_labIndexed = 0, m_labCalls = 0;
     const LabEventRecord *m_labBase = nullptr;
     qint64 m_labFirstNs = 0, m_labLastNs = 0;
-    bool m_anyFastFail = false, m_anyMarker = false;
+    bool m_anyFastFail = false, m_anyMarker = false, m_bandInOrder = true;
     std::vector<const LabEventRecord *> m_breakerEvents, m_fastFails;
     // Band markers (by store index) that move to their call's lane when it comes, or once resolved.
     std::unordered_map<std::string, std::vector<std::uint32_t>> m_bandByCall;
