@@ -51,7 +51,14 @@ CaptureReadResult readCaptureFile(const QString &path, CaptureInfo *info, const 
                                   const CaptureProgress &progress)
 {
     CaptureData data;
-    CaptureReadResult r = readCaptureFileTo(path, &data, sink, progress);
+    bool told = false;
+    // The header is read before any batch: `info` is complete when the sink gets the first one.
+    auto withInfo = [&](EventBatch &&batch) {
+        if (!told) *info = data.info;
+        told = true;
+        sink(std::move(batch));
+    };
+    CaptureReadResult r = readCaptureFileTo(path, &data, sink ? CaptureBatchSink(withInfo) : sink, progress);
     *info = std::move(data.info);
     return r;
 }
