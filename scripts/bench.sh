@@ -6,6 +6,9 @@
 # (--retention --quick: 200,000 calls).
 # --rates times the rates strip's counts at 1,000,000 calls.
 # --stats measures call statistics: live at 10,000 calls/s and on a file of 1,000,000 calls (--stats --quick).
+# --pcap imports an 800 MB pcapng of recorded grpc++ traffic with rpcscope-cli convert (--pcap --quick: 100 MB)
+# and prints its peak RSS against the file's size and its time against a plain read; --cli PATH (repeatable)
+# compares other builds of rpcscope-cli on the same file.
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -17,6 +20,10 @@ fi
 if [ "${1:-}" = "--stats" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-statsbench" "$@"
+fi
+if [ "${1:-}" = "--pcap" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-pcapbench" "$@"
 fi
 if [ "${1:-}" = "--rates" ]; then
   shift
