@@ -230,9 +230,13 @@ long vmHwmKb(pid_t pid)
 Run runChild(const std::vector<std::string> &argv)
 {
     Run r;
+    // Closed by the child's exec: until then /proc shows the forked copy of this process, not the CLI.
+    int execed[2];
+    if (pipe2(execed, O_CLOEXEC) != 0) return r;
     const std::int64_t t0 = steadyNowNs();
     const pid_t pid = fork();
     if (pid == 0) {
+        ::close(execed[0]);
         const int null = ::open("/dev/null", O_WRONLY);
         if (null >= 0) dup2(null, STDOUT_FILENO);
         std::vector<char *> args;
@@ -242,6 +246,11 @@ Run runChild(const std::vector<std::string> &argv)
         execv(args[0], args.data());
         _exit(127);
     }
+    ::close(execed[1]);
+    char byte;
+    while (pid > 0 && ::read(execed[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(execed[0]);
     if (pid < 0) return r;
     int status = 0;
     for (;;) {
