@@ -448,7 +448,7 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, const
         int rc;
         std::uint64_t seen = 0;
         while ((rc = pcap_next_ex(file.p, &h, &data)) == 1) {
-            if (options.progress && ++seen % 16384 == 0 && !options.progress(kFirstPass * fractionRead())) {
+            if (options.progress && ++seen % 4096 == 0 && !options.progress(kFirstPass * fractionRead())) {
                 result->cancelled = true;
                 return true;
             }

@@ -370,6 +370,45 @@ private slots:
         QVERIFY2(shapes(a) == shapes(b), qPrintable(describe(shapes(b)) + " vs " + describe(shapes(a))));
     }
 
+    // Progress covers both passes (finding the server port, then importing) and only moves forward; a
+    // cancel in the first pass stops before any event is handed over.
+    void progressAndCancel()
+    {
+        const std::string path = m_dir.filePath(QStringLiteral("progress.pcap")).toStdString();
+        {
+            PcapWriter w(path);
+            for (int i = 0; i < 250; ++i)
+                writeConnection(w, m_segments, Damage::None, m_segments.front().t,
+                                std::uint16_t(kClientPort + i % 20), std::int64_t(i) * 1000 * ms);
+        }
+        std::vector<double> seen;
+        PcapImportOptions o;
+        o.progress = [&](double f) {
+            seen.push_back(f);
+            return true;
+        };
+        PcapImportResult r;
+        std::string error;
+        size_t events = 0;
+        QVERIFY2(importPcap(
+                     path, o, [&](EventBatch &&b) { events += b.size(); }, &r, &error),
+                 error.c_str());
+        QVERIFY(!r.cancelled);
+        QVERIFY(events > 0);
+        QVERIFY2(r.packets > 8192, qPrintable(QString::number(r.packets)));
+        QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+        QVERIFY2(!seen.empty() && seen.front() <= 0.2, qPrintable(QString::number(seen.front())));
+        QVERIFY2(seen.back() > 0.5 && seen.back() <= 1.0, qPrintable(QString::number(seen.back())));
+
+        o.progress = [](double) { return false; };
+        events = 0;
+        QVERIFY2(importPcap(
+                     path, o, [&](EventBatch &&b) { events += b.size(); }, &r, &error),
+                 error.c_str());
+        QVERIFY(r.cancelled);
+        QCOMPARE(events, size_t(0));
+    }
+
     void midStream()
     {
         const std::string path = m_dir.filePath(QStringLiteral("mid.pcap")).toStdString();
