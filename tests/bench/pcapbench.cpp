@@ -5,9 +5,10 @@
 // child's peak RSS (its VmHWM) against the file's size, and its time against a plain read of the same
 // file measured in the same run. Every generated file is deleted at the end.
 //
-//   rpcscope-pcapbench [--quick] [--size MB] [--cli PATH]... [--dir DIR]
+//   rpcscope-pcapbench [--quick] [--size MB] [--cli PATH]... [--dir DIR] [--write-only FILE]
 //
 // --cli may be given more than once (say, an older build next to this one) to compare them on one file.
+// --write-only FILE only writes the pcapng there and keeps it (to measure another consumer, the GUI's Open).
 
 #include "clock.h"
 #include "lab.pb.h"
@@ -38,6 +39,7 @@ struct Plan
     std::int64_t targetBytes = 800ll << 20;
     std::vector<std::string> clis;
     std::string dir;
+    std::string writeOnly;
 };
 
 std::uint32_t get32(const std::string &s, size_t at)
@@ -288,8 +290,12 @@ int main(int argc, char **argv)
             plan.clis.push_back(argv[++i]);
         } else if (a == "--dir" && i + 1 < argc) {
             plan.dir = argv[++i];
+        } else if (a == "--write-only" && i + 1 < argc) {
+            plan.writeOnly = argv[++i];
         } else {
-            std::fprintf(stderr, "usage: %s [--quick] [--size MB] [--cli PATH]... [--dir DIR]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--quick] [--size MB] [--cli PATH]... [--dir DIR] [--write-only FILE]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -308,7 +314,8 @@ int main(int argc, char **argv)
         }
         dir = templ;
     }
-    const std::string seedPath = dir + "/seed.pcapng", bigPath = dir + "/big.pcapng";
+    const std::string seedPath = dir + "/seed.pcapng";
+    const std::string bigPath = plan.writeOnly.empty() ? dir + "/big.pcapng" : plan.writeOnly;
     std::vector<std::string> outputs;
     auto cleanUp = [&] {
         for (const std::string &p : outputs)
@@ -344,6 +351,13 @@ int main(int argc, char **argv)
         return 1;
     }
     const double mb = double(size) / (1 << 20);
+    if (!plan.writeOnly.empty()) {
+        std::printf("wrote %s: %.0f MB pcapng (%d copies of %.1f MB of recorded grpc++ traffic)\n",
+                    bigPath.c_str(), mb, copies, double(seed.size()) / (1 << 20));
+        ::unlink(seedPath.c_str());
+        if (plan.dir.empty()) ::rmdir(dir.c_str());
+        return 0;
+    }
     std::printf("pcap import: %.0f MB pcapng (%d copies of %.1f MB of recorded grpc++ traffic)\n", mb, copies,
                 double(seed.size()) / (1 << 20));
     plainReadNs(bigPath); // the same page-cache state for every run below
