@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <sys/stat.h>
@@ -306,8 +307,8 @@ int main(int argc, char **argv)
     }
     std::string dir = plan.dir;
     if (dir.empty()) {
-        const char *tmp = std::getenv("TMPDIR");
-        std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/rpcscope-pcapbench-XXXXXX";
+        std::error_code ec; // the system's temporary directory (TMPDIR when set)
+        std::string templ = (std::filesystem::temp_directory_path(ec) / "rpcscope-pcapbench-XXXXXX").string();
         if (!mkdtemp(templ.data())) {
             std::fprintf(stderr, "cannot make a temporary directory: %s\n", std::strerror(errno));
             return 1;
