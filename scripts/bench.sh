@@ -6,6 +6,8 @@
 # (--retention --quick: 200,000 calls).
 # --rates times the rates strip's counts at 1,000,000 calls.
 # --stats measures call statistics: live at 10,000 calls/s and on a file of 1,000,000 calls (--stats --quick).
+# --hostile runs rpcscope-cli capture --keep 16 and --keep 256 under each hostile flood (--hostile --quick);
+# RPCSCOPE_CLI or --cli PATH picks another rpcscope-cli to measure.
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -13,6 +15,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
 if [ "${1:-}" = "--retention" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-retentionbench" "$@"
+fi
+if [ "${1:-}" = "--hostile" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-hostilebench" --cli "${RPCSCOPE_CLI:-$BUILD_DIR/app/rpcscope-cli}" "$@"
 fi
 if [ "${1:-}" = "--stats" ]; then
   shift
