@@ -1,7 +1,7 @@
 // rpcscope-hostilebench (scripts/bench.sh --hostile): rpcscope-cli capture under each hostile flood, with
 // --keep 16 and --keep 256, in front of a real grpc++ server (the lab's, in this process).
 //
-// For every flood and budget it prints the capture process's peak RSS (ru_maxrss), the memory its progress
+// For every flood and budget it prints the capture process's peak RSS (VmHWM), the memory its progress
 // lines report (the largest), that figure against the peak RSS minus an empty capture's (measured in the same
 // run by a capture that saw no traffic), and the p50 of normal unary calls through the same proxy during the
 // flood against the p50 of the same calls just before it (quiet), so every flood run is interleaved with its
@@ -38,6 +38,7 @@ struct Plan
 {
     bool quick = false;
     bool verbose = false; // every capture's stderr (its progress lines) to stderr
+    bool direct = false;  // floods and calls straight at the server, no capture: what the server alone does
     std::string cli;
     double floodSeconds = 10;
     double quietSeconds = 3;
@@ -151,6 +152,7 @@ struct Outcome
     long peakRssKb = 0;
     double maxReported = 0;
     double quietP50 = 0, floodP50 = 0;
+    double floodMax = 0; // the slowest call that succeeded during the flood
     size_t quietCalls = 0, floodCalls = 0;
     int failures = 0;
     std::string firstFailure;
@@ -174,13 +176,14 @@ Outcome runOne(const Plan &plan, const hostile::Flood *flood, int keepMb, const 
     const std::string out = dir + "/" + (flood ? hostile::floodName(*flood) : "empty") + "-" +
                             std::to_string(keepMb) + ".rpcscope";
     hostile::CaptureProcess capture;
-    if (!capture.start(plan.cli, std::uint16_t(server.port()), out, {"--keep", std::to_string(keepMb)},
-                       &error)) {
+    if (!plan.direct && !capture.start(plan.cli, std::uint16_t(server.port()), out,
+                                       {"--keep", std::to_string(keepMb)}, &error)) {
         o.problem = error;
         return o;
     }
+    const std::uint16_t target = plan.direct ? std::uint16_t(server.port()) : capture.listenPort();
     if (flood) {
-        Caller caller(capture.listenPort());
+        Caller caller(target);
         std::atomic<bool> stop{false};
         caller.callUntil(stop, steadyNowNs() + 300'000'000); // connection and warm-up
         caller.failures = 0;
@@ -189,14 +192,15 @@ Outcome runOne(const Plan &plan, const hostile::Flood *flood, int keepMb, const 
         std::vector<double> during;
         std::thread calls([&] { during = caller.callUntil(stop); });
         hostile::FloodClient client;
-        const hostile::FloodResult fr = client.run(*flood, capture.listenPort(), limitsFor(plan, *flood));
+        const hostile::FloodResult fr = client.run(*flood, target, limitsFor(plan, *flood));
         stop = true;
         calls.join();
         // The model may still be taking in what the flood sent: two more progress lines.
-        capture.waitProgressLines(capture.progressLines() + 2, 10000);
+        if (!plan.direct) capture.waitProgressLines(capture.progressLines() + 2, 10000);
         client.close();
         o.quietP50 = median(quiet);
         o.floodP50 = median(during);
+        o.floodMax = percentile(during, 100);
         o.quietCalls = quiet.size();
         o.floodCalls = during.size();
         o.failures = caller.failures;
@@ -205,9 +209,15 @@ Outcome runOne(const Plan &plan, const hostile::Flood *flood, int keepMb, const 
     } else {
         capture.waitProgressLines(2, 10000);
     }
+    if (plan.direct) {
+        o.exit = "none (direct)";
+        o.clean = true;
+        server.stop();
+        return o;
+    }
     o.maxReported = capture.maxReported();
     const hostile::CaptureProcess::Exit e = capture.stop(120000);
-    o.peakRssKb = e.maxRssKb;
+    o.peakRssKb = e.peakRssKb;
     o.exit = e.describe();
     o.clean = e.exited && e.code == 0;
     if (!o.clean) o.exit += "; stderr: " + capture.stderrText();
@@ -224,7 +234,7 @@ int usage(FILE *to)
     std::fprintf(
         to,
         "usage: rpcscope-hostilebench --cli PATH [--quick] [--seconds S] [--count N] [--flood NAME,...]\n"
-        "                             [--keep MB,...] [--verbose]\n"
+        "                             [--keep MB,...] [--verbose] [--direct]\n"
         "  rpcscope-cli capture under each hostile flood, in front of the lab's grpc++ server: peak RSS,\n"
         "  the memory it reports, and a normal call's p50 during the flood against a quiet round.\n"
         "  --cli PATH     the rpcscope-cli to measure (default: $RPCSCOPE_CLI)\n"
@@ -234,7 +244,9 @@ int usage(FILE *to)
         "  --flood LIST   only these floods: ping, settings, continuation, hpack-heavy, rapid-reset,\n"
         "                 open-streams\n"
         "  --keep LIST    the --keep budgets to run (default: 16,256)\n"
-        "  --verbose      every capture's progress lines and messages on stderr\n");
+        "  --verbose      every capture's progress lines and messages on stderr\n"
+        "  --direct       no capture: floods and calls straight at the server, to tell what the server\n"
+        "                 alone does under a flood (p50 rows only)\n");
     return to == stdout ? 0 : 2;
 }
 
@@ -272,6 +284,8 @@ int main(int argc, char **argv)
             plan.quick = true;
         } else if (a == "--verbose") {
             plan.verbose = true;
+        } else if (a == "--direct") {
+            plan.direct = true;
         } else if (a == "--help" || a == "-h") {
             return usage(stdout);
         } else if (a == "--cli") {
@@ -348,19 +362,20 @@ int main(int argc, char **argv)
     std::vector<Row> rows;
     std::vector<std::string> notes;
 
-    progress("empty capture (no traffic)");
-    const Outcome empty = runOne(plan, nullptr, plan.keeps.front(), dir);
+    if (plan.direct) plan.keeps = {0}; // no capture, no budget
+    if (!plan.direct) progress("empty capture (no traffic)");
+    const Outcome empty = plan.direct ? Outcome{} : runOne(plan, nullptr, plan.keeps.front(), dir);
     if (!empty.problem.empty()) {
         std::fprintf(stderr, "rpcscope-hostilebench: %s\n", empty.problem.c_str());
         return 1;
     }
     const double emptyBytes = double(empty.peakRssKb) * 1024;
-    rows.push_back({"empty capture, peak RSS", mb(emptyBytes), "", "", "", ""});
+    if (!plan.direct) rows.push_back({"empty capture, peak RSS", mb(emptyBytes), "", "", "", ""});
 
     for (hostile::Flood flood : plan.floods)
         for (int keep : plan.keeps) {
-            const std::string name =
-                std::string(hostile::floodName(flood)) + ", --keep " + std::to_string(keep);
+            const std::string name = std::string(hostile::floodName(flood)) +
+                                     (plan.direct ? ", direct" : ", --keep " + std::to_string(keep));
             progress("%s: %.0f s quiet, then %.0f s of flood", name.c_str(), plan.quietSeconds,
                      plan.floodSeconds);
             const Outcome o = runOne(plan, &flood, keep, dir);
@@ -370,21 +385,24 @@ int main(int argc, char **argv)
             }
             const double rss = double(o.peakRssKb) * 1024;
             const double goal = keep == 16 ? 160 : keep == 256 ? 400 : 0;
-            rows.push_back({name + ": peak RSS", mb(rss), "empty " + mb(emptyBytes), "",
-                            goal ? fmt("<= %.0f MB", goal) : "",
-                            goal ? (rss <= goal * (1 << 20) ? "met" : "missed") : ""});
+            if (!plan.direct)
+                rows.push_back({name + ": peak RSS", mb(rss), "empty " + mb(emptyBytes), "",
+                                goal ? fmt("<= %.0f MB", goal) : "",
+                                goal ? (rss <= goal * (1 << 20) ? "met" : "missed") : ""});
             const double grown = rss - emptyBytes;
             const double ratio = grown > 0 ? o.maxReported / grown : 0;
-            rows.push_back({name + ": reported in memory (max)", mb(o.maxReported),
-                            "RSS - empty " + mb(grown), fmt("%.2f", ratio), "0.67-1.50",
-                            ratio >= 1 / 1.5 && ratio <= 1.5 ? "met" : "missed"});
+            if (!plan.direct)
+                rows.push_back({name + ": reported in memory (max)", mb(o.maxReported),
+                                "RSS - empty " + mb(grown), fmt("%.2f", ratio), "0.67-1.50",
+                                ratio >= 1 / 1.5 && ratio <= 1.5 ? "met" : "missed"});
             const double p50 = o.quietP50 > 0 ? o.floodP50 / o.quietP50 : 0;
             rows.push_back(
                 {name + ": unary p50 during the flood (" + std::to_string(o.floodCalls) + " calls)",
                  fmt("%.0f us", o.floodP50),
                  "quiet " + fmt("%.0f us", o.quietP50) + " (" + std::to_string(o.quietCalls) + ")",
                  fmt("%.2f", p50), "<= 2.00", o.floodCalls && p50 <= 2 ? "met" : "missed"});
-            notes.push_back(name + ": flood " + o.flood + "; capture " + o.exit + "; file " +
+            notes.push_back(name + ": flood " + o.flood + "; slowest call during it " +
+                            fmt("%.0f ms", o.floodMax / 1e3) + "; capture " + o.exit + "; file " +
                             mb(double(o.fileBytes)) +
                             (o.failures ? "; " + std::to_string(o.failures) +
                                               " unary calls failed, the first with " + o.firstFailure

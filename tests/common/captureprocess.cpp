@@ -9,7 +9,6 @@
 #include <fstream>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,19 +221,22 @@ CaptureProcess::Exit CaptureProcess::stop(int timeoutMs)
     if (m_pid <= 0 || m_stopped) return e;
     kill(m_pid, SIGINT);
     int status = 0;
-    rusage ru{};
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
     pid_t got = 0;
-    while ((got = wait4(m_pid, &status, WNOHANG, &ru)) == 0 && std::chrono::steady_clock::now() < deadline)
+    // Writing its output may still grow it: the high-water mark is read until it is gone.
+    for (;;) {
+        e.peakRssKb = std::max(e.peakRssKb, statusKb(m_pid, "VmHWM"));
+        got = waitpid(m_pid, &status, WNOHANG);
+        if (got != 0 || std::chrono::steady_clock::now() >= deadline) break;
         usleep(10'000);
+    }
     if (got == 0) {
         e.hung = true;
         kill(m_pid, SIGKILL);
-        got = wait4(m_pid, &status, 0, &ru);
+        got = waitpid(m_pid, &status, 0);
     }
     m_stopped = true;
     if (m_reader.joinable()) m_reader.join();
-    e.maxRssKb = ru.ru_maxrss;
     if (got == m_pid && WIFEXITED(status)) {
         e.exited = !e.hung;
         e.code = WEXITSTATUS(status);

@@ -22,8 +22,10 @@ public:
         bool exited = false; // on its own after SIGINT, not killed
         int code = -1;       // exit code when exited
         int signal = 0;      // the signal that ended it otherwise
-        long maxRssKb = 0;   // ru_maxrss: its peak RSS
-        bool hung = false;   // it did not end within the time given and was killed
+        // Its peak RSS: VmHWM, read until it ended. Not wait4's ru_maxrss, which also counts the parent's RSS
+        // at the spawn (the child ran on the parent's memory until its exec).
+        long peakRssKb = 0;
+        bool hung = false; // it did not end within the time given and was killed
         std::string describe() const;
     };
 

@@ -161,7 +161,6 @@ void TestHostile::flood()
     const bool survived = capture.running();
     client.close();
     const double reported = capture.maxReported();
-    const long hwmKb = capture.hwmKb();
     const hostile::CaptureProcess::Exit exit = capture.stop(60000);
     const std::set<std::string> ok = caller.succeeded();
 
@@ -181,7 +180,7 @@ void TestHostile::flood()
     qInfo("%s: %zu calls succeeded, %d failed; reported at most %s in memory (--keep %d); peak RSS %s; "
           "capture %s; file %s, %zu events",
           qPrintable(name), ok.size(), caller.failures(), qPrintable(mb(reported)), kKeepMb,
-          qPrintable(mb(double(std::max<long>(hwmKb, exit.maxRssKb)) * 1024)), exit.describe().c_str(),
+          qPrintable(mb(double(exit.peakRssKb) * 1024)), exit.describe().c_str(),
           read.usable() ? "readable" : qPrintable(QString::fromStdString(read.message)), events);
 
     QVERIFY2(fr.error.empty(), fr.error.c_str());
