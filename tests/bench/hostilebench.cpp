@@ -397,10 +397,11 @@ int main(int argc, char **argv)
                                 ratio >= 1 / 1.5 && ratio <= 1.5 ? "met" : "missed"});
             const double p50 = o.quietP50 > 0 ? o.floodP50 / o.quietP50 : 0;
             rows.push_back(
-                {name + ": unary p50 during the flood (" + std::to_string(o.floodCalls) + " calls)",
+                {name + ": unary p50 during the flood (" + std::to_string(o.floodCalls) + " calls" +
+                     (o.failures ? ", " + std::to_string(o.failures) + " failed" : std::string()) + ")",
                  fmt("%.0f us", o.floodP50),
                  "quiet " + fmt("%.0f us", o.quietP50) + " (" + std::to_string(o.quietCalls) + ")",
-                 fmt("%.2f", p50), "<= 2.00", o.floodCalls && p50 <= 2 ? "met" : "missed"});
+                 fmt("%.2f", p50), "<= 2.00", o.floodCalls && !o.failures && p50 <= 2 ? "met" : "missed"});
             notes.push_back(name + ": flood " + o.flood + "; slowest call during it " +
                             fmt("%.0f ms", o.floodMax / 1e3) + "; capture " + o.exit + "; file " +
                             mb(double(o.fileBytes)) +
