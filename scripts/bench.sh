@@ -9,6 +9,8 @@
 # --pcap imports an 800 MB pcapng of recorded grpc++ traffic with rpcscope-cli convert (--pcap --quick: 100 MB)
 # and prints its peak RSS against the file's size and its time against a plain read; --cli PATH (repeatable)
 # compares other builds of rpcscope-cli on the same file.
+# --hostile runs rpcscope-cli capture --keep 16 and --keep 256 under each hostile flood (--hostile --quick);
+# RPCSCOPE_CLI or --cli PATH picks another rpcscope-cli to measure.
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -16,6 +18,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
 if [ "${1:-}" = "--retention" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-retentionbench" "$@"
+fi
+if [ "${1:-}" = "--hostile" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-hostilebench" --cli "${RPCSCOPE_CLI:-$BUILD_DIR/app/rpcscope-cli}" "$@"
 fi
 if [ "${1:-}" = "--stats" ]; then
   shift
