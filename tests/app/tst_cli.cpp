@@ -405,6 +405,34 @@ private slots:
                  qPrintable(named[1]));
     }
 
+    // A client that sends the HTTP/2 preface and closes inside its first frame: the connection is named as
+    // that, not as one that is not HTTP/2.
+    void captureNamesACutFirstFrame()
+    {
+        CaptureRun run;
+        QVERIFY2(run.start({"--out", run.dir.filePath("capture.json")}), run.error.c_str());
+        const int fd = testnet::connectLoopback(std::uint16_t(run.port));
+        QVERIFY(fd >= 0);
+        testnet::setIoTimeouts(fd, 20);
+        const std::string bytes =
+            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + std::string("\0\0\x06\x04\0\0\0\0\0\0\x03", 11);
+        QVERIFY(testnet::sendAll(fd, bytes.data(), bytes.size()));
+        QCOMPARE(::shutdown(fd, SHUT_WR), 0);
+        char buf[4096];
+        while (::recv(fd, buf, sizeof buf, 0) > 0) {
+        }
+        ::close(fd);
+        QVERIFY(run.stop(SIGTERM));
+        QCOMPARE(run.process.exitCode(), 0);
+        const QString err = QString::fromUtf8(run.process.readAllStandardError());
+        const QStringList named =
+            err.split('\n').filter(QRegularExpression("^rpcscope-cli: connection \\d+ "));
+        QCOMPARE(named.size(), 1);
+        QVERIFY2(named[0].endsWith(
+                     "not decoded: HTTP/2 preface, then a SETTINGS frame cut short after 11 of its 15 bytes"),
+                 qPrintable(named[0]));
+    }
+
     // --keep bounds a long capture's memory: the oldest calls go, the newest stay, and a warning says so.
     void captureKeepsTheNewestWithinItsBudget()
     {
