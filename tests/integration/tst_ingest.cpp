@@ -6,6 +6,7 @@
 #include "ingestserver.h"
 #include "labclient.h"
 #include "labsession.h"
+#include "librarylogs.h"
 #include "testnet.h"
 #include "timelinestore.h"
 
@@ -471,6 +472,28 @@ private slots:
         QVERIFY2(answers[0].startsWith(answer), qPrintable(answers[0]));
         QVERIFY2(!answers[0].contains("-9223372036854775808"), qPrintable(answers[0]));
         QCOMPARE(wire.labEvents(), size_t(answer == "ok" ? 1 : 0));
+    }
+
+    // With the libraries' lines routed away (as both programs do first), a port in use is said once, in
+    // rpcscope's words, and protobuf's complaint about a string that is not UTF-8 stays off stderr too.
+    void libraryLinesStayOffStderr()
+    {
+        routeLibraryLogs();
+        IngestServer first, second;
+        std::string error;
+        QVERIFY2(first.start(0, 0, {}, &error), error.c_str());
+        bool started = true;
+        const QByteArray logged = stderrOf([&] {
+            started = second.start(first.grpcPort(), 0, {}, &error);
+            ingest::Event e;
+            e.set_kind("caf\xe9");
+            ingest::Event back;
+            back.ParseFromString(e.SerializeAsString());
+        });
+        QVERIFY(!started);
+        QVERIFY2(QString::fromStdString(error).contains("cannot serve the Ingest gRPC service"),
+                 error.c_str());
+        QVERIFY2(logged.isEmpty(), logged.constData());
     }
 
     void portInUseIsAClearError()
