@@ -1,6 +1,7 @@
 #include "captureio.h"
 
 #include "chrometrace.h"
+#include "filewrite.h"
 #include "jsonexport.h"
 #include "otlpexport.h"
 #include "otlpmetrics.h"
@@ -13,18 +14,6 @@
 #include <QSaveFile>
 
 namespace rpcscope {
-
-namespace {
-bool writeBytes(const QString &path, const QByteArray &bytes, std::string *error)
-{
-    QSaveFile f(path); // atomic: a temporary file renamed over the target
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
-        *error = "cannot write " + path.toStdString() + ": " + f.errorString().toStdString();
-        return false;
-    }
-    return true;
-}
-} // namespace
 
 const char *formatName(FileFormat format)
 {
@@ -120,7 +109,7 @@ bool exportCapture(const CaptureData &data, FileFormat format, const QString &pa
                                  : format == FileFormat::Chrome      ? timelineToChromeTraceBytes(store)
                                  : format == FileFormat::OtlpMetrics ? timelineToOtlpMetricsBytes(store)
                                                                      : timelineToOtlpBytes(store);
-        return writeBytes(path, bytes, error);
+        return saveFileAtomically(path, bytes, error);
     }
     case FileFormat::Unknown:
         break;

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "labsession.h"
+#include "librarylogs.h"
 #include "mainwindow.h"
 #include "modelsink.h"
 #include "statsdock.h"
@@ -64,6 +65,7 @@ bool haveDisplay()
 
 int main(int argc, char **argv)
 {
+    routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
     QString scenario = QStringLiteral("retry-basic");
     QString screenshot;
     bool withLab = true;
