@@ -82,8 +82,24 @@ void H2Decoder::finish(std::int64_t t, EventBatch &out)
     else if (m_state == State::Preface && m_prefaceHave > 0)
         fail("connection closed inside the HTTP/2 connection preface", t, out);
     else if (m_state == State::Frames && !m_sawFirstFrame && !m_partial.empty())
-        fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_partial.data()), m_partial.size(), m_dir),
-             t, out);
+        fail(cutFirstFrame(), t, out);
+}
+
+std::string H2Decoder::cutFirstFrame() const
+{
+    const auto *hdr = reinterpret_cast<const std::uint8_t *>(m_partial.data());
+    const size_t have = m_partial.size();
+    // After a whole client preface it is HTTP/2 whatever follows; a server's first bytes are HTTP/2 once
+    // they name a SETTINGS frame (a whole header was checked on arrival).
+    const bool preface = m_dir == Direction::ClientToServer && m_prefaceHave == kPrefaceLen;
+    const bool settings = have > 3 && hdr[3] == FrameSettings;
+    if (!preface && !settings) return classifyNonH2(hdr, have, m_dir);
+    const std::string cut = have < kFrameHeaderLen
+                                ? "cut short after " + std::to_string(have) + " of its 9 header bytes"
+                                : "cut short after " + std::to_string(have) + " of its " +
+                                      std::to_string(kFrameHeaderLen + be24(hdr)) + " bytes";
+    return preface ? "HTTP/2 preface, then " + std::string(settings ? "a SETTINGS frame " : "a frame ") + cut
+                   : "HTTP/2 SETTINGS frame from the server " + cut;
 }
 
 void H2Decoder::peerResetStream(std::uint32_t stream, std::int64_t t, EventBatch &out)

@@ -76,6 +76,8 @@ private:
     WireEvent event(EventKind kind, std::int64_t t) const { return stamp(t).make(kind); }
     bool checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventBatch &out);
     void fail(std::string reason, std::int64_t t, EventBatch &out);
+    // The reason for a connection that closed inside its first frame (finish()).
+    std::string cutFirstFrame() const;
     bool flowKnown() const { return !m_midStream && (!m_peer || !m_peer->m_midStream); }
 
     // Called on the sender's decoder by the receiver's decoder.

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <array>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <pcap/pcap.h>
@@ -344,11 +345,25 @@ private:
         e.reason = reason;
         m_r->events.push_back(std::move(e));
         c.closed = true;
+        // A closed connection keeps only its entry (so that its last ACKs are not taken for a new one), and
+        // only the newest of those stay: a long capture of short connections does not grow with them.
+        c.decoder.reset();
+        c.side[0].held.clear();
+        c.side[1].held.clear();
+        m_closed.push_back({std::make_pair(c.client, c.server), c.id});
+        while (m_closed.size() > kClosedKept) {
+            auto it = m_conns.find(m_closed.front().first);
+            if (it != m_conns.end() && it->second.closed && it->second.id == m_closed.front().second)
+                m_conns.erase(it);
+            m_closed.pop_front();
+        }
     }
 
+    static constexpr size_t kClosedKept = 4096;
     const PcapImportOptions &m_opt;
     PcapImportResult *m_r;
     std::map<std::pair<Endpoint, Endpoint>, Conn> m_conns;
+    std::deque<std::pair<std::pair<Endpoint, Endpoint>, std::uint32_t>> m_closed;
 };
 
 struct PcapFile
@@ -381,7 +396,21 @@ bool open(const std::string &path, PcapFile *f, std::string *error)
 bool importPcap(const std::string &path, const PcapImportOptions &options, PcapImportResult *result,
                 std::string *error)
 {
+    return importPcap(path, options, PcapEventSink{}, result, error);
+}
+
+bool importPcap(const std::string &path, const PcapImportOptions &options, const PcapEventSink &sink,
+                PcapImportResult *result, std::string *error)
+{
     *result = PcapImportResult{};
+    const size_t batchEvents = std::max<size_t>(1, options.batchEvents);
+    auto handOver = [&](bool all) {
+        if (!sink || result->events.empty() || (!all && result->events.size() < batchEvents)) return;
+        EventBatch batch;
+        batch.swap(result->events);
+        sink(std::move(batch));
+        result->events.reserve(batchEvents);
+    };
     struct stat st
     {
     };
@@ -402,6 +431,14 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
         }
     }
 
+    // How far through the file, for progress: of the first pass (when there is one) or the second.
+    auto fractionRead = [&] {
+        FILE *fp = pcap_file(file.p);
+        return fp && fileSize > 0 ? std::min(1.0, double(std::ftell(fp)) / fileSize) : 0.0;
+    };
+    constexpr double kFirstPass = 0.2;
+    const double secondFrom = options.serverPort ? 0.0 : kFirstPass;
+
     // Pass 1 (unless given): the server ports, from client prefaces.
     if (options.serverPort) {
         importer.serverPorts.insert(*options.serverPort);
@@ -409,7 +446,12 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
         pcap_pkthdr *h;
         const std::uint8_t *data;
         int rc;
+        std::uint64_t seen = 0;
         while ((rc = pcap_next_ex(file.p, &h, &data)) == 1) {
+            if (options.progress && ++seen % 4096 == 0 && !options.progress(kFirstPass * fractionRead())) {
+                result->cancelled = true;
+                return true;
+            }
             size_t off = 0;
             const int ip = linkToIp(linkType, data, h->caplen, &off);
             Segment s;
@@ -439,10 +481,9 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
         const int ip = linkToIp(linkType, data, h->caplen, &off);
         Segment s;
         if (ip > 0 && parseTcp(data + off, h->caplen - off, h->len, ip, &s)) importer.packet(s, t);
+        handOver(false);
         if (options.progress && result->packets % 4096 == 0 && fileSize > 0) {
-            FILE *fp = pcap_file(file.p);
-            const double done = fp ? double(std::ftell(fp)) / fileSize : 0;
-            if (!options.progress(std::min(1.0, done))) {
+            if (!options.progress(secondFrom + (1 - secondFrom) * fractionRead())) {
                 result->cancelled = true;
                 break;
             }
@@ -453,6 +494,7 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, PcapI
                                 std::to_string(result->packets) + ": " + pcap_geterr(file.p) +
                                 "; everything before it was imported");
     importer.finish(last);
+    handOver(true);
     if (importer.serverPorts.size() > 1) {
         std::string ports;
         for (auto p : importer.serverPorts)

@@ -19,13 +19,16 @@ struct PcapImportOptions
     // Out-of-order bytes held per direction while waiting for a missing segment; beyond it the gap is
     // declared lost and decoding of that direction stops (the connection is marked).
     size_t maxOutOfOrderBytes = size_t(8) << 20;
-    // Called now and then with the fraction of the file read; return false to cancel.
+    // Called now and then with the fraction of the file read; return false to cancel. (When the server port
+    // is detected, a first pass over the file finds it: its reading counts as the first fifth.)
     std::function<bool(double)> progress;
+    // With a sink: events go to it in batches of about this many as the file is read.
+    size_t batchEvents = 1024;
 };
 
 struct PcapImportResult
 {
-    EventBatch events; // time-ordered per connection; tNs is the packet's wall-clock time in ns
+    EventBatch events; // time-ordered per connection; tNs is the packet's wall-clock time in ns (no sink)
     std::int64_t firstPacketWallNs = 0;
     std::uint64_t packets = 0;       // every packet in the file
     std::uint64_t tcpSegments = 0;   // TCP segments on HTTP/2 connections
@@ -44,5 +47,11 @@ struct PcapImportResult
 // all; a file cut short yields what was intact, with a note.
 bool importPcap(const std::string &path, const PcapImportOptions &options, PcapImportResult *result,
                 std::string *error);
+// The same, streaming: the events go to `sink` batch by batch while the file is read (in the order above),
+// and result->events stays empty, so memory is bounded by the reassembly windows and the decoders' state,
+// not by the file. firstPacketWallNs is set before the first batch; the counters are current at each batch.
+using PcapEventSink = std::function<void(EventBatch &&batch)>;
+bool importPcap(const std::string &path, const PcapImportOptions &options, const PcapEventSink &sink,
+                PcapImportResult *result, std::string *error);
 
 } // namespace rpcscope

@@ -6,11 +6,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +43,12 @@ constexpr int kMaxSplicedDirections = 16;
 // relay thread only duplicates page references. At most this many are in flight; beyond that (the decoder is
 // behind) the relay thread reads the copy back itself.
 constexpr int kHandoffPipes = 8;
+// After one side resets, what the relay had read from it before is still delivered to the other side (as a
+// direct peer would have received it before the reset), for at most this long; then the reset follows.
+constexpr std::int64_t kResetDrainNs = 5'000'000'000;
+// How often a draining connection looks whether its peer has acknowledged everything (no poll event says
+// that a socket's send queue is empty).
+constexpr int kDrainPollMs = 2;
 
 std::atomic<std::uint32_t> g_nextConnectionId{1};
 
@@ -99,7 +107,7 @@ void RelayLoop::stop()
 void RelayLoop::closeConn(Conn &c, const std::string &reason)
 {
     if (c.dead) return;
-    const std::int64_t t = steadyNowNs();
+    const std::int64_t t = c.resetAt ? c.resetAt : steadyNowNs();
     if (c.reset) {
         // Pass the reset on instead of a clean close: a peer that sees EOF where the other side reset would
         // behave differently from one talking to it directly (gRPC tells the two apart).
@@ -208,16 +216,54 @@ void RelayLoop::closePipes(HalfConnection &half)
 
 bool RelayLoop::readEnded(Conn &c, bool fromClient, ssize_t n)
 {
-    if (n == 0) { // EOF: passed on once everything before it has been delivered (loop)
-        (fromClient ? c.up : c.down).eof = true;
+    HalfConnection &half = fromClient ? c.up : c.down;
+    if (n == 0 && !half.resetByPeer) { // EOF: passed on once everything before it has been delivered (loop)
+        half.eof = true;
         if (c.closeReason.empty()) c.closeReason = fromClient ? "closed by client" : "closed by server";
         return true;
     }
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
     c.closeReason = std::string(fromClient ? "client" : "server") + " reset the connection (" +
-                    std::strerror(errno) + ")";
+                    std::strerror(n == 0 ? ECONNRESET : errno) + ")";
+    passReset(c, !fromClient);
+    return true;
+}
+
+void RelayLoop::passReset(Conn &c, bool toClient)
+{
+    if (c.draining) return;
     c.reset = true;
-    return false;
+    c.draining = true;
+    c.drainToClient = toClient;
+    c.resetAt = steadyNowNs();
+    c.drainUntil = c.resetAt + kResetDrainNs;
+    // The side that went away: closed now (a reset socket sends nothing more), with what was on its way to
+    // it.
+    int &gone = toClient ? c.sfd : c.cfd;
+    if (gone >= 0) {
+        const linger abort{1, 0};
+        setsockopt(gone, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        ::close(gone);
+        gone = -1;
+    }
+    HalfConnection &toGone = toClient ? c.up : c.down;
+    toGone.queued.clear();
+    toGone.queuedOff = 0;
+    closePipes(toGone);
+    // Neither side is read again, and no half-close is passed on: the survivor must not see an EOF first.
+    for (HalfConnection *h : {&c.up, &c.down})
+        h->eof = h->shut = true;
+}
+
+bool RelayLoop::drained(Conn &c, std::int64_t now) const
+{
+    const HalfConnection &half = c.drainToClient ? c.down : c.up;
+    const int fd = c.drainToClient ? c.cfd : c.sfd;
+    if (fd < 0 || now >= c.drainUntil) return true;
+    if (half.pending()) return false;
+    // A reset discards what the survivor has not acknowledged yet, so wait until its kernel took it all.
+    int unacked = 0;
+    return ioctl(fd, SIOCOUTQ, &unacked) != 0 || unacked == 0;
 }
 
 bool RelayLoop::writeFailed(Conn &c, bool toClient, int err)
@@ -231,10 +277,15 @@ bool RelayLoop::writeFailed(Conn &c, bool toClient, int err)
         const timespec zero{};
         sigtimedwait(&set, nullptr, &zero);
     }
-    c.closeReason =
-        std::string("could not write to ") + (toClient ? "client" : "server") + ": " + std::strerror(err);
-    c.reset = true;
-    return false;
+    if (!c.draining)
+        c.closeReason =
+            std::string("could not write to ") + (toClient ? "client" : "server") + ": " + std::strerror(err);
+    // The side written to is gone: it gets no more, but the other side still gets what it sent before.
+    if (c.draining)
+        c.drainUntil = 0; // the survivor itself went away
+    else
+        passReset(c, !toClient);
+    return true;
 }
 
 bool RelayLoop::flush(Conn &c, bool toClient)
@@ -448,9 +499,15 @@ void RelayLoop::loop()
         fds.push_back({m_wakePipe[0], POLLIN, 0});
         const bool acceptPaused = steadyNowNs() < m_acceptPausedUntil;
         fds.push_back({acceptPaused ? -1 : m_listenFd, POLLIN, 0});
+        int timeout = acceptPaused ? 100 : -1;
         for (Conn &c : m_conns) {
             short ce = 0, se = 0;
-            if (c.connecting) {
+            if (c.draining) {
+                // Only the survivor's writability matters, and (with a timeout) its acknowledgements.
+                const bool more = (c.drainToClient ? c.down : c.up).pending() > 0;
+                (c.drainToClient ? ce : se) = more ? POLLOUT : 0;
+                timeout = kDrainPollMs;
+            } else if (c.connecting) {
                 se = POLLOUT;
             } else {
                 if (c.up.wantsRead()) ce |= POLLIN;
@@ -464,7 +521,7 @@ void RelayLoop::loop()
             fds.push_back({se ? c.sfd : -1, se, 0});
             owners.push_back(&c);
         }
-        if (poll(fds.data(), fds.size(), acceptPaused ? 100 : -1) < 0) {
+        if (poll(fds.data(), fds.size(), timeout) < 0) {
             if (errno == EINTR) continue;
             break;
         }
@@ -481,11 +538,23 @@ void RelayLoop::loop()
             const short sr = fds[3 + 2 * i].revents;
             bool ok = true;
             std::string reason;
+            if (c.draining) {
+                if (cr & POLLOUT) flush(c, true);
+                if (sr & POLLOUT) flush(c, false);
+                if (drained(c, steadyNowNs())) closeConn(c, {});
+                continue;
+            }
             if (c.connecting) {
                 if (sr) {
                     int soerr = 0;
                     socklen_t len = sizeof soerr;
                     getsockopt(c.sfd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+                    if (soerr == ECONNRESET || soerr == EPIPE) {
+                        // Connected, and reset by the server before the relay saw it: what the server sent
+                        // first is still to be read, then its reset passed on (the EOF that ends it).
+                        c.down.resetByPeer = true;
+                        soerr = 0;
+                    }
                     if (soerr != 0) {
                         c.lastConnectError = soerr;
                         ++c.addressIndex;
@@ -502,6 +571,10 @@ void RelayLoop::loop()
             }
             if (!ok) {
                 closeConn(c, {});
+                continue;
+            }
+            if (c.draining) {
+                if (drained(c, steadyNowNs())) closeConn(c, {});
                 continue;
             }
             // Half-close: pass an EOF on once everything before it has been delivered.

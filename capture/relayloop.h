@@ -46,7 +46,10 @@ private:
     // the other.
     struct HalfConnection
     {
-        bool eof = false;   // the source side sent EOF
+        bool eof = false; // the source side sent EOF
+        // The source side reset while the relay was still connecting: the reset's error was taken by
+        // SO_ERROR, so the EOF that follows what it had sent is that reset.
+        bool resetByPeer = false;
         bool shut = false;  // ... and it was passed on (shutdown(SHUT_WR) of the destination)
         std::string queued; // read with recv(), not yet taken by the destination
         size_t queuedOff = 0;
@@ -72,9 +75,15 @@ private:
         HalfConnection down; // server -> client
         bool decode = true;
         bool dead = false;
-        bool reset = false;      // one side reset or broke the connection: the other side gets a reset too
-        size_t addressIndex = 0; // which of the target's addresses is being tried
-        std::string closeReason; // set where the connection's end is first noticed
+        bool reset = false; // one side reset or broke the connection: the other side gets a reset too
+        // After a reset: the side still open (the survivor) is being given what was read from the other side
+        // before it reset; then it gets the reset. Nothing more is read from it.
+        bool draining = false;
+        bool drainToClient = false;
+        std::int64_t drainUntil = 0; // past this the survivor is reset, whatever it has not taken
+        std::int64_t resetAt = 0;    // when the reset was noticed: the connection's close time
+        size_t addressIndex = 0;     // which of the target's addresses is being tried
+        std::string closeReason;     // set where the connection's end is first noticed
         int lastConnectError = 0;
     };
 
@@ -93,6 +102,11 @@ private:
     bool readEnded(Conn &c, bool fromClient, ssize_t n);
     bool writeFailed(Conn &c, bool toClient, int err);
     bool flush(Conn &c, bool toClient);
+    // One side reset (or cannot be written): it is closed at once, and the other side, `toClient` or the
+    // server, is drained and then reset (drained()).
+    void passReset(Conn &c, bool toClient);
+    // While draining: true once the survivor has everything (or the time is up) and can be reset.
+    bool drained(Conn &c, std::int64_t now) const;
     void closeConn(Conn &c, const std::string &reason);
 
     DecoderThread &m_decoder;

@@ -5,6 +5,7 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QStringDecoder>
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -19,6 +20,13 @@ using records::kProgressStep;
 using records::le32;
 
 namespace {
+
+bool validUtf8(const std::string &s)
+{
+    QStringDecoder utf8(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+    [[maybe_unused]] const QString decoded = utf8(QByteArrayView(s.data(), qsizetype(s.size())));
+    return !utf8.hasError();
+}
 
 // What the first bytes of a file that is not ours are, to say more than "not a capture file".
 QString whatItIs(const QByteArray &head)
@@ -51,7 +59,14 @@ CaptureReadResult readCaptureFile(const QString &path, CaptureInfo *info, const 
                                   const CaptureProgress &progress)
 {
     CaptureData data;
-    CaptureReadResult r = readCaptureFileTo(path, &data, sink, progress);
+    bool told = false;
+    // The header is read before any batch: `info` is complete when the sink gets the first one.
+    auto withInfo = [&](EventBatch &&batch) {
+        if (!told) *info = data.info;
+        told = true;
+        sink(std::move(batch));
+    };
+    CaptureReadResult r = readCaptureFileTo(path, &data, sink ? CaptureBatchSink(withInfo) : sink, progress);
     *info = std::move(data.info);
     return r;
 }
@@ -174,6 +189,11 @@ CaptureReadResult readCaptureBytesTo(const QByteArray &bytes, const QString &nam
         if (!haveHeader) {
             if (!record.has_header()) return corrupt("should be the file header");
             const capture::FileHeader &h = record.header();
+            if (!validUtf8(h.writer()))
+                return corrupt("(the file header) names its writer in bytes that are not UTF-8");
+            for (const std::string &name : h.redacted_headers())
+                if (!validUtf8(name))
+                    return corrupt("(the file header) lists a redacted header name that is not UTF-8");
             // Beyond these the model's arithmetic would overflow (events.h); no clock gives them.
             if (h.origin_ns() < -kMaxOriginNs || h.origin_ns() > kMaxOriginNs ||
                 h.origin_wall_ns() < -kMaxOriginNs || h.origin_wall_ns() > kMaxOriginNs)

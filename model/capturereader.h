@@ -39,9 +39,9 @@ struct CaptureReadResult
 // Reads a capture file. On anything but Ok, `message` says what is wrong in one line naming the file.
 CaptureReadResult readCaptureFile(const QString &path, CaptureData *out,
                                   const CaptureProgress &progress = {});
-// Batch by batch: `info` receives the file's header, and every intact batch goes to `sink` as soon as it is
-// read, never held, so a capture larger than memory can be read (rpcscope-cli stats). The result is the same
-// as above; a damaged file has handed over its intact batches before the damage.
+// Batch by batch: `info` receives the file's header (before the first batch), and every intact batch goes to
+// `sink` as soon as it is read, never held, so a capture larger than memory can be read (rpcscope-cli stats).
+// The result is the same as above; a damaged file has handed over its intact batches before the damage.
 using CaptureBatchSink = std::function<void(EventBatch &&batch)>;
 CaptureReadResult readCaptureFile(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
                                   const CaptureProgress &progress = {});

@@ -1,6 +1,7 @@
 #include "capturewriter.h"
 
 #include "capturecodec.h"
+#include "filewrite.h"
 
 #include <QSaveFile>
 #include <cerrno>
@@ -52,13 +53,6 @@ bool serialize(const CaptureInfo &info, size_t batchCount, std::int64_t totalEve
     return true;
 }
 
-// Why writing f failed: the system's errno, taken right after the call, when it has one. Qt reports a short
-// write (a full disk, a file-size limit) only as "Unknown error".
-std::string writeFailure(const QFileDevice &f, int err)
-{
-    return err != 0 ? std::string(std::strerror(err)) : f.errorString().toStdString();
-}
-
 auto dataBatches(const CaptureData &data, const Redaction &redaction)
 {
     return [&data, &redaction](size_t i, std::string *encoded, size_t *events) {
@@ -92,16 +86,11 @@ bool saveCaptureAtomically(const QString &path, std::string *error,
         return false;
     }
     bool cancelled = false;
-    int err = 0;
-    auto sink = [&f, &err](const QByteArray &chunk) {
-        errno = 0;
-        const bool ok = f.write(chunk) == chunk.size();
-        err = errno;
-        return ok;
-    };
+    std::string why;
+    auto sink = [&f, &why](const QByteArray &chunk) { return writeAll(f, chunk, &why); };
     if (!write(sink, &cancelled)) {
-        *error = cancelled ? std::string("cancelled")
-                           : "cannot write " + path.toStdString() + ": " + writeFailure(f, err);
+        if (why.empty()) why = f.errorString().toStdString();
+        *error = cancelled ? std::string("cancelled") : "cannot write " + path.toStdString() + ": " + why;
         f.cancelWriting();
         return false;
     }

@@ -6,6 +6,11 @@
 # (--retention --quick: 200,000 calls).
 # --rates times the rates strip's counts at 1,000,000 calls.
 # --stats measures call statistics: live at 10,000 calls/s and on a file of 1,000,000 calls (--stats --quick).
+# --pcap imports an 800 MB pcapng of recorded grpc++ traffic with rpcscope-cli convert (--pcap --quick: 100 MB)
+# and prints its peak RSS against the file's size and its time against a plain read; --cli PATH (repeatable)
+# compares other builds of rpcscope-cli on the same file.
+# --hostile runs rpcscope-cli capture --keep 16 and --keep 256 under each hostile flood (--hostile --quick);
+# RPCSCOPE_CLI or --cli PATH picks another rpcscope-cli to measure.
 # --burst sends 2,000,000 ingested events (--burst --quick: 200,000) to the real window, offscreen: event-loop
 # stalls, SIGINT to exit, peak RSS and events/s applied, against the idle window (--gui PATH: another build).
 set -euo pipefail
@@ -16,9 +21,17 @@ if [ "${1:-}" = "--retention" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-retentionbench" "$@"
 fi
+if [ "${1:-}" = "--hostile" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-hostilebench" --cli "${RPCSCOPE_CLI:-$BUILD_DIR/app/rpcscope-cli}" "$@"
+fi
 if [ "${1:-}" = "--stats" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-statsbench" "$@"
+fi
+if [ "${1:-}" = "--pcap" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-pcapbench" "$@"
 fi
 if [ "${1:-}" = "--rates" ]; then
   shift

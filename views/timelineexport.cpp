@@ -1,5 +1,6 @@
 #include "timelinepainter.h"
 
+#include <QFile>
 #include <QPainter>
 #include <QSvgGenerator>
 
@@ -48,13 +49,13 @@ QImage TimelinePainter::renderImage(const TimelineStore &store, int width, const
 }
 
 bool TimelinePainter::renderSvg(const TimelineStore &store, int width, const Options &options,
-                                const QString &fileName, std::optional<std::pair<qint64, qint64>> range)
+                                QIODevice *device, std::optional<std::pair<qint64, qint64>> range)
 {
     TimelinePainter painter = preparedPainter(store, options, range);
     painter.fitLegendToPicture(width);
     const int height = painter.contentHeight(width) + 8;
     QSvgGenerator svg;
-    svg.setFileName(fileName);
+    svg.setOutputDevice(device);
     svg.setSize(QSize(width, height));
     svg.setViewBox(QRect(0, 0, width, height));
     svg.setTitle(options.title);
@@ -63,6 +64,13 @@ bool TimelinePainter::renderSvg(const TimelineStore &store, int width, const Opt
     if (!p.begin(&svg)) return false;
     painter.paint(&p, QRectF(0, 0, width, height));
     return p.end();
+}
+
+bool TimelinePainter::renderSvg(const TimelineStore &store, int width, const Options &options,
+                                const QString &fileName, std::optional<std::pair<qint64, qint64>> range)
+{
+    QFile file(fileName);
+    return file.open(QIODevice::WriteOnly) && renderSvg(store, width, options, &file, range) && file.flush();
 }
 
 } // namespace rpcscope

@@ -25,6 +25,8 @@
 
 class QPainter;
 
+class QIODevice;
+
 namespace rpcscope {
 
 // Paints the swimlanes of a TimelineStore onto any QPainter: the widget, PNG/SVG export and the CLI share
@@ -168,6 +170,9 @@ public:
     // The same picture as SVG (QSvgGenerator), for write-ups that need vector graphics.
     static bool renderSvg(const TimelineStore &store, int width, const Options &options,
                           const QString &fileName,
+                          std::optional<std::pair<qint64, qint64>> range = std::nullopt);
+    // The same into an open device, for a writer that reports its own errors.
+    static bool renderSvg(const TimelineStore &store, int width, const Options &options, QIODevice *device,
                           std::optional<std::pair<qint64, qint64>> range = std::nullopt);
 
     static constexpr int kLabelWidth = 230;

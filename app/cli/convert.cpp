@@ -1,5 +1,6 @@
 // rpcscope-cli convert: a capture file or a pcap/pcapng to another format.
 
+#include "captureconvert.h"
 #include "captureio.h"
 #include "commands.h"
 #include "options.h"
@@ -35,8 +36,14 @@ int cmdConvert(std::vector<std::string> args)
     const FileFormat format = outputFormat(opts, &error);
     if (!error.empty()) return usageError(error);
 
-    CaptureData data;
-    const CaptureReadResult read = loadCapture(QString::fromStdString(files[0]), &data, {}, load);
+    ExportOptions options;
+    options.redaction = redaction;
+    options.withFrames = opts.count("--frames");
+    // Streamed: the input's events go batch by batch to the output's writer, never held whole.
+    ConvertResult converted;
+    const bool ok = convertCapture(QString::fromStdString(files[0]), format, QString::fromStdString(files[1]),
+                                   options, load, &converted, &error);
+    const CaptureReadResult &read = converted.read;
     if (!read.usable()) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", read.message.c_str());
         return 1;
@@ -45,23 +52,16 @@ int cmdConvert(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: warning: %s\n", read.message.c_str());
     for (const std::string &note : read.notes)
         std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
-    ExportOptions options;
-    options.redaction = redaction;
-    options.withFrames = opts.count("--frames");
-    // Metrics of a capture without a call are a valid, empty document; say so rather than leave it to a
-    // dashboard that shows nothing.
-    TimelineStore store;
-    const bool metrics = format == FileFormat::OtlpMetrics;
-    if (metrics) replayCapture(data, store);
-    if (!exportCapture(data, format, QString::fromStdString(files[1]), options, &error,
-                       metrics ? &store : nullptr)) {
+    if (!ok) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
-    if (metrics && store.calls().empty())
+    // Metrics of a capture without a call are a valid, empty document; say so rather than leave it to a
+    // dashboard that shows nothing.
+    if (format == FileFormat::OtlpMetrics && converted.noCalls)
         std::fprintf(stderr, "rpcscope-cli: note: %s holds no gRPC call: %s has no data points\n",
                      files[0].c_str(), files[1].c_str());
-    std::printf("converted %s (%zu events) to %s (%s)\n", files[0].c_str(), data.eventCount(),
+    std::printf("converted %s (%zu events) to %s (%s)\n", files[0].c_str(), converted.events,
                 files[1].c_str(), formatName(format));
     return 0;
 }

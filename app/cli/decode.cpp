@@ -3,6 +3,7 @@
 
 #include "captureio.h"
 #include "commands.h"
+#include "filewrite.h"
 #include "messagedecoder.h"
 #include "reflectionclient.h"
 
@@ -10,7 +11,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QSaveFile>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -242,9 +242,8 @@ int cmdDecode(const std::vector<std::string> &args)
                           {"messages", messages}};
     const QByteArray bytes = QJsonDocument(doc).toJson(QJsonDocument::Indented);
     if (auto out = opts.find("--out"); out != opts.end()) {
-        QSaveFile f(QString::fromStdString(out->second));
-        if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
-            return fail(1, "cannot write " + out->second + ": " + f.errorString().toStdString());
+        std::string error;
+        if (!saveFileAtomically(QString::fromStdString(out->second), bytes, &error)) return fail(1, error);
         std::printf("decoded %lld message(s) into %s\n", static_cast<long long>(messages.size()),
                     out->second.c_str());
     } else {

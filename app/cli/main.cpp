@@ -1,6 +1,7 @@
 // rpcscope-cli: headless capture and lab runs. Links no QtWidgets.
 
 #include "commands.h"
+#include "librarylogs.h"
 #include "options.h"
 
 #include <QGuiApplication>
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
         std::fputs(kUsage, stdout);
         return 0;
     }
+    rpcscope::routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
     // Headless by construction: the painter needs a QGuiApplication for fonts, never a display.
     qputenv("QT_QPA_PLATFORM", "offscreen");
     g_defaultHandler = qInstallMessageHandler(quietOffscreen);

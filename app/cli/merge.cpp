@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "mergeset.h"
 #include "options.h"
+#include "output.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
@@ -154,14 +155,10 @@ int cmdMerge(const std::vector<std::string> &args)
             QStringLiteral("rpcscope — merged: %1").arg(names.join(QStringLiteral(" + "))), true};
         for (const Call &c : model.store().calls())
             if (c.parentCall) picture.grouping = LaneGrouping::Chain;
-        if (opts.count("--png") && !TimelinePainter::renderImage(model.store(), 1400, picture)
-                                        .save(QString::fromStdString(opts["--png"]), "PNG")) {
-            std::fprintf(stderr, "rpcscope-cli: cannot write %s\n", opts["--png"].c_str());
-            return 1;
-        }
-        if (opts.count("--svg") && !TimelinePainter::renderSvg(model.store(), 1400, picture,
-                                                               QString::fromStdString(opts["--svg"]))) {
-            std::fprintf(stderr, "rpcscope-cli: cannot write %s\n", opts["--svg"].c_str());
+        if ((opts.count("--png") &&
+             !writePng(TimelinePainter::renderImage(model.store(), 1400, picture), opts["--png"], &error)) ||
+            (opts.count("--svg") && !writeSvg(model.store(), picture, opts["--svg"], &error))) {
+            std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
             return 1;
         }
     }

@@ -2,24 +2,45 @@
 
 #include "output.h"
 
+#include "filewrite.h"
 #include "jsonexport.h"
 #include "options.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 
+#include <QBuffer>
 #include <QImage>
-#include <QSaveFile>
 
 namespace rpcscope {
 
 bool writeFile(const QString &name, const QByteArray &bytes, std::string *error)
 {
-    QSaveFile f(name); // atomic: a temporary file renamed over the target
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
-        *error = "cannot write " + name.toStdString() + ": " + f.errorString().toStdString();
+    return saveFileAtomically(name, bytes, error);
+}
+
+bool writePng(const QImage &image, const std::string &name, std::string *error)
+{
+    // Encoded in memory and written like any other output, so a failure says the system's reason.
+    QByteArray png;
+    QBuffer buffer(&png);
+    if (!buffer.open(QIODevice::WriteOnly) || !image.save(&buffer, "PNG")) {
+        *error = "cannot write " + name + ": the picture could not be encoded as PNG";
         return false;
     }
-    return true;
+    return writeFile(QString::fromStdString(name), png, error);
+}
+
+bool writeSvg(const TimelineStore &store, const TimelinePainter::Options &picture, const std::string &name,
+              std::string *error)
+{
+    QByteArray svg;
+    QBuffer buffer(&svg);
+    if (!buffer.open(QIODevice::WriteOnly) || !TimelinePainter::renderSvg(store, 1400, picture, &buffer)) {
+        *error = "cannot write " + name + ": the picture could not be drawn as SVG";
+        return false;
+    }
+    buffer.close();
+    return writeFile(QString::fromStdString(name), svg, error);
 }
 
 bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::string> &opts,
@@ -44,18 +65,11 @@ bool writeOutputs(const TimelineModel &model, const std::map<std::string, std::s
         if (c.parentCall) picture.grouping = LaneGrouping::Chain;
     if (opts.count("--comfortable")) picture.density = LaneDensity::Comfortable;
     picture.rates = !opts.count("--no-rates");
-    if (auto it = opts.find("--png"); it != opts.end()) {
-        const QImage image = TimelinePainter::renderImage(model.store(), 1400, picture);
-        if (!image.save(QString::fromStdString(it->second), "PNG")) {
-            *error = "cannot write " + it->second;
+    if (auto it = opts.find("--png"); it != opts.end())
+        if (!writePng(TimelinePainter::renderImage(model.store(), 1400, picture), it->second, error))
             return false;
-        }
-    }
     if (auto it = opts.find("--svg"); it != opts.end())
-        if (!TimelinePainter::renderSvg(model.store(), 1400, picture, QString::fromStdString(it->second))) {
-            *error = "cannot write " + it->second;
-            return false;
-        }
+        if (!writeSvg(model.store(), picture, it->second, error)) return false;
     return true;
 }
 

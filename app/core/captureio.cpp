@@ -1,6 +1,7 @@
 #include "captureio.h"
 
 #include "chrometrace.h"
+#include "filewrite.h"
 #include "jsonexport.h"
 #include "otlpexport.h"
 #include "otlpmetrics.h"
@@ -13,18 +14,6 @@
 #include <QSaveFile>
 
 namespace rpcscope {
-
-namespace {
-bool writeBytes(const QString &path, const QByteArray &bytes, std::string *error)
-{
-    QSaveFile f(path); // atomic: a temporary file renamed over the target
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
-        *error = "cannot write " + path.toStdString() + ": " + f.errorString().toStdString();
-        return false;
-    }
-    return true;
-}
-} // namespace
 
 const char *formatName(FileFormat format)
 {
@@ -120,7 +109,7 @@ bool exportCapture(const CaptureData &data, FileFormat format, const QString &pa
                                  : format == FileFormat::Chrome      ? timelineToChromeTraceBytes(store)
                                  : format == FileFormat::OtlpMetrics ? timelineToOtlpMetricsBytes(store)
                                                                      : timelineToOtlpBytes(store);
-        return writeBytes(path, bytes, error);
+        return saveFileAtomically(path, bytes, error);
     }
     case FileFormat::Unknown:
         break;
@@ -142,33 +131,49 @@ bool isPacketCapture(const QByteArray &head)
 // Batches of this many events, so an imported capture saved as .rpcscope has records of a sane size.
 constexpr size_t kImportBatch = 1024;
 
-CaptureReadResult importPacketCapture(const QString &path, CaptureData *out, const CaptureProgress &progress,
-                                      const LoadOptions &options)
+} // namespace
+
+CaptureReadResult importPacketCapture(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
+                                      const CaptureProgress &progress, const LoadOptions &options)
 {
     const std::int64_t size = QFileInfo(path).size();
     PcapImportOptions o;
     if (options.serverPort) o.serverPort = options.serverPort;
     if (progress)
         o.progress = [&](double fraction) { return progress(std::int64_t(fraction * double(size)), size); };
+    o.batchEvents = kImportBatch;
     PcapImportResult r;
     std::string error;
-    if (!importPcap(path.toStdString(), o, &r, &error))
+    *info = CaptureInfo{};
+    info->hasOrigin = true;
+    info->recordFrames = true;
+    info->writer = "rpcscope pcap import";
+    auto toSink = [&](EventBatch &&batch) {
+        // Imported events are stamped with the packets' wall clock; the first packet is read before any
+        // event.
+        info->originNs = r.firstPacketWallNs;
+        info->originWallNs = r.firstPacketWallNs;
+        sink(std::move(batch));
+    };
+    if (!importPcap(path.toStdString(), o, toSink, &r, &error))
         return {CaptureReadResult::Failed, "cannot import " + path.toStdString() + ": " + error};
     if (r.cancelled)
         return {CaptureReadResult::Cancelled, "importing " + path.toStdString() + " was cancelled"};
-    out->info.hasOrigin = true;
-    out->info.originNs = r.firstPacketWallNs; // imported events are stamped with the packets' wall clock
-    out->info.originWallNs = r.firstPacketWallNs;
-    out->info.recordFrames = true;
-    out->info.writer = "rpcscope pcap import";
-    for (size_t i = 0; i < r.events.size(); i += kImportBatch)
-        out->batches.emplace_back(r.events.begin() + std::ptrdiff_t(i),
-                                  r.events.begin() +
-                                      std::ptrdiff_t(std::min(r.events.size(), i + kImportBatch)));
+    info->originNs = r.firstPacketWallNs;
+    info->originWallNs = r.firstPacketWallNs;
     CaptureReadResult result;
     for (const std::string &note : r.notes)
         result.notes.push_back(path.toStdString() + ": " + note);
     return result;
+}
+
+namespace {
+CaptureReadResult importPacketCapture(const QString &path, CaptureData *out, const CaptureProgress &progress,
+                                      const LoadOptions &options)
+{
+    return importPacketCapture(
+        path, &out->info, [out](EventBatch &&batch) { out->batches.push_back(std::move(batch)); }, progress,
+        options);
 }
 } // namespace
 
@@ -202,20 +207,17 @@ CaptureReadResult loadCapture(const QString &path, CaptureData *out, const Captu
     return readCaptureFile(path, out, progress);
 }
 
+bool isPacketCaptureFile(const QString &path)
+{
+    QFile f(path);
+    return QFileInfo(path).isFile() && f.open(QIODevice::ReadOnly) && isPacketCapture(f.read(4));
+}
+
 CaptureReadResult loadCaptureBatches(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
                                      const CaptureProgress &progress, const LoadOptions &options)
 {
     *info = CaptureInfo{};
-    QFile f(path);
-    const QFileInfo fi(path);
-    if (fi.isFile() && f.open(QIODevice::ReadOnly) && isPacketCapture(f.read(4))) {
-        CaptureData data;
-        CaptureReadResult r = importPacketCapture(path, &data, progress, options);
-        *info = data.info;
-        for (EventBatch &b : data.batches)
-            sink(std::move(b));
-        return r;
-    }
+    if (isPacketCaptureFile(path)) return importPacketCapture(path, info, sink, progress, options);
     return readCaptureFile(path, info, sink, progress);
 }
 

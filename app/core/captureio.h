@@ -69,9 +69,15 @@ bool exportSession(const TimelineStore &store, const EventLog &log, FileFormat f
 // the first packet's time).
 CaptureReadResult loadCapture(const QString &path, CaptureData *out, const CaptureProgress &progress = {},
                               const LoadOptions &options = {});
-// The same, batch by batch into `sink` (capturereader.h): an .rpcscope file is never held whole; a packet
-// capture is imported first, then handed over.
+// The same, batch by batch into `sink` (capturereader.h): neither an .rpcscope file nor a packet capture is
+// ever held whole (a packet capture is reassembled and decoded as it is read).
 CaptureReadResult loadCaptureBatches(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
                                      const CaptureProgress &progress = {}, const LoadOptions &options = {});
+// A pcap or pcapng file, by its first bytes.
+bool isPacketCaptureFile(const QString &path);
+// A packet capture, batch by batch into `sink` as it is read; `info` (origin: the first packet's wall clock)
+// is complete by the first batch.
+CaptureReadResult importPacketCapture(const QString &path, CaptureInfo *info, const CaptureBatchSink &sink,
+                                      const CaptureProgress &progress = {}, const LoadOptions &options = {});
 
 } // namespace rpcscope

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "ingest.grpc.pb.h"
+#include "ingestmessage.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -11,6 +12,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/method_handler.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -45,6 +49,16 @@ bool validTraceparent(const std::string &t)
 bool validState(const std::string &s)
 {
     return s == "closed" || s == "open" || s == "half-open";
+}
+
+// 2^63: the first double past int64's range (INT64_MAX itself is not a double).
+constexpr double kInt64Limit = 9223372036854775808.0;
+
+// A JSON value as the line gave it, for a message: a string in quotes, a number in full.
+std::string quoted(const QJsonValue &v)
+{
+    if (v.isString()) return "\"" + v.toString().left(40).toStdString() + "\"";
+    return QString::number(v.toDouble(), 'g', 17).toStdString();
 }
 
 std::string tooLong(const char *field, size_t limit)
@@ -138,17 +152,33 @@ bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *er
             return *error = "field \"" + it.key().toStdString() + "\" has the wrong type", false;
     }
     ReportedEvent e;
-    // Nanoseconds since the epoch need more than a double's 53 bits, so a string of digits is exact.
+    // Nanoseconds since the epoch need more than a double's 53 bits, so a string of digits is exact. Either
+    // way the value is checked against int64's range before it is converted: beyond it the conversion is
+    // undefined behaviour, not a wrong number.
     if (o.contains("time_unix_nanos")) {
         const QJsonValue v = o.value("time_unix_nanos");
         bool ok = true;
-        e.timeUnixNanos = v.isString() ? v.toString().toLongLong(&ok) : std::int64_t(v.toDouble());
-        if (!ok) return *error = "time_unix_nanos is not an integer", false;
+        if (v.isString()) {
+            e.timeUnixNanos = v.toString().toLongLong(&ok);
+        } else {
+            const double ns = v.toDouble();
+            ok = ns >= 0 && ns < kInt64Limit; // false for NaN
+            if (ok) e.timeUnixNanos = std::int64_t(ns);
+        }
+        if (!ok || e.timeUnixNanos < 0)
+            return *error = "time_unix_nanos " + quoted(v) +
+                            " is not an integer from 0 to 9223372036854775807 (ns since the Unix epoch, or "
+                            "0 for now)",
+                   false;
     } else if (o.contains("time_unix_ms")) {
         const QJsonValue v = o.value("time_unix_ms");
         bool ok = true;
         const double ms = v.isString() ? v.toString().toDouble(&ok) : v.toDouble();
-        if (!ok) return *error = "time_unix_ms is not a number", false;
+        if (!ok || !(ms >= 0 && ms * 1e6 < kInt64Limit))
+            return *error = "time_unix_ms " + quoted(v) +
+                            " is not a number from 0 to 9223372036854 (ms since the Unix epoch, or 0 for "
+                            "now)",
+                   false;
         e.timeUnixNanos = std::int64_t(ms * 1e6);
     }
     e.kind = o.value("kind").toString().toStdString();
@@ -165,14 +195,22 @@ bool parseEventLine(const std::string &line, ReportedEvent *out, std::string *er
 struct IngestServer::Impl
 {
     // A fresh service object per start(): a grpc++ service can be registered with one server only.
-    struct Service final : ingest::Ingest::Service
+    // ReportEvents reads each event as raw bytes: the generated handler parses them itself and, when they do
+    // not parse, ends the read loop as if the client had finished, so a malformed event would be answered OK.
+    // Here parseEventMessage names what is wrong, for an INVALID_ARGUMENT.
+    struct Service final : grpc::Service
     {
         Impl *impl;
-        explicit Service(Impl *i) : impl(i) {}
-        grpc::Status ReportEvents(grpc::ServerContext *, grpc::ServerReader<ingest::Event> *reader,
-                                  ingest::ReportReply *reply) override
+        explicit Service(Impl *i) : impl(i)
         {
-            return impl->reportEvents(reader, reply);
+            static const std::string method = std::string("/") + ingest::Ingest::service_full_name() +
+                                              "/ReportEvents"; // RpcMethod keeps the pointer
+            AddMethod(new grpc::internal::RpcServiceMethod(
+                method.c_str(), grpc::internal::RpcMethod::CLIENT_STREAMING,
+                new grpc::internal::ClientStreamingHandler<Service, grpc::ByteBuffer, ingest::ReportReply>(
+                    [](Service *s, grpc::ServerContext *, grpc::ServerReader<grpc::ByteBuffer> *reader,
+                       ingest::ReportReply *reply) { return s->impl->reportEvents(reader, reply); },
+                    this)));
         }
     };
 
@@ -199,9 +237,19 @@ struct IngestServer::Impl
         return true;
     }
 
-    grpc::Status reportEvents(grpc::ServerReader<ingest::Event> *reader, ingest::ReportReply *reply)
+    static bool parseEvent(const grpc::ByteBuffer &buffer, ReportedEvent *out, std::string *error)
     {
-        ingest::Event in;
+        std::vector<grpc::Slice> slices;
+        if (!buffer.Dump(&slices).ok()) return *error = "unreadable message", false;
+        std::string bytes;
+        for (const grpc::Slice &s : slices)
+            bytes.append(reinterpret_cast<const char *>(s.begin()), s.size());
+        return parseEventMessage(bytes, out, error);
+    }
+
+    grpc::Status reportEvents(grpc::ServerReader<grpc::ByteBuffer> *reader, ingest::ReportReply *reply)
+    {
+        grpc::ByteBuffer in;
         std::int64_t index = 0;
         while (reader->Read(&in)) {
             // A stream cannot be paused from here: when the model stays behind, the client is told to retry.
@@ -212,9 +260,12 @@ struct IngestServer::Impl
                             " and the rest of this stream were not taken (accepted says how many were): "
                             "send them again later"};
             }
-            ReportedEvent r{in.time_unix_nanos(), in.kind(),        in.detail(), in.label(),
-                            in.call_id(),         in.traceparent(), in.source()};
+            ReportedEvent r;
             std::string error;
+            if (!parseEvent(in, &r, &error)) {
+                ++rejected;
+                return {grpc::StatusCode::INVALID_ARGUMENT, "event " + std::to_string(index) + ": " + error};
+            }
             if (!take(r, &error))
                 return {grpc::StatusCode::INVALID_ARGUMENT, "event " + std::to_string(index) + ": " + error};
             reply->set_accepted(++index);
@@ -272,7 +323,11 @@ struct IngestServer::Impl
                         std::string line;
                         line.swap(c.in);
                         if (!line.empty() && line.back() == '\r') line.pop_back();
-                        if (line.empty()) continue;
+                        if (line.find_first_not_of(" \t\r") == std::string::npos) {
+                            ++rejected;
+                            c.out += "error: empty line (one JSON object per line)\n";
+                            continue;
+                        }
                         ReportedEvent r;
                         std::string error;
                         bool ok = parseEventLine(line, &r, &error);

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "labsession.h"
+#include "librarylogs.h"
 #include "loopwatch.h"
 #include "mainwindow.h"
 #include "modelfeed.h"
@@ -67,6 +68,7 @@ bool haveDisplay()
 
 int main(int argc, char **argv)
 {
+    routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
     QString scenario = QStringLiteral("retry-basic");
     QString screenshot;
     bool withLab = true;

@@ -2,6 +2,7 @@
 
 #include "attemptinspector.h"
 #include "callsfilterproxy.h"
+#include "filewrite.h"
 #include "labpanel.h"
 #include "labsession.h"
 #include "swimlaneview.h"
@@ -11,6 +12,7 @@
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
+#include <QBuffer>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDockWidget>
@@ -293,17 +295,32 @@ QImage MainWindow::exportImage() const
                                         exportRange());
 }
 
-bool MainWindow::exportPng(const QString &fileName)
+bool MainWindow::exportPng(const QString &fileName, std::string *why)
 {
-    return exportImage().save(fileName, "PNG");
+    // Encoded in memory and written like the other exports, so a failure says the system's reason.
+    QByteArray png;
+    QBuffer buffer(&png);
+    std::string error = "cannot write " + fileName.toStdString() + ": the picture could not be encoded";
+    const bool ok = buffer.open(QIODevice::WriteOnly) && exportImage().save(&buffer, "PNG") &&
+                    saveFileAtomically(fileName, png, &error);
+    if (!ok && why) *why = error;
+    return ok;
 }
 
-bool MainWindow::exportSvg(const QString &fileName)
+bool MainWindow::exportSvg(const QString &fileName, std::string *why)
 {
     TimelinePainter::Options o = m_view->timelinePainter().options();
     o.title = exportTitle();
-    return TimelinePainter::renderSvg(m_model->store(), std::max(1400, m_view->width()), o, fileName,
-                                      exportRange());
+    QByteArray svg;
+    QBuffer buffer(&svg);
+    std::string error = "cannot write " + fileName.toStdString() + ": the picture could not be drawn";
+    bool ok = buffer.open(QIODevice::WriteOnly) &&
+              TimelinePainter::renderSvg(m_model->store(), std::max(1400, m_view->width()), o, &buffer,
+                                         exportRange());
+    buffer.close();
+    ok = ok && saveFileAtomically(fileName, svg, &error);
+    if (!ok && why) *why = error;
+    return ok;
 }
 
 void MainWindow::copyToClipboard()
@@ -318,9 +335,8 @@ void MainWindow::exportSvgInteractive()
         QFileDialog::getSaveFileName(this, QStringLiteral("Export SVG"), QStringLiteral("rpcscope.svg"),
                                      QStringLiteral("SVG images (*.svg)"));
     if (file.isEmpty()) return;
-    if (!exportSvg(file))
-        QMessageBox::warning(this, QStringLiteral("Export failed"),
-                             QStringLiteral("Could not write %1.").arg(file));
+    if (std::string why; !exportSvg(file, &why))
+        QMessageBox::warning(this, QStringLiteral("Export failed"), QString::fromStdString(why));
     else
         statusBar()->showMessage(QStringLiteral("Exported %1").arg(file), 5000);
 }
@@ -331,9 +347,8 @@ void MainWindow::exportPngInteractive()
         QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"), QStringLiteral("rpcscope.png"),
                                      QStringLiteral("PNG images (*.png)"));
     if (file.isEmpty()) return;
-    if (!exportPng(file))
-        QMessageBox::warning(this, QStringLiteral("Export failed"),
-                             QStringLiteral("Could not write %1.").arg(file));
+    if (std::string why; !exportPng(file, &why))
+        QMessageBox::warning(this, QStringLiteral("Export failed"), QString::fromStdString(why));
     else
         statusBar()->showMessage(QStringLiteral("Exported %1").arg(file), 5000);
 }

@@ -59,8 +59,9 @@ public:
 
 public slots:
     void runScenario();
-    bool exportPng(const QString &fileName);
-    bool exportSvg(const QString &fileName);
+    // False with the system's reason in *why (a full disk, ...) when given.
+    bool exportPng(const QString &fileName, std::string *why = nullptr);
+    bool exportSvg(const QString &fileName, std::string *why = nullptr);
     void setWorkshop(bool on);
     void setDark(bool on);
     void copyToClipboard();

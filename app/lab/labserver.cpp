@@ -500,6 +500,8 @@ bool LabServer::start(std::string *error)
     builder.SetOption(std::make_unique<ReflectionOption>(d->options.reflection));
     if (d->options.maxConcurrentStreams > 0)
         builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, d->options.maxConcurrentStreams);
+    if (d->options.maxMetadataBytes > 0)
+        builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, d->options.maxMetadataBytes);
     if (d->options.permitIdlePings) {
         builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
         builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 0);

@@ -29,6 +29,9 @@ struct LabServerOptions
     // Accept keepalive PINGs at any rate, also on a connection without calls (C-core's server otherwise
     // answers a third early PING with GOAWAY too_many_pings).
     bool permitIdlePings = false;
+    // > 0: the largest header list a request may carry (GRPC_ARG_MAX_METADATA_SIZE); 0: gRPC's default,
+    // 8 KiB, past which C-core resets the stream and drops the connection.
+    int maxMetadataBytes = 0;
     bool healthService = false; // grpc.health.v1 (grpc++'s default health service), SERVING at start
     // gRPC server reflection (grpc.reflection.v1alpha), so rpcscope can fetch the lab's schemas and decode
     // its messages with no .proto at hand.

@@ -405,6 +405,34 @@ private slots:
                  qPrintable(named[1]));
     }
 
+    // A client that sends the HTTP/2 preface and closes inside its first frame: the connection is named as
+    // that, not as one that is not HTTP/2.
+    void captureNamesACutFirstFrame()
+    {
+        CaptureRun run;
+        QVERIFY2(run.start({"--out", run.dir.filePath("capture.json")}), run.error.c_str());
+        const int fd = testnet::connectLoopback(std::uint16_t(run.port));
+        QVERIFY(fd >= 0);
+        testnet::setIoTimeouts(fd, 20);
+        const std::string bytes =
+            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + std::string("\0\0\x06\x04\0\0\0\0\0\0\x03", 11);
+        QVERIFY(testnet::sendAll(fd, bytes.data(), bytes.size()));
+        QCOMPARE(::shutdown(fd, SHUT_WR), 0);
+        char buf[4096];
+        while (::recv(fd, buf, sizeof buf, 0) > 0) {
+        }
+        ::close(fd);
+        QVERIFY(run.stop(SIGTERM));
+        QCOMPARE(run.process.exitCode(), 0);
+        const QString err = QString::fromUtf8(run.process.readAllStandardError());
+        const QStringList named =
+            err.split('\n').filter(QRegularExpression("^rpcscope-cli: connection \\d+ "));
+        QCOMPARE(named.size(), 1);
+        QVERIFY2(named[0].endsWith(
+                     "not decoded: HTTP/2 preface, then a SETTINGS frame cut short after 11 of its 15 bytes"),
+                 qPrintable(named[0]));
+    }
+
     // --keep bounds a long capture's memory: the oldest calls go, the newest stay, and a warning says so.
     void captureKeepsTheNewestWithinItsBudget()
     {
@@ -521,6 +549,100 @@ private slots:
         for (size_t i = 0; i < left.keys.size(); ++i)
             QCOMPARE(left.keys[i], i < 10 ? "big-" + std::to_string(i) : "more-" + std::to_string(i - 10));
         QVERIFY(QFileInfo(partial).size() <= 64 * 1024);
+    }
+
+    // A .json output is written when the capture ends; a disk that fills up part way through it (here a
+    // file-size limit, the same short write) is said with the system's reason, never Qt's "Unknown error".
+    void captureJsonThatCannotBeWrittenSaysWhy()
+    {
+        CaptureRun run;
+        const QString out = run.dir.filePath("end.json");
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TMPDIR", run.dir.path()); // where it would save the capture instead
+        run.process.setProcessEnvironment(env);
+        run.process.setChildProcessModifier([] {
+            const rlimit limit{4096, 4096};
+            setrlimit(RLIMIT_FSIZE, &limit);
+        });
+        QVERIFY2(run.start({"--out", out, "--frames"}), run.error.c_str());
+        QVERIFY(makeCalls(run.port, "end-", 20));
+        QVERIFY(run.stop(SIGTERM));
+        QCOMPARE(run.process.exitCode(), 1);
+        const QString err = QString::fromUtf8(run.process.readAllStandardError());
+        const QString tooLarge = QString::fromLocal8Bit(std::strerror(EFBIG));
+        QVERIFY2(err.startsWith("rpcscope-cli: cannot write " + out + ": " + tooLarge + "; saving it to "),
+                 qPrintable(err));
+        QVERIFY2(
+            err.contains(QRegularExpression("failed too: cannot write \\S+\\.rpcscope: " + tooLarge + "\n$")),
+            qPrintable(err));
+        QVERIFY2(!err.contains("Unknown error"), qPrintable(err));
+    }
+
+    // Every output a command writes, in each format, says why it could not be written: the system's reason
+    // for a short write, and no library line (libpng's) before it.
+    void outputsThatCannotGrowSayWhy()
+    {
+        CaptureRun run;
+        const QString in = run.dir.filePath("in.rpcscope");
+        QVERIFY2(run.start({"--out", in}), run.error.c_str());
+        QVERIFY(makeCalls(run.port, "w-", 20));
+        QVERIFY(run.stop(SIGTERM));
+        QCOMPARE(run.process.exitCode(), 0);
+        const QString tooLarge = QString::fromLocal8Bit(std::strerror(EFBIG));
+        const QString dir = run.dir.path() + "/";
+        // The pictures are far larger than the capture, which the merge writes first: a limit between the
+        // two.
+        const rlim_t small = 4096, beyondCapture = rlim_t(QFileInfo(in).size()) + 16384;
+        const std::vector<std::tuple<QStringList, QString, rlim_t>> cases{
+            {{"convert", in, dir + "c.json", "--frames"}, dir + "c.json", small},
+            {{"convert", in, dir + "c.chrome.json"}, dir + "c.chrome.json", small},
+            {{"convert", in, dir + "c.otlp.json"}, dir + "c.otlp.json", small},
+            {{"convert", in, dir + "c.pcapng"}, dir + "c.pcapng", small},
+            {{"convert", in, dir + "c.rpcscope"}, dir + "c.rpcscope", small},
+            {{"merge", in, "--out", dir + "m.json", "--frames"}, dir + "m.json", small},
+            {{"merge", in, "--out", dir + "m1.rpcscope", "--png", dir + "m.png"},
+             dir + "m.png",
+             beyondCapture},
+            {{"merge", in, "--out", dir + "m2.rpcscope", "--svg", dir + "m.svg"},
+             dir + "m.svg",
+             beyondCapture},
+        };
+        for (const auto &[args, file, size] : cases) {
+            QProcess p;
+            const rlim_t bytes = size;
+            p.setChildProcessModifier([bytes] {
+                std::signal(SIGXFSZ, SIG_IGN); // inherited: a write past the limit fails instead of killing
+                const rlimit limit{bytes, bytes};
+                setrlimit(RLIMIT_FSIZE, &limit);
+            });
+            p.start(QStringLiteral(RPCSCOPE_CLI), args);
+            QVERIFY(p.waitForFinished(60000));
+            const QString err = QString::fromUtf8(p.readAllStandardError());
+            QVERIFY2(p.exitCode() == 1, qPrintable(args.join(' ') + ": " + err));
+            QCOMPARE(err, "rpcscope-cli: cannot write " + file + ": " + tooLarge + "\n");
+            QVERIFY2(!QFile::exists(file), qPrintable(file)); // nothing half-written left behind
+        }
+    }
+
+    // A capture file whose header names its writer in bytes that are not UTF-8: one line on stderr naming the
+    // problem, and no library line before it.
+    void captureHeaderNotUtf8IsOneLine()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("bad-writer.rpcscope");
+        rpcscope::CaptureData data;
+        data.info.writer = "rpcscope \xc3\x28";
+        std::string error;
+        QVERIFY2(rpcscope::writeCaptureFile(path, data, {}, &error), error.c_str());
+        for (const QStringList &args :
+             {QStringList{"convert", path, dir.filePath("out.json")}, QStringList{"stats", path}}) {
+            const Result r = cli(args);
+            QCOMPARE(r.code, args[0] == "stats" ? 2 : 1); // stats: a file it cannot read is a usage error
+            QCOMPARE(r.err,
+                     "rpcscope-cli: " + path +
+                         " is corrupt: record 0 at byte 12 (the file header) names its writer in bytes "
+                         "that are not UTF-8\n");
+        }
     }
 
     // A long capture shows it is alive: once a second, with --progress (on a terminal without it), what it

@@ -1483,6 +1483,53 @@ private slots:
         QVERIFY(QString::fromStdString(events[1].reason).contains("HTTP/1"));
     }
 
+    void cutFirstFrameNamedAsSuch_data()
+    {
+        QTest::addColumn<bool>("client");
+        QTest::addColumn<std::string>("bytes");
+        QTest::addColumn<QString>("reason");
+        const std::string preface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        const std::string settingsHeader("\0\0\x06\x04\0\0\0\0\0", 9);
+        QTest::newRow("preface, 3 header bytes")
+            << true << preface + std::string("\0\0\x06", 3)
+            << "HTTP/2 preface, then a frame cut short after 3 of its 9 header bytes";
+        QTest::newRow("preface, SETTINGS header cut")
+            << true << preface + settingsHeader.substr(0, 5)
+            << "HTTP/2 preface, then a SETTINGS frame cut short after 5 of its 9 header bytes";
+        QTest::newRow("preface, SETTINGS payload cut")
+            << true << preface + settingsHeader + std::string("\0\x03", 2)
+            << "HTTP/2 preface, then a SETTINGS frame cut short after 11 of its 15 bytes";
+        QTest::newRow("server SETTINGS header cut")
+            << false << settingsHeader.substr(0, 4)
+            << "HTTP/2 SETTINGS frame from the server cut short after 4 of its 9 header bytes";
+        QTest::newRow("server SETTINGS payload cut")
+            << false << settingsHeader + std::string("\0", 1)
+            << "HTTP/2 SETTINGS frame from the server cut short after 10 of its 15 bytes";
+        QTest::newRow("preface itself cut")
+            << true << preface.substr(0, 10) << "connection closed inside the HTTP/2 connection preface";
+    }
+
+    // A valid preface, then a connection that closes inside its first frame, is called that, not "not
+    // HTTP/2"; in one read or a byte at a time.
+    void cutFirstFrameNamedAsSuch()
+    {
+        QFETCH(bool, client);
+        QFETCH(std::string, bytes);
+        QFETCH(QString, reason);
+        for (const size_t piece : {bytes.size(), size_t(1)}) {
+            ConnectionDecoder d(kConnection);
+            EventBatch events;
+            for (size_t at = 0; at < bytes.size(); at += piece)
+                d.feed(client ? C2S : S2C, reinterpret_cast<const std::uint8_t *>(bytes.data()) + at,
+                       std::min(piece, bytes.size() - at), 1, events);
+            QCOMPARE(events.size(), size_t(0));
+            d.finish(9, events);
+            QCOMPARE(events.size(), size_t(1));
+            QCOMPARE(events[0].kind, EventKind::DecodeError);
+            QCOMPARE(QString::fromStdString(events[0].reason), reason);
+        }
+    }
+
     // The client cancels while the server's reply is partly on the wire: the server's DATA that was already
     // in flight must still be read as the rest of that message, not as new 5-byte prefixes.
     void resetWhilePeerMidMessage()

@@ -2,6 +2,7 @@
 // mid-connection, a file cut short) of real grpc++ bytes, and a capture taken by Debian's tshark on loopback
 // while a lab scenario runs, compared with rpcscope's own live capture of the same calls.
 
+#include "capturecodec.h"
 #include "clock.h"
 #include "connectiondecoder.h"
 #include "labclient.h"
@@ -119,12 +120,14 @@ enum class Damage
     CutShort
 };
 
-void writeCapture(const std::string &path, const std::vector<Seg> &segs, Damage damage, std::int64_t t0)
+// One connection's segments (a client on `clientPort`) in `w`, its times moved by `shift`.
+void writeConnection(PcapWriter &w, const std::vector<Seg> &segs, Damage damage, std::int64_t t0,
+                     std::uint16_t clientPort = kClientPort, std::int64_t shift = 0)
 {
-    PcapWriter w(path);
+    t0 += shift;
     if (damage != Damage::MidStream) {
-        w.segment(t0, kClientPort, kServerPort, kIsnC, 0x02, {});
-        w.segment(t0, kServerPort, kClientPort, kIsnS, 0x12, {});
+        w.segment(t0, clientPort, kServerPort, kIsnC, 0x02, {});
+        w.segment(t0, kServerPort, clientPort, kIsnS, 0x12, {});
     }
     std::mt19937 rng(7);
     std::vector<Seg> order = segs;
@@ -133,26 +136,33 @@ void writeCapture(const std::string &path, const std::vector<Seg> &segs, Damage 
             std::swap(order[i], order[i + 1]);
     std::int64_t last = t0;
     for (size_t i = 0; i < order.size(); ++i) {
-        const Seg &s = order[i];
+        Seg s = order[i];
+        s.t += shift;
         if (damage == Damage::MidStream && s.offset < 1200)
             continue; // the capture began after the preface, the SETTINGS and the first call's headers
         const std::uint32_t seq = (s.c2s ? kIsnC : kIsnS) + 1 + s.offset;
-        w.segment(s.t, s.c2s ? kClientPort : kServerPort, s.c2s ? kServerPort : kClientPort, seq, 0x18,
+        w.segment(s.t, s.c2s ? clientPort : kServerPort, s.c2s ? kServerPort : clientPort, seq, 0x18,
                   s.bytes);
         if (damage == Damage::Retransmit && rng() % 4 == 0) {
             // A full retransmission, then one overlapping the next segment's start.
-            w.segment(s.t, s.c2s ? kClientPort : kServerPort, s.c2s ? kServerPort : kClientPort, seq, 0x18,
+            w.segment(s.t, s.c2s ? clientPort : kServerPort, s.c2s ? kServerPort : clientPort, seq, 0x18,
                       s.bytes);
             if (s.bytes.size() > 3)
-                w.segment(s.t, s.c2s ? kClientPort : kServerPort, s.c2s ? kServerPort : kClientPort,
+                w.segment(s.t, s.c2s ? clientPort : kServerPort, s.c2s ? kServerPort : clientPort,
                           seq + std::uint32_t(s.bytes.size()) - 3, 0x18, s.bytes.substr(s.bytes.size() - 3));
         }
         last = std::max(last, s.t);
     }
     if (damage != Damage::CutShort) {
-        w.segment(last, kClientPort, kServerPort, 0, 0x11, {});
-        w.segment(last, kServerPort, kClientPort, 0, 0x11, {});
+        w.segment(last, clientPort, kServerPort, 0, 0x11, {});
+        w.segment(last, kServerPort, clientPort, 0, 0x11, {});
     }
+}
+
+void writeCapture(const std::string &path, const std::vector<Seg> &segs, Damage damage, std::int64_t t0)
+{
+    PcapWriter w(path);
+    writeConnection(w, segs, damage, t0);
 }
 
 // The same bytes decoded in order by the relay's decoder: what an import must reproduce.
@@ -280,6 +290,123 @@ private slots:
         QVERIFY(store.connections()[0].decodeError.empty());
         QCOMPARE(QString::fromStdString(store.connections()[0].closeReason),
                  QStringLiteral("closed by client"));
+    }
+
+    void streamedInBatches_data()
+    {
+        QTest::addColumn<int>("damage");
+        QTest::addColumn<int>("batchEvents");
+        QTest::addColumn<int>("connections");
+        for (int n : {1, 5, 64}) {
+            QTest::addRow("in order, batches of %d", n) << int(Damage::None) << n << 1;
+            QTest::addRow("out of order, batches of %d", n) << int(Damage::Reorder) << n << 1;
+        }
+        QTest::addRow("40 connections, ports used twice, batches of 64")
+            << int(Damage::Retransmit) << 64 << 40;
+    }
+
+    // Streamed, the import hands its events over batch by batch while it reads, and they are the events of
+    // the whole-file import, in the same order: the same calls.
+    void streamedInBatches()
+    {
+        QFETCH(int, damage);
+        QFETCH(int, batchEvents);
+        QFETCH(int, connections);
+        const std::string path =
+            m_dir.filePath(QStringLiteral("s%1-%2.pcap").arg(damage).arg(connections)).toStdString();
+        {
+            PcapWriter w(path);
+            for (int i = 0; i < connections; ++i) // one after the other, each 20 client ports used again
+                writeConnection(w, m_segments, Damage(damage), m_segments.front().t,
+                                std::uint16_t(kClientPort + i % 20), std::int64_t(i) * 1000 * ms);
+        }
+        PcapImportResult whole;
+        std::string error;
+        QVERIFY2(importPcap(path, {}, &whole, &error), error.c_str());
+        QCOMPARE(whole.connections, connections);
+
+        PcapImportOptions o;
+        o.batchEvents = size_t(batchEvents);
+        std::vector<EventBatch> batches;
+        PcapImportResult streamed;
+        std::int64_t originAtFirstBatch = 0;
+        QVERIFY2(importPcap(
+                     path, o,
+                     [&](EventBatch &&b) {
+                         if (batches.empty()) originAtFirstBatch = streamed.firstPacketWallNs;
+                         batches.push_back(std::move(b));
+                     },
+                     &streamed, &error),
+                 error.c_str());
+        QVERIFY(streamed.events.empty()); // nothing held back
+        QCOMPARE(originAtFirstBatch, whole.firstPacketWallNs);
+        QCOMPARE(streamed.packets, whole.packets);
+        QCOMPARE(streamed.connections, whole.connections);
+        QCOMPARE(streamed.retransmitted, whole.retransmitted);
+        QCOMPARE(streamed.outOfOrder, whole.outOfOrder);
+        // Handed over as it goes: a batch closes at the first packet that fills it.
+        QVERIFY2(
+            batches.size() >= whole.events.size() / size_t(batchEvents + 16),
+            qPrintable(
+                QStringLiteral("%1 batches for %2 events").arg(batches.size()).arg(whole.events.size())));
+        EventBatch joined;
+        size_t largest = 0;
+        for (const EventBatch &b : batches) {
+            QVERIFY(!b.empty());
+            largest = std::max(largest, b.size());
+            joined.insert(joined.end(), b.begin(), b.end());
+        }
+        QVERIFY2(largest < size_t(batchEvents) + 16, qPrintable(QString::number(largest)));
+        QCOMPARE(joined.size(), whole.events.size());
+        QVERIFY(encodeBatch(joined) == encodeBatch(whole.events)); // every field of every event
+        TimelineStore a, b;
+        a.apply(whole.events);
+        for (const EventBatch &batch : batches)
+            b.apply(batch);
+        size_t attempts = 0; // the same call ids on every connection: the attempts add up under them
+        for (const Call &c : b.calls())
+            attempts += c.attempts.size();
+        QCOMPARE(attempts, size_t(5 * connections));
+        QVERIFY2(shapes(a) == shapes(b), qPrintable(describe(shapes(b)) + " vs " + describe(shapes(a))));
+    }
+
+    // Progress covers both passes (finding the server port, then importing) and only moves forward; a
+    // cancel in the first pass stops before any event is handed over.
+    void progressAndCancel()
+    {
+        const std::string path = m_dir.filePath(QStringLiteral("progress.pcap")).toStdString();
+        {
+            PcapWriter w(path);
+            for (int i = 0; i < 250; ++i)
+                writeConnection(w, m_segments, Damage::None, m_segments.front().t,
+                                std::uint16_t(kClientPort + i % 20), std::int64_t(i) * 1000 * ms);
+        }
+        std::vector<double> seen;
+        PcapImportOptions o;
+        o.progress = [&](double f) {
+            seen.push_back(f);
+            return true;
+        };
+        PcapImportResult r;
+        std::string error;
+        size_t events = 0;
+        QVERIFY2(importPcap(
+                     path, o, [&](EventBatch &&b) { events += b.size(); }, &r, &error),
+                 error.c_str());
+        QVERIFY(!r.cancelled);
+        QVERIFY(events > 0);
+        QVERIFY2(r.packets > 8192, qPrintable(QString::number(r.packets)));
+        QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+        QVERIFY2(!seen.empty() && seen.front() <= 0.2, qPrintable(QString::number(seen.front())));
+        QVERIFY2(seen.back() > 0.5 && seen.back() <= 1.0, qPrintable(QString::number(seen.back())));
+
+        o.progress = [](double) { return false; };
+        events = 0;
+        QVERIFY2(importPcap(
+                     path, o, [&](EventBatch &&b) { events += b.size(); }, &r, &error),
+                 error.c_str());
+        QVERIFY(r.cancelled);
+        QCOMPARE(events, size_t(0));
     }
 
     void midStream()

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <linux/sockios.h>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <netinet/in.h>
@@ -25,6 +27,7 @@
 #include <poll.h>
 #include <random>
 #include <string>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -383,6 +386,127 @@ int relayAndConnect(Relay &relay, EventLog &log, std::uint16_t target, int timeo
     return fd;
 }
 
+// How one round of resetRounds() ended for the reading side.
+struct ResetRound
+{
+    size_t bytes = 0;
+    std::string end; // "ECONNRESET", "EOF", another errno's name or "timeout"
+};
+
+// Reads fd until it ends or `timeout` passes without anything arriving (poll, no sleeps).
+ResetRound readUntilEnd(int fd, std::chrono::milliseconds timeout)
+{
+    ResetRound r;
+    char buf[65536];
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, int(timeout.count())) != 1) {
+            r.end = "timeout";
+            return r;
+        }
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            r.bytes += size_t(n);
+        } else if (n == 0) {
+            r.end = "EOF";
+            return r;
+        } else if (errno != EINTR) {
+            r.end = errno == ECONNRESET ? "ECONNRESET" : std::strerror(errno);
+            return r;
+        }
+    }
+}
+
+// Runs `rounds` connections through a relay in which one side (the server when serverResets, else the
+// client) resets, each in one of four ways by turn, and checks that the other side reads everything the
+// relay had taken from the resetting side before it and then ECONNRESET, never a clean EOF. Returns the
+// failed rounds and describes the first few in *failures.
+int resetRounds(bool serverResets, int rounds, std::string *failures, std::map<std::string, int> *ends)
+{
+    const int listener = listenLoopback();
+    if (listener < 0) {
+        *failures = "no listener";
+        return rounds;
+    }
+    EventLog log;
+    Relay relay;
+    std::string error;
+    if (!relay.start({"127.0.0.1", 0}, {"127.0.0.1", localPort(listener)}, log.sink(), &error)) {
+        close(listener);
+        *failures = error;
+        return rounds;
+    }
+    const linger abort{1, 0};
+    const std::string big = randomBytes(1 << 20, 7);
+    int failed = 0;
+    for (int i = 0; i < rounds; ++i) {
+        const int client = connectLoopback(relay.listenAddress().port);
+        pollfd lp{listener, POLLIN, 0};
+        const int server = client >= 0 && poll(&lp, 1, 5000) == 1 ? accept(listener, nullptr, nullptr) : -1;
+        const int resetter = serverResets ? server : client;
+        const int reader = serverResets ? client : server;
+        std::string problem;
+        size_t sent = 0;
+        if (client < 0 || server < 0) {
+            problem = "could not connect through the relay";
+        } else {
+            switch (i % 4) {
+            case 0: { // the reader has taken what came before the reset
+                sendAll(resetter, "hi", 2);
+                char got[2];
+                pollfd p{reader, POLLIN, 0};
+                if (poll(&p, 1, 5000) != 1 || recv(reader, got, 2, MSG_WAITALL) != 2)
+                    problem = "the bytes before the reset did not arrive";
+                break;
+            }
+            case 1: // a little data, then the reset at once
+                sent = 2;
+                sendAll(resetter, "ho", 2);
+                break;
+            case 2: // more than the reader's socket holds, then the reset as soon as the relay has it all
+                    // (what the resetter's kernel has not sent yet is discarded with its socket)
+                sent = big.size();
+                sendAll(resetter, big.data(), big.size());
+                if (!waitUntil(
+                        [&] {
+                            int unacked = 0;
+                            return ioctl(resetter, SIOCOUTQ, &unacked) == 0 && unacked == 0;
+                        },
+                        5s))
+                    problem = "the relay did not take what the resetter sent";
+                break;
+            case 3: { // a close with unread data, which TCP turns into a reset
+                sendAll(reader, "unread", 6);
+                pollfd p{resetter, POLLIN, 0};
+                if (poll(&p, 1, 5000) != 1) problem = "the resetter never got the bytes it leaves unread";
+                break;
+            }
+            }
+            if (i % 4 != 3) setsockopt(resetter, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+            close(resetter);
+            const ResetRound r = readUntilEnd(reader, 5000ms);
+            ++(*ends)[r.end];
+            const size_t expected = i % 4 == 0 ? 0 : sent; // round 0's bytes were read before
+            if (problem.empty() && r.end != "ECONNRESET")
+                problem = "ended with " + r.end + " instead of ECONNRESET";
+            else if (problem.empty() && r.bytes != expected)
+                problem = "got " + std::to_string(r.bytes) + " of the " + std::to_string(expected) +
+                          " bytes sent before the reset";
+        }
+        if (!problem.empty()) {
+            if (++failed <= 5)
+                *failures +=
+                    "round " + std::to_string(i) + " (way " + std::to_string(i % 4) + "): " + problem + "\n";
+        }
+        if (reader >= 0) close(reader);
+        if (client < 0 || server < 0)
+            if (resetter >= 0) close(resetter);
+    }
+    relay.stop();
+    close(listener);
+    return failed;
+}
+
 } // namespace
 
 class TestRelay : public QObject
@@ -399,6 +523,8 @@ private slots:
     void probeClosedPortIsUnreachable();
     void targetRefusingClosesClient();
     void resetIsPassedOnBothWays();
+    void serverResetReachesClientEveryTime();
+    void clientResetReachesServerEveryTime();
     void aDecoderBehindSendsBoundedBatches();
 };
 
@@ -837,6 +963,28 @@ void TestRelay::resetIsPassedOnBothWays()
     QVERIFY2(reasons[2].find("closed by server") != std::string::npos, reasons[2].c_str());
     relay.stop();
     close(listener);
+}
+
+// The reset test above, repeated: a reset must reach the other side as a reset every time, whatever the
+// relay was doing when it came (connecting, forwarding, idle), not most of the time.
+void TestRelay::serverResetReachesClientEveryTime()
+{
+    std::string failures;
+    std::map<std::string, int> ends;
+    const int failed = resetRounds(true, 1000, &failures, &ends);
+    for (const auto &[end, n] : ends)
+        qInfo("client read %s %d times", end.c_str(), n);
+    QVERIFY2(failed == 0, (std::to_string(failed) + " of 1000 rounds failed:\n" + failures).c_str());
+}
+
+void TestRelay::clientResetReachesServerEveryTime()
+{
+    std::string failures;
+    std::map<std::string, int> ends;
+    const int failed = resetRounds(false, 1000, &failures, &ends);
+    for (const auto &[end, n] : ends)
+        qInfo("server read %s %d times", end.c_str(), n);
+    QVERIFY2(failed == 0, (std::to_string(failed) + " of 1000 rounds failed:\n" + failures).c_str());
 }
 
 // When the decoder falls behind (here: its sink is held until everything has been relayed), the round that

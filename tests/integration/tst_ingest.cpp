@@ -6,10 +6,13 @@
 #include "ingestserver.h"
 #include "labclient.h"
 #include "labsession.h"
+#include "librarylogs.h"
 #include "testnet.h"
 #include "timelinestore.h"
 
+#include <QTemporaryFile>
 #include <QtTest>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <mutex>
 
@@ -67,6 +70,59 @@ grpc::Status report(std::uint16_t port, const std::vector<ingest::Event> &events
     grpc::Status s = writer->Finish();
     *accepted = reply.accepted();
     return s;
+}
+
+// Streams each of `messages` as the raw bytes of one event, as a client with another (or a broken) protobuf
+// library would: the generic stub serializes nothing.
+grpc::Status reportRaw(std::uint16_t port, const std::vector<std::string> &messages)
+{
+    auto channel =
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    grpc::GenericStub stub(channel);
+    grpc::CompletionQueue cq;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto call = stub.PrepareCall(&ctx, "/rpcscope.ingest.Ingest/ReportEvents", &cq);
+    auto step = [&cq](auto &&start) {
+        start(reinterpret_cast<void *>(1));
+        void *tag = nullptr;
+        bool ok = false;
+        return cq.Next(&tag, &ok) && ok;
+    };
+    bool open = step([&](void *t) { call->StartCall(t); });
+    for (const std::string &m : messages) {
+        if (!open) break;
+        grpc::Slice slice(m.data(), m.size());
+        grpc::ByteBuffer buffer(&slice, 1);
+        open = step([&](void *t) { call->Write(buffer, t); });
+    }
+    if (open) step([&](void *t) { call->WritesDone(t); });
+    grpc::ByteBuffer reply;
+    step([&](void *t) { call->Read(&reply, t); });
+    grpc::Status status;
+    step([&](void *t) { call->Finish(&status, t); });
+    cq.Shutdown();
+    void *tag = nullptr;
+    bool ok = false;
+    while (cq.Next(&tag, &ok)) {
+    }
+    return status;
+}
+
+// What this process writes on stderr while `run` runs (the server's threads included).
+template <typename F> QByteArray stderrOf(F &&run)
+{
+    QTemporaryFile file;
+    if (!file.open()) return "cannot open a temporary file";
+    std::fflush(stderr);
+    const int saved = ::dup(STDERR_FILENO);
+    ::dup2(file.handle(), STDERR_FILENO);
+    run();
+    std::fflush(stderr);
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    file.seek(0);
+    return file.readAll();
 }
 
 // Sends `text` on a fresh TCP connection to the JSON port and reads `lines` answer lines.
@@ -215,6 +271,95 @@ private slots:
         QCOMPARE(server.rejected(), std::uint64_t(code == grpc::RESOURCE_EXHAUSTED ? 1 : 2));
     }
 
+    void malformedGrpcEventsRefused_data()
+    {
+        QTest::addColumn<QByteArray>("bytes");
+        QTest::addColumn<QString>("reason");
+        const auto event = [](std::initializer_list<std::pair<int, std::string>> fields) {
+            QByteArray b; // length-delimited fields, each shorter than 128 bytes
+            for (const auto &[number, value] : fields)
+                b += char(number << 3 | 2) + QByteArray(1, char(value.size())) +
+                     QByteArray::fromStdString(value);
+            return b;
+        };
+        QTest::newRow("not protobuf")
+            << QByteArray("\xff\xff\xff", 3)
+            << "event 1: not a protobuf ingest.Event: no valid field tag at byte 0 of 3";
+        QTest::newRow("field cut short")
+            << event({{2, "rejection"}}) + QByteArray("\x1a\x0a"
+                                                      "abc",
+                                                      5)
+            << "event 1: not a protobuf ingest.Event: detail (field 3) starting at byte 11 is cut short or "
+               "malformed (the message has 16 bytes)";
+        QTest::newRow("kind not UTF-8")
+            << event({{2, "rej\xc3\x28"}})
+            << "event 1: kind is not valid UTF-8 (a string field of ingest.proto)";
+        QTest::newRow("detail not UTF-8")
+            << event({{2, "rejection"}, {3, "pool \xff full"}})
+            << "event 1: detail is not valid UTF-8 (a string field of ingest.proto)";
+        QTest::newRow("overlong UTF-8 source")
+            << event({{2, "rejection"}, {7, "\xc0\xaf"}})
+            << "event 1: source is not valid UTF-8 (a string field of ingest.proto)";
+        QTest::newRow("undefined wire type")
+            << QByteArray("\x17", 1)
+            << "event 1: not a protobuf ingest.Event: kind (field 2) at byte 0 has wire type 7, which "
+               "ingest.Event does not use";
+        QTest::newRow("time as a string") // a field of the wrong wire type is an unknown field, then no kind
+            << event({{1, "1700000000"}})
+            << "event 1: unknown kind \"\" (known: breaker, rejection, retry-suppressed, custom)";
+        QTest::newRow("empty message")
+            << QByteArray()
+            << "event 1: unknown kind \"\" (known: breaker, rejection, retry-suppressed, custom)";
+    }
+
+    // Bytes that are not an Event are refused as such, with what is wrong and where, and no protobuf log
+    // line on stderr; the good event before them stays accepted.
+    void malformedGrpcEventsRefused()
+    {
+        QFETCH(QByteArray, bytes);
+        QFETCH(QString, reason);
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        grpc::Status s;
+        const QByteArray logged = stderrOf([&] {
+            s = reportRaw(server.grpcPort(),
+                          {makeEvent("rejection", "pool full").SerializeAsString(), bytes.toStdString()});
+        });
+        QCOMPARE(int(s.error_code()), int(grpc::INVALID_ARGUMENT));
+        QCOMPARE(QString::fromStdString(s.error_message()), reason);
+        QVERIFY2(!logged.contains("libprotobuf"), logged.constData());
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(1), 5000);
+        QCOMPARE(server.accepted(), std::uint64_t(1));
+        QCOMPARE(server.rejected(), std::uint64_t(1));
+        // Still serving, raw or typed.
+        QVERIFY(reportRaw(server.grpcPort(), {makeEvent("rejection", "again").SerializeAsString()}).ok());
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(2), 5000);
+    }
+
+    // A grpc++ client's own stub sends a string that is not UTF-8 as it is (its library only logs): the
+    // endpoint refuses it by name.
+    void grpcStubStringNotUtf8()
+    {
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        auto bad = makeEvent("custom", "x");
+        bad.set_label("caf\xe9");
+        std::int64_t accepted = -1;
+        grpc::Status s;
+        {
+            google::protobuf::LogSilencer quiet; // the client's library logs what it sends
+            s = report(server.grpcPort(), {makeEvent("retry-suppressed", "budget"), bad}, &accepted);
+        }
+        QCOMPARE(int(s.error_code()), int(grpc::INVALID_ARGUMENT));
+        QCOMPARE(QString::fromStdString(s.error_message()),
+                 QStringLiteral("event 1: label is not valid UTF-8 (a string field of ingest.proto)"));
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(1), 5000);
+    }
+
     // The shell-script variant: one JSON object per line, one answer line each.
     void jsonLines()
     {
@@ -247,6 +392,108 @@ private slots:
         QCOMPARE(QString::fromStdString(got[2].decision()->kind), QStringLiteral("bulkhead-rejected"));
         QCOMPARE(server.accepted(), std::uint64_t(3));
         QCOMPARE(server.rejected(), std::uint64_t(4));
+    }
+
+    // Every line gets an answer, a blank one too.
+    void jsonEmptyLines()
+    {
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        const QStringList answers =
+            jsonExchange(server.jsonPort(), "\n   \n\t\r\n{\"kind\":\"rejection\"}\n\r\n", 5);
+        const QString empty = QStringLiteral("error: empty line (one JSON object per line)");
+        QCOMPARE(answers, (QStringList{empty, empty, empty, "ok", empty}));
+        QCOMPARE(server.rejected(), std::uint64_t(4));
+    }
+
+    void jsonTimesOutOfRange_data()
+    {
+        QTest::addColumn<QString>("time");
+        QTest::addColumn<QString>("answer");
+        const QString nsRange =
+            " is not an integer from 0 to 9223372036854775807 (ns since the Unix epoch, or 0 "
+            "for now)";
+        const QString msRange =
+            " is not a number from 0 to 9223372036854 (ms since the Unix epoch, or 0 for now)";
+        QTest::newRow("ms 1e300") << "\"time_unix_ms\":1e300"
+                                  << "error: time_unix_ms 1.0000000000000001e+300" + msRange;
+        QTest::newRow("ms -1e300") << "\"time_unix_ms\":-1e300"
+                                   << "error: time_unix_ms -1.0000000000000001e+300" + msRange;
+        QTest::newRow("ms just past int64") << "\"time_unix_ms\":9223372036855"
+                                            << "error: time_unix_ms 9223372036855" + msRange;
+        QTest::newRow("ms negative") << "\"time_unix_ms\":-1"
+                                     << "error: time_unix_ms -1" + msRange;
+        QTest::newRow("ms string nan") << "\"time_unix_ms\":\"nan\""
+                                       << "error: time_unix_ms \"nan\"" + msRange;
+        QTest::newRow("ms string inf") << "\"time_unix_ms\":\"inf\""
+                                       << "error: time_unix_ms \"inf\"" + msRange;
+        QTest::newRow("ms string 1e300") << "\"time_unix_ms\":\"1e300\""
+                                         << "error: time_unix_ms \"1e300\"" + msRange;
+        QTest::newRow("ms string not a number") << "\"time_unix_ms\":\"soon\""
+                                                << "error: time_unix_ms \"soon\"" + msRange;
+        QTest::newRow("ns 1e300") << "\"time_unix_nanos\":1e300"
+                                  << "error: time_unix_nanos 1.0000000000000001e+300" + nsRange;
+        QTest::newRow("ns 2^63") << "\"time_unix_nanos\":9223372036854775808"
+                                 << "error: time_unix_nanos 9.2233720368547758e+18" + nsRange;
+        QTest::newRow("ns -1e300") << "\"time_unix_nanos\":-1e300"
+                                   << "error: time_unix_nanos -1.0000000000000001e+300" + nsRange;
+        QTest::newRow("ns string past int64") << "\"time_unix_nanos\":\"99999999999999999999\""
+                                              << "error: time_unix_nanos \"99999999999999999999\"" + nsRange;
+        QTest::newRow("ns string negative") << "\"time_unix_nanos\":\"-5\""
+                                            << "error: time_unix_nanos \"-5\"" + nsRange;
+        QTest::newRow("ns string nan") << "\"time_unix_nanos\":\"nan\""
+                                       << "error: time_unix_nanos \"nan\"" + nsRange;
+        // In range but far from now: the day check speaks.
+        QTest::newRow("ms in range, a year ago")
+            << QStringLiteral("\"time_unix_ms\":%1").arg(wallNowNs() / 1'000'000 - 365LL * 86'400'000)
+            << "error: time_unix_nanos ";
+        QTest::newRow("ms now") << QStringLiteral("\"time_unix_ms\":%1").arg(wallNowNs() / 1'000'000) << "ok";
+        QTest::newRow("ns now as a string")
+            << QStringLiteral("\"time_unix_nanos\":\"%1\"").arg(wallNowNs()) << "ok";
+        QTest::newRow("ms 0 is now") << "\"time_unix_ms\":0"
+                                     << "ok";
+    }
+
+    // A time beyond int64 is refused with the field and its range before any conversion (one would be
+    // undefined behaviour), never reported as a wrapped number.
+    void jsonTimesOutOfRange()
+    {
+        QFETCH(QString, time);
+        QFETCH(QString, answer);
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        const QStringList answers =
+            jsonExchange(server.jsonPort(), "{\"kind\":\"rejection\"," + time.toStdString() + "}\n", 1);
+        QCOMPARE(answers.size(), 1);
+        QVERIFY2(answers[0].startsWith(answer), qPrintable(answers[0]));
+        QVERIFY2(!answers[0].contains("-9223372036854775808"), qPrintable(answers[0]));
+        QCOMPARE(wire.labEvents(), size_t(answer == "ok" ? 1 : 0));
+    }
+
+    // With the libraries' lines routed away (as both programs do first), a port in use is said once, in
+    // rpcscope's words, and protobuf's complaint about a string that is not UTF-8 stays off stderr too.
+    void libraryLinesStayOffStderr()
+    {
+        routeLibraryLogs();
+        IngestServer first, second;
+        std::string error;
+        QVERIFY2(first.start(0, 0, {}, &error), error.c_str());
+        bool started = true;
+        const QByteArray logged = stderrOf([&] {
+            started = second.start(first.grpcPort(), 0, {}, &error);
+            ingest::Event e;
+            e.set_kind("caf\xe9");
+            ingest::Event back;
+            back.ParseFromString(e.SerializeAsString());
+        });
+        QVERIFY(!started);
+        QVERIFY2(QString::fromStdString(error).contains("cannot serve the Ingest gRPC service"),
+                 error.c_str());
+        QVERIFY2(logged.isEmpty(), logged.constData());
     }
 
     void portInUseIsAClearError()

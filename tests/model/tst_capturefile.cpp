@@ -5,6 +5,7 @@
 #include "capturecodec.h"
 #include "capturefile.h"
 #include "chrometrace.h"
+#include "filewrite.h"
 #include "jsonexport.h"
 #include "otlpexport.h"
 #include "timelinemodel.h"
@@ -407,6 +408,19 @@ private slots:
                 if (e.grpc.timeoutNs) e.grpc.timeoutNs = kMaxTimeoutNs + 1;
         }) << int(CaptureReadResult::Corrupt) << "holds an event this version does not know"
                                                    << 2;
+        // protobuf would refuse these as strings with a line of its own on stderr; the reader names them.
+        QTest::newRow("writer not UTF-8")
+            << damaged([](CaptureData &d) { d.info.writer = "rpcscope \xc3\x28"; })
+            << int(CaptureReadResult::Failed)
+            << "is corrupt: record 0 at byte 12 (the file header) names its writer in bytes that are not "
+               "UTF-8"
+            << 0;
+        QTest::newRow("redacted header not UTF-8")
+            << damaged([](CaptureData &d) {
+                   d.info.redactedHeaders = {"authorization", "x-\xff"};
+               })
+            << int(CaptureReadResult::Failed)
+            << "(the file header) lists a redacted header name that is not UTF-8" << 0;
         QTest::newRow("retry policy not a number") << damaged([](CaptureData &d) {
             for (WireEvent &e : d.batches[2])
                 if (e.grpc.retryMultiplier > 0) e.grpc.retryMultiplier = std::nan("");
@@ -444,6 +458,24 @@ private slots:
             replayCapture(data, store);
             QVERIFY(!store.connections().empty());
         }
+    }
+
+    // A disk that is full says so in the system's words: "No space left on device", not "Unknown error".
+    void fullDiskSaysWhy()
+    {
+        QFile full(QStringLiteral("/dev/full"));
+        if (!full.open(QIODevice::WriteOnly)) QSKIP("no /dev/full here");
+        std::string why;
+        QVERIFY(!writeAll(full, QByteArray(100000, 'x'), &why));
+        QCOMPARE(QString::fromStdString(why), QString::fromLocal8Bit(std::strerror(ENOSPC)));
+        // Buffered, the write succeeds and the flush fails: the same reason.
+        QFile buffered(QStringLiteral("/dev/full"));
+        QVERIFY(buffered.open(QIODevice::WriteOnly));
+        QVERIFY(writeAll(buffered, QByteArray(100, 'x'), &why));
+        errno = 0;
+        QVERIFY(!buffered.flush());
+        QCOMPARE(QString::fromStdString(writeFailure(buffered, errno)),
+                 QString::fromLocal8Bit(std::strerror(ENOSPC)));
     }
 
     // Every cut and every single damaged byte of a real file is reported, never loaded as if whole.

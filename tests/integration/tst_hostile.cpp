@@ -1,0 +1,214 @@
+// The hostile-traffic suite: the real `rpcscope-cli capture --keep 16` in front of a real grpc++ server (the
+// lab's), under each flood of tests/common/hostileflood.h for a few seconds, while a real grpc++ client makes
+// normal unary calls through the same proxy. Every call must succeed, the capture must live through it and
+// write a readable file holding those calls, and the memory it reports must stay within --keep. Peak RSS and
+// latencies are figures for the benchmark (scripts/bench.sh --hostile); this test only prints them.
+
+#include "captureprocess.h"
+#include "capturereader.h"
+#include "hostileflood.h"
+#include "hostileserver.h"
+#include "lab.pb.h"
+#include "labclient.h"
+#include "labserver.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace rpcscope;
+using namespace std::chrono_literals;
+
+Q_DECLARE_METATYPE(hostile::Flood)
+
+namespace {
+
+constexpr int kKeepMb = 16;
+// The budget plus a quarter: what a capture may report at a progress line, one batch past an eviction.
+constexpr double kReportedLimit = kKeepMb * 1.25 * (1 << 20);
+constexpr double kFloodSeconds = 3;
+
+// Normal unary calls through the proxy, one every 50 ms, on a thread of their own until stopped.
+class Caller
+{
+public:
+    explicit Caller(std::uint16_t port, const std::string &prefix)
+        : m_client("127.0.0.1:" + std::to_string(port), std::string()), m_prefix(prefix)
+    {
+    }
+    ~Caller() { stop(); }
+
+    lab::CallResult callOnce()
+    {
+        lab::CallRequest req;
+        req.set_call_id(m_prefix + std::to_string(m_next++));
+        req.set_payload(std::string(100, 'q'));
+        req.set_response_size(100);
+        // Generous: a call that does not come back within this failed, however loaded the machine.
+        const lab::CallResult r = m_client.call(req, 30s);
+        std::lock_guard lk(m_mu);
+        if (r.code == 0) {
+            m_ok.insert(r.callId);
+        } else if (m_failures++ == 0) {
+            m_firstFailure = r.callId + " ended with code " + std::to_string(r.code) + ": " + r.message;
+        }
+        return r;
+    }
+    void start()
+    {
+        m_thread = std::thread([this] {
+            while (!m_stop) {
+                const auto due = std::chrono::steady_clock::now() + 50ms;
+                callOnce();
+                std::unique_lock lk(m_mu);
+                m_cv.wait_until(lk, due, [&] { return bool(m_stop); });
+            }
+        });
+    }
+    void stop()
+    {
+        {
+            std::lock_guard lk(m_mu);
+            m_stop = true;
+            m_cv.notify_all();
+        }
+        if (m_thread.joinable()) m_thread.join();
+    }
+    std::set<std::string> succeeded() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_ok;
+    }
+    int failures() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_failures;
+    }
+    std::string firstFailure() const
+    {
+        std::lock_guard lk(m_mu);
+        return m_firstFailure;
+    }
+
+private:
+    lab::LabClient m_client;
+    const std::string m_prefix;
+    int m_next = 0;
+    std::thread m_thread;
+    std::atomic<bool> m_stop{false};
+    mutable std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::set<std::string> m_ok;
+    int m_failures = 0;
+    std::string m_firstFailure;
+};
+
+QString mb(double bytes)
+{
+    return QString::number(bytes / (1 << 20), 'f', 1) + QStringLiteral(" MB");
+}
+
+} // namespace
+
+class TestHostile : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void flood_data();
+    void flood();
+};
+
+void TestHostile::flood_data()
+{
+    QTest::addColumn<hostile::Flood>("kind");
+    for (hostile::Flood f : hostile::allFloods())
+        QTest::newRow(hostile::floodName(f)) << f;
+}
+
+void TestHostile::flood()
+{
+    QFETCH(hostile::Flood, kind);
+    const QString name = QString::fromLatin1(hostile::floodName(kind));
+    lab::LabServer server;
+    server.setOptions(hostile::serverOptions());
+    std::string error;
+    QVERIFY2(server.start(&error), error.c_str());
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString out = dir.filePath(name + QStringLiteral(".rpcscope"));
+    hostile::CaptureProcess capture;
+    QVERIFY2(capture.start(RPCSCOPE_CLI, std::uint16_t(server.port()), out.toStdString(),
+                           {"--keep", std::to_string(kKeepMb)}, &error),
+             error.c_str());
+
+    Caller caller(capture.listenPort(), "hostile-" + name.toStdString() + "-");
+    const lab::CallResult first = caller.callOnce(); // the proxy works before the flood
+    QVERIFY2(first.code == 0, first.message.c_str());
+    caller.start();
+    hostile::FloodClient client;
+    const hostile::FloodResult fr =
+        client.run(kind, capture.listenPort(),
+                   hostile::paced(std::uint64_t(hostile::suiteRate(kind) * kFloodSeconds), kFloodSeconds));
+    // What the flood sent may still be on its way into the model: two more progress lines (a second each),
+    // with the flood's connections still open and the calls still going.
+    capture.waitProgressLines(capture.progressLines() + 2, 20000);
+    caller.stop();
+    const bool survived = capture.running();
+    client.close();
+    const double reported = capture.maxReported();
+    const hostile::CaptureProcess::Exit exit = capture.stop(60000);
+    const std::set<std::string> ok = caller.succeeded();
+
+    // The file: readable to the end, and holding every call that succeeded through the proxy.
+    CaptureInfo info;
+    std::set<std::string> inFile;
+    size_t events = 0;
+    const CaptureReadResult read = readCaptureFile(out, &info, [&](EventBatch &&batch) {
+        events += batch.size();
+        for (const WireEvent &e : batch)
+            if (e.kind == EventKind::Headers && e.dir == Direction::ClientToServer && ok.count(e.grpc.callId))
+                inFile.insert(e.grpc.callId);
+    });
+
+    // Figures, for the record only (the benchmark holds their goals).
+    qInfo("%s: flood %s", qPrintable(name), fr.summary().c_str());
+    qInfo("%s: %zu calls succeeded, %d failed; reported at most %s in memory (--keep %d); peak RSS %s; "
+          "capture %s; file %s, %zu events",
+          qPrintable(name), ok.size(), caller.failures(), qPrintable(mb(reported)), kKeepMb,
+          qPrintable(mb(double(exit.peakRssKb) * 1024)), exit.describe().c_str(),
+          read.usable() ? "readable" : qPrintable(QString::fromStdString(read.message)), events);
+
+    QVERIFY2(fr.error.empty(), fr.error.c_str());
+    QVERIFY2(caller.failures() == 0,
+             qPrintable(
+                 QStringLiteral("%1 of %2 calls through the proxy failed during the %3 flood; the first: %4")
+                     .arg(caller.failures())
+                     .arg(caller.failures() + int(ok.size()))
+                     .arg(name, QString::fromStdString(caller.firstFailure()))));
+    QVERIFY2(ok.size() >= 2, "the calls made no progress during the flood");
+    QVERIFY2(survived,
+             qPrintable(QStringLiteral("the capture did not live through the %1 flood: %2; stderr: %3")
+                            .arg(name, QString::fromStdString(exit.describe()),
+                                 QString::fromStdString(capture.stderrText()))));
+    QVERIFY2(exit.exited && exit.code == 0,
+             qPrintable(QStringLiteral("after the %1 flood, the capture %2; stderr: %3")
+                            .arg(name, QString::fromStdString(exit.describe()),
+                                 QString::fromStdString(capture.stderrText()))));
+    QVERIFY2(read.status == CaptureReadResult::Ok, read.message.c_str());
+    QCOMPARE(inFile.size(), ok.size());
+    QVERIFY2(capture.progressLines() >= 2, "the capture printed no progress lines");
+    QVERIFY2(reported <= kReportedLimit,
+             qPrintable(QStringLiteral("under the %1 flood the capture reported %2 in memory with --keep %3 "
+                                       "(limit %4)")
+                            .arg(name, mb(reported))
+                            .arg(kKeepMb)
+                            .arg(mb(kReportedLimit))));
+}
+
+QTEST_GUILESS_MAIN(TestHostile)
+#include "tst_hostile.moc"
