@@ -333,6 +333,7 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std
     if (gone) {
         gone->keepFromNs = keepFrom;
         gone->framesBeforeNs = ageCutNs;
+        gone->untilNs = evictedUntil;
         gone->pinnedKept = !pinnedKeys.empty();
         gone->streams = evictedStreams;
         for (size_t i : evicted)

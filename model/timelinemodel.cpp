@@ -298,8 +298,8 @@ bool TimelineModel::enforceRetention()
     m_store.evict(evicted, &gone, ageCut);
     m_stats.afterEviction(m_store);
     m_removedRuns.clear();
-    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs(), gone.pinnedKept,
-                gone.framesBeforeNs);
+    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, std::max(m_store.retentionCutNs(), gone.untilNs),
+                gone.pinnedKept, gone.framesBeforeNs);
     m_callsAtLastCheck = m_store.calls().size();
     m_cheapBytesAtLastCheck = cheapBytes();
     m_nextCheckCalls = 0;

@@ -108,7 +108,9 @@ public:
         std::vector<std::string> keys;           // evicted call keys
         std::int64_t keepFromNs = 0;             // frames, pings, stalls and lab events before this went too
         std::int64_t framesBeforeNs = INT64_MIN; // the age cut: frames of any stream before this went too
-        bool pinnedKept = false;                 // some pinned call stayed (its old events must too)
+        std::int64_t untilNs =
+            INT64_MIN;           // the evicted calls' latest event (the latest event for one in flight)
+        bool pinnedKept = false; // some pinned call stayed (its old events must too)
     };
     std::vector<size_t> enforce(const RetentionPolicy &policy, Evicted *gone = nullptr);
     // enforce() in two steps, so an item model can announce the change between them.

@@ -365,7 +365,8 @@ void TimelineIndex::refresh()
         const FrameRecord &f = frames[m_framesIndexed];
         if (!isConnectionMark(f)) continue;
         m_connIndex[f.connection].marks.push_back(std::uint32_t(m_framesIndexed));
-        m_connUse |= 1u << (f.type == FrameSettings    ? kUseSettings
+        m_connUse |= 1u << (f.isRun()                  ? kUsePing
+                            : f.type == FrameSettings  ? kUseSettings
                             : f.type == FrameRstStream ? kUseRst
                                                        : kUseGoaway);
     }
