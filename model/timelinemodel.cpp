@@ -298,8 +298,11 @@ bool TimelineModel::enforceRetention()
     m_store.evict(evicted, &gone, ageCut);
     m_stats.afterEviction(m_store);
     m_removedRuns.clear();
+    const size_t logBytes = m_log.memoryBytes();
     m_log.evict(gone.streams, gone.keys, gone.keepFromNs, std::max(m_store.retentionCutNs(), gone.untilNs),
                 gone.pinnedKept, gone.framesBeforeNs);
+    if (ageCut != INT64_MIN)
+        m_store.addRetentionLossBytes(logBytes - std::min(logBytes, m_log.memoryBytes()));
     m_callsAtLastCheck = m_store.calls().size();
     m_cheapBytesAtLastCheck = cheapBytes();
     m_nextCheckCalls = 0;

@@ -136,6 +136,8 @@ public:
         std::int64_t beforeNs = INT64_MIN; // the latest age cut
     };
     const RetentionLoss &retentionLoss() const { return m_loss; }
+    // Bytes freed elsewhere by the same cut (the event log's copies of those records), for the note.
+    void addRetentionLossBytes(size_t bytes) { m_loss.bytes += bytes; }
     // "retention dropped 1.2 M frames, 3 pings (96 MB) older than 12.3 s; 40 calls still in flight"; empty
     // when it dropped none of these.
     std::string retentionNote() const;
