@@ -47,7 +47,7 @@ bool ControlFrameRate::admit(const WireEvent &e)
         s.inWindow = 1;
         return true;
     }
-    if (++s.inWindow <= kPerWindow) return true;
+    if (++s.inWindow <= (kind == WindowUpdate ? kWindowUpdatesPerWindow : kPerWindow)) return true;
     if (!s.pending) {
         s.run = WireEvent{};
         s.run.kind = EventKind::Frame;

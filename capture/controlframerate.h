@@ -17,6 +17,9 @@ class ControlFrameRate
 public:
     static constexpr std::int64_t kWindowNs = 100'000'000;
     static constexpr std::uint32_t kPerWindow = 16;
+    // WINDOW_UPDATEs come by the hundred in a burst of large messages (one per stream and per connection as
+    // the receiver reads): they get more room before they are folded, so ordinary traffic keeps every one.
+    static constexpr std::uint32_t kWindowUpdatesPerWindow = 256;
 
     // Emits the runs whose window ended before tNs; all of them when `all`.
     void flush(std::int64_t tNs, EventBatch &out, bool all = false);

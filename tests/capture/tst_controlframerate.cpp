@@ -115,6 +115,19 @@ private slots:
             QVERIFY(rate.admit(e));
         }
         QVERIFY(out.empty());
+        // WINDOW_UPDATEs of a burst of large messages stay single up to their own, larger, rate.
+        size_t single = 0;
+        for (std::uint32_t i = 0; i < 1'000; ++i) {
+            WireEvent e = testev::frame(1, 2 * (i % 8) + 1, 10 * ms + i * us, Direction::ServerToClient,
+                                        FrameWindowUpdate, 0, 4);
+            rate.flush(e.tNs, out);
+            single += rate.admit(e);
+        }
+        rate.flush(INT64_MAX, out, true);
+        QCOMPARE(single, size_t(ControlFrameRate::kWindowUpdatesPerWindow));
+        QCOMPARE(out.size(), size_t(1));
+        QCOMPARE(out[0].frameRun()->count, 1'000u - ControlFrameRate::kWindowUpdatesPerWindow);
+        QCOMPARE(out[0].stream, 0u); // several streams: the run is the connection's
     }
 
     void runsThroughModelFileAndJson()
