@@ -76,6 +76,7 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
 
 void H2Decoder::finish(std::int64_t t, EventBatch &out)
 {
+    m_controlRate.flush(t, out, true);
     if (m_state == State::Sniffing)
         fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t,
              out);
@@ -519,7 +520,8 @@ void H2Decoder::handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload
     default:
         break;
     }
-    out.push_back(e);
+    m_controlRate.flush(t, out);
+    if (m_controlRate.admit(e)) out.push_back(e);
     // DATA, CONTINUATION and plain HEADERS (most frames) have no rule checked there.
     if (!RuleChecks::unchecked(type, flags))
         m_rules.check(type, flags, stream, len, payload, m_peer && flowKnown() ? &m_peer->m_windows : nullptr,

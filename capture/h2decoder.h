@@ -1,5 +1,6 @@
 #pragma once
 
+#include "controlframerate.h"
 #include "decoderlimits.h"
 #include "events.h"
 #include "eventstamp.h"
@@ -127,6 +128,7 @@ private:
     // PINGs this direction sent that await the other side's ACK: (opaque data, time). Keepalive sends one
     // at a time; the bound only stops a flood from growing memory.
     std::deque<std::pair<std::uint64_t, std::int64_t>> m_pendingPings;
+    ControlFrameRate m_controlRate; // floods of control frames become counted runs
 };
 
 } // namespace rpcscope

@@ -72,6 +72,11 @@ void toProto(const WireEvent &e, const Redaction *redaction, capture::Event *p)
         p->set_violation_rule(v->rule);
         p->set_violation_error_code(v->errorCode);
     }
+    if (const FrameRun *run = e.frameRun()) {
+        p->set_run_count(run->count);
+        p->set_run_first_ns(run->firstNs);
+        p->set_run_bytes(run->bytes);
+    }
 }
 
 // Files written before the violation fields said a broken rule only as its sentence (describe()).
@@ -165,6 +170,12 @@ bool decodeEvent(const capture::Event &p, WireEvent *e)
             e->about = ProtocolViolation{e->dir, p.violation_rule(), p.violation_error_code()};
         else if (auto v = violationFromSentence(e->reason, e->dir))
             e->about = std::move(*v);
+    }
+    if (e->kind == EventKind::Frame && p.run_count() > 0) {
+        // A run's first frame cannot follow its last, nor lie outside what the model takes in (events.h).
+        const __int128 span = __int128(p.t_ns()) - p.run_first_ns();
+        if (span < 0 || span > kMaxSpanNs) return false;
+        e->about = FrameRun{p.run_count(), p.run_first_ns(), p.run_bytes()};
     }
     return true;
 }

@@ -22,6 +22,7 @@ struct EventHead
     std::uint32_t connection = 0;
     std::uint32_t stream = 0;
     std::int64_t tNs = 0;
+    std::uint32_t frameType = 0;
 };
 
 bool readHead(const std::uint8_t *data, int len, EventHead *h)
@@ -34,6 +35,7 @@ bool readHead(const std::uint8_t *data, int len, EventHead *h)
         case 2:
         case 4:
         case 5:
+        case 6:
             if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_VARINT ||
                 !in.ReadVarint64(&v))
                 return false;
@@ -43,8 +45,10 @@ bool readHead(const std::uint8_t *data, int len, EventHead *h)
                 h->connection = std::uint32_t(v);
             else if (WireFormatLite::GetTagFieldNumber(tag) == 4)
                 h->tNs = std::int64_t(v);
-            else
+            else if (WireFormatLite::GetTagFieldNumber(tag) == 5)
                 h->stream = std::uint32_t(v);
+            else
+                h->frameType = std::uint32_t(v);
             break;
         default:
             if (!WireFormatLite::SkipField(&in, tag)) return false;
@@ -83,20 +87,46 @@ bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t
 
 } // namespace
 
+size_t EventLog::heapBytes(const std::string &s)
+{
+    // The block malloc gives the string (an 8-byte header, 16-byte steps); none within the small buffer.
+    return s.capacity() > 15 ? std::max<size_t>(32, (s.capacity() + 1 + 8 + 15) & ~size_t(15)) : 0;
+}
+
 void EventLog::append(const EventBatch &batch)
 {
     if (batch.empty()) return;
     size_t payload = 0;
-    for (const WireEvent &e : batch)
+    bool longHeaders = false;
+    for (const WireEvent &e : batch) {
         payload += e.payload.size();
+        if (e.kind == EventKind::Headers && e.headers.size() > 16) {
+            size_t bytes = 0;
+            for (const Header &h : e.headers)
+                bytes += h.name.size() + h.value.size();
+            longHeaders = longHeaders || bytes > kMaxKeptHeaderBytes;
+        }
+    }
     std::string encoded;
-    if (m_payloadBytes + payload <= m_payloadBudget) {
+    if (m_payloadBytes + payload <= m_payloadBudget && !longHeaders) {
         m_payloadBytes += payload;
         encoded = encodeBatch(batch);
     } else {
-        // Over the budget: keep the payloads that still fit, drop the rest.
+        // Over the budget: keep the payloads that still fit, drop the rest. Long header lists keep their
+        // first names and values.
         EventBatch trimmed = batch;
         for (WireEvent &e : trimmed) {
+            if (e.kind == EventKind::Headers) {
+                size_t bytes = 0, keep = 0;
+                while (keep < e.headers.size() &&
+                       (bytes += e.headers[keep].name.size() + e.headers[keep].value.size()) <=
+                           kMaxKeptHeaderBytes)
+                    ++keep;
+                if (keep < e.headers.size()) {
+                    e.headers.resize(keep);
+                    e.truncated = true;
+                }
+            }
             if (e.payload.empty()) continue;
             if (m_payloadBytes + e.payload.size() > m_payloadBudget) {
                 m_droppedPayloadBytes += e.payload.size();
@@ -109,6 +139,7 @@ void EventLog::append(const EventBatch &batch)
         encoded = encodeBatch(trimmed);
     }
     m_encodedBytes += encoded.size();
+    m_heapBytes += heapBytes(encoded);
     m_batches.push_back(describe(std::move(encoded), batch));
     m_events += batch.size();
     ++m_generation;
@@ -137,8 +168,10 @@ EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events
 }
 
 void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
-                     std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept)
+                     std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept,
+                     std::int64_t framesBeforeNs)
 {
+    untilNs = std::max(untilNs, framesBeforeNs);
     // `streams` is sorted; the keys are only hashed once a lab event needs them.
     std::unordered_set<std::string> goneKeys;
     auto keyGone = [&](const std::string &key) {
@@ -157,8 +190,27 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
             capture::Event event;
             const std::string callId =
                 event.ParseFromArray(bytes, len) ? event.grpc().call_id() : std::string();
-            return (e.tNs < keepFromNs && callId.empty()) || keyGone(callId);
+            return (e.tNs < std::max(keepFromNs, framesBeforeNs) && callId.empty()) || keyGone(callId);
         }
+        case EventKind::FlowStallBegin:
+        case EventKind::FlowStallEnd:
+            if (e.tNs < framesBeforeNs && (!pinnedKept || e.stream == 0)) return true;
+            break;
+        case EventKind::Frame:
+            if (e.tNs < framesBeforeNs && e.frameType != FrameRstStream && e.frameType != FrameGoaway &&
+                (!pinnedKept || e.stream == 0))
+                return true;
+            break;
+        default:
+            break;
+        }
+        switch (e.kind) {
+        case EventKind::ConnectionOpened:
+        case EventKind::ConnectionClosed:
+        case EventKind::DecodeError:
+        case EventKind::Notice:
+        case EventKind::LabEvent:
+            return false;
         default:
             if (e.stream && std::binary_search(streams.begin(), streams.end(),
                                                (std::uint64_t(e.connection) << 32) | e.stream))
@@ -177,6 +229,7 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         if (m_batches[i].maxNs < keepFromNs && !m_batches[i].mustKeep && !pinnedKept) {
             m_events -= m_batches[i].events;
             m_encodedBytes -= m_batches[i].encoded.size();
+            m_heapBytes -= heapBytes(m_batches[i].encoded);
             continue;
         }
         // The log encoded every batch itself, so the filter cannot fail; a batch it could not read stays.
@@ -188,14 +241,19 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         }
         m_events -= m_batches[i].events - keptEvents;
         m_encodedBytes -= m_batches[i].encoded.size();
+        m_heapBytes -= heapBytes(m_batches[i].encoded);
         if (!keptEvents) continue;
+        filtered.shrink_to_fit();
         // Its time range and flags stay those of the whole batch: wider than what is left, which only means
         // a later eviction may look at it again.
         Batch b{std::move(filtered),   keptEvents,           m_batches[i].minNs, m_batches[i].maxNs,
                 m_batches[i].mustKeep, m_batches[i].onlyKept};
         m_encodedBytes += b.encoded.size();
+        m_heapBytes += heapBytes(b.encoded);
         kept.push_back(std::move(b));
     }
+    // The list's spare slots are counted (memoryBytes()): give them back once they are most of it.
+    if (kept.capacity() > 2 * kept.size() + 64) kept.shrink_to_fit();
     m_batches = std::move(kept);
     ++m_generation;
 }
@@ -205,6 +263,7 @@ void EventLog::clear()
     m_batches.clear();
     m_events = 0;
     m_encodedBytes = 0;
+    m_heapBytes = 0;
     m_payloadBytes = 0;
     m_droppedPayloadBytes = 0;
     ++m_generation;

@@ -30,8 +30,11 @@ public:
     // stay, so a saved file still replays to exactly what the store kept. Only batches holding events up to
     // `untilNs` (the latest evicted call's end) are rewritten. `pinnedKept`: some pinned call stayed, so old
     // batches must be looked into rather than dropped whole.
+    // `framesBeforeNs`: the store's age cut (TimelineStore::planAgeCut): frames (but RST_STREAM and GOAWAY),
+    // stall marks and lab events of no call before it go too, on every stream unless a pinned call stayed.
     void evict(const std::vector<std::uint64_t> &streams, const std::vector<std::string> &keys,
-               std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept = false);
+               std::int64_t keepFromNs, std::int64_t untilNs, bool pinnedKept = false,
+               std::int64_t framesBeforeNs = INT64_MIN);
 
     size_t batchCount() const { return m_batches.size(); }
     size_t batchEventCount(size_t i) const { return m_batches[i].events; }
@@ -41,6 +44,13 @@ public:
     size_t eventCount() const { return m_events; }
     bool isEmpty() const { return m_events == 0; }
     size_t encodedBytes() const { return m_encodedBytes; }
+    // What the log takes from the allocator: the encoded batches' blocks and the batch list's slots.
+    // One-event batches (a flood, a relay flushing each frame) cost several times their encoded bytes.
+    size_t memoryBytes() const { return m_heapBytes + m_batches.capacity() * sizeof(Batch); }
+    // A header block's names and values beyond this many bytes are not kept (the event is marked truncated):
+    // HPACK lets 16 KiB on the wire name 64 KiB of headers, and a flood of streams that never end would
+    // otherwise hold that much each. The calls' gRPC fields are kept whole beside them.
+    static constexpr size_t kMaxKeptHeaderBytes = 8 * 1024;
     // Bumps on every append and clear: a GUI compares it with the value at its last save ("unsaved changes").
     std::uint64_t generation() const { return m_generation; }
 
@@ -62,6 +72,8 @@ private:
     std::vector<Batch> m_batches;
     size_t m_events = 0;
     size_t m_encodedBytes = 0;
+    size_t m_heapBytes = 0; // the encoded batches' blocks, as the allocator counts them
+    static size_t heapBytes(const std::string &s);
     size_t m_payloadBudget = kDefaultPayloadBudget;
     size_t m_payloadBytes = 0;
     size_t m_droppedPayloadBytes = 0;

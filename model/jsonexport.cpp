@@ -178,13 +178,17 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
     if (withFrames) {
         QJsonArray frames;
         for (const FrameRecord &f : store.frames()) {
-            frames.append(QJsonObject{{"t_ns", qint64(f.tNs - origin)},
-                                      {"connection", qint64(f.connection)},
-                                      {"dir", dirName(f.dir)},
-                                      {"type", QString::fromLatin1(frameTypeName(f.type))},
-                                      {"stream", qint64(f.stream)},
-                                      {"flags", int(f.flags)},
-                                      {"length", qint64(f.length)}});
+            QJsonObject frame{
+                {"t_ns", qint64(f.tNs - origin)}, {"connection", qint64(f.connection)},
+                {"dir", dirName(f.dir)},          {"type", QString::fromLatin1(frameTypeName(f.type))},
+                {"stream", qint64(f.stream)},     {"flags", int(f.flags)},
+                {"length", qint64(f.length)}};
+            if (f.isRun()) {
+                // A flood's run: `count` frames from first_t_ns to t_ns, `length` their bytes together.
+                frame.insert("count", qint64(f.count));
+                frame.insert("first_t_ns", qint64(f.firstNs() - origin));
+            }
+            frames.append(frame);
         }
         doc.insert("frames", frames);
     }

@@ -10,18 +10,65 @@ namespace rpcscope {
 
 namespace {
 
+// What the allocator (glibc's malloc) takes for a block of n bytes: an 8-byte header, 16-byte alignment and a
+// 32-byte minimum. Counting requests alone undercounts small blocks by up to half.
+size_t heap(size_t n)
+{
+    return n ? std::max<size_t>(32, (n + 8 + 15) & ~size_t(15)) : 0;
+}
+
 size_t stringBytes(const std::string &s)
 {
-    return s.capacity() > 15 ? s.capacity() + 1 : 0; // beyond the small-string buffer
+    return s.capacity() > 15 ? heap(s.capacity() + 1) : 0; // beyond the small-string buffer
+}
+
+// A node of an unordered_map<K, V> (next pointer, cached hash, the pair) and its bucket pointer.
+template <typename K, typename V> constexpr size_t hashNode()
+{
+    return (sizeof(void *) + sizeof(size_t) + sizeof(std::pair<const K, V>) + 8 + 15) / 16 * 16 + 8;
+}
+
+// A deque of T: its records, and per block of 512 bytes the block's header and its map slot.
+template <typename T> size_t dequeBytes(const std::deque<T> &d)
+{
+    const size_t perBlock = std::max<size_t>(1, 512 / sizeof(T));
+    return d.size() * sizeof(T) + (d.size() / perBlock + 1) * (16 + sizeof(void *));
+}
+
+template <typename T> size_t vectorBytes(const std::vector<T> &v)
+{
+    return heap(v.capacity() * sizeof(T));
+}
+
+constexpr size_t kFrameBytes = sizeof(FrameRecord) + (16 + sizeof(void *)) / (512 / sizeof(FrameRecord)) + 1;
+// A call's entries in the key index and (while open) the open-stream index.
+constexpr size_t kCallIndexBytes = hashNode<std::string, size_t>();
+
+size_t labEventBytes(const LabEventRecord &e)
+{
+    return sizeof(LabEventRecord) + stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId) +
+           stringBytes(e.traceparent);
+}
+
+std::string count(size_t n)
+{
+    char buf[32];
+    if (n >= 1'000'000)
+        std::snprintf(buf, sizeof buf, "%.1f M", double(n) / 1e6);
+    else if (n >= 10'000)
+        std::snprintf(buf, sizeof buf, "%.0f k", double(n) / 1e3);
+    else
+        std::snprintf(buf, sizeof buf, "%zu", n);
+    return buf;
 }
 
 } // namespace
 
 size_t TimelineStore::callBytes(const Call &c)
 {
-    size_t n = sizeof(Call) + c.attempts.capacity() * sizeof(Attempt) + stringBytes(c.key) +
+    size_t n = sizeof(Call) + heap(c.attempts.capacity() * sizeof(Attempt)) + stringBytes(c.key) +
                stringBytes(c.method) + stringBytes(c.clientPeer) + stringBytes(c.traceId) +
-               stringBytes(c.spanId) + stringBytes(c.hop);
+               stringBytes(c.spanId) + stringBytes(c.hop) + kCallIndexBytes;
     for (const Attempt &a : c.attempts) {
         n += stringBytes(a.encoding);
         if (a.statusMessage) n += stringBytes(*a.statusMessage);
@@ -31,24 +78,64 @@ size_t TimelineStore::callBytes(const Call &c)
 
 size_t TimelineStore::approxBytes() const
 {
-    // Sizes, not capacities: after an eviction the spare capacity is what the next calls fill, so a session's
-    // real footprint settles at its budget plus that slack instead of growing.
-    size_t n = m_frames.size() * sizeof(FrameRecord) + m_pings.size() * sizeof(PingRecord) +
-               m_stalls.size() * sizeof(FlowStall);
-    // Index structures: a map node per call key, a hash node per trace member (roughly).
-    n += m_callsByKey.size() * 96 + m_calls.size() * 16;
+    // Sizes, not capacities, for the deques: after an eviction the spare capacity is what the next records
+    // fill, so a session's real footprint settles at its budget plus that slack instead of growing.
+    size_t n = dequeBytes(m_frames) + vectorBytes(m_pings) + vectorBytes(m_stalls) +
+               m_openStalls.size() * heap(32 + 24) + vectorBytes(m_unresolvedLabEvents);
+    // Indices: a hash node per call key and per open stream, a member per traced call.
+    n += m_callsByKey.size() * kCallIndexBytes +
+         m_openStreams.size() * hashNode<std::uint64_t, AttemptRef>() +
+         m_traces.size() * (hashNode<std::string, std::vector<size_t>>() + 32) +
+         m_tracedCalls * sizeof(size_t) + m_watchDeadline.size() * heap(32 + 16) +
+         m_watchClose.size() * (hashNode<std::uint32_t, int>() + 32);
     // Calls and attempts by count; their strings and spare capacity from a sample of one call in 64, so this
     // stays cheap enough to run on the GUI thread every few batches.
-    n += m_calls.size() * sizeof(Call) + m_attemptCount * sizeof(Attempt);
+    n += dequeBytes(m_calls) + m_attemptCount * sizeof(Attempt);
     size_t sampled = 0, extra = 0;
     for (size_t i = 0; i < m_calls.size(); i += 64, ++sampled) {
         const Call &c = m_calls[i];
-        extra += callBytes(c) - sizeof(Call) - c.attempts.size() * sizeof(Attempt);
+        extra += callBytes(c) - kCallIndexBytes - sizeof(Call) - c.attempts.size() * sizeof(Attempt);
     }
     if (sampled) n += size_t(double(extra) / double(sampled) * double(m_calls.size()));
+    n += vectorBytes(m_labEvents);
     for (const LabEventRecord &e : m_labEvents)
-        n += sizeof(LabEventRecord) + stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId);
+        n += labEventBytes(e) - sizeof(LabEventRecord);
+    n += vectorBytes(m_connections) + m_connections.size() * hashNode<std::uint32_t, size_t>();
+    for (const Connection &c : m_connections) {
+        n += stringBytes(c.client) + stringBytes(c.server) + stringBytes(c.label) +
+             stringBytes(c.closeReason) + stringBytes(c.decodeError) + vectorBytes(c.notes) +
+             vectorBytes(c.openPings);
+        for (const std::string &note : c.notes)
+            n += stringBytes(note);
+    }
     return n;
+}
+
+std::string TimelineStore::retentionNote() const
+{
+    const RetentionLoss &l = m_loss;
+    std::vector<std::string> what;
+    auto add = [&](size_t n, const char *one, const char *many) {
+        if (n) what.push_back(count(n) + " " + (n == 1 ? one : many));
+    };
+    add(l.frames, "frame", "frames");
+    add(l.pings, "ping", "pings");
+    add(l.stalls, "stall", "stalls");
+    add(l.labEvents, "lab event", "lab events");
+    std::string note;
+    if (!what.empty()) {
+        note = "retention dropped ";
+        for (size_t i = 0; i < what.size(); ++i)
+            note += (i ? ", " : "") + what[i];
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " (%.1f MB) older than %.1f s", double(l.bytes) / double(1 << 20),
+                      double(l.beforeNs - m_originNs) / 1e9);
+        note += buf;
+    }
+    if (l.inFlightCalls)
+        note += (note.empty() ? "retention dropped " : "; and ") + count(l.inFlightCalls) +
+                (l.inFlightCalls == 1 ? " call" : " calls") + " still in flight";
+    return note;
 }
 
 void TimelineStore::setPinned(size_t call, bool pinned)
@@ -62,10 +149,20 @@ void TimelineStore::setPinned(size_t call, bool pinned)
 
 std::vector<size_t> TimelineStore::enforce(const RetentionPolicy &policy, Evicted *gone)
 {
-    std::vector<size_t> calls = planEviction(policy);
-    evict(calls, gone);
+    const size_t bytes = policy.maxBytes ? approxBytes() : 0;
+    std::vector<size_t> calls = planEviction(policy, bytes);
+    evict(calls, gone, planAgeCut(policy, calls, bytes));
     return calls;
 }
+
+namespace {
+// Over a limit, the byte target eviction works down to; SIZE_MAX when within it.
+size_t bytesTarget(const RetentionPolicy &policy, size_t bytes)
+{
+    if (!policy.maxBytes || bytes <= policy.maxBytes) return SIZE_MAX;
+    return size_t(double(policy.maxBytes) * std::clamp(policy.evictTo, 0.5, 1.0));
+}
+} // namespace
 
 std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, size_t knownBytes) const
 {
@@ -88,28 +185,99 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
     // Evict down to a fraction of the limits (90% by default), so eviction runs in chunks rather than on
     // every batch.
     const double to = std::clamp(policy.evictTo, 0.5, 1.0);
-    const size_t bytesTarget = overBytes ? size_t(double(policy.maxBytes) * to) : SIZE_MAX;
+    const size_t target = bytesTarget(policy, bytes);
     const size_t callsTarget = overCalls ? size_t(double(policy.maxCalls) * to) : SIZE_MAX;
     size_t bytesLeft = bytes, callsLeft = m_calls.size();
     // What evicting a call frees besides the call itself: its share of the frames, its index entries.
-    const size_t sharePerCall = m_frames.size() * sizeof(FrameRecord) / m_calls.size() + 96 + 16;
+    const size_t sharePerCall = m_frames.size() * kFrameBytes / m_calls.size();
+    std::vector<size_t> open; // in flight, unpinned: the second choice
+    size_t stopped = m_calls.size();
     for (size_t i = 0; i < m_calls.size(); ++i) {
         const Call &c = m_calls[i];
         const bool oldEnough = overAge && c.startNs() < ageCut;
-        if (!oldEnough && bytesLeft <= bytesTarget && callsLeft <= callsTarget) break;
-        // Whole calls only: one still in flight (or waiting for a retry) stays, and so does a pinned one.
-        if (c.pinned || !c.endNs() || !c.attempts.back().ended()) continue;
+        if (!oldEnough && bytesLeft <= target && callsLeft <= callsTarget) {
+            stopped = i;
+            break;
+        }
+        if (c.pinned) continue;
+        // Whole calls: one still in flight (or waiting for a retry) stays while ended ones can make room.
+        if (!c.endNs() || !c.attempts.back().ended()) {
+            open.push_back(i);
+            continue;
+        }
         evicted.push_back(i);
         const size_t cb = callBytes(c) + sharePerCall;
         bytesLeft -= std::min(bytesLeft, cb);
         --callsLeft;
     }
+    // Still over the bytes: the age cut takes frames, pings and lab events of any connection first (they are
+    // what a flood fills memory with); only what it cannot free comes out of the calls still in flight, the
+    // oldest first. The ones the loop above passed are those; any later ones follow.
+    const size_t cuttable = m_frames.size() * kFrameBytes + vectorBytes(m_pings);
+    const size_t claimed = evicted.size() * sharePerCall;
+    if (bytesLeft > target && target != SIZE_MAX &&
+        bytesLeft - target > cuttable - std::min(cuttable, claimed)) {
+        size_t need = bytesLeft - target - (cuttable - std::min(cuttable, claimed));
+        for (size_t i = stopped; i < m_calls.size(); ++i)
+            if (!m_calls[i].pinned && (!m_calls[i].endNs() || !m_calls[i].attempts.back().ended()))
+                open.push_back(i);
+        std::vector<size_t> inFlight;
+        for (size_t i : open) {
+            if (!need) break;
+            inFlight.push_back(i);
+            need -= std::min(need, callBytes(m_calls[i]) + hashNode<std::uint64_t, AttemptRef>());
+        }
+        std::vector<size_t> merged;
+        std::merge(evicted.begin(), evicted.end(), inFlight.begin(), inFlight.end(),
+                   std::back_inserter(merged));
+        evicted = std::move(merged);
+    }
     return evicted;
 }
 
-void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
+std::int64_t TimelineStore::planAgeCut(const RetentionPolicy &policy, const std::vector<size_t> &calls,
+                                       size_t knownBytes) const
 {
-    if (evicted.empty()) return;
+    if (!policy.maxBytes || (m_frames.empty() && m_pings.empty() && m_labEvents.empty() && m_stalls.empty()))
+        return INT64_MIN;
+    const size_t bytes = knownBytes ? knownBytes : approxBytes();
+    const size_t target = bytesTarget(policy, bytes);
+    if (target == SIZE_MAX) return INT64_MIN;
+    size_t freed = 0;
+    const size_t sharePerCall = m_calls.empty() ? 0 : m_frames.size() * kFrameBytes / m_calls.size();
+    for (size_t i : calls)
+        freed += callBytes(m_calls[i]) + sharePerCall;
+    if (bytes <= target + freed) return INT64_MIN;
+    size_t need = bytes - target - freed;
+    // The oldest of the records: frames are in (nearly) time order, pings, stalls and lab events too. Walk
+    // them together from the front, by time, until they free enough.
+    size_t f = 0, p = 0, l = 0;
+    std::int64_t cut = INT64_MIN;
+    while (need) {
+        const std::int64_t tf = f < m_frames.size() ? m_frames[f].tNs : INT64_MAX;
+        const std::int64_t tp = p < m_pings.size() ? m_pings[p].tNs : INT64_MAX;
+        const std::int64_t tl = l < m_labEvents.size() ? m_labEvents[l].tNs : INT64_MAX;
+        const std::int64_t t = std::min({tf, tp, tl});
+        if (t == INT64_MAX) break;
+        cut = t;
+        if (t == tf) {
+            need -= std::min(need, kFrameBytes);
+            ++f;
+        } else if (t == tp) {
+            need -= std::min(need, sizeof(PingRecord));
+            ++p;
+        } else {
+            need -= std::min(need, labEventBytes(m_labEvents[l]));
+            ++l;
+        }
+    }
+    // Everything up to and including that time goes (a few more at the same time: harmless).
+    return cut == INT64_MIN || cut == INT64_MAX ? cut : cut + 1;
+}
+
+void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std::int64_t ageCutNs)
+{
+    if (evicted.empty() && ageCutNs == INT64_MIN) return;
     // The work is proportional to the region the evicted calls span - the oldest calls, planEviction walks
     // from the front - not to everything the store keeps: calls and frames are deques, and the key and trace
     // indices hold ids that evicting the oldest calls leaves valid.
@@ -151,14 +319,21 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     // The evicted calls' own frames go whenever they happened (a call still in flight holds keepFrom back).
     std::vector<std::uint64_t> evictedStreams;
     std::int64_t evictedUntil = INT64_MIN;
-    for (size_t i : evicted)
+    size_t inFlight = 0;
+    for (size_t i : evicted) {
+        inFlight += !m_calls[i].attempts.back().ended();
         for (const Attempt &a : m_calls[i].attempts) {
             evictedStreams.push_back(streamKey(a.connection, a.stream));
-            evictedUntil = std::max(evictedUntil, a.endNs.value_or(a.startNs));
+            // An attempt evicted in flight may still have frames coming: up to the latest event.
+            evictedUntil = std::max(evictedUntil, a.endNs.value_or(m_latestNs));
         }
+    }
+    m_loss.inFlightCalls += inFlight;
     std::sort(evictedStreams.begin(), evictedStreams.end());
     if (gone) {
         gone->keepFromNs = keepFrom;
+        gone->framesBeforeNs = ageCutNs;
+        gone->untilNs = evictedUntil;
         gone->pinnedKept = !pinnedKeys.empty();
         gone->streams = evictedStreams;
         for (size_t i : evicted)
@@ -192,8 +367,16 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
             if (auto it = m_traces.find(c.traceId); it != m_traces.end())
                 std::replace(it->second.begin(), it->second.end(), oldId, newId);
     }
-    for (auto &[key, ref] : m_openStreams)
-        ref.call = remap(ref.call); // open streams belong to calls still in flight, which always stay
+    // Open streams belong to calls still in flight; those evicted in flight are forgotten: what follows on
+    // their streams (messages, trailers) finds no call and is ignored.
+    for (auto it = m_openStreams.begin(); it != m_openStreams.end();) {
+        if (it->second.call < region && remap.gone(it->second.call)) {
+            it = m_openStreams.erase(it);
+            continue;
+        }
+        it->second.call = remap(it->second.call);
+        ++it;
+    }
 
     // Calls: the survivors move up, the evicted ones leave the front of the deque.
     for (size_t k = keptInRegion.size(); k-- > 0;)
@@ -222,13 +405,25 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
     auto isIn = [](const std::vector<std::uint64_t> &sorted, std::uint64_t key) {
         return std::binary_search(sorted.begin(), sorted.end(), key);
     };
-    const std::int64_t frameHorizon = std::max(evictedUntil, keepFrom) + 1'000'000'000;
+    // The age cut (planAgeCut) reaches into frames of any connection, except those that end a call: a kept
+    // call must still replay from the event log to what it is now.
+    const std::int64_t frameHorizon =
+        std::max({evictedUntil, keepFrom, ageCutNs == INT64_MIN ? INT64_MIN : ageCutNs - 1'000'000'000}) +
+        1'000'000'000;
     size_t scan = 0;
     while (scan < m_frames.size() && m_frames[scan].tNs <= frameHorizon)
         ++scan;
+    size_t cutFrames = 0;
     const auto frameGone = [&](const FrameRecord &f) {
         const std::uint64_t key = streamKey(f.connection, f.stream);
-        return (f.stream && isIn(evictedStreams, key)) || (f.tNs < keepFrom && !isIn(pinnedStreams, key));
+        if ((f.stream && isIn(evictedStreams, key)) || (f.tNs < keepFrom && !isIn(pinnedStreams, key)))
+            return true;
+        if (f.tNs < ageCutNs && f.type != FrameRstStream && f.type != FrameGoaway &&
+            !(f.stream && isIn(pinnedStreams, key))) {
+            cutFrames += f.count;
+            return true;
+        }
+        return false;
     };
     // Survivors of the scanned front move to its end; the front then leaves the deque.
     size_t write = scan;
@@ -236,15 +431,34 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone)
         if (!frameGone(m_frames[i])) m_frames[--write] = m_frames[i];
     m_frames.erase(m_frames.begin(), m_frames.begin() + std::ptrdiff_t(write));
     m_lastFrameTrim = {scan, scan - write};
-    std::erase_if(m_pings, [&](const PingRecord &p) { return p.tNs < keepFrom; });
-    std::erase_if(m_stalls, [&](const FlowStall &s) { return s.endNs && *s.endNs < keepFrom; });
+    const std::int64_t recordsFrom = std::max(keepFrom, ageCutNs);
+    const size_t pingsBefore = m_pings.size(), stallsBefore = m_stalls.size(), labBefore = m_labEvents.size();
+    std::erase_if(m_pings, [&](const PingRecord &p) { return p.tNs < recordsFrom; });
+    std::erase_if(m_stalls, [&](const FlowStall &s) { return s.endNs && *s.endNs < recordsFrom; });
     m_openStalls.clear();
     for (size_t i = 0; i < m_stalls.size(); ++i)
         if (!m_stalls[i].endNs)
             m_openStalls[{m_stalls[i].connection, m_stalls[i].dir, m_stalls[i].stream}] = i;
     std::erase_if(m_labEvents, [&](const LabEventRecord &e) {
-        return e.tNs < keepFrom && (e.callId.empty() || !pinnedKeys.count(e.callId));
+        return e.tNs < recordsFrom && (e.callId.empty() || !pinnedKeys.count(e.callId));
     });
+    // Capacity the cut left behind is counted (approxBytes), so give it back once it is most of it.
+    auto shrink = [](auto &v) {
+        if (v.capacity() > 64 && v.size() < v.capacity() / 2) v.shrink_to_fit();
+    };
+    shrink(m_pings);
+    shrink(m_stalls);
+    shrink(m_labEvents);
+    if (ageCutNs != INT64_MIN) {
+        m_loss.frames += cutFrames;
+        m_loss.pings += pingsBefore - m_pings.size();
+        m_loss.stalls += stallsBefore - m_stalls.size();
+        m_loss.labEvents += labBefore - m_labEvents.size();
+        m_loss.bytes += (scan - m_lastFrameTrim.kept) * kFrameBytes +
+                        (pingsBefore - m_pings.size()) * sizeof(PingRecord) +
+                        (stallsBefore - m_stalls.size()) * sizeof(FlowStall);
+        m_loss.beforeNs = std::max(m_loss.beforeNs, ageCutNs);
+    }
     m_unresolvedLabEvents.clear();
     for (size_t i = 0; i < m_labEvents.size(); ++i)
         if (m_labEvents[i].callId.empty() && !m_labEvents[i].traceparent.empty())

@@ -85,8 +85,17 @@ struct FrameRecord
     std::uint8_t flags = 0;
     std::uint32_t stream = 0;
     std::uint32_t length = 0;
-    std::uint32_t value = 0; // RST_STREAM/GOAWAY error code, WINDOW_UPDATE increment
+    std::uint32_t value = 0; // RST_STREAM/GOAWAY error code, WINDOW_UPDATE increment; a run's span in us
+    // More than 1: a run of control frames of this kind recorded as one (a flood past the decoder's rate,
+    // FrameRun): tNs is the last one's time, length their payload bytes together (capped), and value how
+    // long before tNs the first one came, in microseconds. It fits in the record's padding: 32 bytes either
+    // way.
+    std::uint32_t count = 1;
+
+    bool isRun() const { return count > 1; }
+    std::int64_t firstNs() const { return isRun() ? tNs - std::int64_t(value) * 1000 : tNs; }
 };
+static_assert(sizeof(FrameRecord) == 32);
 
 // One HTTP/2 stream carrying a gRPC request.
 struct Attempt

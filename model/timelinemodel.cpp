@@ -227,7 +227,11 @@ void TimelineModel::applyBatch(const EventBatch &batch)
         const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
         const bool overAge = m_retention.maxAgeNs && calls &&
                              m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
-        if (overCalls || overAge || now - m_lastRetentionCheckMs >= 1000 ||
+        // Records that are no calls (a flood of frames on a connection without any) grow it too: check once
+        // they may have added a twentieth of the budget.
+        const size_t cheap = cheapBytes();
+        const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 20;
+        if (overCalls || overAge || grew || now - m_lastRetentionCheckMs >= 1000 ||
             calls >= m_callsAtLastCheck + step || (m_nextCheckCalls && calls >= m_nextCheckCalls))
             enforceRetention();
     }
@@ -244,6 +248,7 @@ bool TimelineModel::enforceRetention()
 {
     m_lastRetentionCheckMs = QDateTime::currentMSecsSinceEpoch();
     m_callsAtLastCheck = m_store.calls().size();
+    m_cheapBytesAtLastCheck = cheapBytes();
     m_nextCheckCalls = 0;
     RetentionPolicy storePolicy = m_retention;
     // Small chunks: each eviction's work on the GUI thread is proportional to the calls it evicts, and the
@@ -251,21 +256,25 @@ bool TimelineModel::enforceRetention()
     storePolicy.evictTo = 0.985;
     size_t storeBytes = 0;
     if (m_retention.maxBytes) {
-        // The budget covers the store and the log; the log shrinks with the store, so give the store its
-        // share. Evict from 95% of the budget on, so the calls arriving between two checks still fit in it.
+        // The budget covers the store, the log and what others hold; the log shrinks with the store, so give
+        // the store its share of what the others leave. Evict from 95% of the budget on, so the calls
+        // arriving between two checks still fit in it.
         const size_t limit = m_retention.maxBytes / 20 * 19;
+        const size_t others = otherBytes();
+        const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
-        const size_t total = storeBytes + m_log.encodedBytes();
+        const size_t total = storeBytes + m_log.memoryBytes();
         storePolicy.maxBytes = std::max<size_t>(
-            1, size_t(double(limit) * double(storeBytes) / double(std::max<size_t>(1, total))));
+            1, size_t(double(room) * double(storeBytes) / double(std::max<size_t>(1, total))));
         // Check again before the limit can be reached: after half the calls that would fill the room left.
         const size_t calls = std::max<size_t>(1, m_store.calls().size());
         const double perCall = double(total) / double(calls);
-        if (total < limit) m_nextCheckCalls = calls + size_t(double(limit - total) / perCall * 0.5);
-        if (total <= limit && !m_retention.maxCalls && !m_retention.maxAgeNs) return false;
+        if (total < room) m_nextCheckCalls = calls + size_t(double(room - total) / perCall * 0.5);
+        if (total <= room && !m_retention.maxCalls && !m_retention.maxAgeNs) return false;
     }
     const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);
-    if (evicted.empty()) return false;
+    const std::int64_t ageCut = m_store.planAgeCut(storePolicy, evicted, storeBytes);
+    if (evicted.empty() && ageCut == INT64_MIN) return false;
     // Announced as row removals, not a reset: a view keeps its place, its selection and its caches. Runs of
     // consecutive evicted rows go from the last one up, so the rows above a run keep their numbers; the store
     // evicts once they are all announced.
@@ -286,11 +295,16 @@ bool TimelineModel::enforceRetention()
     }
     TimelineStore::Evicted gone;
     m_stats.forget(m_store, evicted);
-    m_store.evict(evicted, &gone);
+    m_store.evict(evicted, &gone, ageCut);
     m_stats.afterEviction(m_store);
     m_removedRuns.clear();
-    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, m_store.retentionCutNs(), gone.pinnedKept);
+    const size_t logBytes = m_log.memoryBytes();
+    m_log.evict(gone.streams, gone.keys, gone.keepFromNs, std::max(m_store.retentionCutNs(), gone.untilNs),
+                gone.pinnedKept, gone.framesBeforeNs);
+    if (ageCut != INT64_MIN)
+        m_store.addRetentionLossBytes(logBytes - std::min(logBytes, m_log.memoryBytes()));
     m_callsAtLastCheck = m_store.calls().size();
+    m_cheapBytesAtLastCheck = cheapBytes();
     m_nextCheckCalls = 0;
     if (m_retention.maxBytes) {
         // Small steps leave little room: check again after half the calls that would fill it.

@@ -75,8 +75,13 @@ public:
     const RetentionPolicy &retention() const { return m_retention; }
     // Applies the policy now; true when anything was evicted.
     bool enforceRetention();
-    // The store and the event log, approximately.
-    size_t memoryBytes() const { return m_store.approxBytes() + m_log.encodedBytes(); }
+    // Everything the session holds, as the allocator counts it: the store, the event log, the inspector's
+    // kept messages, and what setExternalBytes() reports. Retention (maxBytes) budgets all of it.
+    size_t memoryBytes() const { return m_store.approxBytes() + m_log.memoryBytes() + otherBytes(); }
+    // What others hold for this session and count against its budget: the batches queued on their way to the
+    // model (app/core's sink), say. Retention cannot evict those, so it leaves the store and the log less
+    // room. Called on the model's thread whenever memory is checked; an empty function counts nothing.
+    void setExternalBytes(std::function<size_t()> bytes) { m_externalBytes = std::move(bytes); }
     // Keeps a call from eviction (and shows it as pinned).
     void setPinned(int callRow, bool pinned);
 
@@ -113,6 +118,11 @@ private:
     EventLog m_log;
     std::optional<HeaderLog> m_headers;
     std::function<bool(const rpcscope::EventBatch &)> m_divert;
+    std::function<size_t()> m_externalBytes;
+    size_t otherBytes() const
+    {
+        return (m_headers ? m_headers->messageBytes() : 0) + (m_externalBytes ? m_externalBytes() : 0);
+    }
     std::vector<int> m_publishedAttempts; // per published call
     // Runs (first store index, count) of evicted rows already announced while the store still holds them.
     std::vector<std::pair<size_t, size_t>> m_removedRuns;
@@ -122,6 +132,13 @@ private:
     qint64 m_lastRetentionCheckMs = 0;
     size_t m_callsAtLastCheck = 0;
     size_t m_nextCheckCalls = 0; // 0: none predicted
+    // The memory that grows without calls, in O(1): the log, the frames, the pings and what others hold.
+    size_t cheapBytes() const
+    {
+        return m_log.memoryBytes() + m_store.frames().size() * sizeof(FrameRecord) +
+               m_store.pings().size() * sizeof(PingRecord) + otherBytes();
+    }
+    size_t m_cheapBytesAtLastCheck = 0;
 };
 
 } // namespace rpcscope

@@ -60,6 +60,7 @@ void TimelineStore::clear()
     m_tracedCalls = 0;
     m_retentionCutNs = 0;
     m_evictedCalls = 0;
+    m_loss = {};
     m_unresolvedLabEvents.clear();
     m_watchClose.clear();
     m_watchDeadline.clear();
@@ -418,6 +419,21 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             }
             break;
         case EventKind::Frame: {
+            if (const FrameRun *run = e.frameRun(); run && run->count > 1) {
+                // A flood's run (events.h): one record; its PINGs pair with no ACK one by one.
+                if (m_recordFrames) {
+                    const std::int64_t spanUs =
+                        std::clamp<std::int64_t>((e.tNs - run->firstNs) / 1000, 0, std::int64_t(UINT32_MAX));
+                    m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream,
+                                        std::uint32_t(std::min<std::uint64_t>(run->bytes, UINT32_MAX)),
+                                        std::uint32_t(spanUs), run->count});
+                }
+                if (e.frameType == FramePing && (e.flags & FlagAck))
+                    if (Connection *c = connection(e.connection))
+                        std::erase_if(c->openPings,
+                                      [&](const Connection::OpenPing &p) { return p.dir != e.dir; });
+                break;
+            }
             if (m_recordFrames)
                 m_frames.push_back({e.tNs, e.connection, e.dir, e.frameType, e.flags, e.stream, e.length,
                                     e.frameType == FrameWindowUpdate ? e.windowIncrement : e.errorCode});

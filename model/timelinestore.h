@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace rpcscope {
@@ -102,17 +104,43 @@ public:
     // when given, receives what the evicted calls left behind elsewhere (the event log trims with it).
     struct Evicted
     {
-        std::vector<std::uint64_t> streams; // (connection << 32 | stream) of every evicted attempt
-        std::vector<std::string> keys;      // evicted call keys
-        std::int64_t keepFromNs = 0;        // frames, pings, stalls and lab events before this went too
-        bool pinnedKept = false;            // some pinned call stayed (its old events must too)
+        std::vector<std::uint64_t> streams;      // (connection << 32 | stream) of every evicted attempt
+        std::vector<std::string> keys;           // evicted call keys
+        std::int64_t keepFromNs = 0;             // frames, pings, stalls and lab events before this went too
+        std::int64_t framesBeforeNs = INT64_MIN; // the age cut: frames of any stream before this went too
+        std::int64_t untilNs =
+            INT64_MIN;           // the evicted calls' latest event (the latest event for one in flight)
+        bool pinnedKept = false; // some pinned call stayed (its old events must too)
     };
     std::vector<size_t> enforce(const RetentionPolicy &policy, Evicted *gone = nullptr);
     // enforce() in two steps, so an item model can announce the change between them.
-    // `knownBytes`: approxBytes() when the caller just computed it (it is O(calls)).
+    // `knownBytes`: approxBytes() when the caller just computed it (it is O(calls)). Ended calls go first;
+    // when they are not enough, in-flight ones too (oldest first, never a pinned one): a flood of streams
+    // that never end must not outgrow the budget.
     std::vector<size_t> planEviction(const RetentionPolicy &policy, size_t knownBytes = 0) const;
-    void evict(const std::vector<size_t> &calls, Evicted *gone = nullptr);
+    // What evicting `calls` leaves over the byte limit is taken from the oldest frames, pings, stalls and lab
+    // events of any connection: the time before which they go (INT64_MIN: none need to). Frames that end a
+    // call (RST_STREAM, GOAWAY) and a pinned call's stay.
+    std::int64_t planAgeCut(const RetentionPolicy &policy, const std::vector<size_t> &calls,
+                            size_t knownBytes = 0) const;
+    void evict(const std::vector<size_t> &calls, Evicted *gone = nullptr, std::int64_t ageCutNs = INT64_MIN);
+    // The store's memory: its records, their strings and the containers' own overheads, as the allocator
+    // counts them (the calls' strings from a sample, so it stays cheap).
     size_t approxBytes() const;
+    // What retention dropped besides whole calls, and how much: the note the CLI prints and the window shows.
+    struct RetentionLoss
+    {
+        size_t frames = 0, pings = 0, stalls = 0, labEvents = 0;
+        size_t inFlightCalls = 0;          // evicted while still open
+        size_t bytes = 0;                  // freed by all of these
+        std::int64_t beforeNs = INT64_MIN; // the latest age cut
+    };
+    const RetentionLoss &retentionLoss() const { return m_loss; }
+    // Bytes freed elsewhere by the same cut (the event log's copies of those records), for the note.
+    void addRetentionLossBytes(size_t bytes) { m_loss.bytes += bytes; }
+    // "retention dropped 1.2 M frames, 3 pings (96 MB) older than 12.3 s; 40 calls still in flight"; empty
+    // when it dropped none of these.
+    std::string retentionNote() const;
     void setPinned(size_t call, bool pinned);
     // The end of the latest call evicted so far (0 when none was): the timeline marks it.
     std::int64_t retentionCutNs() const { return m_retentionCutNs; }
@@ -193,6 +221,9 @@ private:
     std::int64_t m_retentionCutNs = 0;
     size_t m_attemptCount = 0; // in m_calls, kept up to date so approxBytes() need not walk every call
     size_t m_evictedCalls = 0;
+    RetentionLoss m_loss;
+    void cutByAge(std::int64_t cutNs, const std::vector<std::uint64_t> &pinnedStreams,
+                  const std::unordered_set<std::string> &pinnedKeys);
 };
 
 } // namespace rpcscope

@@ -248,6 +248,10 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
         if (const QString f = flagsText(*it); !f.isEmpty()) value += QStringLiteral(" · ") + f;
         if (it->type == FrameRstStream)
             value += QStringLiteral(" · %1").arg(QString::fromStdString(h2ErrorName(it->value)));
+        if (it->isRun()) // a flood recorded as one: how many, over how long
+            value += QStringLiteral(" · %1 frames over %2 (flood)")
+                         .arg(it->count)
+                         .arg(formatDuration(it->tNs - it->firstNs()));
         row(frames, what, value);
     }
     frames->setText(0, QStringLiteral("Frames (%1; → client to server, ← server to client)").arg(n));

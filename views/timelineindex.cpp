@@ -306,7 +306,13 @@ void TimelineIndex::refresh()
     if (anyMarker) m_legendUse |= 1u << kUseCluster;
     if (!m_store->connections().empty()) m_legendUse |= 1u << kUseConnection;
     if (!m_store->frames().empty()) m_legendUse |= 1u << kUseFrameTicks | 1u << kUseTrailers;
-    if (m_dataLo > m_dataHi) {
+    if (const auto &frames = m_store->frames();
+        m_dataLo > m_dataHi && !frames.empty() && frames.back().tNs > frames.front().firstNs()) {
+        // Connections without calls (a flood, say): the span of their frames.
+        const qint64 lo = frames.front().firstNs(), hi = frames.back().tNs;
+        const qint64 margin = std::max<qint64>((hi - lo) / 25, 1'000'000);
+        m_fullRange = {lo - margin, hi + margin};
+    } else if (m_dataLo > m_dataHi) {
         const qint64 o = m_store->originNs();
         m_fullRange = {o, o + 1'000'000'000};
     } else {
@@ -337,7 +343,8 @@ void TimelineIndex::refresh()
         const FrameRecord &f = frames[m_framesIndexed];
         if (!isConnectionMark(f)) continue;
         m_connIndex[f.connection].marks.push_back(std::uint32_t(m_framesIndexed));
-        m_connUse |= 1u << (f.type == FrameSettings    ? kUseSettings
+        m_connUse |= 1u << (f.isRun()                  ? kUsePing
+                            : f.type == FrameSettings  ? kUseSettings
                             : f.type == FrameRstStream ? kUseRst
                                                        : kUseGoaway);
     }

@@ -118,8 +118,9 @@ inline qint64 attemptTimeoutSlack(qint64 timeoutNs)
 // A frame the connection lanes mark: SETTINGS (not an ACK), RST_STREAM, GOAWAY.
 inline bool isConnectionMark(const FrameRecord &f)
 {
+    // A flood's run (FrameRecord::isRun) is marked whatever its kind: it is what the lane says of the flood.
     return (f.type == FrameSettings && !(f.flags & 0x1) /* ACK */) || f.type == FrameRstStream ||
-           f.type == FrameGoaway;
+           f.type == FrameGoaway || f.isRun();
 }
 
 } // namespace rpcscope

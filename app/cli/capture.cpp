@@ -277,6 +277,9 @@ int cmdCapture(std::vector<std::string> args)
             "rpcscope-cli: warning: the %zu oldest calls were dropped to keep the capture within %zu MB; "
             "--keep 0 keeps everything\n",
             evicted, keepMb);
+    if (const std::string note = model.store().retentionNote(); !note.empty())
+        std::fprintf(stderr, "rpcscope-cli: warning: %s, to keep the capture within %zu MB\n", note.c_str(),
+                     keepMb);
     return 0;
 }
 

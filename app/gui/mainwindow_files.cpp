@@ -179,6 +179,7 @@ QString MainWindow::statusText() const
                      .arg(m_runs->at(recording).name.toHtmlEscaped())
                      .arg(m_runs->at(recording).calls);
     if (store.evictedCalls()) parts << QStringLiteral("%1 older calls evicted").arg(store.evictedCalls());
+    if (const std::string note = store.retentionNote(); !note.empty()) parts << QString::fromStdString(note);
     // Links: clicking one shows what went wrong on the last connection it counts.
     auto linkToConnections = [&](auto wentWrong, const char *what) {
         int count = 0;

@@ -1,0 +1,155 @@
+// One memory budget that tells the truth: what a capture holds besides calls (a PING flood on a connection
+// without any, long header lists of streams that never end) stays inside retention's budget, what went is
+// said in a note, and the reported memory follows what the allocator really gave.
+
+#include "eventlog.h"
+#include "timelinemodel.h"
+#include "wireevents.h"
+
+#include <QtTest>
+#include <malloc.h>
+
+using namespace rpcscope;
+
+namespace {
+constexpr std::int64_t us = 1'000;
+constexpr std::int64_t ms = 1'000'000;
+
+size_t heapInUse()
+{
+    malloc_trim(0);
+    return mallinfo2().uordblks;
+}
+
+WireEvent request(std::uint32_t stream, std::int64_t t, size_t headerBytes)
+{
+    WireEvent e = testev::event(EventKind::Headers, 1, stream, t);
+    e.grpc.path = "/shop.Cart/Get";
+    e.grpc.callId = "call-" + std::to_string(stream);
+    e.headers.push_back({":path", "/shop.Cart/Get"});
+    // HPACK lets a few bytes on the wire repeat a long indexed header: 64 KiB of list from 16 KiB.
+    for (size_t n = 0; n < headerBytes; n += 1'000)
+        e.headers.push_back({"x-filler-" + std::to_string(n), std::string(990, 'v')});
+    return e;
+}
+} // namespace
+
+class TestMemoryBudget : public QObject
+{
+    Q_OBJECT
+private slots:
+    void pingFloodWithoutCallsIsBounded()
+    {
+        // Before, frames of a connection that carries no call were never evicted: this grew to 40 MB and
+        // more.
+        constexpr size_t kBudget = size_t(4) << 20;
+        TimelineModel model;
+        model.setRetention({kBudget, 0, 0});
+        model.appendBatch({testev::opened(1, 0)});
+        constexpr int kBatches = 2'000, kPerBatch = 200;
+        size_t peak = 0;
+        for (int b = 0; b < kBatches; ++b) {
+            EventBatch batch;
+            for (int i = 0; i < kPerBatch; ++i) {
+                const std::int64_t t = ms + (std::int64_t(b) * kPerBatch + i) * 10 * us;
+                WireEvent e = testev::frame(1, 0, t, Direction::ClientToServer, FramePing, 0, 8);
+                e.pingData = std::uint64_t(b * kPerBatch + i);
+                batch.push_back(e);
+            }
+            model.appendBatch(batch);
+            peak = std::max(peak, model.memoryBytes());
+        }
+        qInfo("%d frames; peak %zu bytes reported, %zu kept frames, %zu events in the log",
+              kBatches * kPerBatch, peak, model.store().frames().size(), model.eventLog().eventCount());
+        // Checked when a twentieth of the budget may have been added: never much over it.
+        QVERIFY2(peak <= kBudget * 11 / 10, qPrintable(QString::number(peak)));
+        QVERIFY(model.store().frames().size() < size_t(kBatches * kPerBatch) / 4);
+        QVERIFY(model.eventLog().eventCount() < size_t(kBatches * kPerBatch) / 4);
+        // The newest frames stay, the oldest went.
+        QCOMPARE(model.store().frames().back().tNs, ms + (std::int64_t(kBatches) * kPerBatch - 1) * 10 * us);
+        QVERIFY(model.store().frames().front().tNs > ms + 2'000 * ms);
+        // The note says what and how much.
+        const std::string note = model.store().retentionNote();
+        QVERIFY2(note.find("retention dropped") == 0 && note.find(" frames (") != std::string::npos &&
+                     note.find(" MB) older than ") != std::string::npos,
+                 note.c_str());
+        QVERIFY(model.store().retentionLoss().frames > size_t(kBatches * kPerBatch) / 2);
+        // The connection stays.
+        QCOMPARE(model.store().connections().size(), size_t(1));
+    }
+
+    void inFlightHeaderListsAreBoundedAndCounted()
+    {
+        // Streams that never end, each with a 64 KiB header list: kept header bytes are capped per block and
+        // counted, and past the budget the oldest in-flight calls go.
+        constexpr size_t kBudget = size_t(8) << 20;
+        TimelineModel model;
+        model.setRetention({kBudget, 0, 0});
+        model.appendBatch({testev::opened(1, 0)});
+        constexpr int kStreams = 3'000; // 190 MB of header lists
+        size_t peak = 0;
+        for (int i = 0; i < kStreams; ++i) {
+            model.appendBatch({request(std::uint32_t(2 * i + 1), ms + i * ms, 64 * 1024)});
+            peak = std::max(peak, model.memoryBytes());
+        }
+        qInfo("peak %zu bytes reported; %zu calls kept, %zu dropped in flight", peak,
+              model.store().calls().size(), model.store().retentionLoss().inFlightCalls);
+        QVERIFY2(peak <= kBudget * 11 / 10, qPrintable(QString::number(peak)));
+        QVERIFY(model.store().retentionLoss().inFlightCalls > 0);
+        QVERIFY(model.store().retentionNote().find("still in flight") != std::string::npos);
+        // The newest call stays, in flight.
+        QCOMPARE(model.store().calls().back().key, "call-" + std::to_string(2 * (kStreams - 1) + 1));
+        // Each block keeps at most the cap, marked truncated; the call's gRPC fields are whole.
+        const EventLog &log = model.eventLog();
+        bool sawHeaders = false;
+        for (size_t b = 0; b < log.batchCount(); ++b)
+            for (const WireEvent &e : log.batch(b)) {
+                if (e.kind != EventKind::Headers) continue;
+                sawHeaders = true;
+                size_t bytes = 0;
+                for (const Header &h : e.headers)
+                    bytes += h.name.size() + h.value.size();
+                QVERIFY(bytes <= EventLog::kMaxKeptHeaderBytes);
+                QVERIFY(e.truncated);
+                QCOMPARE(e.grpc.path, std::string("/shop.Cart/Get"));
+            }
+        QVERIFY(sawHeaders);
+        // A late message or trailers of an evicted stream find no call: nothing is created for them.
+        const size_t calls = model.store().calls().size();
+        model.appendBatch({testev::trailers(1, 1, ms + kStreams * ms, 0)});
+        QCOMPARE(model.store().calls().size(), calls);
+    }
+
+    void reportedMemoryFollowsTheAllocator()
+    {
+        // A large synthetic session: calls with attempts and frames, a flood of one-event batches, lab
+        // events. What the model reports must be within a factor of what malloc handed out for it (before,
+        // one-event batches and small strings were counted at a third of their cost).
+        const size_t before = heapInUse();
+        size_t reported = 0;
+        {
+            TimelineModel model;
+            model.appendBatch({testev::opened(1, 0)});
+            for (int i = 0; i < 20'000; ++i) {
+                const std::int64_t t = ms + i * ms;
+                const std::uint32_t s = std::uint32_t(2 * i + 1);
+                model.appendBatch({request(s, t, 200),
+                                   testev::frame(1, s, t + 1, Direction::ClientToServer, FrameHeaders, 4, 40),
+                                   testev::frame(1, s, t + 2, Direction::ServerToClient, FrameData, 0, 20),
+                                   testev::trailers(1, s, t + 3, 0)});
+            }
+            for (int i = 0; i < 200'000; ++i)
+                model.appendBatch(
+                    {testev::frame(1, 0, 30'000 * ms + i * us, Direction::ClientToServer, FramePing, 0, 8)});
+            reported = model.memoryBytes();
+            const size_t real = heapInUse() - before;
+            qInfo("reported %zu bytes, the allocator %zu: %.2fx", reported, real,
+                  double(real) / double(reported));
+            QVERIFY2(double(real) <= 1.5 * double(reported) && double(reported) <= 1.5 * double(real),
+                     qPrintable(QStringLiteral("reported %1, real %2").arg(reported).arg(real)));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMemoryBudget)
+#include "tst_memorybudget.moc"
