@@ -179,6 +179,12 @@ void TimelineModel::setKeepHeaders(bool keep)
 void TimelineModel::appendBatch(const EventBatch &batch)
 {
     if (m_divert && m_divert(batch)) return;
+    // A live batch delivered while a file is replayed (the event loop runs for its progress dialog) follows
+    // the file, as it did when a file was replayed at once.
+    if (m_replaying) {
+        m_heldDuringReplay.push_back(batch);
+        return;
+    }
     applyBatch(batch);
 }
 
@@ -217,25 +223,29 @@ void TimelineModel::applyBatch(const EventBatch &batch)
             m_publishedAttempts.push_back(int(m_store.calls()[i].attempts.size()));
         endInsertRows();
     }
-    if (m_retention.maxBytes || m_retention.maxCalls || m_retention.maxAgeNs) {
-        const qint64 now = QDateTime::currentMSecsSinceEpoch();
-        const size_t calls = m_store.calls().size();
-        // The call count and the oldest call's age cost nothing to check; the memory (O(calls / 64)) once a
-        // second, when the calls grew by a tenth, or when they may have filled the room the last check saw
-        // left in the budget.
-        const size_t step = std::max<size_t>(64, m_callsAtLastCheck / 10);
-        const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
-        const bool overAge = m_retention.maxAgeNs && calls &&
-                             m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
-        // Records that are no calls (a flood of frames on a connection without any) grow it too: check once
-        // they may have added a twentieth of the budget.
-        const size_t cheap = cheapBytes();
-        const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 20;
-        if (overCalls || overAge || grew || now - m_lastRetentionCheckMs >= 1000 ||
-            calls >= m_callsAtLastCheck + step || (m_nextCheckCalls && calls >= m_nextCheckCalls))
-            enforceRetention();
-    }
+    checkRetention();
     emit timelineChanged();
+}
+
+void TimelineModel::checkRetention()
+{
+    if (!m_retention.maxBytes && !m_retention.maxCalls && !m_retention.maxAgeNs) return;
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    const size_t calls = m_store.calls().size();
+    // The call count and the oldest call's age cost nothing to check; the memory (O(calls / 64)) once a
+    // second, when the calls grew by a tenth, or when they may have filled the room the last check saw
+    // left in the budget.
+    const size_t step = std::max<size_t>(64, m_callsAtLastCheck / 10);
+    const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
+    const bool overAge = m_retention.maxAgeNs && calls &&
+                         m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
+    // Records that are no calls (a flood of frames on a connection without any) grow it too: check once
+    // they may have added a twentieth of the budget.
+    const size_t cheap = cheapBytes();
+    const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 20;
+    if (overCalls || overAge || grew || now - m_lastRetentionCheckMs >= 1000 ||
+        calls >= m_callsAtLastCheck + step || (m_nextCheckCalls && calls >= m_nextCheckCalls))
+        enforceRetention();
 }
 
 void TimelineModel::setRetention(const RetentionPolicy &policy)
@@ -253,7 +263,8 @@ bool TimelineModel::enforceRetention()
     RetentionPolicy storePolicy = m_retention;
     // Small chunks: each eviction's work on the GUI thread is proportional to the calls it evicts, and the
     // views follow it without rebuilding, so frequent small steps keep every frame short.
-    storePolicy.evictTo = 0.985;
+    // A file being replayed has no view to keep smooth: larger steps, fewer passes over the store.
+    storePolicy.evictTo = m_replaying ? 0.9 : 0.985;
     size_t storeBytes = 0;
     if (m_retention.maxBytes) {
         // The budget covers the store, the log and what others hold; the log shrinks with the store, so give
@@ -278,7 +289,7 @@ bool TimelineModel::enforceRetention()
     // Announced as row removals, not a reset: a view keeps its place, its selection and its caches. Runs of
     // consecutive evicted rows go from the last one up, so the rows above a run keep their numbers; the store
     // evicts once they are all announced.
-    emit aboutToEvictCalls(evicted);
+    if (!m_replaying) emit aboutToEvictCalls(evicted);
     std::vector<std::pair<size_t, size_t>> runs;
     for (size_t i : evicted) {
         if (!runs.empty() && runs.back().first + runs.back().second == i)
@@ -286,7 +297,7 @@ bool TimelineModel::enforceRetention()
         else
             runs.emplace_back(i, 1);
     }
-    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    for (auto run = runs.rbegin(); run != runs.rend() && !m_replaying; ++run) {
         beginRemoveRows({}, int(run->first), int(run->first + run->second - 1));
         m_publishedAttempts.erase(m_publishedAttempts.begin() + std::ptrdiff_t(run->first),
                                   m_publishedAttempts.begin() + std::ptrdiff_t(run->first + run->second));
@@ -313,7 +324,7 @@ bool TimelineModel::enforceRetention()
         m_nextCheckCalls =
             m_callsAtLastCheck + (total < limit ? size_t(double(limit - total) / perCall * 0.5) : 0);
     }
-    emit callsEvicted(evicted);
+    if (!m_replaying) emit callsEvicted(evicted);
     return true;
 }
 
@@ -344,6 +355,48 @@ void TimelineModel::replay(const CaptureData &data)
         m_publishedAttempts.push_back(int(call.attempts.size()));
     endResetModel();
     emit timelineChanged();
+}
+
+void TimelineModel::beginReplay(const CaptureInfo &info)
+{
+    beginResetModel();
+    m_replaying = true;
+    m_store.clear();
+    m_log.clear();
+    m_stats.clear();
+    if (m_headers) m_headers->clear();
+    m_publishedAttempts.clear();
+    m_store.setRecordFrames(info.recordFrames);
+    if (info.hasOrigin) m_store.setOrigin(info.originNs, info.originWallNs);
+    m_lastRetentionCheckMs = QDateTime::currentMSecsSinceEpoch();
+    m_callsAtLastCheck = 0;
+    m_cheapBytesAtLastCheck = 0;
+    m_nextCheckCalls = 0;
+}
+
+void TimelineModel::replayBatch(const EventBatch &batch)
+{
+    if (m_headers) m_headers->record(batch);
+    StoreChanges ch;
+    m_store.apply(batch, &ch);
+    m_log.append(batch);
+    // Kept up as live (evicted calls stay counted); rebuilt at the end when nothing was evicted, as replay().
+    m_stats.update(m_store, ch);
+    checkRetention();
+}
+
+void TimelineModel::endReplay()
+{
+    if (m_store.evictedCalls() == 0) m_stats.rebuild(m_store);
+    m_replaying = false;
+    for (const Call &call : m_store.calls())
+        m_publishedAttempts.push_back(int(call.attempts.size()));
+    endResetModel();
+    emit timelineChanged();
+    std::vector<EventBatch> held;
+    held.swap(m_heldDuringReplay);
+    for (const EventBatch &batch : held)
+        applyBatch(batch);
 }
 
 void TimelineModel::clear()

@@ -58,6 +58,13 @@ public:
     // Replaces everything with an opened capture file (one model reset, however large), keeping its batches
     // in the event log so it can be saved again.
     void replay(const CaptureData &data);
+    // The same, batch by batch as a file is read, under the retention policy: the oldest calls are evicted
+    // as the store fills, so memory follows the budget, not the file. One model reset from beginReplay to
+    // endReplay; in between no row is announced, and the store holds the batches replayed so far.
+    void beginReplay(const CaptureInfo &info);
+    void replayBatch(const rpcscope::EventBatch &batch);
+    void endReplay();
+    bool isReplaying() const { return m_replaying; }
     void setOrigin(qint64 steadyNs, qint64 wallNs);
     // The decoded header blocks and kept messages the inspector shows (headerlog.h), fed every batch appended
     // or replayed and emptied with the rest: stream ids start again after a reset. Off by default, since a
@@ -129,6 +136,9 @@ private:
     size_t storeRow(int row) const;
     int modelRow(size_t storeRow) const;
     RetentionPolicy m_retention;
+    bool m_replaying = false; // between beginReplay and endReplay
+    std::vector<rpcscope::EventBatch> m_heldDuringReplay;
+    void checkRetention(); // enforceRetention when a cheap check says it may be due
     qint64 m_lastRetentionCheckMs = 0;
     size_t m_callsAtLastCheck = 0;
     size_t m_nextCheckCalls = 0; // 0: none predicted
