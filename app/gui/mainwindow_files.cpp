@@ -249,29 +249,65 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
                              QStringLiteral("Cancel"), 0, 1000, this);
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(400);
-    CaptureData data;
-    const CaptureReadResult r = loadCapture(path, &data, [&](std::int64_t done, std::int64_t total) {
-        progress.setValue(total > 0 ? int(1000 * done / total) : 0);
-        QCoreApplication::processEvents();
-        return !progress.wasCanceled();
-    });
+    // Streamed into the model batch by batch under the session's retention, so memory follows the budget and
+    // not the file. The session on stage stays until the first batch arrives: a file that cannot be read
+    // leaves it as it was.
+    bool started = false;
+    bool refused = false;
+    CaptureInfo info;
+    const CaptureReadResult r = loadCaptureBatches(
+        path, &info,
+        [&](EventBatch &&batch) {
+            if (refused) return;
+            if (!started) {
+                if (m_capture->isRunning()) m_capture->stop();
+                if (!beginRun(QFileInfo(path).fileName(), RunList::Kind::File, path, false)) {
+                    refused = true;
+                    return;
+                }
+                started = true;
+                // No view paints a model in the middle of its reset; the progress dialog (a window) still
+                // does.
+                setUpdatesEnabled(false);
+                m_model->beginReplay(info); // the origin is the first batch's (captureio.h)
+            }
+            m_model->replayBatch(batch);
+        },
+        [&](std::int64_t done, std::int64_t total) {
+            progress.setValue(total > 0 ? int(1000 * done / total) : 0);
+            QCoreApplication::processEvents();
+            return !refused && !progress.wasCanceled();
+        });
     progress.reset();
-    if (r.status == CaptureReadResult::Cancelled) {
-        *error = QStringLiteral("cancelled");
-        return false;
+    if (started) {
+        m_model->endReplay();
+        setUpdatesEnabled(true);
     }
-    if (r.status == CaptureReadResult::Failed) {
-        *error = QString::fromStdString(r.message);
-        if (!quiet) QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
-        return false;
-    }
-    if (m_capture->isRunning()) m_capture->stop();
-    if (!beginRun(QFileInfo(path).fileName(), RunList::Kind::File, path, false)) {
+    if (refused) {
         *error = QStringLiteral("a lab scenario is still running: open the file when it ends");
         if (!quiet) QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
         return false;
     }
-    m_model->replay(data);
+    if (!started && r.status == CaptureReadResult::Cancelled) {
+        *error = QStringLiteral("cancelled");
+        return false;
+    }
+    if (!started && r.status == CaptureReadResult::Failed) {
+        *error = QString::fromStdString(r.message);
+        if (!quiet) QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
+        return false;
+    }
+    if (!started) {
+        // A capture without a single batch opens as an empty run, as before.
+        if (m_capture->isRunning()) m_capture->stop();
+        if (!beginRun(QFileInfo(path).fileName(), RunList::Kind::File, path, false)) {
+            *error = QStringLiteral("a lab scenario is still running: open the file when it ends");
+            if (!quiet) QMessageBox::warning(this, QStringLiteral("Cannot open"), *error);
+            return false;
+        }
+        m_model->beginReplay(info);
+        m_model->endReplay();
+    }
     m_savedGeneration = m_model->eventLog().generation();
     m_openedPath = path; // the first file if another is added to this timeline
     m_openedGeneration = m_savedGeneration;
@@ -279,21 +315,35 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
     rememberRecent(path);
     refreshRunBar(); // the title names the file
     QStringList notes;
-    if (r.status != CaptureReadResult::Ok) notes << QString::fromStdString(r.message);
+    if (r.status == CaptureReadResult::Cancelled)
+        notes << QStringLiteral("cancelled: showing what was read before");
+    else if (r.status != CaptureReadResult::Ok)
+        notes << QString::fromStdString(r.message);
     for (const std::string &n : r.notes)
         notes << QString::fromStdString(n);
     if (!notes.isEmpty()) {
         *error = notes.join('\n');
         if (!quiet) QMessageBox::information(this, QStringLiteral("Opened with notes"), *error);
     }
+    // Retention's cut is no fault of the file: said on the status bar (and kept in the session line).
+    QString retained;
+    if (const size_t evicted = m_model->store().evictedCalls()) {
+        const std::string note = m_model->store().retentionNote();
+        retained =
+            QStringLiteral("; retention kept the newest, %1 older %2 evicted while opening%3")
+                .arg(evicted)
+                .arg(evicted == 1 ? "call" : "calls")
+                .arg(note.empty() ? QString() : QStringLiteral(" (%1)").arg(QString::fromStdString(note)));
+    }
     const size_t calls = m_model->store().calls().size();
     statusBar()->showMessage(
-        QStringLiteral("Opened %1: %2 %3%4")
+        QStringLiteral("Opened %1: %2 %3%4%5")
             .arg(path)
             .arg(calls)
             .arg(calls == 1 ? "call" : "calls")
+            .arg(retained)
             .arg(notes.isEmpty() ? QString() : QStringLiteral(" (with notes: ") + notes.front() + ')'),
-        notes.isEmpty() ? 5000 : 15000);
+        notes.isEmpty() && retained.isEmpty() ? 5000 : 15000);
     updateStatus();
     return true;
 }
