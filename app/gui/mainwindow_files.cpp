@@ -327,13 +327,15 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
     }
     // Retention's cut is no fault of the file: said on the status bar (and kept in the session line).
     QString retained;
-    if (const size_t evicted = m_model->store().evictedCalls()) {
-        const std::string note = m_model->store().retentionNote();
-        retained =
-            QStringLiteral("; retention kept the newest, %1 older %2 evicted while opening%3")
-                .arg(evicted)
-                .arg(evicted == 1 ? "call" : "calls")
-                .arg(note.empty() ? QString() : QStringLiteral(" (%1)").arg(QString::fromStdString(note)));
+    const size_t evicted = m_model->store().evictedCalls();
+    if (const std::string note = m_model->store().retentionNote(); evicted || !note.empty()) {
+        QStringList what;
+        if (evicted)
+            what << QStringLiteral("%1 older %2 evicted while opening")
+                        .arg(evicted)
+                        .arg(evicted == 1 ? "call" : "calls");
+        if (!note.empty()) what << QString::fromStdString(note);
+        retained = QStringLiteral("; retention kept the newest: ") + what.join(QStringLiteral(", "));
     }
     const size_t calls = m_model->store().calls().size();
     statusBar()->showMessage(
