@@ -3,6 +3,7 @@
 #include "timelinemodel.h"
 
 #include <QThread>
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -32,11 +33,18 @@ struct ModelFeedQueue
     int stopping = 0;
     std::uint64_t appends = 0, applied = 0, shed = 0, waits = 0;
 
-    bool full() const { return events >= limits.maxQueuedEvents || bytes >= limits.maxQueuedBytes; }
-    bool belowHalf() const
+    size_t budgetBytes = 0; // the model's retention budget (0: none), copied on the model's thread
+
+    // The queue counts against the model's budget, so it takes at most a quarter of it: under a small --keep
+    // the queue must not hold more than the timeline it feeds.
+    size_t byteLimit() const
     {
-        return events <= limits.maxQueuedEvents / 2 && bytes <= limits.maxQueuedBytes / 2;
+        constexpr size_t kLeast = size_t(1) << 20;
+        return budgetBytes ? std::min(limits.maxQueuedBytes, std::max(budgetBytes / 4, kLeast))
+                           : limits.maxQueuedBytes;
     }
+    bool full() const { return events >= limits.maxQueuedEvents || bytes >= byteLimit(); }
+    bool belowHalf() const { return events <= limits.maxQueuedEvents / 2 && bytes <= byteLimit() / 2; }
 
     // Under mu.
     void enqueue(EventBatch &&batch, size_t batchBytes)
@@ -161,6 +169,12 @@ ModelFeed::ModelFeed(TimelineModel *model, const ModelFeedLimits &limits)
     m_q->limits = limits;
     m_q->owner = this;
     m_q->ownerThread = thread();
+    m_q->budgetBytes = model->retention().maxBytes;
+    // What waits here is memory the capture holds: the model's budget counts it.
+    model->setExternalBytes([q = m_q] {
+        std::lock_guard lk(q->mu);
+        return q->bytes;
+    });
     m_timer.setSingleShot(true);
     m_timer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire 5% early, inside the interval
     connect(&m_timer, &QTimer::timeout, this, [this] { drainOnce(); });
@@ -272,6 +286,7 @@ bool ModelFeed::drainOnce()
     bool more = false;
     {
         std::lock_guard lk(m_q->mu);
+        m_q->budgetBytes = m_model->retention().maxBytes; // it may have changed since the last append
         while (!m_q->batches.empty() && merged.size() < m_perAppend) {
             auto &[batch, bytes] = m_q->batches.front();
             const size_t want = m_perAppend - merged.size();
