@@ -8,7 +8,9 @@ namespace rpcscope {
 // connection (a Notice, or a DecodeError when decoding cannot go on); relaying is never affected.
 struct DecoderLimits
 {
-    size_t maxHeaderListBytes = 64 * 1024;  // decoded names + values kept per header block; the rest is cut
+    // Decoded names + values kept per header block; the rest is cut (its timeline headers stay). gRPC itself
+    // refuses lists over 8 KiB by default; a flood of in-flight streams holds this much per stream.
+    size_t maxHeaderListBytes = 16 * 1024;
     size_t maxHeaderBlockBytes = 1 << 20;   // encoded HEADERS + CONTINUATION bytes of one block
     size_t maxFrameBytes = (1u << 24) - 1;  // largest frame buffered across reads (protocol maximum)
     size_t maxMessageKeepBytes = 64 * 1024; // leading bytes of each gRPC message kept for inspection

@@ -130,6 +130,13 @@ std::string percentDecode(std::string_view value)
     return out;
 }
 
+bool isTimelineHeader(std::string_view name)
+{
+    return (!name.empty() && name[0] == ':') || name.substr(0, 5) == "grpc-" || name == "content-type" ||
+           name == "user-agent" || name == "rpcscope-call-id" || name == "rpcscope-retry-policy" ||
+           name == "traceparent";
+}
+
 GrpcFields extractGrpcFields(const std::vector<Header> &headers)
 {
     GrpcFields f;

@@ -18,5 +18,8 @@ std::string percentDecode(std::string_view value);
 bool parseTraceparent(std::string_view value, std::string *traceId, std::string *parentId);
 // Pulls the gRPC fields out of a decoded header list.
 GrpcFields extractGrpcFields(const std::vector<Header> &headers);
+// Whether a header is one the timeline reads (a pseudo-header, content-type, user-agent or one of the fields
+// above): the decoder keeps these past its header-list limit, so a long custom header cannot hide a status.
+bool isTimelineHeader(std::string_view name);
 
 } // namespace rpcscope

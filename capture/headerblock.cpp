@@ -12,6 +12,9 @@ namespace {
 constexpr char kPlaceholderName[] = "\x01";
 constexpr std::uint32_t kPlaceholderEntrySize = 32 + 1; // RFC 7541 4.1: 32 + name + value
 constexpr std::uint32_t kPrimedTableSize = 64 * 1024;
+// What the timeline's own headers may add past the list limit, in all and each.
+constexpr size_t kMaxTimelineExtraBytes = 8 * 1024;
+constexpr size_t kMaxTimelineValueBytes = 2 * 1024;
 } // namespace
 
 HeaderBlock::HeaderBlock(const DecoderLimits &limits)
@@ -93,7 +96,7 @@ void HeaderBlock::inflate(WireEvent &e, const EventStamp &stamp, bool contextUnk
 {
     auto *in = reinterpret_cast<std::uint8_t *>(m_block.data());
     size_t inlen = m_block.size();
-    size_t kept = 0;
+    size_t kept = 0, extra = 0;
     for (;;) {
         nghttp2_nv nv;
         int inflateFlags = 0;
@@ -118,8 +121,13 @@ void HeaderBlock::inflate(WireEvent &e, const EventStamp &stamp, bool contextUnk
         }
         if (inflateFlags & NGHTTP2_HD_INFLATE_EMIT) {
             // Inflate everything to keep the HPACK context in step, but keep only up to the limit.
-            if (kept + nv.namelen + nv.valuelen <= m_maxListBytes) {
-                kept += nv.namelen + nv.valuelen;
+            // Past the limit the headers the timeline reads still count: a status after a long custom header
+            // must not be lost. Their values are short in any real call; a hostile one is cut too.
+            const std::string_view name(reinterpret_cast<const char *>(nv.name), nv.namelen);
+            const bool fits = kept + nv.namelen + nv.valuelen <= m_maxListBytes;
+            if (fits || (isTimelineHeader(name) && nv.valuelen <= kMaxTimelineValueBytes &&
+                         extra + nv.namelen + nv.valuelen <= kMaxTimelineExtraBytes)) {
+                (fits ? kept : extra) += nv.namelen + nv.valuelen;
                 e.headers.push_back({std::string(reinterpret_cast<const char *>(nv.name), nv.namelen),
                                      std::string(reinterpret_cast<const char *>(nv.value), nv.valuelen)});
             } else {

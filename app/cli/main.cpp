@@ -39,7 +39,7 @@ const char kUsage[] =
     "      terminal as one line rewritten in place, elsewhere only with --progress, as a line each.\n"
     "      --listen defaults to 127.0.0.1:0; port 0 picks a free port, printed as 'listening on HOST:PORT'.\n"
     "      Listening on a non-loopback address needs --allow-remote.\n"
-    "      Decoding limits: --max-header-list (default 65536) cuts longer header lists, --max-message-keep\n"
+    "      Decoding limits: --max-header-list (default 16384) cuts longer header lists, --max-message-keep\n"
     "      (default 65536) bounds the bytes of each gRPC message kept for inspection.\n"
     "  rpcscope-cli convert IN OUT [--to FORMAT] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
     "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext "

@@ -455,10 +455,19 @@ const std::uint8_t *bytes(const std::string &s)
     return reinterpret_cast<const std::uint8_t *>(s.data());
 }
 
+// The conversations below carry header lists up to 40 KiB and compare them whole against nghttp2's: decode
+// them under a limit above that (the cut is tested in limits()).
+DecoderLimits wholeLists()
+{
+    DecoderLimits l;
+    l.maxHeaderListBytes = 64 * 1024;
+    return l;
+}
+
 // Every chunk in one feed() call, as a relay reading whole sends would.
 EventBatch decodeWhole(const Chunks &chunks)
 {
-    ConnectionDecoder d(kConnection);
+    ConnectionDecoder d(kConnection, wholeLists());
     EventBatch out;
     for (const auto &c : chunks)
         d.feed(c.dir, bytes(c.bytes), c.bytes.size(), 0, out);
@@ -468,7 +477,7 @@ EventBatch decodeWhole(const Chunks &chunks)
 // Like decodeWhole, but chunk i is read at i microseconds, so times tell reads apart.
 EventBatch decodeWholeTimed(const Chunks &chunks)
 {
-    ConnectionDecoder d(kConnection);
+    ConnectionDecoder d(kConnection, wholeLists());
     EventBatch out;
     for (size_t i = 0; i < chunks.size(); ++i)
         d.feed(chunks[i].dir, bytes(chunks[i].bytes), chunks[i].bytes.size(), std::int64_t(i) * 1000, out);
@@ -478,7 +487,7 @@ EventBatch decodeWholeTimed(const Chunks &chunks)
 // Chunk `which` arrives in two reads split at `at`; every other chunk in one.
 EventBatch decodeSplit(const Chunks &chunks, size_t which, size_t at)
 {
-    ConnectionDecoder d(kConnection);
+    ConnectionDecoder d(kConnection, wholeLists());
     EventBatch out;
     for (size_t i = 0; i < chunks.size(); ++i) {
         const auto &c = chunks[i];
@@ -494,7 +503,7 @@ EventBatch decodeSplit(const Chunks &chunks, size_t which, size_t at)
 
 EventBatch decodeBytewise(const Chunks &chunks)
 {
-    ConnectionDecoder d(kConnection);
+    ConnectionDecoder d(kConnection, wholeLists());
     EventBatch out;
     for (const auto &c : chunks)
         for (size_t i = 0; i < c.bytes.size(); ++i)
@@ -505,7 +514,7 @@ EventBatch decodeBytewise(const Chunks &chunks)
 // Every chunk cut into pieces of random length (1..maxPiece), as a congested socket might deliver it.
 EventBatch decodeRandomPieces(const Chunks &chunks, std::mt19937 &rng, size_t maxPiece)
 {
-    ConnectionDecoder d(kConnection);
+    ConnectionDecoder d(kConnection, wholeLists());
     EventBatch out;
     std::uniform_int_distribution<size_t> pieceLen(1, maxPiece);
     for (const auto &c : chunks)
@@ -1254,6 +1263,34 @@ private slots:
             kept += h.name.size() + h.value.size();
         QVERIFY(kept <= 1000);
         QCOMPARE(blocks[0]->grpc.callId, std::string("big")); // fields before the cut survive
+        // The timeline's headers after the cut stay; other headers after it do not.
+        {
+            Conversation late;
+            std::vector<Header> h = {{":method", "POST"},
+                                     {":path", "/pkg.Svc/Late"},
+                                     {"x-fill", std::string(950, 'f')},
+                                     {"x-big", std::string(5000, 'b')},
+                                     {"x-after", std::string(1000, 'a')},
+                                     {"grpc-timeout", "250m"},
+                                     {"rpcscope-call-id", "late"},
+                                     {"grpc-huge", std::string(3000, 'h')}};
+            late.request(h, grpcMessage(1));
+            late.pump();
+            ConnectionDecoder dl(kConnection, small);
+            EventBatch lateOut;
+            for (const auto &c : late.m_chunks)
+                dl.feed(c.dir, bytes(c.bytes), c.bytes.size(), 0, lateOut);
+            const auto lateBlocks = headersEventsOf(lateOut, C2S);
+            QCOMPARE(int(lateBlocks.size()), 1);
+            QVERIFY(lateBlocks[0]->truncated);
+            QCOMPARE(lateBlocks[0]->grpc.callId, std::string("late"));
+            QCOMPARE(lateBlocks[0]->grpc.path, std::string("/pkg.Svc/Late"));
+            QVERIFY(lateBlocks[0]->grpc.timeoutNs.has_value());
+            for (const Header &kept : lateBlocks[0]->headers) {
+                QVERIFY(kept.name != "x-after" && kept.name != "x-big");
+                QVERIFY(kept.name != "grpc-huge"); // a timeline header too long to be real is cut too
+            }
+        }
         QVERIFY(!blocks[1]->truncated);
         QVERIFY(blocks[1]->headers == conv.m_blocks[0][1].headers);
         QCOMPARE(count(out, EventKind::Notice), 1);
