@@ -181,7 +181,10 @@ private slots:
         bool lastCallKept = false;
         for (const QString &call : kept)
             lastCallKept |= keyAndStart(call) == keyAndStart(all.back());
-        QVERIFY2(lastCallKept || lastAttempt(model.store()) == allLast, qPrintable(all.back()));
+        // A packet capture has no call ids of its own to keep a call whole across an eviction: which of its
+        // attempts end up newest depends on where the cut fell, so only the .rpcscope file is held to this.
+        if (!path.endsWith(QStringLiteral(".pcapng")))
+            QVERIFY2(lastCallKept || lastAttempt(model.store()) == allLast, qPrintable(all.back()));
         QCOMPARE(model.rowCount(), kept.size());
         QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("evicted while opening")),
                  qPrintable(window.statusBar()->currentMessage()));
