@@ -188,14 +188,20 @@ void TimelineModel::appendBatch(const EventBatch &batch)
     applyBatch(batch);
 }
 
-void TimelineModel::applyBatch(const EventBatch &batch)
+StoreChanges TimelineModel::take(const EventBatch &batch)
 {
-    // Before the rows are announced, so whoever reacts to them finds the headers already there.
     if (m_headers) m_headers->record(batch);
     StoreChanges ch;
     m_store.apply(batch, &ch);
     m_log.append(batch);
     m_stats.update(m_store, ch);
+    return ch;
+}
+
+void TimelineModel::applyBatch(const EventBatch &batch)
+{
+    // Before the rows are announced, so whoever reacts to them finds the headers already there.
+    const StoreChanges ch = take(batch);
 
     // Existing calls that gained attempts: one insertion per call.
     for (size_t call : ch.callsWithNewAttempts) {
@@ -376,12 +382,8 @@ void TimelineModel::beginReplay(const CaptureInfo &info)
 
 void TimelineModel::replayBatch(const EventBatch &batch)
 {
-    if (m_headers) m_headers->record(batch);
-    StoreChanges ch;
-    m_store.apply(batch, &ch);
-    m_log.append(batch);
-    // Kept up as live (evicted calls stay counted); rebuilt at the end when nothing was evicted, as replay().
-    m_stats.update(m_store, ch);
+    // Statistics kept up as live (evicted calls stay counted); rebuilt at the end when nothing was evicted.
+    take(batch);
     checkRetention();
 }
 

@@ -104,6 +104,8 @@ public:
     // empty function applies every batch. A replay of the run on stage uses applyBatch, never diverted.
     void setDivert(std::function<bool(const rpcscope::EventBatch &)> divert) { m_divert = std::move(divert); }
     bool isDiverting() const { return bool(m_divert); }
+    // A batch into the headers, the store, the event log and the statistics (live and replayed alike).
+    StoreChanges take(const EventBatch &batch);
     void applyBatch(const rpcscope::EventBatch &batch);
 
 public slots:
