@@ -64,7 +64,16 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
 
     const bool wall = wallClockRuler(ctx);
     const qint64 step = rulerStepNs(ctx);
-    for (const qint64 t : rulerTicks(ctx, step)) {
+    const std::vector<qint64> ticks = rulerTicks(ctx, step);
+    if (ticks.empty()) {
+        // A range narrower than one step (a wide wall-clock label on a narrow or large-type view) still says
+        // where it starts, to the finer unit.
+        p->setPen(th.text);
+        p->drawText(QRectF(ax.left + 3, ruler.top(), 200 * m.scale, ruler.height() - 6),
+                    Qt::AlignLeft | Qt::AlignBottom,
+                    tickLabel(ctx, ctx.startNs(), std::max<qint64>(step / 10, 1)));
+    }
+    for (const qint64 t : ticks) {
         const double x = ax.timeToX(t);
         p->setPen(th.grid.darker(130));
         p->drawLine(QPointF(x, ruler.bottom() - 8), QPointF(x, ruler.bottom()));

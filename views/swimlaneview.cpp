@@ -128,6 +128,12 @@ void SwimlaneView::fitIfNothingInRange()
     // From the newest: a live or just-zoomed view usually holds one of the last calls, so this stops early.
     for (auto it = calls.rbegin(); it != calls.rend(); ++it)
         if (it->startNs() <= to && it->endNs().value_or(latest) >= from) return;
+    // A connection's frames count too: zooming into a flood beside the calls is looking at something.
+    // Frames arrive in time order closely enough for a bisection to find one in range.
+    const auto &frames = m_model->store().frames();
+    const auto first =
+        std::partition_point(frames.begin(), frames.end(), [from](const auto &f) { return f.tNs < from; });
+    if (first != frames.end() && first->firstNs() <= to) return;
     fitAll();
     emit refitted(QStringLiteral("Nothing in this range: fitted to the whole run"));
 }
