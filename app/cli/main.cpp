@@ -89,6 +89,39 @@ const char kUsage[] =
     "cookie\n"
     "             and set-cookie are always masked in what is written, unless --no-redact\n";
 
+// One command's part of the usage: its "rpcscope-cli CMD" entries and what follows them, then the notes on
+// options several commands share. Empty for a command the usage does not know.
+std::string commandUsage(const std::string &cmd)
+{
+    const std::string text = kUsage, entry = "  rpcscope-cli ";
+    std::string mine, shared;
+    bool inMine = false, inShared = false;
+    for (size_t at = 0; at < text.size();) {
+        size_t end = text.find('\n', at);
+        end = end == std::string::npos ? text.size() : end + 1;
+        const std::string line = text.substr(at, end - at);
+        at = end;
+        if (line.rfind(entry, 0) == 0) {
+            const std::string rest = line.substr(entry.size());
+            inMine = rest.rfind(cmd, 0) == 0 &&
+                     (rest.size() == cmd.size() || rest[cmd.size()] == ' ' || rest[cmd.size()] == '\n');
+        } else if (line.rfind("  --", 0) == 0) {
+            inMine = false;
+            inShared = true;
+        }
+        if (inMine) mine += line;
+        if (inShared) shared += line;
+    }
+    return mine.empty() ? std::string() : "usage:\n" + mine + shared;
+}
+
+bool asksForHelp(const std::vector<std::string> &args)
+{
+    for (const auto &a : args)
+        if (a == "--help" || a == "-h") return true;
+    return false;
+}
+
 QtMessageHandler g_defaultHandler = nullptr;
 // The offscreen platform warns about a missing XDG_RUNTIME_DIR on servers; it does not matter to a CLI.
 void quietOffscreen(QtMsgType type, const QMessageLogContext &ctx, const QString &msg)
@@ -107,7 +140,15 @@ int main(int argc, char **argv)
         return 2;
     }
     if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        std::fputs(kUsage, stdout);
+        // "help CMD" is "CMD --help".
+        const std::string part = args.size() > 1 ? commandUsage(args[1]) : std::string();
+        std::fputs(part.empty() ? kUsage : part.c_str(), stdout);
+        return 0;
+    }
+    if (asksForHelp(args)) {
+        // "CMD --help": that command's usage; an unknown command gets the whole of it.
+        const std::string part = commandUsage(args[0]);
+        std::fputs(part.empty() ? kUsage : part.c_str(), stdout);
         return 0;
     }
     rpcscope::routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
