@@ -302,6 +302,14 @@ bool faultRuleFromFields(const std::vector<std::pair<std::string, std::string>> 
                          std::string *error)
 {
     FaultRule r;
+    for (const auto &[key, value] : fields) {
+        // Keeps every message about the rule one line, and its text one that reads back as the same rule.
+        if (std::any_of(key.begin(), key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }) ||
+            std::any_of(value.begin(), value.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+            return bad(error, "the rule holds a control character (a line break, a tab in a value...)");
+        if (value.find('\'') != std::string::npos && value.find('"') != std::string::npos)
+            return bad(error, "the value of '" + key + "' holds both ' and \", so it cannot be quoted");
+    }
     const auto actionField =
         std::find_if(fields.begin(), fields.end(), [](const auto &f) { return f.first == "action"; });
     if (actionField == fields.end())
@@ -333,8 +341,9 @@ bool faultRuleFromFields(const std::vector<std::pair<std::string, std::string>> 
         }
         if (!seen.insert(key).second) return bad(error, "key '" + key + "' is given twice");
         const std::string v = value;
+        const std::string &k = key; // clang before 16 cannot capture a structured binding
         auto badValue = [&](const std::string &expected) {
-            return bad(error, key + "=" + v + ": " + expected);
+            return bad(error, k + "=" + v + ": " + expected);
         };
         if (key == "hop") {
             if (v.empty()) return badValue("expected a hop's label");
@@ -419,6 +428,9 @@ bool parseFaultRule(std::string_view text, FaultRule *out, std::string *error)
     std::vector<std::pair<std::string, std::string>> fields;
     size_t i = 0;
     auto separator = [](char c) { return c == ' ' || c == '\t' || c == ','; };
+    if (std::any_of(text.begin(), text.end(),
+                    [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }))
+        return bad(error, "the rule holds a control character (a line break...)");
     bool first = true;
     while (true) {
         while (i < text.size() && separator(text[i]))
