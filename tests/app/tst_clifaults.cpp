@@ -110,6 +110,7 @@ void TestCliFaults::closeIsNotedAndCounted()
     const QString err = QString::fromUtf8(p.readAllStandardError());
     QVERIFY2(err.contains("fault rule 1 (close nth=1): 1 hit\n"), qPrintable(err));
     QVERIFY2(err.contains("fault rule 2 (blackhole hop=elsewhere): 0 hits"), qPrintable(err));
+    QVERIFY2(err.contains("warning: fault rule 2 names the hop 'elsewhere'"), qPrintable(err));
     QFile f(out);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QJsonArray connections =
