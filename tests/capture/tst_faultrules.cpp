@@ -19,6 +19,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <poll.h>
 #include <random>
 #include <sys/socket.h>
 #include <thread>
@@ -171,6 +172,7 @@ private slots:
     void closeFailsTheCallUnavailable();
     void tcpResetFailsTheCallUnavailable();
     void nthConnectionOnly();
+    void percentChoosesAboutThatShare();
     void bandwidthSlowsTheResponse();
     void slowCloseHoldsTheClose();
 };
@@ -593,6 +595,56 @@ void TestFaultRules::nthConnectionOnly()
     QCOMPARE(faults->hits(0), std::uint64_t(1));
     relay.stop();
     QCOMPARE(int(log.notices().size()), 1);
+}
+
+void TestFaultRules::percentChoosesAboutThatShare()
+{
+    // A target that answers every connection "ok" once the client has sent its EOF.
+    const int target = listenLoopback();
+    QVERIFY(target >= 0);
+    std::atomic<bool> stopping{false};
+    std::thread serve([&] {
+        while (!stopping) {
+            pollfd p{target, POLLIN, 0};
+            if (poll(&p, 1, 50) <= 0) continue;
+            const int fd = accept(target, nullptr, nullptr);
+            if (fd < 0) continue;
+            char buf[64];
+            while (recv(fd, buf, sizeof buf, 0) > 0) {
+            }
+            sendAll(fd, "ok", 2);
+            close(fd);
+        }
+    });
+    EventLog log;
+    Relay relay;
+    auto faults = rules({"close percent=30"});
+    relay.setFaults(faults);
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", localPort(target)}, log.sink(), &error),
+             error.c_str());
+    // A chosen connection is closed before anything is read from it: the client gets no answer.
+    constexpr int kConnections = 200;
+    int closed = 0, answered = 0;
+    for (int i = 0; i < kConnections; ++i) {
+        const int fd = connectLoopback(relay.listenAddress().port);
+        QVERIFY(fd >= 0);
+        const std::string got = sendAndReceive(fd, "x");
+        close(fd);
+        if (got.empty())
+            ++closed;
+        else if (got == "ok")
+            ++answered;
+    }
+    stopping = true;
+    serve.join();
+    close(target);
+    relay.stop();
+    QCOMPARE(closed + answered, kConnections);
+    QCOMPARE(faults->hits(0), std::uint64_t(closed));
+    // Binomial(200, 0.3): 60 on average, sd 6.5; outside 30-90 is a broken percentage, not chance.
+    QVERIFY2(closed >= 30 && closed <= 90, qPrintable(QString::number(closed)));
+    QCOMPARE(int(log.notices().size()), closed);
 }
 
 void TestFaultRules::bandwidthSlowsTheResponse()
