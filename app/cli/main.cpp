@@ -1,6 +1,7 @@
 // rpcscope-cli: headless capture and lab runs. Links no QtWidgets.
 
 #include "commands.h"
+#include "faultrule.h"
 #include "librarylogs.h"
 #include "options.h"
 
@@ -146,12 +147,14 @@ int main(int argc, char **argv)
         // "help CMD" is "CMD --help".
         const std::string part = args.size() > 1 ? commandUsage(args[1]) : std::string();
         std::fputs(part.empty() ? kUsage : part.c_str(), stdout);
+        if (!part.empty() && args[1] == "capture") std::fputs(rpcscope::faultRuleSyntaxHelp(), stdout);
         return 0;
     }
     if (asksForHelp(args)) {
         // "CMD --help": that command's usage; an unknown command gets the whole of it.
         const std::string part = commandUsage(args[0]);
         std::fputs(part.empty() ? kUsage : part.c_str(), stdout);
+        if (args[0] == "capture") std::fputs(rpcscope::faultRuleSyntaxHelp(), stdout);
         return 0;
     }
     rpcscope::routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
