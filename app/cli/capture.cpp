@@ -63,13 +63,6 @@ int cmdCapture(std::vector<std::string> args)
 {
     std::map<std::string, std::string> opts;
     std::string error;
-    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-        std::printf("rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [options]\n"
-                    "  (rpcscope-cli --help lists the options)\n"
-                    "  --fault RULE (repeatable) and --faults FILE.json make the proxy misbehave.\n%s",
-                    faultRuleSyntaxHelp());
-        return 0;
-    }
     const Redaction redaction = takeRedaction(&args, &error);
     if (!error.empty()) return usageError(error);
     const std::shared_ptr<FaultSet> faults = takeFaults(&args, &error);
@@ -278,6 +271,13 @@ int cmdCapture(std::vector<std::string> args)
             return rescued(stream->copyTo(rescue, &rescueError), error, calls, rescueError);
         }
         reportCaptured(model.store(), calls, opts["--out"]);
+        if (const std::uint64_t shed = ModelFeed::of(&model)->shedEvents())
+            // The count above is the timeline's; the file was written before the feed and has every call.
+            std::fprintf(
+                stderr,
+                "rpcscope-cli: warning: %llu events did not reach the timeline in memory while it fell "
+                "behind, so it counts fewer calls than %s holds\n",
+                static_cast<unsigned long long>(shed), opts["--out"].c_str());
         return 0;
     }
     if (stream) // writing failed part way: what was written stays, and what memory kept is saved below
@@ -293,6 +293,11 @@ int cmdCapture(std::vector<std::string> args)
         return rescued(saved, error, model.store().calls().size(), rescueError);
     }
     reportCaptured(model.store(), model.store().calls().size(), opts["--out"]);
+    if (const std::uint64_t shed = ModelFeed::of(&model)->shedEvents())
+        std::fprintf(stderr,
+                     "rpcscope-cli: warning: %llu events did not reach the timeline while it fell behind; "
+                     "they are not in %s (an .rpcscope output, written as the capture goes, gets them all)\n",
+                     static_cast<unsigned long long>(shed), opts["--out"].c_str());
     if (const size_t evicted = model.store().evictedCalls())
         std::fprintf(
             stderr,

@@ -699,8 +699,11 @@ private slots:
         QCOMPARE(run.process.exitCode(), 0);
         const QString err = QString::fromUtf8(run.process.readAllStandardError());
         QVERIFY2(!err.contains("dropped"), qPrintable(err));
-        QVERIFY2(run.printed.contains(QStringLiteral("captured %1 calls").arg(kCalls)),
-                 qPrintable(run.printed));
+        // The count is the timeline's. On a loaded machine it may fall behind the relay and miss events,
+        // which it then says; the file has every call either way (below).
+        QVERIFY2(run.printed.contains(QStringLiteral("captured %1 calls").arg(kCalls)) ||
+                     err.contains("did not reach the timeline in memory while it fell behind"),
+                 qPrintable(run.printed + err));
         QVERIFY(!QFile::exists(out + ".partial"));
         const LoadedCalls all = loadCalls(out);
         QVERIFY2(all.status == rpcscope::CaptureReadResult::Ok, all.message.c_str());
