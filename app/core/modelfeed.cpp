@@ -35,13 +35,14 @@ struct ModelFeedQueue
 
     size_t budgetBytes = 0; // the model's retention budget (0: none), copied on the model's thread
 
-    // The queue counts against the model's budget, so it takes at most a quarter of it: under a small --keep
-    // the queue must not hold more than the timeline it feeds.
+    // The queue counts against the model's budget, so it takes a quarter of it: under a small --keep the
+    // queue must not hold more than the timeline it feeds. At least 1 MB, so a small budget does not shed
+    // at the first stall, but never more than half: a full queue would otherwise evict the whole timeline.
     size_t byteLimit() const
     {
-        constexpr size_t kLeast = size_t(1) << 20;
-        return budgetBytes ? std::min(limits.maxQueuedBytes, std::max(budgetBytes / 4, kLeast))
-                           : limits.maxQueuedBytes;
+        if (!budgetBytes) return limits.maxQueuedBytes;
+        const size_t least = std::min(size_t(1) << 20, budgetBytes / 2);
+        return std::min(limits.maxQueuedBytes, std::max(budgetBytes / 4, least));
     }
     bool full() const { return events >= limits.maxQueuedEvents || bytes >= byteLimit(); }
     bool belowHalf() const { return events <= limits.maxQueuedEvents / 2 && bytes <= byteLimit() / 2; }
