@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <mutex>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -31,6 +32,13 @@ public:
     bool open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs, bool decoding,
               std::string *error);
     void run();
+    // Any thread: relays an already connected pair (a CONNECT tunnel whose handshake the proxy did) as if it
+    // had been accepted and connected here. The loop takes ownership of both descriptors. `early`: bytes the
+    // client sent right after its CONNECT, read at `earlyAt`, which go to the server (and the decoder) first.
+    void adopt(int clientFd, int serverFd, std::string clientPeer, std::string early = {},
+               std::int64_t earlyAt = 0);
+    // Connection ids are unique across every relay of the process, and so across a capture's hops.
+    static std::uint32_t newConnectionId();
     // Closes every connection (their close events go to the decoder), ends the thread and closes the
     // listener.
     void stop();
@@ -89,6 +97,7 @@ private:
 
     void loop();
     void acceptAll();
+    void takeAdopted();
     void startConnect(Conn &c);
     bool readSide(Conn &c, bool fromClient);
     bool copySide(Conn &c, bool fromClient);
@@ -120,6 +129,17 @@ private:
     std::atomic<std::uint64_t> m_bytes{0};
     std::atomic<std::uint64_t> m_splicedBytes{0};
     std::atomic<int> m_open{0};
+
+    struct Adopted
+    {
+        int cfd;
+        int sfd;
+        std::string peer;
+        std::string early;
+        std::int64_t earlyAt;
+    };
+    std::mutex m_adoptMutex;
+    std::vector<Adopted> m_adopted; // handed over by adopt(), not yet taken by the loop
 
     // The loop's thread only.
     std::list<Conn> m_conns;
