@@ -9,7 +9,11 @@
 #include "serviceconfig.h"
 #include "timelinemodel.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <arpa/inet.h>
@@ -350,6 +354,58 @@ print('ok')
             QVERIFY2(note.rfind("CONNECT proxy | CONNECT refused with " + c.status.substr(9, 3), 0) == 0,
                      note.c_str());
         }
+    }
+
+    void cliCaptureProxy()
+    {
+        // rpcscope-cli capture --proxy, as a user runs it: it prints where it listens, and a client started
+        // with grpc_proxy lands in the output file under the target's hop.
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("proxied.json");
+        QProcess cli;
+        cli.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--proxy", "--out", out});
+        QVERIFY(cli.waitForStarted());
+        QByteArray said;
+        QRegularExpression listening("proxy listening on (127\\.0\\.0\\.1:\\d+) \\(clients: "
+                                     "grpc_proxy=http://127\\.0\\.0\\.1:\\d+\\)");
+        QRegularExpressionMatch m;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (said += cli.readAllStandardOutput(), m = listening.match(QString(said))).hasMatch(), 10000);
+        {
+            const ProxyEnv env(m.captured(1).toStdString());
+            lab::LabClient client(target, lab::ServiceConfig::retry(2, 20));
+            lab::CallRequest r;
+            r.set_call_id("cli-1");
+            QCOMPARE(client.call(r).code, 0);
+        }
+        cli.terminate();
+        QVERIFY(cli.waitForFinished(20000));
+        QCOMPARE(cli.exitCode(), 0);
+        QFile file(out);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(file.readAll()).object();
+        const QJsonArray calls = doc["calls"].toArray();
+        QCOMPARE(calls.size(), 1);
+        const QJsonArray connections = doc["connections"].toArray();
+        QCOMPARE(connections.size(), 1);
+        QCOMPARE(connections[0].toObject()["label"].toString(), QString::fromStdString(target));
+
+        // A proxy on an address other machines reach is refused without --allow-remote, and so is a capture
+        // with neither --target nor --proxy.
+        QProcess remote;
+        remote.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--proxy", "0.0.0.0:0", "--out", out});
+        QVERIFY(remote.waitForFinished(10000));
+        QCOMPARE(remote.exitCode(), 2);
+        QVERIFY2(remote.readAllStandardError().contains("--allow-remote"), "no hint at --allow-remote");
+        QProcess neither;
+        neither.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--out", out});
+        QVERIFY(neither.waitForFinished(10000));
+        QCOMPARE(neither.exitCode(), 2);
+        QVERIFY(neither.readAllStandardError().contains("--proxy"));
     }
 
     void floodOfHalfSentRequests()
