@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace rpcscope {
 
@@ -122,6 +123,8 @@ struct ConnectProxy::Impl
 
     // The proxy thread only.
     std::list<Pending> handshakes;
+    EventBatch notes;                   // handed to the sink once a round, so a flood costs one call a round
+    std::int64_t acceptPausedUntil = 0; // out of descriptors: the listener rests instead of spinning
 
     void loop();
     void acceptAll();
@@ -274,7 +277,7 @@ void ConnectProxy::Impl::note(const Pending &p, const std::string &server, const
     batch[1].connection = id;
     batch[1].tNs = std::max(p.acceptedAt, steadyNowNs());
     batch[1].reason = reason;
-    sink(std::move(batch));
+    notes.insert(notes.end(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
 }
 
 void ConnectProxy::Impl::finish(Pending &p)
@@ -462,8 +465,9 @@ void ConnectProxy::Impl::loop()
         fds.clear();
         owners.clear();
         fds.push_back({wakePipe[0], POLLIN, 0});
-        fds.push_back({listenFd, POLLIN, 0});
-        std::int64_t next = INT64_MAX;
+        const bool acceptPaused = steadyNowNs() < acceptPausedUntil;
+        fds.push_back({acceptPaused ? -1 : listenFd, POLLIN, 0});
+        std::int64_t next = acceptPaused ? acceptPausedUntil : INT64_MAX;
         for (Pending &p : handshakes) {
             pollfd f{-1, 0, 0};
             switch (p.stage) {
@@ -544,8 +548,9 @@ void ConnectProxy::Impl::loop()
             }
             }
         }
-        if (fds[1].revents & POLLIN) acceptAll();
+        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) acceptAll();
         handshakes.remove_if([](const Pending &p) { return p.done; });
+        if (!notes.empty()) sink(std::exchange(notes, {}));
         pending = handshakes.size();
         if (pending > peakPending) peakPending = pending.load();
     }
@@ -557,6 +562,7 @@ void ConnectProxy::Impl::loop()
     }
     handshakes.clear();
     pending = 0;
+    if (!notes.empty()) sink(std::exchange(notes, {}));
 }
 
 } // namespace rpcscope
