@@ -299,6 +299,58 @@ print('ok')
             QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
     }
 
+    void bytesSentWithTheRequestGoFirst()
+    {
+        // A client that does not wait for the 200: its HTTP/2 preface and SETTINGS come in the same write as
+        // the CONNECT. They must reach the server first, unchanged, and be decoded like the rest.
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+        const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                                    std::string("\0\0\0\x04\0\0\0\0\0", 9); // an empty SETTINGS
+        const std::string request =
+            "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n" + preface;
+        const int fd = connectTo(proxy.listenAddress().port);
+        QVERIFY(fd >= 0);
+        QCOMPARE(send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+        // The 200, then the server's frames, among them the ACK of our SETTINGS: it got the early bytes.
+        std::string answer;
+        const std::string ok = "HTTP/1.1 200 Connection Established\r\n\r\n";
+        char buf[4096];
+        bool acked = false;
+        while (!acked) {
+            pollfd p{fd, POLLIN, 0};
+            QVERIFY2(poll(&p, 1, 5000) == 1, "no SETTINGS ACK from the server");
+            const ssize_t n = recv(fd, buf, sizeof buf, 0);
+            QVERIFY2(n > 0, "the tunnel closed before the server acknowledged the client's SETTINGS");
+            answer.append(buf, size_t(n));
+            if (answer.size() < ok.size()) continue;
+            QCOMPARE(answer.substr(0, ok.size()), ok);
+            for (size_t at = ok.size(); at + 9 <= answer.size();) {
+                const auto *h = reinterpret_cast<const unsigned char *>(answer.data() + at);
+                acked |= h[3] == FrameSettings && (h[4] & FlagAck);
+                at += 9 + (size_t(h[0]) << 16 | size_t(h[1]) << 8 | h[2]);
+            }
+        }
+        close(fd);
+        proxy.stop();
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QCOMPARE(model.store().connections().size(), size_t(1));
+        const Connection &c = model.store().connections().front();
+        QCOMPARE(c.label, target);
+        QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
+        // The client's SETTINGS was decoded: the decoder saw the early bytes, in order.
+        bool clientSettings = false;
+        for (const FrameRecord &f : model.store().frames())
+            clientSettings |= f.dir == Direction::ClientToServer && f.type == FrameSettings;
+        QVERIFY(clientSettings);
+    }
+
     void refusedRequestsSayWhy()
     {
         Collector events;
