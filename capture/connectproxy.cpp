@@ -76,6 +76,36 @@ std::string errorResponse(int status, const std::string &reason)
 
 } // namespace
 
+// A name lookup on a thread of its own: getaddrinfo cannot be given a timeout or be cancelled, so the proxy's
+// thread never waits for one; it looks whether it is done each round. The thread holds only this.
+struct Lookup
+{
+    std::mutex mu;
+    bool done = false;
+    std::vector<sockaddr_storage> addrs;
+    std::string error;
+};
+
+namespace {
+// Lookups in flight at once, across proxies: a flood of CONNECTs to names that never resolve ties up no more
+// threads than this (503 beyond).
+constexpr int kMaxLookups = 16;
+std::atomic<int> g_lookups{0};
+// While a lookup runs, the proxy's loop looks at it this often.
+constexpr int kLookupPollMs = 5;
+
+std::vector<sockaddr_storage> addressesOf(const addrinfo *list)
+{
+    std::vector<sockaddr_storage> out;
+    for (const addrinfo *a = list; a; a = a->ai_next) {
+        sockaddr_storage sa{};
+        std::memcpy(&sa, a->ai_addr, a->ai_addrlen);
+        out.push_back(sa);
+    }
+    return out;
+}
+} // namespace
+
 struct ConnectProxy::Impl
 {
     struct Pending
@@ -83,6 +113,7 @@ struct ConnectProxy::Impl
         enum Stage
         {
             Reading,    // the request head
+            Resolving,  // the target's name, on a thread of its own
             Connecting, // to the target
             Answering,  // writing the answer
             Lingering   // error answered: waiting for the client to go
@@ -96,6 +127,7 @@ struct ConnectProxy::Impl
         std::int64_t lastReadAt = 0;
         ConnectRequest request;
         std::vector<sockaddr_storage> addrs;
+        std::shared_ptr<struct Lookup> lookup; // Resolving
         size_t addrIndex = 0;
         int lastConnectError = 0;
         std::string answer;
@@ -130,6 +162,7 @@ struct ConnectProxy::Impl
     void acceptAll();
     void readHead(Pending &p);
     void beginConnect(Pending &p);
+    void resolved(Pending &p); // Resolving: goes on once the lookup is done
     void tryNextAddress(Pending &p);
     void refuse(Pending &p, int status, const std::string &reason, bool linger = true);
     void flushAnswer(Pending &p);
@@ -418,21 +451,58 @@ void ConnectProxy::Impl::beginConnect(Pending &p)
             return;
         }
     }
-    // Names are resolved here, on the proxy's thread: a slow resolver holds other handshakes back for that
-    // long, but never a tunnel already relaying.
-    AddrInfo ai;
-    std::string error;
-    if (!resolve(p.request.target, false, &ai, &error)) {
+    p.deadline = steadyNowNs() + std::int64_t(limits.connectTimeoutMs) * 1'000'000;
+    // An address is taken as it is; a name is looked up on a thread of its own, so that a slow resolver
+    // holds back no other client.
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    addrinfo *list = nullptr;
+    const std::string port = std::to_string(p.request.target.port);
+    if (getaddrinfo(p.request.target.host.c_str(), port.c_str(), &hints, &list) == 0) {
+        p.addrs = addressesOf(list);
+        freeaddrinfo(list);
+        p.stage = Pending::Connecting;
+        tryNextAddress(p);
+        return;
+    }
+    if (g_lookups.fetch_add(1) >= kMaxLookups) {
+        --g_lookups;
+        refuse(p, 503, "too many name lookups in flight (" + std::to_string(kMaxLookups) + ")");
+        return;
+    }
+    auto lookup = std::make_shared<Lookup>();
+    p.lookup = lookup;
+    p.stage = Pending::Resolving;
+    std::thread([lookup, target = p.request.target] {
+        AddrInfo ai;
+        std::string error;
+        std::vector<sockaddr_storage> addrs;
+        if (resolve(target, false, &ai, &error)) addrs = addressesOf(ai.list);
+        {
+            std::lock_guard lk(lookup->mu);
+            lookup->addrs = std::move(addrs);
+            lookup->error = std::move(error);
+            lookup->done = true;
+        }
+        --g_lookups;
+    }).detach();
+}
+
+void ConnectProxy::Impl::resolved(Pending &p)
+{
+    std::lock_guard lk(p.lookup->mu);
+    if (!p.lookup->done) return;
+    if (!p.lookup->error.empty() || p.lookup->addrs.empty()) {
+        const std::string error = p.lookup->error.empty() ? "no address" : p.lookup->error;
+        p.lookup.reset();
         refuse(p, 502, error);
         return;
     }
-    for (addrinfo *a = ai.list; a; a = a->ai_next) {
-        sockaddr_storage sa{};
-        std::memcpy(&sa, a->ai_addr, a->ai_addrlen);
-        p.addrs.push_back(sa);
-    }
+    p.addrs = std::move(p.lookup->addrs);
+    p.lookup.reset();
     p.stage = Pending::Connecting;
-    p.deadline = steadyNowNs() + std::int64_t(limits.connectTimeoutMs) * 1'000'000;
     tryNextAddress(p);
 }
 
@@ -468,12 +538,16 @@ void ConnectProxy::Impl::loop()
         const bool acceptPaused = steadyNowNs() < acceptPausedUntil;
         fds.push_back({acceptPaused ? -1 : listenFd, POLLIN, 0});
         std::int64_t next = acceptPaused ? acceptPausedUntil : INT64_MAX;
+        bool lookups = false;
         for (Pending &p : handshakes) {
             pollfd f{-1, 0, 0};
             switch (p.stage) {
             case Pending::Reading:
             case Pending::Lingering:
                 f = {p.cfd, POLLIN, 0};
+                break;
+            case Pending::Resolving:
+                lookups = true;
                 break;
             case Pending::Connecting:
                 f = {p.sfd, POLLOUT, 0};
@@ -489,6 +563,7 @@ void ConnectProxy::Impl::loop()
         int timeout = -1;
         if (next != INT64_MAX)
             timeout = int(std::clamp<std::int64_t>((next - steadyNowNs()) / 1'000'000 + 1, 0, 60'000));
+        if (lookups) timeout = timeout < 0 ? kLookupPollMs : std::min(timeout, kLookupPollMs);
         if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
         if (fds[0].revents) {
             char drain[64];
@@ -507,6 +582,13 @@ void ConnectProxy::Impl::loop()
                 else if (now >= p.deadline)
                     refuse(p, 408,
                            "the CONNECT request was not complete within " + seconds(limits.headTimeoutMs));
+                break;
+            case Pending::Resolving:
+                resolved(p);
+                if (p.stage == Pending::Resolving && now >= p.deadline)
+                    refuse(p, 504,
+                           "timed out looking up " + p.request.target.host + " after " +
+                               seconds(limits.connectTimeoutMs));
                 break;
             case Pending::Connecting:
                 if (r) {
@@ -555,7 +637,7 @@ void ConnectProxy::Impl::loop()
         if (pending > peakPending) peakPending = pending.load();
     }
     for (Pending &p : handshakes) {
-        if (p.stage == Pending::Reading || p.stage == Pending::Connecting)
+        if (p.stage == Pending::Reading || p.stage == Pending::Resolving || p.stage == Pending::Connecting)
             note(p, p.request.state == ConnectRequest::Complete ? p.request.authority : "(none)",
                  "capture stopped during the CONNECT handshake");
         finish(p);

@@ -384,6 +384,8 @@ print('ok')
             {"CONNECT a:1 HTTP/1.1\r\nbroken header\r\n\r\n", "HTTP/1.1 400 ", "malformed header field"},
             {"CONNECT " + closed + " HTTP/1.1\r\nHost: " + closed + "\r\n\r\n", "HTTP/1.1 502 ",
              "cannot connect to " + closed + ": Connection refused"},
+            {"CONNECT no-such-host.invalid:443 HTTP/1.1\r\n\r\n", "HTTP/1.1 502 ",
+             "cannot resolve 'no-such-host.invalid'"},
             {"CONNECT a:1 HTTP/1.1\r\nX: " + std::string(2000, 'x') + "\r\n\r\n", "HTTP/1.1 431 ",
              "larger than 1024"},
             {"CONNECT a:1 HTTP/1.1\r\nHost: a", "HTTP/1.1 408 ", "not complete within 0.3 s"},
