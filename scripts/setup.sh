@@ -16,6 +16,7 @@ PACKAGES=(
   fonts-dejavu-core
   clang libclang-rt-14-dev clang-format
   python3 python3-grpcio
+  golang-go golang-google-grpc-dev
 )
 
 missing=()

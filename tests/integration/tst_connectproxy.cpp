@@ -18,7 +18,9 @@
 #include <QtTest>
 #include <arpa/inet.h>
 #include <cstdlib>
+#include <ifaddrs.h>
 #include <mutex>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -349,6 +351,80 @@ print('ok')
         for (const FrameRecord &f : model.store().frames())
             clientSettings |= f.dir == Direction::ClientToServer && f.type == FrameSettings;
         QVERIFY(clientSettings);
+    }
+
+    void grpcGoHttpsProxy()
+    {
+        // grpc-go reads HTTPS_PROXY, but not for a loopback target: it then dials directly. A target on
+        // another address of this machine (a relay listening there, in front of the lab server) goes through.
+        QTemporaryDir dir;
+        QProcess go;
+        QProcessEnvironment goEnv = QProcessEnvironment::systemEnvironment();
+        goEnv.insert("GO111MODULE", "off");
+        goEnv.insert("GOPATH", "/usr/share/gocode"); // where Debian's golang-*-dev packages put sources
+        goEnv.insert("GOCACHE", QStringLiteral(RPCSCOPE_GOCACHE));
+        goEnv.insert("GOFLAGS", "");
+        go.setProcessEnvironment(goEnv);
+        const QString client = dir.filePath("goclient");
+        go.start("go", {"build", "-o", client, QStringLiteral(RPCSCOPE_GOCLIENT)});
+        if (!go.waitForStarted()) QFAIL("go is not installed: golang-go (scripts/setup.sh installs it)");
+        QVERIFY2(go.waitForFinished(240000), "go build did not finish");
+        QVERIFY2(
+            go.exitCode() == 0,
+            qPrintable("building the grpc-go client failed (golang-google-grpc-dev missing? scripts/setup.sh "
+                       "installs it): " +
+                       QString::fromLocal8Bit(go.readAllStandardError())));
+
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        auto run = [&](const std::string &target) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            for (const char *name : {"no_proxy", "NO_PROXY", "http_proxy", "HTTP_PROXY", "https_proxy"})
+                env.remove(name);
+            env.insert("HTTPS_PROXY", QString::fromStdString("http://" + proxy.listenAddress().toString()));
+            p.setProcessEnvironment(env);
+            p.start(client, {QString::fromStdString(target)});
+            p.waitForFinished(20000);
+            return QString::fromLocal8Bit(p.readAllStandardOutput()).trimmed();
+        };
+        const std::string loopback = "127.0.0.1:" + std::to_string(server.port());
+        QCOMPARE(run(loopback), QStringLiteral("call: <nil>"));
+        QVERIFY2(proxy.targets().empty(), "grpc-go went through the proxy for a loopback target");
+
+        // Another address of this machine, if it has one.
+        std::string other;
+        ifaddrs *list = nullptr;
+        if (getifaddrs(&list) == 0) {
+            for (ifaddrs *i = list; i && other.empty(); i = i->ifa_next)
+                if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+                    !(i->ifa_flags & IFF_LOOPBACK)) {
+                    char host[INET_ADDRSTRLEN] = {};
+                    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr, host,
+                              sizeof host);
+                    other = host;
+                }
+            freeifaddrs(list);
+        }
+        if (other.empty()) QSKIP("this machine has no address but loopback, which grpc-go never proxies");
+        Collector direct;
+        Relay front; // stands for a server on that address
+        QVERIFY2(front.start({other, 0}, {"127.0.0.1", std::uint16_t(server.port())}, direct.sink(), &error),
+                 error.c_str());
+        const std::string target = other + ":" + std::to_string(front.listenAddress().port);
+        QCOMPARE(run(target), QStringLiteral("call: <nil>"));
+        proxy.stop();
+        front.stop();
+        QCOMPARE(proxy.targets(), std::vector<std::string>{target});
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QCOMPARE(model.store().calls().size(), size_t(1));
+        QCOMPARE(model.store().calls().front().hop, target);
+        QCOMPARE(model.store().calls().front().method, std::string("/rpcscope.lab.Lab/Call"));
     }
 
     void refusedRequestsSayWhy()
