@@ -128,6 +128,27 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
     return true;
 }
 
+bool Relay::startTunnels(const HostPort &target, Sink sink, std::string *error)
+{
+    std::string dummy;
+    std::string &err = error ? *error : dummy;
+    if (d->loop.running()) {
+        err = "relay already running";
+        return false;
+    }
+    if (!d->loop.open(-1, target, {}, d->decoding, &err)) return false;
+    d->decoder.start(std::move(sink), d->limits, d->label);
+    d->loop.setFaults(d->faults, d->label);
+    d->loop.run();
+    return true;
+}
+
+void Relay::adopt(int clientFd, int serverFd, const std::string &clientPeer, std::string early,
+                  std::int64_t earlyAt)
+{
+    d->loop.adopt(clientFd, serverFd, clientPeer, std::move(early), earlyAt);
+}
+
 void Relay::stop()
 {
     if (!d->loop.running()) return;

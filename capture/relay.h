@@ -42,6 +42,13 @@ public:
 
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);
+    // A relay without a listener, for connections handed over by adopt() (a CONNECT proxy's tunnels to
+    // `target`).
+    bool startTunnels(const HostPort &target, Sink sink, std::string *error);
+    // Any thread, while running: relays and decodes an already connected client and server pair; takes both
+    // descriptors. `early`: what the client sent after its CONNECT, read at `earlyAt`; it goes first.
+    void adopt(int clientFd, int serverFd, const std::string &clientPeer, std::string early = {},
+               std::int64_t earlyAt = 0);
     // Closes every connection (emitting their close events), drains the decoder and flushes the sink.
     void stop();
 

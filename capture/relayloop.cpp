@@ -149,6 +149,58 @@ void RelayLoop::startConnect(Conn &c)
                      std::strerror(c.lastConnectError ? c.lastConnectError : errno));
 }
 
+std::uint32_t RelayLoop::newConnectionId()
+{
+    return g_nextConnectionId++;
+}
+
+void RelayLoop::adopt(int clientFd, int serverFd, std::string clientPeer, std::string early,
+                      std::int64_t earlyAt)
+{
+    {
+        std::lock_guard lk(m_adoptMutex);
+        m_adopted.push_back({clientFd, serverFd, std::move(clientPeer), std::move(early), earlyAt});
+    }
+    const char x = 'a';
+    [[maybe_unused]] auto rc = write(m_wakePipe[1], &x, 1);
+}
+
+void RelayLoop::takeAdopted()
+{
+    std::vector<Adopted> taken;
+    {
+        std::lock_guard lk(m_adoptMutex);
+        taken.swap(m_adopted);
+    }
+    for (Adopted &a : taken) {
+        setNonBlocking(a.cfd);
+        setNoDelay(a.cfd);
+        setNonBlocking(a.sfd);
+        setNoDelay(a.sfd);
+        Conn &c = m_conns.emplace_back();
+        c.id = g_nextConnectionId++;
+        c.cfd = a.cfd;
+        c.sfd = a.sfd;
+        c.connecting = false;
+        c.decode = m_decoding;
+        ++m_open;
+        const std::int64_t now = steadyNowNs();
+        m_decoder.push(RelayChunk::open(c.id, now, std::move(a.peer), m_target.toString()));
+        if (!m_connectionRules.empty()) chooseFault(c, now); // a tunnel is a connection of its target's hop
+        if (!a.early.empty()) {
+            m_bytes += a.early.size();
+            if (c.decode) {
+                RelayChunk chunk = RelayChunk::bytes(c.id, Direction::ClientToServer, a.earlyAt);
+                chunk.size = a.early.size();
+                chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(chunk.size);
+                std::memcpy(chunk.data.get(), a.early.data(), chunk.size);
+                toDecoder(c, std::move(chunk));
+            }
+            c.up.queued = std::move(a.early); // sent when the server's socket takes it (the loop polls)
+        }
+    }
+}
+
 void RelayLoop::acceptAll()
 {
     for (;;) {
@@ -542,6 +594,7 @@ void RelayLoop::loop()
             char drain[64];
             while (read(m_wakePipe[0], drain, sizeof drain) > 0) {
             }
+            takeAdopted();
         }
         if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) acceptAll();
 
@@ -606,6 +659,7 @@ void RelayLoop::loop()
         }
         m_conns.remove_if([](const Conn &c) { return c.dead; });
     }
+    takeAdopted(); // handed over just before the stop: their open and close still reach the timeline
     for (Conn &c : m_conns)
         closeConn(c, "capture stopped");
     m_conns.clear();

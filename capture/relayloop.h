@@ -10,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <random>
+#include <mutex>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -37,6 +38,13 @@ public:
     // The connection fault rules of `faults` for the hop `hopLabel`, for connections accepted after run();
     // their time windows count from now. Null or no such rule: nothing is looked at per connection.
     void setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel);
+    // Any thread: relays an already connected pair (a CONNECT tunnel whose handshake the proxy did) as if it
+    // had been accepted and connected here. The loop takes ownership of both descriptors. `early`: bytes the
+    // client sent right after its CONNECT, read at `earlyAt`, which go to the server (and the decoder) first.
+    void adopt(int clientFd, int serverFd, std::string clientPeer, std::string early = {},
+               std::int64_t earlyAt = 0);
+    // Connection ids are unique across every relay of the process, and so across a capture's hops.
+    static std::uint32_t newConnectionId();
     // Closes every connection (their close events go to the decoder), ends the thread and closes the
     // listener.
     void stop();
@@ -108,6 +116,7 @@ private:
 
     void loop();
     void acceptAll();
+    void takeAdopted();
     void startConnect(Conn &c);
     bool readSide(Conn &c, bool fromClient);
     bool copySide(Conn &c, bool fromClient, size_t limit = SIZE_MAX, size_t *got = nullptr);
@@ -151,6 +160,17 @@ private:
     std::atomic<std::uint64_t> m_bytes{0};
     std::atomic<std::uint64_t> m_splicedBytes{0};
     std::atomic<int> m_open{0};
+
+    struct Adopted
+    {
+        int cfd;
+        int sfd;
+        std::string peer;
+        std::string early;
+        std::int64_t earlyAt;
+    };
+    std::mutex m_adoptMutex;
+    std::vector<Adopted> m_adopted; // handed over by adopt(), not yet taken by the loop
 
     // The loop's thread only.
     std::list<Conn> m_conns;

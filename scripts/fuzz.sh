@@ -5,6 +5,7 @@
 #                seeds in tests/fuzz/capture-corpus
 #   faultrule    the fault-rule parser of capture --fault and its method globs, seeds in
 #                tests/fuzz/faultrule-corpus
+#   connect      the CONNECT proxy's request parser, seeds in tests/fuzz/connect-corpus
 #
 #   scripts/fuzz.sh              fuzz for FUZZ_SECONDS (default 60; 0 builds only), from the target's corpus
 #   scripts/fuzz.sh FILE...      run just these inputs once (reproduce a crash)
@@ -24,8 +25,9 @@ case "$FUZZ_TARGET" in
   h2decoder) CORPUS="$ROOT/tests/fuzz/corpus" DICT="$ROOT/tests/fuzz/h2.dict" ;;
   capturefile) CORPUS="$ROOT/tests/fuzz/capture-corpus" DICT="$ROOT/tests/fuzz/capture.dict" ;;
   faultrule) CORPUS="$ROOT/tests/fuzz/faultrule-corpus" DICT="$ROOT/tests/fuzz/faultrule.dict" ;;
+  connect) CORPUS="$ROOT/tests/fuzz/connect-corpus" DICT="$ROOT/tests/fuzz/connect.dict" ;;
   *)
-    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile, faultrule)" >&2
+    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile, faultrule, connect)" >&2
     exit 2
     ;;
 esac

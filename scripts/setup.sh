@@ -15,7 +15,8 @@ PACKAGES=(
   libpcap-dev tshark
   fonts-dejavu-core
   clang libclang-rt-14-dev clang-format
-  python3
+  python3 python3-grpcio
+  golang-go golang-google-grpc-dev
 )
 
 missing=()

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <unistd.h>
 
 namespace rpcscope {
@@ -57,6 +58,36 @@ void reportCaptured(const TimelineStore &store, size_t calls, const std::string 
                      wrong - kShown);
 }
 
+// `--proxy [ADDR]`: its address is optional, so it is taken out before the other options are parsed.
+std::optional<std::string> takeProxyOption(std::vector<std::string> *args, std::string *error)
+{
+    std::optional<std::string> proxy;
+    std::vector<std::string> rest;
+    for (size_t i = 0; i < args->size(); ++i) {
+        const std::string &a = (*args)[i];
+        if (a != "--proxy") {
+            rest.push_back(a);
+            continue;
+        }
+        if (proxy) {
+            *error = "option --proxy given twice";
+            return {};
+        }
+        const bool valued = i + 1 < args->size() && (*args)[i + 1].rfind("--", 0) != 0;
+        proxy = valued ? (*args)[++i] : std::string("127.0.0.1:0");
+    }
+    *args = std::move(rest);
+    return proxy;
+}
+
+HopSpec proxyHop(const std::string &listen)
+{
+    HopSpec h;
+    h.listen = QString::fromStdString(listen);
+    h.proxy = true;
+    return h;
+}
+
 } // namespace
 
 int cmdCapture(std::vector<std::string> args)
@@ -70,6 +101,8 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 2;
     }
+    const std::optional<std::string> proxyListen = takeProxyOption(&args, &error);
+    if (!error.empty()) return usageError(error);
     if (!parseOptions(args,
                       {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list",
                        "--max-message-keep", "--keep"},
@@ -86,14 +119,39 @@ int cmdCapture(std::vector<std::string> args)
                               "'");
         *field = size_t(v);
     }
-    for (const char *required : {"--target", "--out"})
-        if (!opts.count(required)) return usageError(std::string("capture needs ") + required);
+    if (!opts.count("--target") && !proxyListen)
+        return usageError(
+            "capture needs --target HOST:PORT, or --proxy to serve clients that read grpc_proxy");
+    if (!opts.count("--out")) return usageError("capture needs --out");
+    if (opts.count("--listen") && !opts.count("--target"))
+        return usageError(
+            "--listen is where the hop to --target listens; the proxy's address goes after --proxy");
+    if (proxyListen) {
+        HostPort at;
+        if (!parseHostPort(*proxyListen, &at, &error)) return usageError("--proxy: " + error);
+        if (!isLoopbackHost(at.host)) {
+            if (!canListen(at, &error)) {
+                std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+                return 1;
+            }
+            // Worse than an open relay: an open proxy to anywhere.
+            if (!opts.count("--allow-remote"))
+                return usageError("a proxy on " + at.toString() +
+                                  " would let other machines reach anything this one can; pass "
+                                  "--allow-remote to do it anyway");
+            std::fprintf(stderr,
+                         "rpcscope-cli: warning: proxy listening on %s, reachable from other machines\n",
+                         at.toString().c_str());
+        }
+    }
+    const bool direct = opts.count("--target");
     if (outputFormat(opts, &error), !error.empty()) return usageError(error);
     HostPort listen, target;
-    if (!parseHostPort(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0", &listen, &error) ||
-        !parseHostPort(opts["--target"], &target, &error))
+    if (direct &&
+        (!parseHostPort(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0", &listen, &error) ||
+         !parseHostPort(opts["--target"], &target, &error)))
         return usageError(error);
-    if (!isLoopbackHost(listen.host)) {
+    if (direct && !isLoopbackHost(listen.host)) {
         // An address this machine cannot listen on (unresolvable, not its own, in use) is said as such first.
         if (!canListen(listen, &error)) {
             std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
@@ -108,7 +166,7 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: warning: listening on %s, reachable from other machines\n",
                      listen.toString().c_str());
     }
-    if (target.port == 0) return usageError("target port must not be 0");
+    if (direct && target.port == 0) return usageError("target port must not be 0");
     double duration = 0;
     if (opts.count("--duration")) {
         bool ok = false;
@@ -137,7 +195,7 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 2;
     }
-    if (!probeTarget(target, 2000, &error)) {
+    if (direct && !probeTarget(target, 2000, &error)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
@@ -153,8 +211,9 @@ int cmdCapture(std::vector<std::string> args)
     session.setDecoderLimits(limits);
     session.setIngestEnabled(false);
     session.setFaults(faults);
-    // `capture` runs one unnamed hop: a rule for a named one would silently never act.
-    for (size_t i = 0; faults && i < faults->size(); ++i)
+    // `capture` runs one unnamed hop, and the proxy's hops are named after their targets: a rule for another
+    // name would silently never act.
+    for (size_t i = 0; faults && !proxyListen && i < faults->size(); ++i)
         if (!faults->rules()[i].hop.empty())
             std::fprintf(stderr,
                          "rpcscope-cli: warning: fault rule %zu names the hop '%s', but capture has one "
@@ -165,12 +224,15 @@ int cmdCapture(std::vector<std::string> args)
     const QString out = QString::fromStdString(opts["--out"]);
     const bool recording = outputFormat(opts, &error) == FileFormat::Rpcscope;
     if (recording) session.setRecordTo(out, redaction, "rpcscope-cli");
-    const HopSpec hop{QString(),
-                      QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
-                      QString::fromStdString(opts["--target"])};
+    std::vector<HopSpec> hops;
+    if (direct)
+        hops.push_back({QString(),
+                        QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
+                        QString::fromStdString(opts["--target"])});
+    if (proxyListen) hops.push_back(proxyHop(*proxyListen));
     QString startError;
     CaptureStartError failure;
-    if (!session.start({hop}, opts.count("--allow-remote"), &startError, &failure)) {
+    if (!session.start(hops, opts.count("--allow-remote"), &startError, &failure)) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", qPrintable(failure.reason));
         return failure.stage == CaptureStartError::Recording ? 2 : 1;
     }
@@ -189,7 +251,12 @@ int cmdCapture(std::vector<std::string> args)
     std::signal(SIGHUP, onSignal); // its terminal closed: finish the output all the same
     // Past a file-size limit a write fails and says so, rather than killing the capture.
     std::signal(SIGXFSZ, SIG_IGN);
-    std::printf("listening on %s\n", qPrintable(session.hops().front().listen));
+    for (const CaptureSession::RunningHop &h : session.hops())
+        if (h.proxy)
+            std::printf("proxy listening on %s (clients: grpc_proxy=http://%s)\n", qPrintable(h.listen),
+                        qPrintable(h.listen));
+        else
+            std::printf("listening on %s\n", qPrintable(h.listen));
     if (recording)
         std::printf("writing %s as the capture goes; it becomes %s when the capture ends\n",
                     qPrintable(QDir::toNativeSeparators(session.recordingPartialPath())),

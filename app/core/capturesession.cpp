@@ -2,6 +2,7 @@
 
 #include "capturefile.h"
 #include "clock.h"
+#include "connectproxy.h"
 #include "ingestserver.h"
 #include "modelsink.h"
 #include "relay.h"
@@ -45,6 +46,7 @@ HopCheck CaptureSession::check(const HopSpec &hop, bool allowRemote, int probeTi
     else if (listen.port != 0 && !canListen(listen, &error))
         c.listenError = QString::fromStdString(error);
 
+    if (hop.proxy) return c; // its targets come from the clients' CONNECT requests
     if (hop.target.trimmed().isEmpty())
         c.targetError = QStringLiteral("give the HOST:PORT of the server to capture");
     else if (!parseHostPort(hop.target.trimmed().toStdString(), &target, &error))
@@ -167,7 +169,10 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     }
     QStringList names;
     for (const HopSpec &h : hops)
-        names << QStringLiteral("%1 %2 → %3").arg(h.label, h.listen.trimmed(), h.target.trimmed()).trimmed();
+        names << QStringLiteral("%1 %2 → %3")
+                     .arg(h.label, h.listen.trimmed(),
+                          h.proxy ? QStringLiteral("CONNECT") : h.target.trimmed())
+                     .trimmed();
     emit starting(names.join(QStringLiteral(", ")));
     auto stats = m_stats = std::make_shared<Stats>();
     auto pauses = m_pauses = std::make_shared<Pauses>();
@@ -212,10 +217,23 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         HostPort listen, target;
         std::string err;
         const bool parsed = parseHostPort(h.listen.trimmed().toStdString(), &listen, &err) &&
-                            parseHostPort(h.target.trimmed().toStdString(), &target, &err);
+                            (h.proxy || parseHostPort(h.target.trimmed().toStdString(), &target, &err));
         if (parsed && !allowRemote && !isLoopbackHost(listen.host))
             err = "listening on " + listen.toString() + " needs remote clients allowed";
-        if (err.empty()) {
+        if (err.empty() && h.proxy) {
+            auto proxy = std::make_unique<ConnectProxy>();
+            if (!h.label.isEmpty()) proxy->setLabel(h.label.toStdString());
+            proxy->setDecoderLimits(m_limits);
+            proxy->setFaults(m_faults);
+            if (proxy->start(listen, sink, &err)) {
+                RunningHop running{h.label, QString::fromStdString(proxy->listenAddress().toString()),
+                                   QStringLiteral("CONNECT")};
+                running.proxy = true;
+                m_hops.push_back(running);
+                m_proxies.push_back(std::move(proxy));
+                continue;
+            }
+        } else if (err.empty()) {
             auto relay = std::make_unique<Relay>();
             relay->setLabel(h.label.toStdString());
             relay->setDecoderLimits(m_limits);
@@ -262,6 +280,9 @@ bool CaptureSession::stopRunning()
     if (m_timer) killTimer(std::exchange(m_timer, 0));
     if (m_ingest) m_ingest->stop();
     m_ingest.reset();
+    for (auto &p : m_proxies)
+        p->stop(); // its tunnels' relays too
+    m_proxies.clear();
     for (auto &r : m_relays)
         r->stop(); // closes connections, so their close events reach the timeline
     m_relays.clear();
@@ -353,7 +374,18 @@ int CaptureSession::openConnections() const
     int n = 0;
     for (const auto &r : m_relays)
         n += r->openConnections();
+    for (const auto &p : m_proxies)
+        n += p->openConnections();
     return n;
+}
+
+QStringList CaptureSession::proxyTargets() const
+{
+    QStringList targets;
+    for (const auto &p : m_proxies)
+        for (const std::string &t : p->targets())
+            targets << QString::fromStdString(t);
+    return targets;
 }
 
 void CaptureSession::timerEvent(QTimerEvent *e)

@@ -6,6 +6,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 namespace rpcscope {
 
 class CaptureFileStream;
+class ConnectProxy;
 class IngestServer;
 class ModelFeed;
 class TimelineModel;
@@ -27,6 +29,9 @@ struct HopSpec
     QString label;
     QString listen; // HOST:PORT; port 0 picks a free one
     QString target; // HOST:PORT of the real server
+    // An HTTP CONNECT proxy instead (target unused): each CONNECT target becomes a hop labelled by its
+    // authority, made when a client first asks for it.
+    bool proxy = false;
 };
 
 // What is wrong with a hop before it starts; empty strings when that field is fine.
@@ -106,7 +111,7 @@ public:
     std::int64_t recordingBytesWritten() const;
     // After stop(): where the recording went, or what went wrong; empty when there was none.
     QString lastRecordingResult() const { return m_recordingResult; }
-    bool isRunning() const { return !m_relays.empty(); }
+    bool isRunning() const { return !m_relays.empty() || !m_proxies.empty(); }
 
     // Paused: bytes keep flowing through the proxies (and are still decoded, so HPACK state stays right) but
     // nothing is recorded.
@@ -118,8 +123,11 @@ public:
         QString label;
         QString listen; // the actual address, port resolved
         QString target;
+        bool proxy = false; // a CONNECT proxy: its targets are proxyTargets()
     };
     const std::vector<RunningHop> &hops() const { return m_hops; }
+    // The CONNECT targets the session's proxies have made hops of so far.
+    QStringList proxyTargets() const;
     QString ingestGrpcAddress() const;
     QString ingestJsonAddress() const;
 
@@ -157,6 +165,7 @@ private:
     Sink m_toModel;
     std::vector<std::unique_ptr<Relay>> m_relays;
     std::shared_ptr<FaultSet> m_faults;
+    std::vector<std::unique_ptr<ConnectProxy>> m_proxies;
     std::unique_ptr<IngestServer> m_ingest;
     std::vector<RunningHop> m_hops;
     // When recording was paused, as [from, to) on the capture clock; `to` is open while paused. The relays

@@ -62,6 +62,28 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
     row->addWidget(m_allowRemote);
     row->addStretch();
     v->addLayout(row);
+    // Proxy by environment: no client is re-pointed, each CONNECT target becomes a hop of its own.
+    auto *proxyRow = new QHBoxLayout;
+    m_asProxy = new QCheckBox(QStringLiteral("Capture as &proxy on"), form);
+    m_asProxy->setObjectName(QStringLiteral("captureAsProxy"));
+    m_asProxy->setToolTip(
+        QStringLiteral("Also serve an HTTP CONNECT proxy (Alt+P): clients started with "
+                       "grpc_proxy=http://ADDRESS are captured without being re-pointed, each target they "
+                       "reach becoming a hop of its own. Hop rows without a target are then left out."));
+    m_proxyListen = new QLineEdit(CaptureSession::freeLoopbackAddress(), form);
+    m_proxyListen->setObjectName(QStringLiteral("proxyListen"));
+    m_proxyListen->setToolTip(
+        QStringLiteral("HOST:PORT the CONNECT proxy listens on; port 0 picks a free port"));
+    m_proxyListen->setEnabled(false);
+    connect(m_asProxy, &QCheckBox::toggled, m_proxyListen, &QWidget::setEnabled);
+    proxyRow->addWidget(m_asProxy);
+    proxyRow->addWidget(m_proxyListen, 1);
+    v->addLayout(proxyRow);
+    m_proxyError = new QLabel(form);
+    m_proxyError->setStyleSheet(QStringLiteral("color: #c62828"));
+    m_proxyError->setWordWrap(true);
+    m_proxyError->hide();
+    v->addWidget(m_proxyError);
     // Optional: everything recorded also goes to a file as it comes, safe from retention and crashes.
     auto *record = new QHBoxLayout;
     record->addWidget(new QLabel(QStringLiteral("Record to file:"), form));
@@ -216,6 +238,17 @@ void CaptureDialog::setRecordTo(const QString &path)
     m_record->setText(path);
 }
 
+void CaptureDialog::setCaptureAsProxy(bool on, const QString &listen)
+{
+    m_asProxy->setChecked(on);
+    if (!listen.isEmpty()) m_proxyListen->setText(listen);
+}
+
+QString CaptureDialog::proxyErrorText() const
+{
+    return m_proxyError->text();
+}
+
 QString CaptureDialog::errorText(int row) const
 {
     return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].error->text() : QString();
@@ -234,20 +267,44 @@ bool CaptureDialog::isShowingAddresses() const
 bool CaptureDialog::startCapture()
 {
     m_general->clear();
-    const std::vector<HopSpec> specs = hops();
+    const bool asProxy = m_asProxy->isChecked();
+    std::vector<HopSpec> specs;
     bool ok = true;
     QStringList listens;
-    for (size_t i = 0; i < specs.size(); ++i) {
-        HopCheck c = CaptureSession::check(specs[i], m_allowRemote->isChecked());
-        if (c.listenError.isEmpty() && !specs[i].listen.endsWith(QLatin1String(":0")) &&
-            listens.contains(specs[i].listen))
-            c.listenError = QStringLiteral("another hop already listens on %1").arg(specs[i].listen);
-        listens << specs[i].listen;
+    auto checked = [&](const HopSpec &spec) {
+        HopCheck c = CaptureSession::check(spec, m_allowRemote->isChecked());
+        if (c.listenError.isEmpty() && !spec.listen.endsWith(QLatin1String(":0")) &&
+            listens.contains(spec.listen))
+            c.listenError = QStringLiteral("another hop already listens on %1").arg(spec.listen);
+        listens << spec.listen;
+        ok = ok && c.ok();
+        return c;
+    };
+    const std::vector<HopSpec> rows = hops();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (asProxy && rows[i].target.isEmpty()) { // only the proxy, or a row left blank beside it
+            m_rows[i].error->clear();
+            continue;
+        }
+        const HopCheck c = checked(rows[i]);
         QStringList parts;
         if (!c.listenError.isEmpty()) parts << QStringLiteral("Listen: %1").arg(c.listenError);
         if (!c.targetError.isEmpty()) parts << QStringLiteral("Target: %1").arg(c.targetError);
         m_rows[i].error->setText(parts.join(QStringLiteral("  ·  ")));
-        ok = ok && c.ok();
+        specs.push_back(rows[i]);
+    }
+    m_proxyError->clear();
+    m_proxyError->hide();
+    if (asProxy) {
+        HopSpec proxy;
+        proxy.listen = m_proxyListen->text().trimmed();
+        proxy.proxy = true;
+        const HopCheck c = checked(proxy);
+        if (!c.listenError.isEmpty()) {
+            m_proxyError->setText(QStringLiteral("Proxy: %1").arg(c.listenError));
+            m_proxyError->show();
+        }
+        specs.push_back(proxy);
     }
     m_session->setRecordTo(m_record->text());
     const QString record = m_session->recordTo();
@@ -268,6 +325,7 @@ bool CaptureDialog::startCapture()
         m_general->setText(error);
         return false;
     }
+    std::erase_if(specs, [](const HopSpec &h) { return h.proxy; });
     rememberTargets(specs);
     showAddresses();
     return true;
@@ -281,13 +339,18 @@ void CaptureDialog::showAddresses()
     auto *grid = new QGridLayout;
     int line = 0;
     for (const CaptureSession::RunningHop &h : m_session->hops()) {
-        grid->addWidget(new QLabel(h.label, this), line, 0);
-        auto *address = new QLineEdit(h.listen, this);
+        // A proxy is not pointed at: its clients are started with it in their environment.
+        const QString give = h.proxy ? QStringLiteral("grpc_proxy=http://%1").arg(h.listen) : h.listen;
+        grid->addWidget(new QLabel(h.proxy ? QStringLiteral("CONNECT proxy") : h.label, this), line, 0);
+        auto *address = new QLineEdit(give, this);
         address->setReadOnly(true);
         address->setObjectName(QStringLiteral("address%1").arg(line));
         grid->addWidget(address, line, 1);
-        grid->addWidget(new QLabel(QStringLiteral("→ %1").arg(h.target), this), line, 2);
-        grid->addWidget(copyButton(h.listen, this), line, 3);
+        grid->addWidget(new QLabel(h.proxy ? QStringLiteral("→ any target; each becomes a hop")
+                                           : QStringLiteral("→ %1").arg(h.target),
+                                   this),
+                        line, 2);
+        grid->addWidget(copyButton(give, this), line, 3);
         ++line;
     }
     m_addresses->addLayout(grid);
@@ -400,8 +463,15 @@ void CapturePanel::refresh()
     }
     QStringList lines;
     for (const CaptureSession::RunningHop &h : m_session->hops())
-        lines << QStringLiteral("<b>%1</b>: %2 → %3")
-                     .arg(h.label.toHtmlEscaped(), h.listen, h.target.toHtmlEscaped());
+        if (h.proxy) // its targets so far, each a hop
+            lines << QStringLiteral("<b>CONNECT proxy</b>: grpc_proxy=http://%1 → %2")
+                         .arg(h.listen,
+                              m_session->proxyTargets().isEmpty()
+                                  ? QStringLiteral("no target yet")
+                                  : m_session->proxyTargets().join(QStringLiteral(", ")).toHtmlEscaped());
+        else
+            lines << QStringLiteral("<b>%1</b>: %2 → %3")
+                         .arg(h.label.toHtmlEscaped(), h.listen, h.target.toHtmlEscaped());
     lines << QStringLiteral("events in: gRPC %1, JSON lines %2")
                  .arg(m_session->ingestGrpcAddress(), m_session->ingestJsonAddress());
     if (m_session->isRecording()) {

@@ -27,6 +27,10 @@ public:
     void setHops(const std::vector<HopSpec> &hops);
     std::vector<HopSpec> hops() const;
     void setAllowRemote(bool allow);
+    // "Capture as proxy": also serve an HTTP CONNECT proxy on `listen`, so clients started with grpc_proxy
+    // are captured unchanged; hop rows without a target are then left out.
+    void setCaptureAsProxy(bool on, const QString &listen = QString());
+    QString proxyErrorText() const;
     // The .rpcscope file to record to as the capture goes (empty: none); ".rpcscope" is added when missing.
     void setRecordTo(const QString &path);
 
@@ -61,6 +65,9 @@ private:
     QGridLayout *m_grid;
     std::vector<Row> m_rows;
     QCheckBox *m_allowRemote;
+    QCheckBox *m_asProxy;
+    QLineEdit *m_proxyListen;
+    QLabel *m_proxyError;
     QLineEdit *m_record;
     QLabel *m_general;
     QPushButton *m_start;

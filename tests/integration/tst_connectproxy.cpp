@@ -1,0 +1,633 @@
+// The CONNECT proxy with the real clients Debian has: grpc++ (C-core) and Python grpcio reach a real grpc++
+// server through grpc_proxy without being re-pointed, each target a hop; and what a broken or hostile client
+// gets back.
+
+#include "connectproxy.h"
+#include "labclient.h"
+#include "labserver.h"
+#include "relay.h"
+#include "serviceconfig.h"
+#include "timelinemodel.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <arpa/inet.h>
+#include <cstdlib>
+#include <ifaddrs.h>
+#include <mutex>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace rpcscope;
+
+namespace {
+
+struct Collector
+{
+    std::mutex mu;
+    EventBatch events;
+    ConnectProxy::Sink sink()
+    {
+        return [this](EventBatch &&b) {
+            std::lock_guard lk(mu);
+            events.insert(events.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
+        };
+    }
+    EventBatch take()
+    {
+        std::lock_guard lk(mu);
+        return std::move(events);
+    }
+};
+
+// The proxy variables of the test's environment, set for one scope: C-core reads them when a channel is made.
+class ProxyEnv
+{
+public:
+    explicit ProxyEnv(const std::string &proxy, const char *noProxy = nullptr)
+    {
+        for (const char *name : {"grpc_proxy", "https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
+            unsetenv(name);
+        setenv("grpc_proxy", ("http://" + proxy).c_str(), 1);
+        if (noProxy) setenv("no_grpc_proxy", noProxy, 1);
+    }
+    ~ProxyEnv()
+    {
+        unsetenv("grpc_proxy");
+        unsetenv("no_grpc_proxy");
+    }
+};
+
+int connectTo(std::uint16_t port)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// Everything the proxy answers until it closes (or timeoutMs passes without a byte).
+std::string readAll(int fd, int timeoutMs = 5000)
+{
+    std::string out;
+    char buf[4096];
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, timeoutMs) <= 0) break;
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, size_t(n));
+    }
+    return out;
+}
+
+// One request's answer: the status line and the body.
+std::string ask(std::uint16_t port, const std::string &request)
+{
+    const int fd = connectTo(port);
+    if (fd < 0) return "cannot connect";
+    [[maybe_unused]] auto n = send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    std::string answer = readAll(fd);
+    close(fd);
+    return answer;
+}
+
+const Call *onlyCall(const TimelineModel &model, const std::string &key)
+{
+    for (const Call &c : model.store().calls())
+        if (c.key == key) return &c;
+    return nullptr;
+}
+
+std::string closeReasonOf(const TimelineModel &model, const std::string &needle)
+{
+    for (const Connection &c : model.store().connections())
+        if (c.closeReason.find(needle) != std::string::npos) return c.label + " | " + c.closeReason;
+    return {};
+}
+
+QString python()
+{
+    // Debian's interpreter, where python3-grpcio is installed, whatever else is first on PATH.
+    return QFile::exists("/usr/bin/python3") ? QStringLiteral("/usr/bin/python3") : QStringLiteral("python3");
+}
+
+} // namespace
+
+class TestConnectProxy : public QObject
+{
+    Q_OBJECT
+private slots:
+    void grpcppRetriesThroughConnectAsDirect()
+    {
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+
+        // The same retried call, once through a direct hop and once through the proxy by environment.
+        Collector direct, proxied;
+        Relay relay;
+        QVERIFY2(
+            relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())}, direct.sink(), &error),
+            error.c_str());
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, proxied.sink(), &error), error.c_str());
+
+        lab::CallRequest request;
+        request.set_fail_first_n(2);
+        request.set_fail_code(14);
+        request.set_fail_message("try again");
+        {
+            lab::LabClient client(relay.listenAddress().toString(), lab::ServiceConfig::retry(4, 20));
+            request.set_call_id("direct-1");
+            QCOMPARE(client.call(request).code, 0);
+        }
+        {
+            const ProxyEnv env(proxy.listenAddress().toString());
+            // The client is given the server's own address: only the environment sends it through the proxy.
+            lab::LabClient client(target, lab::ServiceConfig::retry(4, 20));
+            request.set_call_id("proxied-1");
+            QCOMPARE(client.call(request).code, 0);
+        }
+        relay.stop();
+        proxy.stop();
+        QCOMPARE(proxy.targets(), std::vector<std::string>{target});
+
+        TimelineModel viaRelay, viaProxy;
+        viaRelay.appendBatch(direct.take());
+        viaProxy.appendBatch(proxied.take());
+        const Call *a = onlyCall(viaRelay, "direct-1");
+        const Call *b = onlyCall(viaProxy, "proxied-1");
+        QVERIFY(a);
+        QVERIFY2(b, "the grpc++ client did not go through the proxy");
+        QCOMPARE(viaProxy.store().calls().size(), size_t(1));
+        // Grouped exactly as on the direct hop: one call, three attempts, the same statuses and counters.
+        QCOMPARE(b->method, a->method);
+        QCOMPARE(b->attempts.size(), size_t(3));
+        QCOMPARE(b->attempts.size(), a->attempts.size());
+        for (size_t k = 0; k < a->attempts.size(); ++k) {
+            QCOMPARE(b->attempts[k].status, a->attempts[k].status);
+            QCOMPARE(b->attempts[k].previousAttempts, a->attempts[k].previousAttempts);
+            QCOMPARE(b->attempts[k].connection, b->attempts[0].connection);
+        }
+        QCOMPARE(b->attempts.back().status.value_or(-1), 0);
+        // The hop is the CONNECT authority, its server the real target, and it decoded cleanly.
+        QCOMPARE(b->hop, target);
+        QCOMPARE(viaProxy.store().connections().size(), size_t(1));
+        const Connection &tunnel = viaProxy.store().connections().front();
+        QCOMPARE(tunnel.label, target);
+        QCOMPARE(tunnel.server, target);
+        QVERIFY2(tunnel.decodeError.empty(), tunnel.decodeError.c_str());
+        QVERIFY(!tunnel.protocolError());
+        QCOMPARE(int(server.arrivalsFor("proxied-1").size()), 3);
+    }
+
+    void manyTargetsOneTimeline()
+    {
+        lab::LabServer one, two;
+        std::string error;
+        QVERIFY2(one.start(&error) && two.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::string a = "127.0.0.1:" + std::to_string(one.port());
+        const std::string b = "localhost:" + std::to_string(two.port());
+        {
+            const ProxyEnv env(proxy.listenAddress().toString());
+            lab::LabClient toA(a, lab::ServiceConfig::retry(2, 20));
+            lab::LabClient toB(b, lab::ServiceConfig::retry(2, 20));
+            for (const char *id : {"a-1", "a-2"}) {
+                lab::CallRequest r;
+                r.set_call_id(id);
+                QCOMPARE(toA.call(r).code, 0);
+            }
+            lab::CallRequest r;
+            r.set_call_id("b-1");
+            QCOMPARE(toB.call(r).code, 0);
+        }
+        proxy.stop();
+        QCOMPARE(proxy.targets(), (std::vector<std::string>{a, b}));
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QCOMPARE(model.store().calls().size(), size_t(3));
+        QCOMPARE(onlyCall(model, "a-2")->hop, a);
+        QCOMPARE(onlyCall(model, "b-1")->hop, b);
+        QCOMPARE(int(one.arrivals().size()), 2);
+        QCOMPARE(int(two.arrivals().size()), 1);
+    }
+
+    void noGrpcProxySkipsTheProxy()
+    {
+        // What the README says about no_grpc_proxy, checked: C-core then connects directly.
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        {
+            const ProxyEnv env(proxy.listenAddress().toString(), "127.0.0.1");
+            lab::LabClient client("127.0.0.1:" + std::to_string(server.port()),
+                                  lab::ServiceConfig::retry(2, 20));
+            lab::CallRequest r;
+            r.set_call_id("skipped");
+            QCOMPARE(client.call(r).code, 0);
+        }
+        proxy.stop();
+        QVERIFY(proxy.targets().empty());
+        QVERIFY(events.take().empty());
+    }
+
+    void pythonGrpcioThroughConnect()
+    {
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+
+        lab::CallRequest r;
+        r.set_call_id("python-1");
+        const QByteArray request = QByteArray::fromStdString(r.SerializeAsString()).toHex();
+        // No stubs needed: the request goes as serialized bytes with the call id as metadata.
+        const char *script = R"(
+import binascii, sys, grpc
+target, request = sys.argv[1], binascii.unhexlify(sys.argv[2])
+with grpc.insecure_channel(target) as channel:
+    call = channel.unary_unary('/rpcscope.lab.Lab/Call')
+    call(request, metadata=[('rpcscope-call-id', 'python-1')], timeout=10)
+print('ok')
+)";
+        QProcess py;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const char *name : {"https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
+            env.remove(name);
+        env.insert("grpc_proxy", QString::fromStdString("http://" + proxy.listenAddress().toString()));
+        py.setProcessEnvironment(env);
+        py.start(python(), {"-c", script, QString::fromStdString(target), QString::fromLatin1(request)});
+        QVERIFY2(py.waitForFinished(30000), "python did not finish");
+        const QByteArray err = py.readAllStandardError();
+        if (err.contains("No module named 'grpc'"))
+            QFAIL("python3-grpcio is not installed (scripts/setup.sh installs it)");
+        QVERIFY2(py.exitCode() == 0 && py.readAllStandardOutput().trimmed() == "ok", err.constData());
+        proxy.stop();
+
+        QCOMPARE(proxy.targets(), std::vector<std::string>{target});
+        TimelineModel model;
+        model.appendBatch(events.take());
+        const Call *call = onlyCall(model, "python-1");
+        QVERIFY2(call, "the Python client's call is not on the timeline");
+        QCOMPARE(call->method, std::string("/rpcscope.lab.Lab/Call"));
+        QCOMPARE(call->hop, target);
+        QCOMPARE(call->attempts.back().status.value_or(-1), 0);
+        for (const Connection &c : model.store().connections())
+            QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
+    }
+
+    void bytesSentWithTheRequestGoFirst()
+    {
+        // A client that does not wait for the 200: its HTTP/2 preface and SETTINGS come in the same write as
+        // the CONNECT. They must reach the server first, unchanged, and be decoded like the rest.
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+        const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                                    std::string("\0\0\0\x04\0\0\0\0\0", 9); // an empty SETTINGS
+        const std::string request =
+            "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n" + preface;
+        const int fd = connectTo(proxy.listenAddress().port);
+        QVERIFY(fd >= 0);
+        QCOMPARE(send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+        // The 200, then the server's frames, among them the ACK of our SETTINGS: it got the early bytes.
+        std::string answer;
+        const std::string ok = "HTTP/1.1 200 Connection Established\r\n\r\n";
+        char buf[4096];
+        bool acked = false;
+        while (!acked) {
+            pollfd p{fd, POLLIN, 0};
+            QVERIFY2(poll(&p, 1, 5000) == 1, "no SETTINGS ACK from the server");
+            const ssize_t n = recv(fd, buf, sizeof buf, 0);
+            QVERIFY2(n > 0, "the tunnel closed before the server acknowledged the client's SETTINGS");
+            answer.append(buf, size_t(n));
+            if (answer.size() < ok.size()) continue;
+            QCOMPARE(answer.substr(0, ok.size()), ok);
+            for (size_t at = ok.size(); at + 9 <= answer.size();) {
+                const auto *h = reinterpret_cast<const unsigned char *>(answer.data() + at);
+                acked |= h[3] == FrameSettings && (h[4] & FlagAck);
+                at += 9 + (size_t(h[0]) << 16 | size_t(h[1]) << 8 | h[2]);
+            }
+        }
+        close(fd);
+        proxy.stop();
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QCOMPARE(model.store().connections().size(), size_t(1));
+        const Connection &c = model.store().connections().front();
+        QCOMPARE(c.label, target);
+        QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
+        // The client's SETTINGS was decoded: the decoder saw the early bytes, in order.
+        bool clientSettings = false;
+        for (const FrameRecord &f : model.store().frames())
+            clientSettings |= f.dir == Direction::ClientToServer && f.type == FrameSettings;
+        QVERIFY(clientSettings);
+    }
+
+    void grpcGoHttpsProxy()
+    {
+        // grpc-go reads HTTPS_PROXY, but not for a loopback target: it then dials directly. A target on
+        // another address of this machine (a relay listening there, in front of the lab server) goes through.
+        QTemporaryDir dir;
+        QProcess go;
+        QProcessEnvironment goEnv = QProcessEnvironment::systemEnvironment();
+        goEnv.insert("GO111MODULE", "off");
+        goEnv.insert("GOPATH", "/usr/share/gocode"); // where Debian's golang-*-dev packages put sources
+        goEnv.insert("GOCACHE", QStringLiteral(RPCSCOPE_GOCACHE));
+        goEnv.insert("GOFLAGS", "");
+        go.setProcessEnvironment(goEnv);
+        const QString client = dir.filePath("goclient");
+        go.start("go", {"build", "-o", client, QStringLiteral(RPCSCOPE_GOCLIENT)});
+        if (!go.waitForStarted()) QFAIL("go is not installed: golang-go (scripts/setup.sh installs it)");
+        QVERIFY2(go.waitForFinished(240000), "go build did not finish");
+        QVERIFY2(
+            go.exitCode() == 0,
+            qPrintable("building the grpc-go client failed (golang-google-grpc-dev missing? scripts/setup.sh "
+                       "installs it): " +
+                       QString::fromLocal8Bit(go.readAllStandardError())));
+
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        auto run = [&](const std::string &target) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            for (const char *name : {"no_proxy", "NO_PROXY", "http_proxy", "HTTP_PROXY", "https_proxy"})
+                env.remove(name);
+            env.insert("HTTPS_PROXY", QString::fromStdString("http://" + proxy.listenAddress().toString()));
+            p.setProcessEnvironment(env);
+            p.start(client, {QString::fromStdString(target)});
+            p.waitForFinished(20000);
+            return QString::fromLocal8Bit(p.readAllStandardOutput()).trimmed();
+        };
+        const std::string loopback = "127.0.0.1:" + std::to_string(server.port());
+        QCOMPARE(run(loopback), QStringLiteral("call: <nil>"));
+        QVERIFY2(proxy.targets().empty(), "grpc-go went through the proxy for a loopback target");
+
+        // Another address of this machine, if it has one.
+        std::string other;
+        ifaddrs *list = nullptr;
+        if (getifaddrs(&list) == 0) {
+            for (ifaddrs *i = list; i && other.empty(); i = i->ifa_next)
+                if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+                    !(i->ifa_flags & IFF_LOOPBACK)) {
+                    char host[INET_ADDRSTRLEN] = {};
+                    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr, host,
+                              sizeof host);
+                    other = host;
+                }
+            freeifaddrs(list);
+        }
+        if (other.empty()) QSKIP("this machine has no address but loopback, which grpc-go never proxies");
+        Collector direct;
+        Relay front; // stands for a server on that address
+        QVERIFY2(front.start({other, 0}, {"127.0.0.1", std::uint16_t(server.port())}, direct.sink(), &error),
+                 error.c_str());
+        const std::string target = other + ":" + std::to_string(front.listenAddress().port);
+        QCOMPARE(run(target), QStringLiteral("call: <nil>"));
+        proxy.stop();
+        front.stop();
+        QCOMPARE(proxy.targets(), std::vector<std::string>{target});
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QCOMPARE(model.store().calls().size(), size_t(1));
+        QCOMPARE(model.store().calls().front().hop, target);
+        QCOMPARE(model.store().calls().front().method, std::string("/rpcscope.lab.Lab/Call"));
+    }
+
+    void refusedRequestsSayWhy()
+    {
+        Collector events;
+        ConnectProxy proxy;
+        ConnectProxy::Limits limits;
+        limits.maxHeadBytes = 1024;
+        limits.headTimeoutMs = 300;
+        proxy.setLimits(limits);
+        std::string error;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::uint16_t port = proxy.listenAddress().port;
+        // A port nobody listens on: bound, then closed.
+        const int probe = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        QVERIFY(bind(probe, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+        getsockname(probe, reinterpret_cast<sockaddr *>(&a), &len);
+        const std::string closed = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+        close(probe);
+
+        struct Case
+        {
+            std::string request, status, body;
+        };
+        const std::vector<Case> cases = {
+            {"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n", "HTTP/1.1 405 ",
+             "method 'GET' not allowed"},
+            {"CONNECT example.com HTTP/1.1\r\n\r\n", "HTTP/1.1 400 ", "port is missing"},
+            {"CONNECT a:1 HTTP/1.1\r\nbroken header\r\n\r\n", "HTTP/1.1 400 ", "malformed header field"},
+            {"CONNECT " + closed + " HTTP/1.1\r\nHost: " + closed + "\r\n\r\n", "HTTP/1.1 502 ",
+             "cannot connect to " + closed + ": Connection refused"},
+            {"CONNECT no-such-host.invalid:443 HTTP/1.1\r\n\r\n", "HTTP/1.1 502 ",
+             "cannot resolve 'no-such-host.invalid'"},
+            {"CONNECT a:1 HTTP/1.1\r\nX: " + std::string(2000, 'x') + "\r\n\r\n", "HTTP/1.1 431 ",
+             "larger than 1024"},
+            {"CONNECT a:1 HTTP/1.1\r\nHost: a", "HTTP/1.1 408 ", "not complete within 0.3 s"},
+        };
+        for (const Case &c : cases) {
+            const std::string answer = ask(port, c.request);
+            QVERIFY2(answer.rfind(c.status, 0) == 0, answer.c_str());
+            const size_t body = answer.find("\r\n\r\n");
+            QVERIFY2(body != std::string::npos && answer.find(c.body, body) != std::string::npos,
+                     answer.c_str());
+        }
+        proxy.stop();
+        QVERIFY(proxy.targets().empty());
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QCOMPARE(model.store().connections().size(), cases.size());
+        for (const Case &c : cases) {
+            const std::string note = closeReasonOf(model, c.body);
+            QVERIFY2(!note.empty(), c.body.c_str());
+            QVERIFY2(note.rfind("CONNECT proxy | CONNECT refused with " + c.status.substr(9, 3), 0) == 0,
+                     note.c_str());
+        }
+    }
+
+    void cliCaptureProxy()
+    {
+        // rpcscope-cli capture --proxy, as a user runs it: it prints where it listens, and a client started
+        // with grpc_proxy lands in the output file under the target's hop.
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("proxied.json");
+        QProcess cli;
+        cli.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--proxy", "--out", out});
+        QVERIFY(cli.waitForStarted());
+        QByteArray said;
+        QRegularExpression listening("proxy listening on (127\\.0\\.0\\.1:\\d+) \\(clients: "
+                                     "grpc_proxy=http://127\\.0\\.0\\.1:\\d+\\)");
+        QRegularExpressionMatch m;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (said += cli.readAllStandardOutput(), m = listening.match(QString(said))).hasMatch(), 10000);
+        {
+            const ProxyEnv env(m.captured(1).toStdString());
+            lab::LabClient client(target, lab::ServiceConfig::retry(2, 20));
+            lab::CallRequest r;
+            r.set_call_id("cli-1");
+            QCOMPARE(client.call(r).code, 0);
+        }
+        cli.terminate();
+        QVERIFY(cli.waitForFinished(20000));
+        QCOMPARE(cli.exitCode(), 0);
+        QFile file(out);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(file.readAll()).object();
+        const QJsonArray calls = doc["calls"].toArray();
+        QCOMPARE(calls.size(), 1);
+        const QJsonArray connections = doc["connections"].toArray();
+        QCOMPARE(connections.size(), 1);
+        QCOMPARE(connections[0].toObject()["label"].toString(), QString::fromStdString(target));
+
+        // A proxy on an address other machines reach is refused without --allow-remote, and so is a capture
+        // with neither --target nor --proxy.
+        QProcess remote;
+        remote.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--proxy", "0.0.0.0:0", "--out", out});
+        QVERIFY(remote.waitForFinished(10000));
+        QCOMPARE(remote.exitCode(), 2);
+        QVERIFY2(remote.readAllStandardError().contains("--allow-remote"), "no hint at --allow-remote");
+        QProcess neither;
+        neither.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--out", out});
+        QVERIFY(neither.waitForFinished(10000));
+        QCOMPARE(neither.exitCode(), 2);
+        QVERIFY(neither.readAllStandardError().contains("--proxy"));
+    }
+
+    // A fault rule names a CONNECT target by its authority, as it names a hop: its tunnels get the fault, and
+    // the client sees the failure as from a real network.
+    void faultRuleOnAProxyTarget()
+    {
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+        QTemporaryDir dir;
+        const QString out = dir.filePath("faulted.json");
+        QProcess cli;
+        cli.start(QStringLiteral(RPCSCOPE_CLI), {"capture", "--proxy", "--out", out, "--fault",
+                                                 QString::fromStdString("close hop=" + target)});
+        QVERIFY(cli.waitForStarted());
+        QByteArray said;
+        QRegularExpression listening("proxy listening on (127\\.0\\.0\\.1:\\d+)");
+        QRegularExpressionMatch m;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (said += cli.readAllStandardOutput(), m = listening.match(QString(said))).hasMatch(), 10000);
+        {
+            const ProxyEnv env(m.captured(1).toStdString());
+            lab::LabClient client(target, lab::ServiceConfig::retry(2, 20));
+            lab::CallRequest r;
+            r.set_call_id("faulted-1");
+            QCOMPARE(client.call(r).code, int(grpc::StatusCode::UNAVAILABLE));
+        }
+        cli.terminate();
+        QVERIFY(cli.waitForFinished(20000));
+        QCOMPARE(cli.exitCode(), 0);
+        const QString err = QString::fromUtf8(cli.readAllStandardError());
+        QVERIFY2(QRegularExpression("fault rule 1 \\(close hop=[0-9.:]+\\): [1-9]\\d* hits?")
+                     .match(err)
+                     .hasMatch(),
+                 qPrintable(err));
+        QFile file(out);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QVERIFY2(file.readAll().contains("fault: close (rule 1)"), "no fault note in the capture");
+    }
+
+    void floodOfHalfSentRequests()
+    {
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        ConnectProxy::Limits limits;
+        limits.maxPending = 32;
+        proxy.setLimits(limits);
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::uint16_t port = proxy.listenAddress().port;
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+
+        // 200 clients each send half a request and then nothing (slowloris), far more than the proxy holds.
+        std::vector<int> flood;
+        const std::string half = "CONNECT " + target + " HTTP/1.1\r\nHost: ";
+        for (int i = 0; i < 200; ++i) {
+            const int fd = connectTo(port);
+            QVERIFY(fd >= 0);
+            [[maybe_unused]] auto n = send(fd, half.data(), half.size(), MSG_NOSIGNAL);
+            flood.push_back(fd);
+        }
+        // A good client still gets through at once, long before any of them times out (10 s).
+        QElapsedTimer timer;
+        timer.start();
+        {
+            const ProxyEnv env(proxy.listenAddress().toString());
+            lab::LabClient client(target, lab::ServiceConfig::retry(2, 20));
+            lab::CallRequest r;
+            r.set_call_id("good-1");
+            QCOMPARE(client.call(r, std::chrono::milliseconds(5000)).code, 0);
+        }
+        QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
+        // Memory stays bounded: never more unfinished handshakes than the limit.
+        QVERIFY2(proxy.peakPendingHandshakes() <= limits.maxPending,
+                 qPrintable(QString::number(proxy.peakPendingHandshakes())));
+        // The oldest were told why they were dropped.
+        const std::string first = readAll(flood.front(), 5000);
+        QVERIFY2(first.rfind("HTTP/1.1 503 ", 0) == 0 &&
+                     first.find("too many unfinished CONNECT requests") != std::string::npos,
+                 first.c_str());
+        for (int fd : flood)
+            close(fd);
+        proxy.stop();
+        TimelineModel model;
+        model.appendBatch(events.take());
+        QVERIFY(onlyCall(model, "good-1"));
+        QVERIFY(!closeReasonOf(model, "CONNECT refused with 503").empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestConnectProxy)
+#include "tst_connectproxy.moc"
