@@ -52,6 +52,9 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
         const ClientStack stack =
             ClientStack::fromUserAgent(agents.forConnection(call.attempts.front().connection));
         const std::optional<MethodRetryPolicy> policy = config.forMethod(call.method);
+        const Connection *conn = store.findConnection(call.attempts.back().connection);
+        options.clientClosedNs =
+            conn && conn->closeReason == "closed by client" ? conn->closedNs : std::nullopt;
         const RetryVerdict v = RetryJudge::judge(call, policy, stack, options);
         auto [it, added] = rowOf.emplace(call.method, check.m_rows.size());
         if (added) {

@@ -172,11 +172,12 @@ RetryVerdict RetryJudge::judge(const Call &call, const std::optional<MethodRetry
     if (deadline && earliest >= *deadline - std::int64_t(kDeadlineSlackMs * 1e6))
         return verdict(Kind::Conforms, 0, summary + ", the next retry would pass the deadline");
     const std::int64_t latest = *last.endNs + std::int64_t((waitHi + kLateMs + waitHi * kLateFraction) * 1e6);
-    if (options.captureEndNs && latest > *options.captureEndNs)
-        return verdict(Kind::InFlight, count,
-                       "the capture ended before attempt " + std::to_string(count + 1) + " was due");
     if (options.throttled)
         return verdict(Kind::Conforms, 0, summary + ", retryThrottling may have stopped the next");
+    const bool clientDone = options.clientClosedNs && *options.clientClosedNs < latest;
+    if (options.captureEndNs && latest > *options.captureEndNs && !clientDone)
+        return verdict(Kind::InFlight, count,
+                       "the capture ended before attempt " + std::to_string(count + 1) + " was due");
     return verdict(Kind::Attempts, count + 1,
                    "stopped after " + summary + " on " + statusText(*last.status) +
                        ", which is retryable, where " + allowed());

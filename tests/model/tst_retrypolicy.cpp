@@ -20,13 +20,13 @@ const char kCCore[] = "grpc-c++/1.51.1 grpc-c/29.0.0 (linux; chttp2)";
 const char kNode[] = "grpc-node-js/1.14.7";
 const char kGo[] = "grpc-go/1.33.3";
 
-QByteArray labConfig(int maxAttempts, const char *extra = "")
+QByteArray labConfig(int maxAttempts, const char *extra = "", const char *initial = "0.05s")
 {
     return QStringLiteral(R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],"retryPolicy":)"
-                          R"({"maxAttempts":%1,"initialBackoff":"0.05s","maxBackoff":"1s",)"
+                          R"({"maxAttempts":%1,"initialBackoff":"%3","maxBackoff":"10s",)"
                           R"("backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]%2})")
         .arg(maxAttempts)
-        .arg(QLatin1String(extra))
+        .arg(QLatin1String(extra), QLatin1String(initial))
         .toUtf8();
 }
 
@@ -81,7 +81,7 @@ private slots:
         QVERIFY(p.hasRetry);
         QCOMPARE(p.maxAttempts, 3);
         QCOMPARE(p.initialBackoffMs, 50.0);
-        QCOMPARE(p.maxBackoffMs, 1000.0);
+        QCOMPARE(p.maxBackoffMs, 10000.0);
         QCOMPARE(p.backoffMultiplier, 2.0);
         QCOMPARE(p.retryableCodes, (std::set<int>{14}));
         QCOMPARE(p.matchedBy, std::string("rpcscope.lab.Lab"));
@@ -231,24 +231,34 @@ private slots:
     }
 
     // C-core waits exactly initialBackoff on the first retry: a first gap drawn from [0.8, 1.2] is not
-    // C-core's, though grpc-js would draw it.
+    // C-core's, though grpc-js would draw it. With a 1 s backoff, 820 ms is far outside C-core's noise.
     void jitteredFirstGapIsNotCCore()
     {
-        const Call call = makeCall({14, 0}, {41.0});
-        const RetryVerdict v = judge(call, labConfig(3), kCCore);
+        const QByteArray oneSecond = labConfig(3, "", "1s");
+        const Call call = makeCall({14, 0}, {820.0});
+        const RetryVerdict v = judge(call, oneSecond, kCCore);
         QCOMPARE(v.kind, Kind::Gap);
         QCOMPARE(v.attempt, 2);
-        QVERIFY2(v.reason.find("41.0 ms") != std::string::npos, v.reason.c_str());
+        QVERIFY2(v.reason.find("820.0 ms") != std::string::npos, v.reason.c_str());
         QVERIFY2(v.reason.find("exactly initialBackoff") != std::string::npos, v.reason.c_str());
-        QCOMPARE(judge(call, labConfig(3), kNode).kind, Kind::Conforms);
-        QCOMPARE(judge(call, labConfig(3), kGo).kind, Kind::Conforms);
+        QCOMPARE(judge(call, oneSecond, kNode).kind, Kind::Conforms);
+        QCOMPARE(judge(call, oneSecond, kGo).kind, Kind::Conforms);
+        QCOMPARE(judge(makeCall({14, 0}, {1180.0}), oneSecond, kCCore).kind, Kind::Gap);
+        QCOMPARE(judge(makeCall({14, 0}, {1180.0}), oneSecond, kNode).kind, Kind::Conforms);
+        // The envelope's edges: 1000 ms - 10 ms - 2 %, and + 25 ms + 10 %.
+        QCOMPARE(judge(makeCall({14, 0}, {969.0}), oneSecond, kCCore).kind, Kind::Gap);
+        QCOMPARE(judge(makeCall({14, 0}, {971.0}), oneSecond, kCCore).kind, Kind::Conforms);
+        QCOMPARE(judge(makeCall({14, 0}, {1124.0}), oneSecond, kCCore).kind, Kind::Conforms);
+        QCOMPARE(judge(makeCall({14, 0}, {1126.0}), oneSecond, kCCore).kind, Kind::Gap);
         // Far too late is a gap out of the envelope for every client.
         const Call late = makeCall({14, 0}, {400.0});
         QCOMPARE(judge(late, labConfig(3), kNode).kind, Kind::Gap);
         QCOMPARE(judge(late, labConfig(3), kGo).kind, Kind::Gap);
-        // The proxy's tolerance: a few ms late is the relay and the client's timer, not a violation.
+        // C-core's cached clock: its exact 50 ms reads a few ms short at the proxy, relay hops make it
+        // longer.
+        QCOMPARE(judge(makeCall({14, 0}, {42.2}), labConfig(3), kCCore).kind, Kind::Conforms);
         QCOMPARE(judge(makeCall({14, 0}, {58.0}), labConfig(3), kCCore).kind, Kind::Conforms);
-        QCOMPARE(judge(makeCall({14, 0}, {47.5}), labConfig(3), kCCore).kind, Kind::Gap);
+        QCOMPARE(judge(makeCall({14, 0}, {38.0}), labConfig(3), kCCore).kind, Kind::Gap);
     }
 
     // maxAttempts 10 is judged against the clamp: 5 attempts conform, 4 are too few, 6 too many.
@@ -398,6 +408,13 @@ private slots:
             RetryJudge::judge(failed, policyOf(labConfig(3)), ClientStack::fromUserAgent(kCCore), options)
                 .kind,
             Kind::InFlight);
+        // The client closed its connection 1 ms after the failure: it is done, one attempt short.
+        options.clientClosedNs = *failed.attempts[0].endNs + kMs;
+        QCOMPARE(
+            RetryJudge::judge(failed, policyOf(labConfig(3)), ClientStack::fromUserAgent(kCCore), options)
+                .kind,
+            Kind::Attempts);
+        options.clientClosedNs.reset();
         options.captureEndNs = *failed.attempts[0].endNs + 1000 * kMs;
         QCOMPARE(
             RetryJudge::judge(failed, policyOf(labConfig(3)), ClientStack::fromUserAgent(kCCore), options)
@@ -439,7 +456,8 @@ private slots:
             return e;
         };
         EventBatch batch{open(1), open(2)};
-        // Connection 1 is grpc-c++ with a 41 ms first gap; connection 2 is grpc-js with the same calls.
+        // Connection 1 is grpc-c++ with an 820 ms first gap after a 1 s initialBackoff; connection 2 is
+        // grpc-js with the same call.
         for (std::uint32_t conn : {1u, 2u}) {
             const std::string ua = conn == 1 ? kCCore : kNode;
             const std::string id = "c" + std::to_string(conn);
@@ -449,12 +467,12 @@ private slots:
                         {{":path", "/rpcscope.lab.Lab/Call"}, {"user-agent", ua}, {"rpcscope-call-id", id}}));
             batch.push_back(headers(conn, 1, t0 + 2 * kMs, Direction::ServerToClient, true,
                                     {{":status", "200"}, {"grpc-status", "14"}}));
-            batch.push_back(headers(conn, 3, t0 + 43 * kMs, Direction::ClientToServer, true,
+            batch.push_back(headers(conn, 3, t0 + 822 * kMs, Direction::ClientToServer, true,
                                     {{":path", "/rpcscope.lab.Lab/Call"},
                                      {"user-agent", ua},
                                      {"rpcscope-call-id", id},
                                      {"grpc-previous-rpc-attempts", "1"}}));
-            batch.push_back(headers(conn, 3, t0 + 45 * kMs, Direction::ServerToClient, true,
+            batch.push_back(headers(conn, 3, t0 + 824 * kMs, Direction::ServerToClient, true,
                                     {{":status", "200"}, {"grpc-status", "0"}}));
         }
         TimelineStore store;
@@ -464,7 +482,7 @@ private slots:
         QCOMPARE(store.calls().size(), size_t(2));
         QCOMPARE(agents.forConnection(2), std::string(kNode));
         std::string error;
-        const auto config = RetryServiceConfig::parse(labConfig(3), &error);
+        const auto config = RetryServiceConfig::parse(labConfig(3, "", "1s"), &error);
         const PolicyCheck check = PolicyCheck::run(store, *config, agents);
         QCOMPARE(check.rows().size(), size_t(1));
         QCOMPARE(check.rows()[0].calls, 2u);
