@@ -84,6 +84,7 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     m_summary->setColumnCount(int(headers.size()));
     m_summary->setHorizontalHeaderLabels(headers);
     m_summary->verticalHeader()->hide();
+    m_summary->setWordWrap(false);
     m_summary->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_summary->horizontalHeader()->setStretchLastSection(true);
     m_summary->setSelectionBehavior(QAbstractItemView::SelectRows);
