@@ -19,6 +19,7 @@ struct Relay::Impl
     DecoderLimits limits;
     bool decoding = true;
     std::string label;
+    std::shared_ptr<FaultSet> faults;
     HostPort listenAddr;
     // Declared in this order so that the loop, which pushes to the decoder thread, goes first.
     DecoderThread decoder;
@@ -58,6 +59,11 @@ std::int64_t Relay::threadCpuNs() const
 void Relay::setDecoding(bool on)
 {
     d->decoding = on;
+}
+
+void Relay::setFaults(std::shared_ptr<FaultSet> faults)
+{
+    d->faults = std::move(faults);
 }
 
 void Relay::setLabel(const std::string &label)
@@ -117,6 +123,7 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
         return false;
     }
     d->decoder.start(std::move(sink), d->limits, d->label);
+    d->loop.setFaults(d->faults, d->label);
     d->loop.run();
     return true;
 }

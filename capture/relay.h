@@ -2,6 +2,7 @@
 
 #include "decoderlimits.h"
 #include "events.h"
+#include "faultset.h"
 #include "hostport.h"
 
 #include <cstdint>
@@ -34,6 +35,10 @@ public:
     void setDecoding(bool on);
     // Names this relay's connections on the timeline (for example the hop "A->B" of a chain).
     void setLabel(const std::string &label);
+    // Fault rules: those for this relay's hop (by its label) act on its connections; null, none. Applies to
+    // the next start(), from which their time windows count. Each time a rule acts it is counted in `faults`
+    // and noted on the connection ("fault: blackhole (rule 2)").
+    void setFaults(std::shared_ptr<FaultSet> faults);
 
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);

@@ -17,7 +17,8 @@ struct RelayChunk
         Open,
         Data,
         Close,
-        Error
+        Error,
+        Note // a fault rule acted on the connection: `reason` says which (a Notice on the timeline)
     } kind;
     std::uint32_t conn;
     Direction dir;
@@ -41,6 +42,10 @@ struct RelayChunk
     static RelayChunk close(std::uint32_t conn, std::int64_t t, std::string reason)
     {
         return {Close, conn, Direction::ClientToServer, t, {}, {}, std::move(reason)};
+    }
+    static RelayChunk note(std::uint32_t conn, std::int64_t t, std::string reason)
+    {
+        return {Note, conn, Direction::ClientToServer, t, {}, {}, std::move(reason)};
     }
     static RelayChunk error(std::uint32_t conn, Direction dir, std::int64_t t, std::string reason)
     {

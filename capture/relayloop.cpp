@@ -169,7 +169,9 @@ void RelayLoop::acceptAll()
         c.cfd = fd;
         c.decode = m_decoding;
         ++m_open;
-        m_decoder.push(RelayChunk::open(c.id, steadyNowNs(), peerName(ss), m_target.toString()));
+        const std::int64_t now = steadyNowNs();
+        m_decoder.push(RelayChunk::open(c.id, now, peerName(ss), m_target.toString()));
+        if (!m_connectionRules.empty()) chooseFault(c, now);
         startConnect(c);
     }
 }
@@ -418,6 +420,15 @@ bool RelayLoop::readSide(Conn &c, bool fromClient)
     // Bytes go out in the order they came in: while either way of relaying still holds some, that way goes
     // on.
     if (half.inPipe > 0) return spliceSide(c, fromClient);
+    // A faulted connection (bandwidth) is read in measured amounts, so always by copy.
+    if (c.fault && c.fault->applied) {
+        const size_t allowance = faultReadAllowance(c, fromClient, steadyNowNs());
+        if (allowance == 0) return true;
+        size_t got = 0;
+        const bool ok = copySide(c, fromClient, allowance, &got);
+        faultSpent(c, fromClient, got);
+        return ok;
+    }
     if (half.queued.size() > half.queuedOff || !half.splicing) return copySide(c, fromClient);
     if (half.pipe[0] < 0 && !openPipes(half, c.decode)) {
         half.splicing = false;
@@ -426,15 +437,16 @@ bool RelayLoop::readSide(Conn &c, bool fromClient)
     return spliceSide(c, fromClient);
 }
 
-bool RelayLoop::copySide(Conn &c, bool fromClient)
+bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
 {
     HalfConnection &half = fromClient ? c.up : c.down;
     char *buf = m_readBuffer.data();
     const int src = fromClient ? c.cfd : c.sfd;
-    const ssize_t n = recv(src, buf, m_readBuffer.size(), 0);
+    const ssize_t n = recv(src, buf, std::min(m_readBuffer.size(), limit), 0);
     // The read time is the event time: taken before forwarding so relaying cannot skew it.
     const std::int64_t t = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
+    if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
 
     // Forward straight from the read buffer; only what the peer cannot take now is queued for it.
@@ -515,6 +527,7 @@ void RelayLoop::loop()
                 if (c.up.pending()) se |= POLLOUT;
                 if (c.down.pending()) ce |= POLLOUT;
             }
+            if (c.fault) faultPoll(c, steadyNowNs(), ce, se, timeout);
             // A socket we want nothing from is left out: POLLHUP on a half-closed peer would otherwise wake
             // the loop forever.
             fds.push_back({ce ? c.cfd : -1, ce, 0});
@@ -538,6 +551,7 @@ void RelayLoop::loop()
             const short sr = fds[3 + 2 * i].revents;
             bool ok = true;
             std::string reason;
+            if (c.fault && faultEvents(c, cr, sr, steadyNowNs())) continue;
             if (c.draining) {
                 if (cr & POLLOUT) flush(c, true);
                 if (sr & POLLOUT) flush(c, false);
@@ -578,11 +592,13 @@ void RelayLoop::loop()
                 continue;
             }
             // Half-close: pass an EOF on once everything before it has been delivered.
-            if (c.up.eof && !c.up.shut && !c.up.pending() && !c.connecting) {
+            if (c.up.eof && !c.up.shut && !c.up.pending() && !c.connecting &&
+                !(c.fault && faultHoldsClose(c, true, steadyNowNs()))) {
                 shutdown(c.sfd, SHUT_WR);
                 c.up.shut = true;
             }
-            if (c.down.eof && !c.down.shut && !c.down.pending()) {
+            if (c.down.eof && !c.down.shut && !c.down.pending() &&
+                !(c.fault && faultHoldsClose(c, false, steadyNowNs()))) {
                 shutdown(c.cfd, SHUT_WR);
                 c.down.shut = true;
             }

@@ -1,12 +1,15 @@
 #pragma once
 
 #include "decoderthread.h"
+#include "faultset.h"
 #include "hostport.h"
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <memory>
+#include <random>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -31,6 +34,9 @@ public:
     bool open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs, bool decoding,
               std::string *error);
     void run();
+    // The connection fault rules of `faults` for the hop `hopLabel`, for connections accepted after run();
+    // their time windows count from now. Null or no such rule: nothing is looked at per connection.
+    void setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel);
     // Closes every connection (their close events go to the decoder), ends the thread and closes the
     // listener.
     void stop();
@@ -65,6 +71,18 @@ private:
         bool wantsRead() const;
     };
 
+    // A connection fault rule that chose a connection (relayloopfaults.cpp).
+    struct ConnFault
+    {
+        size_t rule = 0; // index into the FaultSet
+        FaultAction action = FaultAction::Blackhole;
+        std::int64_t at = 0; // when it starts
+        bool applied = false;
+        double tokens[2] = {0, 0}; // bandwidth: bytes that may be read now, client side [0], server side [1]
+        std::int64_t refilledAt = 0;      // bandwidth: when tokens were last added
+        std::int64_t closeAt[2] = {0, 0}; // slow-close: when the side's EOF may be passed on (0: not seen)
+    };
+
     struct Conn
     {
         std::uint32_t id = 0;
@@ -85,13 +103,14 @@ private:
         size_t addressIndex = 0;     // which of the target's addresses is being tried
         std::string closeReason;     // set where the connection's end is first noticed
         int lastConnectError = 0;
+        std::unique_ptr<ConnFault> fault; // null unless a fault rule chose this connection
     };
 
     void loop();
     void acceptAll();
     void startConnect(Conn &c);
     bool readSide(Conn &c, bool fromClient);
-    bool copySide(Conn &c, bool fromClient);
+    bool copySide(Conn &c, bool fromClient, size_t limit = SIZE_MAX, size_t *got = nullptr);
     bool spliceSide(Conn &c, bool fromClient);
     bool openPipes(HalfConnection &half, bool withCopy);
     void closePipes(HalfConnection &half);
@@ -108,6 +127,18 @@ private:
     // While draining: true once the survivor has everything (or the time is up) and can be reset.
     bool drained(Conn &c, std::int64_t now) const;
     void closeConn(Conn &c, const std::string &reason);
+    // Fault rules (relayloopfaults.cpp), looked at only for a connection a rule chose (c.fault).
+    void chooseFault(Conn &c, std::int64_t now);
+    // What to poll for a faulted connection, and by when to wake.
+    void faultPoll(Conn &c, std::int64_t now, short &ce, short &se, int &timeout);
+    // Starts the rule when its time has come; true when it dealt with the connection's events itself.
+    bool faultEvents(Conn &c, short cr, short sr, std::int64_t now);
+    // bandwidth: how much may be read now (SIZE_MAX: no limit).
+    size_t faultReadAllowance(Conn &c, bool fromClient, std::int64_t now);
+    void faultSpent(Conn &c, bool fromClient, size_t n);
+    // slow-close: true while the side's EOF must wait.
+    bool faultHoldsClose(Conn &c, bool fromClient, std::int64_t now);
+    void blackholeRead(Conn &c, bool fromClient);
 
     DecoderThread &m_decoder;
     HostPort m_target;
@@ -127,6 +158,10 @@ private:
     std::int64_t m_acceptPausedUntil = 0;
     int m_splicedDirections = 0;
     int m_handoffPipes = 0; // made so far (closed by the decoder thread's stop)
+    std::shared_ptr<FaultSet> m_faults;
+    std::vector<size_t> m_connectionRules; // the rules of m_faults that act on this hop's connections
+    std::int64_t m_faultOrigin = 0;        // where their time windows start
+    std::mt19937_64 m_faultRandom{std::random_device{}()};
 };
 
 } // namespace rpcscope

@@ -3,6 +3,8 @@
 #   h2decoder    (default) the passive HTTP/2 decoder, seeds in tests/fuzz/corpus
 #   capturefile  the .rpcscope capture-file reader, and the replay, merge and exports of what it reads,
 #                seeds in tests/fuzz/capture-corpus
+#   faultrule    the fault-rule parser of capture --fault and its method globs, seeds in
+#                tests/fuzz/faultrule-corpus
 #
 #   scripts/fuzz.sh              fuzz for FUZZ_SECONDS (default 60; 0 builds only), from the target's corpus
 #   scripts/fuzz.sh FILE...      run just these inputs once (reproduce a crash)
@@ -21,8 +23,9 @@ NEEDS=(clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev qt6-
 case "$FUZZ_TARGET" in
   h2decoder) CORPUS="$ROOT/tests/fuzz/corpus" DICT="$ROOT/tests/fuzz/h2.dict" ;;
   capturefile) CORPUS="$ROOT/tests/fuzz/capture-corpus" DICT="$ROOT/tests/fuzz/capture.dict" ;;
+  faultrule) CORPUS="$ROOT/tests/fuzz/faultrule-corpus" DICT="$ROOT/tests/fuzz/faultrule.dict" ;;
   *)
-    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile)" >&2
+    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile, faultrule)" >&2
     exit 2
     ;;
 esac

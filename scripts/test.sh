@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what is missing, build, and run the whole test suite: every ctest, then both fuzz targets.
+# Install what is missing, build, and run the whole test suite: every ctest, then the fuzz targets.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -10,17 +10,19 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure | tee "$log"
 ctest_rc=${PIPESTATUS[0]}
 
 # Then fuzz the HTTP/2 decoder for FUZZ_SECONDS (60 by default) and the capture-file reader for
-# FUZZ_CAPTURE_SECONDS (30) with clang's libFuzzer and sanitizers.
+# FUZZ_CAPTURE_SECONDS (30) and the fault-rule parser for FUZZ_RULE_SECONDS (20) with clang's libFuzzer and
+# sanitizers.
 fuzz_rc=0
 bash "$ROOT/scripts/fuzz.sh" || fuzz_rc=$((fuzz_rc + 1))
 FUZZ_TARGET=capturefile FUZZ_SECONDS="${FUZZ_CAPTURE_SECONDS:-30}" bash "$ROOT/scripts/fuzz.sh" || fuzz_rc=$((fuzz_rc + 1))
+FUZZ_TARGET=faultrule FUZZ_SECONDS="${FUZZ_RULE_SECONDS:-20}" bash "$ROOT/scripts/fuzz.sh" || fuzz_rc=$((fuzz_rc + 1))
 set -e
 
-# One closing line for the whole suite: the ctest tests plus the two fuzz runs.
+# One closing line for the whole suite: the ctest tests plus the three fuzz runs.
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 failed=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -n 1)
 total=${total:-0}
 failed=${failed:-$total}
 failed=$((failed + fuzz_rc))
-echo "tests: $((total + 2 - failed)) passed, $failed failed"
+echo "tests: $((total + 3 - failed)) passed, $failed failed"
 [ "$ctest_rc" -eq 0 ] && [ "$fuzz_rc" -eq 0 ]

@@ -64,15 +64,31 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
 
     const bool wall = wallClockRuler(ctx);
     const qint64 step = rulerStepNs(ctx);
-    for (const qint64 t : rulerTicks(ctx, step)) {
+    const std::vector<qint64> ticks = rulerTicks(ctx, step);
+    const double right = rect.right();
+    const QFontMetricsF fm(p->font());
+    if (ticks.empty() || ax.timeToX(ticks.front()) - ax.left > 0.4 * (right - ax.left)) {
+        // A range narrower than a step or two (large type on a narrow window, a wide wall-clock label) still
+        // says where it starts, to the finer unit.
+        p->setPen(th.text);
+        p->drawText(QRectF(ax.left + 3, ruler.top(), 200 * m.scale, ruler.height() - 6),
+                    Qt::AlignLeft | Qt::AlignBottom,
+                    tickLabel(ctx, ctx.startNs(), std::max<qint64>(step / 10, 1)));
+    }
+    for (const qint64 t : ticks) {
         const double x = ax.timeToX(t);
         p->setPen(th.grid.darker(130));
         p->drawLine(QPointF(x, ruler.bottom() - 8), QPointF(x, ruler.bottom()));
         p->setPen(th.text);
-        p->drawText(QRectF(x + 3, ruler.top(), 160 * m.scale, ruler.height() - 6),
-                    Qt::AlignLeft | Qt::AlignBottom, tickLabel(ctx, t, step));
+        const QString label = tickLabel(ctx, t, step);
+        // A label that would run off the right edge ends at its tick instead.
+        if (x + 3 + fm.horizontalAdvance(label) > right)
+            p->drawText(QRectF(x - 3 - 160 * m.scale, ruler.top(), 160 * m.scale, ruler.height() - 6),
+                        Qt::AlignRight | Qt::AlignBottom, label);
+        else
+            p->drawText(QRectF(x + 3, ruler.top(), 160 * m.scale, ruler.height() - 6),
+                        Qt::AlignLeft | Qt::AlignBottom, label);
     }
-    const double right = rect.right();
     // Where retention cut: everything before it was evicted (pinned calls excepted).
     if (ctx.store.evictedCalls() > 0) {
         const double x = ax.timeToX(ctx.store.retentionCutNs());

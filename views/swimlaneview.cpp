@@ -128,6 +128,12 @@ void SwimlaneView::fitIfNothingInRange()
     // From the newest: a live or just-zoomed view usually holds one of the last calls, so this stops early.
     for (auto it = calls.rbegin(); it != calls.rend(); ++it)
         if (it->startNs() <= to && it->endNs().value_or(latest) >= from) return;
+    // A connection's frames count too: zooming into a flood beside the calls is looking at something.
+    // Frames arrive in time order closely enough for a bisection to find one in range.
+    const auto &frames = m_model->store().frames();
+    const auto first =
+        std::partition_point(frames.begin(), frames.end(), [from](const auto &f) { return f.tNs < from; });
+    if (first != frames.end() && first->firstNs() <= to) return;
     fitAll();
     emit refitted(QStringLiteral("Nothing in this range: fitted to the whole run"));
 }
@@ -269,6 +275,19 @@ void SwimlaneView::setDark(bool on)
 void SwimlaneView::setWorkshop(bool on)
 {
     updateOptions([&](TimelinePainter::Options &o) { o.workshop = on; });
+    fitLabelColumn();
+}
+
+void SwimlaneView::fitLabelColumn()
+{
+    // Workshop type on a projector's 1280 px would give the labels half the width; the time axis keeps at
+    // least two thirds of it, and the labels elide.
+    if (m_labelWidthDragged) return;
+    const double scale = m_painter.options().workshop ? TimelinePainter::kWorkshopScale : 1.0;
+    const int fits = int(canvas().width() / 3 / scale);
+    const int w = fits >= LaneMetrics{}.labelWidth ? 0 : std::max(fits, TimelinePainter::kMinLabelWidth);
+    if (w != m_painter.options().labelWidth)
+        updateOptions([&](TimelinePainter::Options &o) { o.labelWidth = w; });
 }
 
 void SwimlaneView::setWallClock(bool on)
@@ -416,6 +435,7 @@ void SwimlaneView::mouseMoveEvent(QMouseEvent *e)
         return;
     }
     if (m_drag == Drag::LabelColumn) {
+        m_labelWidthDragged = true;
         setLabelWidth(int(std::lround(pos.x() / m_painter.metrics().scale)));
         return;
     }
@@ -625,6 +645,7 @@ void SwimlaneView::resizeEvent(QResizeEvent *)
 {
     // The legend may take a quarter of the view; beyond that it shrinks to its plain size.
     m_painter.setLegendBudget(height() / 4);
+    fitLabelColumn();
     clampScroll();
 }
 

@@ -120,6 +120,9 @@ private:
     QPoint m_pressPos;
     QPoint m_lastPos;
     bool m_moved = false;
+    // A label column the user dragged is kept; until then it gives way on narrow windows (fitLabelColumn).
+    bool m_labelWidthDragged = false;
+    void fitLabelColumn();
     qint64 m_bandStart = 0;
     QScrollBar *m_vbar = nullptr;
     StoreChanges m_batchChanges{

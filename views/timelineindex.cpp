@@ -318,8 +318,14 @@ void TimelineIndex::refresh()
     } else {
         // Deadlines shortly after the last event are part of the story (a deadline chain's budgets); a 10 s
         // default deadline after a 150 ms scenario is not, and stays an arrow at the edge.
-        const qint64 lo = m_dataLo;
+        qint64 lo = m_dataLo;
         qint64 hi = m_dataHi;
+        // Frames of other connections (a flood beside the calls, a late GOAWAY) are in the picture too: a
+        // fit that leaves a connection lane empty reads as "nothing happened there".
+        if (const auto &frames = m_store->frames(); !frames.empty()) {
+            lo = std::min<qint64>(lo, frames.front().firstNs());
+            hi = std::max<qint64>(hi, frames.back().tNs);
+        }
         if (auto it = std::upper_bound(m_deadlines.begin(), m_deadlines.end(), hi + (hi - lo) / 2);
             it != m_deadlines.begin())
             hi = std::max(hi, *std::prev(it));

@@ -4,6 +4,7 @@
 #include "capturesession.h"
 #include "clock.h"
 #include "commands.h"
+#include "faultoptions.h"
 #include "modelfeed.h"
 #include "options.h"
 #include "output.h"
@@ -62,8 +63,20 @@ int cmdCapture(std::vector<std::string> args)
 {
     std::map<std::string, std::string> opts;
     std::string error;
+    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+        std::printf("rpcscope-cli capture [--listen HOST:PORT] --target HOST:PORT --out FILE [options]\n"
+                    "  (rpcscope-cli --help lists the options)\n"
+                    "  --fault RULE (repeatable) and --faults FILE.json make the proxy misbehave.\n%s",
+                    faultRuleSyntaxHelp());
+        return 0;
+    }
     const Redaction redaction = takeRedaction(&args, &error);
     if (!error.empty()) return usageError(error);
+    const std::shared_ptr<FaultSet> faults = takeFaults(&args, &error);
+    if (!error.empty()) { // one line: the rule and what is wrong with it
+        std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+        return 2;
+    }
     if (!parseOptions(args,
                       {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list",
                        "--max-message-keep", "--keep"},
@@ -146,6 +159,14 @@ int cmdCapture(std::vector<std::string> args)
     CaptureSession session(&model);
     session.setDecoderLimits(limits);
     session.setIngestEnabled(false);
+    session.setFaults(faults);
+    // `capture` runs one unnamed hop: a rule for a named one would silently never act.
+    for (size_t i = 0; faults && i < faults->size(); ++i)
+        if (!faults->rules()[i].hop.empty())
+            std::fprintf(stderr,
+                         "rpcscope-cli: warning: fault rule %zu names the hop '%s', but capture has one "
+                         "unnamed hop: it never applies\n",
+                         i + 1, faults->rules()[i].hop.c_str());
     // An .rpcscope output is written as the capture goes: it gets every call whatever --keep drops from
     // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
     const QString out = QString::fromStdString(opts["--out"]);
@@ -229,6 +250,7 @@ int cmdCapture(std::vector<std::string> args)
     if (progressShown && terminal)
         std::fputc('\n', stderr); // the messages below start on a line of their own
     const std::unique_ptr<CaptureFileStream> stream = session.stopAndTakeRecording();
+    if (faults) reportFaultHits(*faults);
     if (stream) tellFailure(QString::fromStdString(stream->error()));
     QCoreApplication::sendPostedEvents();
     ModelFeed::of(&model)->drainAll();

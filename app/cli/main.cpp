@@ -27,7 +27,7 @@ const char kUsage[] =
     "SECONDS]\n"
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep "
     "BYTES]\n"
-    "                       [--keep MB] [--progress]\n"
+    "                       [--keep MB] [--progress] [--fault RULE ...] [--faults FILE.json]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM/SIGHUP, then write FILE (FILE.json: "
     "the JSON,\n"
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
@@ -41,6 +41,9 @@ const char kUsage[] =
     "      Listening on a non-loopback address needs --allow-remote.\n"
     "      Decoding limits: --max-header-list (default 16384) cuts longer header lists, --max-message-keep\n"
     "      (default 65536) bounds the bytes of each gRPC message kept for inspection.\n"
+    "      --fault RULE (repeatable) and --faults FILE.json make the proxy misbehave on purpose, e.g.\n"
+    "      --fault \"blackhole nth=2 after=500ms\"; each fault is noted on its connection and the hits of\n"
+    "      each rule are printed at the end. `rpcscope-cli capture --help` lists the rules.\n"
     "  rpcscope-cli convert IN OUT [--to FORMAT] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
     "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext "
     "HTTP/2)\n"
@@ -96,6 +99,39 @@ const char kUsage[] =
     "cookie\n"
     "             and set-cookie are always masked in what is written, unless --no-redact\n";
 
+// One command's part of the usage: its "rpcscope-cli CMD" entries and what follows them, then the notes on
+// options several commands share. Empty for a command the usage does not know.
+std::string commandUsage(const std::string &cmd)
+{
+    const std::string text = kUsage, entry = "  rpcscope-cli ";
+    std::string mine, shared;
+    bool inMine = false, inShared = false;
+    for (size_t at = 0; at < text.size();) {
+        size_t end = text.find('\n', at);
+        end = end == std::string::npos ? text.size() : end + 1;
+        const std::string line = text.substr(at, end - at);
+        at = end;
+        if (line.rfind(entry, 0) == 0) {
+            const std::string rest = line.substr(entry.size());
+            inMine = rest.rfind(cmd, 0) == 0 &&
+                     (rest.size() == cmd.size() || rest[cmd.size()] == ' ' || rest[cmd.size()] == '\n');
+        } else if (line.rfind("  --", 0) == 0) {
+            inMine = false;
+            inShared = true;
+        }
+        if (inMine) mine += line;
+        if (inShared) shared += line;
+    }
+    return mine.empty() ? std::string() : "usage:\n" + mine + shared;
+}
+
+bool asksForHelp(const std::vector<std::string> &args)
+{
+    for (const auto &a : args)
+        if (a == "--help" || a == "-h") return true;
+    return false;
+}
+
 QtMessageHandler g_defaultHandler = nullptr;
 // The offscreen platform warns about a missing XDG_RUNTIME_DIR on servers; it does not matter to a CLI.
 void quietOffscreen(QtMsgType type, const QMessageLogContext &ctx, const QString &msg)
@@ -114,7 +150,15 @@ int main(int argc, char **argv)
         return 2;
     }
     if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        std::fputs(kUsage, stdout);
+        // "help CMD" is "CMD --help".
+        const std::string part = args.size() > 1 ? commandUsage(args[1]) : std::string();
+        std::fputs(part.empty() ? kUsage : part.c_str(), stdout);
+        return 0;
+    }
+    if (asksForHelp(args)) {
+        // "CMD --help": that command's usage; an unknown command gets the whole of it.
+        const std::string part = commandUsage(args[0]);
+        std::fputs(part.empty() ? kUsage : part.c_str(), stdout);
         return 0;
     }
     rpcscope::routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only

@@ -82,6 +82,9 @@ public:
 
     // For the relays the next start() makes (the CLI's --max-header-list and --max-message-keep).
     void setDecoderLimits(const DecoderLimits &limits) { m_limits = limits; }
+    // Fault rules for the relays the next start() makes (null: none); each hop's relay takes those for its
+    // label. The caller keeps the set to read its hit counters.
+    void setFaults(std::shared_ptr<FaultSet> faults) { m_faults = std::move(faults); }
     // On by default; the CLI captures without the ingestion endpoint.
     void setIngestEnabled(bool on) { m_ingestEnabled = on; }
 
@@ -153,6 +156,7 @@ private:
     ModelFeed *m_feed; // the model's feed, unless batches go elsewhere (`toModel`)
     Sink m_toModel;
     std::vector<std::unique_ptr<Relay>> m_relays;
+    std::shared_ptr<FaultSet> m_faults;
     std::unique_ptr<IngestServer> m_ingest;
     std::vector<RunningHop> m_hops;
     // When recording was paused, as [from, to) on the capture clock; `to` is open while paused. The relays

@@ -242,6 +242,23 @@ private slots:
         QVERIFY2(r.err.contains(message), qPrintable(r.err));
     }
 
+    // "CMD --help" and "help CMD" show that command's usage and succeed, whatever else is on the line.
+    void commandHelp()
+    {
+        for (const QStringList &args : {QStringList{"capture", "--help"}, QStringList{"help", "capture"},
+                                        QStringList{"capture", "--target", "x", "-h"}}) {
+            const Result r = cli(args);
+            QCOMPARE(r.code, 0);
+            QVERIFY2(r.out.contains("rpcscope-cli capture [--listen") && r.out.contains("--keep bounds"),
+                     qPrintable(r.out));
+            QVERIFY2(!r.out.contains("rpcscope-cli convert"), qPrintable(r.out));
+            QVERIFY2(r.out.contains("--to FORMAT"), qPrintable(r.out)); // the shared option notes
+        }
+        const Result all = cli({"--help"});
+        QCOMPARE(all.code, 0);
+        QVERIFY(all.out.contains("rpcscope-cli capture") && all.out.contains("rpcscope-cli convert"));
+    }
+
     void portInUse()
     {
         Listener taken, target;

@@ -6,6 +6,7 @@
 #include "markerspass.h"
 #include "renderfixture.h"
 #include "swimlaneview.h"
+#include "timelinetheme.h"
 #include "timelinetooltips.h"
 
 #include <QFontMetricsF>
@@ -280,6 +281,58 @@ private slots:
         painter.setOptions(o);
         for (const qint64 t : painter.rulerTicks(rect))
             QCOMPARE(t % (painter.rulerTicks(rect)[1] - painter.rulerTicks(rect)[0]), qint64(0));
+    }
+
+    // Large type and a wall clock on a narrow view: no round tick fits, and the ruler still says when.
+    void rulerNamesItsStartWhenNoTickFits()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 1'700'000'000'123'456'789);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.wallClock = true;
+        o.workshop = true;
+        painter.setOptions(o);
+        painter.setRange(3 * ms, 170 * ms);
+        const QRectF rect(0, 0, 700, 300);
+        QVERIFY(painter.rulerTicks(rect).empty()); // the case under test
+        const QImage img = render(painter, rect);
+        const LaneMetrics &m = painter.metrics();
+        const QColor text = TimelineTheme::light().text;
+        int inked = 0;
+        for (int y = 0; y < m.rulerHeight; ++y)
+            for (int x = m.labelWidth + 1; x < img.width(); ++x)
+                if (QColor(img.pixel(x, y)) == text) ++inked;
+        QVERIFY2(inked > 20, qPrintable(QStringLiteral("%1 text pixels in the ruler").arg(inked)));
+    }
+
+    // A flood on a connection without calls, seconds after them: the fit shows it, and a zoom onto it stays
+    // (it is not "nothing in this range").
+    void fitAndZoomReachAnotherConnectionsFrames()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        model.appendBatch({testev::opened(2, 9000 * ms),
+                           testev::frame(2, 0, 9000 * ms, Direction::ClientToServer, FramePing),
+                           testev::frame(2, 0, 9100 * ms, Direction::ClientToServer, FramePing)});
+        SwimlaneView view(&model);
+        view.resize(1200, 600);
+        TimelinePainter &painter = view.timelinePainter();
+        const auto [lo, hi] = painter.fullRange();
+        QVERIFY2(lo <= 10 * ms && hi >= 9100 * ms, qPrintable(QStringLiteral("%1..%2").arg(lo).arg(hi)));
+
+        QSignalSpy refitted(&view, &SwimlaneView::refitted);
+        QSignalSpy ranges(&view, &SwimlaneView::rangeChanged);
+        view.setRange(8950 * ms, 9150 * ms);
+        model.appendBatch({testev::frame(2, 0, 9120 * ms, Direction::ClientToServer, FramePing)});
+        QCOMPARE(refitted.size(), 0);
+        QCOMPARE(ranges.last().at(0).toLongLong(), 8950 * ms);
+        // A range with nothing at all still fits the whole run.
+        view.setRange(60'000 * ms, 61'000 * ms);
+        model.appendBatch({testev::frame(2, 0, 9130 * ms, Direction::ClientToServer, FramePing)});
+        QCOMPARE(refitted.size(), 1);
     }
 
     void legendListsWhatWasDrawn()

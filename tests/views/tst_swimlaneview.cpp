@@ -12,6 +12,32 @@ class TestSwimlaneView : public QObject
 {
     Q_OBJECT
 private slots:
+    // Workshop type on a projector-sized window: the label column gives way so the time axis keeps two
+    // thirds of the width; on a wide window, and in normal type, it is the default again.
+    void labelColumnGivesWayToLargeType()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(rendertest::scene());
+        SwimlaneView view(&model);
+        view.resize(1280, 700);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        const int normal = view.timelinePainter().metrics().labelWidth;
+        view.setWorkshop(true);
+        const LaneMetrics &m = view.timelinePainter().metrics();
+        QVERIFY2(
+            m.labelWidth <= view.canvas().width() / 3 + 1,
+            qPrintable(QStringLiteral("labels %1 px of %2").arg(m.labelWidth).arg(view.canvas().width())));
+        QVERIFY(m.labelWidth >= int(TimelinePainter::kMinLabelWidth * TimelinePainter::kWorkshopScale) - 1);
+        view.resize(3000, 700);
+        QCOMPARE(view.timelinePainter().metrics().labelWidth,
+                 LaneMetrics::scaled(TimelinePainter::kWorkshopScale).labelWidth);
+        view.setWorkshop(false);
+        view.resize(1280, 700);
+        QCOMPARE(view.timelinePainter().metrics().labelWidth, normal);
+    }
+
     // Retention evicting calls under a live view: the view follows each eviction without rebuilding, and what
     // it then shows - lanes, ranges, connection marks, selection - is exactly what a view built afresh on the
     // same store shows. A pinned call and one still in flight stay among the evicted ones.

@@ -1,0 +1,78 @@
+// capture's fault options: the rules that make the proxy misbehave, and what they did.
+
+#include "faultoptions.h"
+
+#include "faultsfile.h"
+
+#include <cstdio>
+
+namespace rpcscope {
+
+namespace {
+// The proxy applies connection actions so far; a stream action would be accepted and silently do nothing.
+bool applied(const FaultRule &rule, const std::string &where, std::string *error)
+{
+    if (isConnectionAction(rule.action)) return true;
+    *error = where + ": " + faultActionName(rule.action) +
+             " is a stream action, which the proxy does not apply yet (connection actions: blackhole, close, "
+             "tcp-reset, bandwidth, slow-close)";
+    return false;
+}
+} // namespace
+
+std::shared_ptr<FaultSet> takeFaults(std::vector<std::string> *args, std::string *error)
+{
+    std::vector<FaultRule> rules;
+    std::vector<std::string> rest;
+    for (size_t i = 0; i < args->size(); ++i) {
+        const std::string &a = (*args)[i];
+        if (a != "--fault" && a != "--faults") {
+            rest.push_back(a);
+            continue;
+        }
+        if (i + 1 >= args->size() || (*args)[i + 1].rfind("--", 0) == 0) {
+            *error = "option " + a +
+                     (a == "--fault" ? " needs a rule, as --fault \"blackhole nth=1\""
+                                     : " needs a JSON file of rules");
+            return nullptr;
+        }
+        const std::string &value = (*args)[++i];
+        if (a == "--fault") {
+            FaultRule rule;
+            std::string why;
+            const std::string where = "--fault '" + value + "'";
+            if (!parseFaultRule(value, &rule, &why)) {
+                *error = where + ": " + why;
+                return nullptr;
+            }
+            if (!applied(rule, where, error)) return nullptr;
+            rules.push_back(std::move(rule));
+        } else {
+            std::vector<FaultRule> fromFile;
+            if (!loadFaultsFile(QString::fromStdString(value), &fromFile, error)) {
+                *error = "--faults " + *error;
+                return nullptr;
+            }
+            for (size_t n = 0; n < fromFile.size(); ++n)
+                if (!applied(fromFile[n], "--faults " + value + ": rule " + std::to_string(n + 1), error))
+                    return nullptr;
+            for (FaultRule &r : fromFile)
+                rules.push_back(std::move(r));
+        }
+    }
+    *args = std::move(rest);
+    if (rules.empty()) return nullptr;
+    return std::make_shared<FaultSet>(std::move(rules));
+}
+
+void reportFaultHits(const FaultSet &faults)
+{
+    for (size_t i = 0; i < faults.size(); ++i) {
+        const std::uint64_t hits = faults.hits(i);
+        std::fprintf(stderr, "rpcscope-cli: fault rule %zu (%s): %llu %s\n", i + 1,
+                     faults.rules()[i].text.c_str(), static_cast<unsigned long long>(hits),
+                     hits == 1 ? "hit" : "hits");
+    }
+}
+
+} // namespace rpcscope
