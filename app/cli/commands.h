@@ -34,5 +34,9 @@ int cmdDecode(const std::vector<std::string> &args);
 // read or holds no calls.
 int cmdStats(const std::vector<std::string> &args);
 int cmdCompare(const std::vector<std::string> &args);
+// rpcscope-cli check CAPTURE --service-config FILE [--json]: every call judged against the client's retry
+// policy. Returns 0 when all conform, 1 when any does not, 2 for bad arguments, an unreadable capture or a
+// bad service config.
+int cmdCheck(const std::vector<std::string> &args);
 
 } // namespace rpcscope

@@ -88,6 +88,13 @@ const char kUsage[] =
     "      retry-throttling), bulkhead-shared-vs-isolated, or any two scenarios as A,B. A file that cannot "
     "be\n"
     "      read or holds no calls exits 2.\n"
+    "  rpcscope-cli check FILE --service-config CONFIG.json [--json]\n"
+    "      Judge every call of a capture against the retry policy in CONFIG.json (the service config the\n"
+    "      client was given), the way the client's implementation (from its user-agent: grpc-c++/C-core,\n"
+    "      grpc-go, grpc-node-js, grpc-java) retries: attempts against maxAttempts and its clamp of 5,\n"
+    "      backoff gaps, retryable codes, pushback, commit and the deadline. Prints per method the calls,\n"
+    "      those that conform and each kind of violation, then every call that does not conform and why.\n"
+    "      Exits 0 when all conform, 1 when any does not, 2 for an unreadable capture or a bad config.\n"
     "  --frames   also write every HTTP/2 frame into the JSON\n"
     "  --to FORMAT  rpcscope, json (rpcscope-json), chrome (Chrome trace event JSON for Perfetto and\n"
     "             chrome://tracing), otlp (OTLP/JSON spans), pcapng (for Wireshark), otlp-metrics\n"
@@ -177,5 +184,6 @@ int main(int argc, char **argv)
     if (cmd == "decode") return cmdDecode(args);
     if (cmd == "stats") return cmdStats(args);
     if (cmd == "compare") return cmdCompare(args);
+    if (cmd == "check") return cmdCheck(args);
     return usageError("unknown command '" + cmd + "'");
 }

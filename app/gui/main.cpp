@@ -7,11 +7,13 @@
 #include "mainwindow.h"
 #include "modelfeed.h"
 #include "modelsink.h"
+#include "policydock.h"
 #include "statsdock.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
 #include <QApplication>
+#include <QFile>
 #include <QSocketNotifier>
 #include <QTimer>
 #include <csignal>
@@ -26,7 +28,7 @@ using namespace rpcscope;
 namespace {
 const char kUsage[] =
     "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ... [--record FILE]]\n"
-    "                [--workshop] [--dark] [--stats]\n"
+    "                [--workshop] [--dark] [--stats] [--service-config FILE.json]\n"
     "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap ...]\n"
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
@@ -42,6 +44,8 @@ const char kUsage[] =
     "  --workshop          large text in the whole window and thick bars, readable on a projector\n"
     "  --dark              dark theme for the whole window\n"
     "  --stats             show the Statistics dock (Ctrl+Shift+T) in front of the Calls table\n"
+    "  --service-config FILE  judge the calls against this service config (the client's retry policy)\n"
+    "                      and show the Policy check dock (Ctrl+Shift+V) in front of the Calls table\n"
     "  --screenshot FILE   run the scenario, select its last attempt (the inspector shows it),\n"
     "                      save the window as PNG, and quit\n"
     "Headless use: rpcscope-cli --help\n";
@@ -75,6 +79,7 @@ int main(int argc, char **argv)
     bool workshop = false;
     bool dark = false;
     bool stats = false;
+    QString serviceConfig;
     std::vector<HopSpec> hops;
     QString record;
     QStringList openPaths;
@@ -91,6 +96,8 @@ int main(int argc, char **argv)
             dark = true;
         } else if (!std::strcmp(a, "--stats")) {
             stats = true;
+        } else if (!std::strcmp(a, "--service-config") && i + 1 < argc) {
+            serviceConfig = QString::fromLocal8Bit(argv[++i]);
         } else if (!std::strcmp(a, "--scenario") && i + 1 < argc) {
             scenario = QString::fromLocal8Bit(argv[++i]);
         } else if (!std::strcmp(a, "--screenshot") && i + 1 < argc) {
@@ -168,6 +175,18 @@ int main(int argc, char **argv)
         window.setPromptOnClose(screenshot.isEmpty());
         window.show();
         if (stats) window.showStatistics(true);
+        if (!serviceConfig.isEmpty()) {
+            QFile f(serviceConfig);
+            QString error;
+            if (!f.open(QIODevice::ReadOnly)) error = f.errorString();
+            if (error.isEmpty())
+                window.policyDock()->setServiceConfig(QString::fromUtf8(f.readAll()), &error);
+            if (!error.isEmpty()) {
+                std::fprintf(stderr, "rpcscope: %s: %s\n", qPrintable(serviceConfig), qPrintable(error));
+                return 2;
+            }
+            window.showPolicyCheck(true);
+        }
         // For scripts/bench.sh --burst: how the GUI thread kept up, said at the exit.
         std::unique_ptr<LoopWatch> loopWatch;
         if (!qEnvironmentVariableIsEmpty("RPCSCOPE_LOOP_REPORT"))
@@ -182,6 +201,7 @@ int main(int argc, char **argv)
                             window.swimlanes()->selectAttempt(int(calls.size()) - 1,
                                                               int(calls.back().attempts.size()) - 1);
                         window.statsDock()->refresh(); // its timer may not have seen the last batch
+                        window.policyDock()->refresh();
                         if (!window.grab().save(screenshot)) {
                             std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
                             rc = 1;
@@ -222,6 +242,7 @@ int main(int argc, char **argv)
                 std::fprintf(stderr, "rpcscope: warning: %s\n", qPrintable(error));
             if (!screenshot.isEmpty())
                 QTimer::singleShot(300, &window, [&] {
+                    window.policyDock()->refresh();
                     if (!window.grab().save(screenshot)) {
                         std::fprintf(stderr, "rpcscope: cannot write %s\n", qPrintable(screenshot));
                         rc = 1;

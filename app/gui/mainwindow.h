@@ -32,6 +32,7 @@ class Replayer;
 class RunBar;
 class SchemaController;
 class StatsDock;
+class PolicyDock;
 class SwimlaneView;
 class TimelineModel;
 class TimelineStore;
@@ -123,6 +124,10 @@ public slots:
     // start's bottom docks when `roomy` (a screenshot of it).
     StatsDock *statsDock() const { return m_stats; }
     void showStatistics(bool roomy = false);
+    // The Policy check dock (mainwindow_policy.cpp, Ctrl+Shift+V) and its "Retry policy…" dialog
+    // (Ctrl+Shift+G): the calls judged against the client's service config (issue 19).
+    PolicyDock *policyDock() const { return m_policy; }
+    void showPolicyCheck(bool roomy = false);
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -175,6 +180,7 @@ private:
     void buildCompare(QMenu *viewMenu);
     void showFilterProblem(const QString &problem);
     void buildStats(QDockWidget *beside);
+    void buildPolicy(QDockWidget *beside);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -226,6 +232,10 @@ private:
     StatsDock *m_stats = nullptr;
     QDockWidget *m_statsDock = nullptr;
     QAction *m_statsAction = nullptr; // Ctrl+Shift+T, in the View menu
+    PolicyDock *m_policy = nullptr;
+    QDockWidget *m_policyDock = nullptr;
+    QAction *m_policyAction = nullptr;      // Ctrl+Shift+V, in the View menu
+    QAction *m_retryPolicyAction = nullptr; // Ctrl+Shift+G, in the View menu
 };
 
 } // namespace rpcscope

@@ -82,6 +82,8 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
         setWindowState(on ? windowState() | Qt::WindowFullScreen : windowState() & ~Qt::WindowFullScreen);
     });
     menu->addAction(m_statsAction);
+    menu->addAction(m_policyAction);
+    menu->addAction(m_retryPolicyAction);
     menu->addSeparator();
     menu->addAction(m_workshopAction);
     menu->addAction(m_darkAction);

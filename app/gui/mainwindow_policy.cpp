@@ -1,0 +1,71 @@
+// MainWindow: the Policy check dock (issue 19), a tab beside the Calls dock once shown, and its "Retry
+// policy…" dialog.
+
+#include "mainwindow.h"
+#include "policydock.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QStatusBar>
+#include <QTreeView>
+
+namespace rpcscope {
+
+namespace {
+constexpr int kRoomyHeight = 330; // a few method rows and the non-conforming calls, for a picture
+} // namespace
+
+void MainWindow::buildPolicy(QDockWidget *beside)
+{
+    m_policy = new PolicyDock(m_model, this);
+    m_policyDock = new QDockWidget(QStringLiteral("Policy check"), this);
+    m_policyDock->setObjectName(QStringLiteral("policyCheck"));
+    m_policyDock->setWidget(m_policy);
+    addDockWidget(Qt::BottomDockWidgetArea, m_policyDock);
+    tabifyDockWidget(beside, m_policyDock);
+    m_policyDock->hide(); // as the Statistics dock: hidden until asked for
+    connect(m_policy, &PolicyDock::message, this,
+            [this](const QString &text) { statusBar()->showMessage(text, 8000); });
+    connect(m_policyDock, &QDockWidget::visibilityChanged, m_policy, [this](bool shown) {
+        if (shown) m_policy->refresh(true);
+    });
+
+    m_policyAction = new QAction(QStringLiteral("Policy check"), this);
+    m_policyAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+V")));
+    m_policyAction->setToolTip(
+        QStringLiteral("Each call's retries judged against the client's retry policy (Ctrl+Shift+V)"));
+    connect(m_policyAction, &QAction::triggered, this, [this] {
+        if (m_policyDock->isVisible() && !m_policy->visibleRegion().isEmpty()) {
+            m_policyDock->hide();
+            return;
+        }
+        showPolicyCheck();
+    });
+    addAction(m_policyAction);
+
+    m_retryPolicyAction = new QAction(QStringLiteral("Retry policy…"), this);
+    m_retryPolicyAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+G")));
+    m_retryPolicyAction->setToolTip(
+        QStringLiteral("Paste the service config the client was given, to judge its calls (Ctrl+Shift+G)"));
+    connect(m_retryPolicyAction, &QAction::triggered, this, [this] {
+        showPolicyCheck();
+        m_policy->editPolicy();
+    });
+    addAction(m_retryPolicyAction);
+}
+
+void MainWindow::showPolicyCheck(bool roomy)
+{
+    // A tab beside the Calls table, wherever a restored layout (which may predate this dock) put it.
+    auto *calls = qobject_cast<QDockWidget *>(m_calls->parent());
+    if (calls && !m_policyDock->isFloating() && !tabifiedDockWidgets(calls).contains(m_policyDock))
+        tabifyDockWidget(calls, m_policyDock);
+    m_policyDock->show();
+    m_policyDock->raise();
+    const int now = calls ? calls->height() : 0;
+    if (roomy || now < kRoomyHeight * 3 / 4)
+        resizeDocks({m_policyDock}, {std::max(now, kRoomyHeight)}, Qt::Vertical);
+    m_policy->refresh(true);
+}
+
+} // namespace rpcscope

@@ -1,0 +1,218 @@
+#include "policydock.h"
+
+#include "headerlog.h"
+#include "retrypolicydialog.h"
+#include "timelinemodel.h"
+#include "useragentindex.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTimer>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <set>
+
+namespace rpcscope {
+
+namespace {
+
+using Kind = RetryVerdict::Kind;
+
+// The summary's columns after Method, Policy and Calls.
+constexpr Kind kColumns[] = {Kind::Conforms, Kind::Attempts,    Kind::Gap,          Kind::NonRetryable,
+                             Kind::Pushback, Kind::AfterCommit, Kind::PastDeadline, Kind::InFlight};
+
+QString columnTitle(Kind k)
+{
+    switch (k) {
+    case Kind::Conforms:
+        return QStringLiteral("Conform");
+    case Kind::Attempts:
+        return QStringLiteral("Attempts");
+    case Kind::Gap:
+        return QStringLiteral("Gap");
+    case Kind::NonRetryable:
+        return QStringLiteral("Non-retryable");
+    case Kind::Pushback:
+        return QStringLiteral("Pushback");
+    case Kind::AfterCommit:
+        return QStringLiteral("After commit");
+    case Kind::PastDeadline:
+        return QStringLiteral("Past deadline");
+    case Kind::InFlight:
+        return QStringLiteral("In flight");
+    }
+    return {};
+}
+
+QTableWidgetItem *item(const QString &text, bool number = false)
+{
+    auto *it = new QTableWidgetItem(text);
+    it->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+    if (number) it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return it;
+}
+
+} // namespace
+
+PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent), m_model(model)
+{
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    auto *top = new QHBoxLayout;
+    m_status = new QLabel(this);
+    m_status->setObjectName(QStringLiteral("policyStatus"));
+    m_status->setWordWrap(true);
+    m_edit = new QPushButton(QStringLiteral("Retry policy…"), this);
+    m_edit->setToolTip(QStringLiteral("Paste the service config the client was given (Ctrl+Shift+G)"));
+    connect(m_edit, &QPushButton::clicked, this, &PolicyDock::editPolicy);
+    top->addWidget(m_status, 1);
+    top->addWidget(m_edit);
+    layout->addLayout(top);
+
+    auto *split = new QSplitter(Qt::Vertical, this);
+    m_summary = new QTableWidget(this);
+    m_summary->setObjectName(QStringLiteral("policySummary"));
+    QStringList headers = {QStringLiteral("Method"), QStringLiteral("Policy"), QStringLiteral("Calls")};
+    for (Kind k : kColumns)
+        headers << columnTitle(k);
+    headers << QStringLiteral("Client");
+    m_summary->setColumnCount(int(headers.size()));
+    m_summary->setHorizontalHeaderLabels(headers);
+    m_summary->verticalHeader()->hide();
+    m_summary->setWordWrap(false);
+    m_summary->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_summary->horizontalHeader()->setStretchLastSection(true);
+    m_summary->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_summary->setToolTip(
+        QStringLiteral("Per method: the calls, those that conform, and each kind of violation"));
+    split->addWidget(m_summary);
+    m_findings = new QTreeWidget(this);
+    m_findings->setObjectName(QStringLiteral("policyFindings"));
+    m_findings->setRootIsDecorated(false);
+    m_findings->setHeaderLabels(
+        {QStringLiteral("Call"), QStringLiteral("Method"), QStringLiteral("Verdict"), QStringLiteral("Why")});
+    m_findings->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_findings->setToolTip(QStringLiteral("The calls that do not conform, with the numbers"));
+    split->addWidget(m_findings);
+    layout->addWidget(split, 1);
+
+    m_timer = new QTimer(this);
+    m_timer->setInterval(kRefreshMs);
+    connect(m_timer, &QTimer::timeout, this, [this] {
+        if (isVisible()) refresh();
+    });
+    m_timer->start();
+    fill();
+}
+
+bool PolicyDock::setServiceConfig(const QString &json, QString *error)
+{
+    std::string why;
+    std::optional<RetryServiceConfig> config = RetryServiceConfig::parse(json.toUtf8(), &why);
+    if (!config) {
+        if (error) *error = QString::fromStdString(why);
+        return false;
+    }
+    m_json = json;
+    m_config = std::move(config);
+    refresh(true);
+    return true;
+}
+
+void PolicyDock::editPolicy()
+{
+    RetryPolicyDialog dialog(m_json, this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    QString error;
+    if (!setServiceConfig(dialog.json(), &error)) emit message(error);
+}
+
+void PolicyDock::refresh(bool force)
+{
+    const TimelineStore &store = m_model->store();
+    if (!force && store.generation() == m_seenGeneration) return;
+    m_seenGeneration = store.generation();
+    if (!m_config) {
+        m_check = PolicyCheck();
+        fill();
+        return;
+    }
+    // The user-agent of each call's connection, from the header log (the store keeps no headers).
+    UserAgentIndex agents;
+    if (const HeaderLog *log = m_model->headerLog()) {
+        std::set<std::uint32_t> seen;
+        for (const Call &call : store.calls()) {
+            if (call.attempts.empty()) continue;
+            const Attempt &a = call.attempts.front();
+            if (!seen.insert(a.connection).second) continue;
+            if (const auto *blocks = log->blocks(a.connection, a.stream)) {
+                EventBatch batch;
+                for (const HeaderLog::Block &b : *blocks) {
+                    WireEvent e;
+                    e.kind = EventKind::Headers;
+                    e.connection = a.connection;
+                    e.dir = b.dir;
+                    e.headers = b.headers;
+                    batch.push_back(std::move(e));
+                }
+                agents.record(batch);
+            } else {
+                seen.erase(a.connection); // forgotten by the log: another call on it may still be there
+            }
+        }
+    }
+    m_check = PolicyCheck::run(store, *m_config, agents);
+    fill();
+}
+
+void PolicyDock::fill()
+{
+    if (!m_config) {
+        m_status->setText(QStringLiteral("No retry policy given: paste the client's service config with "
+                                         "Retry policy… (Ctrl+Shift+G) to judge its calls."));
+    } else if (m_check.calls() == 0) {
+        m_status->setText(QStringLiteral("No calls yet."));
+    } else if (m_check.allConform()) {
+        m_status->setText(QStringLiteral("All %1 calls conform to the retry policy.").arg(m_check.calls()));
+    } else {
+        m_status->setText(QStringLiteral("<b>%1 of %2 calls do not conform</b> to the retry policy.")
+                              .arg(m_check.violations())
+                              .arg(m_check.calls()));
+    }
+    const auto &rows = m_check.rows();
+    m_summary->setRowCount(int(rows.size()));
+    for (int r = 0; r < int(rows.size()); ++r) {
+        const PolicyCheck::MethodRow &row = rows[size_t(r)];
+        int c = 0;
+        m_summary->setItem(r, c++, item(QString::fromStdString(row.method)));
+        m_summary->setItem(r, c++, item(QString::fromStdString(row.policy)));
+        m_summary->setItem(r, c++, item(QString::number(row.calls), true));
+        for (Kind k : kColumns) {
+            QTableWidgetItem *cell = item(QString::number(row.count(k)), true);
+            if (k != Kind::Conforms && k != Kind::InFlight && row.count(k) > 0) {
+                QFont bold = cell->font();
+                bold.setBold(true);
+                cell->setFont(bold);
+                cell->setForeground(QColor(0xc0, 0x39, 0x2b));
+            }
+            m_summary->setItem(r, c++, cell);
+        }
+        m_summary->setItem(r, c++, item(QString::fromStdString(row.clients)));
+    }
+    m_findings->clear();
+    for (const PolicyCheck::Finding &f : m_check.findings()) {
+        auto *it = new QTreeWidgetItem(m_findings);
+        it->setText(0, QString::fromStdString(f.call));
+        it->setText(1, QString::fromStdString(f.method));
+        it->setText(2, QString::fromLatin1(RetryVerdict::title(f.verdict.kind)));
+        it->setText(3, QString::fromStdString(f.verdict.reason));
+        it->setToolTip(3, QString::fromStdString(f.verdict.reason));
+    }
+}
+
+} // namespace rpcscope

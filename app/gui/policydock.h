@@ -1,0 +1,65 @@
+#pragma once
+
+#include "policycheck.h"
+#include "retryserviceconfig.h"
+
+#include <QWidget>
+#include <optional>
+
+class QLabel;
+class QPushButton;
+class QTableWidget;
+class QTimer;
+class QTreeWidget;
+
+namespace rpcscope {
+
+class TimelineModel;
+
+// The Policy check dock (issue 19): the calls judged against the retry policy the user gave ("Retry
+// policy…"), per method the calls, those that conform and each kind of violation, and under it every call
+// that does not conform with its reason. It follows the model while visible (a timer looks at the store's
+// generation once a second). The implementation of each call's client comes from its user-agent, read off
+// the model's header log.
+class PolicyDock : public QWidget
+{
+    Q_OBJECT
+public:
+    static constexpr int kRefreshMs = 1000;
+
+    explicit PolicyDock(TimelineModel *model, QWidget *parent = nullptr);
+
+    // Parses and applies a service config; false with the one-line reason, the current one kept.
+    bool setServiceConfig(const QString &json, QString *error);
+    const QString &serviceConfigText() const { return m_json; }
+    bool hasConfig() const { return m_config.has_value(); }
+    const PolicyCheck &check() const { return m_check; }
+    QTableWidget *summary() const { return m_summary; }
+    QTreeWidget *findings() const { return m_findings; }
+
+    // Judges the calls again when the timeline changed (or always, `force`).
+    void refresh(bool force = false);
+
+public slots:
+    // The "Retry policy…" dialog; applies what it accepts.
+    void editPolicy();
+
+signals:
+    void message(const QString &text);
+
+private:
+    void fill();
+
+    TimelineModel *m_model;
+    QString m_json;
+    std::optional<RetryServiceConfig> m_config;
+    PolicyCheck m_check;
+    std::uint64_t m_seenGeneration = ~std::uint64_t(0);
+    QLabel *m_status = nullptr;
+    QPushButton *m_edit = nullptr;
+    QTableWidget *m_summary = nullptr;
+    QTreeWidget *m_findings = nullptr;
+    QTimer *m_timer = nullptr;
+};
+
+} // namespace rpcscope

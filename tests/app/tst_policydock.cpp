@@ -1,0 +1,139 @@
+// The Policy check dock and its Retry policy… dialog (issue 19), offscreen: without a config it says what to
+// do; a bad config stays in the dialog with its one-line reason; a good one judges the model's calls, each
+// client by the user-agent the header log kept (grpc-c++ flagged for a jittered first retry, grpc-js not),
+// and follows new batches.
+//
+// With RPCSCOPE_SHOT_DIR set, the dock is saved there as policy-dock.png.
+
+#include "policydock.h"
+#include "retrypolicydialog.h"
+#include "timelinemodel.h"
+#include "wireevents.h"
+
+#include <QApplication>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QTableWidget>
+#include <QTreeWidget>
+#include <QtTest>
+
+using namespace rpcscope;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+const char kCCore[] = "grpc-c++/1.51.1 grpc-c/29.0.0 (linux; chttp2)";
+const char kNode[] = "grpc-node-js/1.14.7";
+
+const QString kConfig = QStringLiteral(
+    R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],"retryPolicy":{"maxAttempts":3,)"
+    R"("initialBackoff":"1s","maxBackoff":"10s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})");
+
+WireEvent request(std::uint32_t conn, std::uint32_t stream, std::int64_t t, const std::string &ua,
+                  const std::string &id, int previous)
+{
+    WireEvent e = testev::event(EventKind::Headers, conn, stream, t, Direction::ClientToServer);
+    e.endStream = true;
+    e.headers = {{":path", "/rpcscope.lab.Lab/Call"}, {"user-agent", ua}, {"rpcscope-call-id", id}};
+    e.grpc.path = "/rpcscope.lab.Lab/Call";
+    e.grpc.callId = id;
+    if (previous > 0) {
+        e.headers.push_back({"grpc-previous-rpc-attempts", std::to_string(previous)});
+        e.grpc.previousAttempts = previous;
+    }
+    return e;
+}
+
+// A call on its own connection: UNAVAILABLE, then OK `gapMs` later.
+EventBatch retried(std::uint32_t conn, const std::string &ua, const std::string &id, double gapMs)
+{
+    const std::int64_t t0 = conn * 10'000 * kMs, t1 = t0 + 2 * kMs + std::int64_t(gapMs * kMs);
+    return {testev::opened(conn, t0 - kMs), request(conn, 1, t0, ua, id, 0),
+            testev::trailers(conn, 1, t0 + 2 * kMs, 14), request(conn, 3, t1, ua, id, 1),
+            testev::trailers(conn, 3, t1 + 2 * kMs, 0)};
+}
+
+QString cell(QTableWidget *t, int row, const QString &column)
+{
+    for (int c = 0; c < t->columnCount(); ++c)
+        if (t->horizontalHeaderItem(c)->text() == column)
+            return t->item(row, c) ? t->item(row, c)->text() : QString();
+    return QStringLiteral("(no column %1)").arg(column);
+}
+
+} // namespace
+
+class TestPolicyDock : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void badConfigStaysInTheDialog()
+    {
+        RetryPolicyDialog dialog(QString{});
+        QVERIFY(dialog.editor()->toPlainText().contains(QLatin1String("retryPolicy"))); // an example to edit
+        dialog.editor()->setPlainText(
+            QString(kConfig).replace(QLatin1String("\"1s\""), QLatin1String("\"1000ms\"")));
+        dialog.show();
+        dialog.accept();
+        QVERIFY(dialog.isVisible());
+        QCOMPARE(dialog.result(), int(QDialog::Rejected));
+        QVERIFY(!dialog.errorLabel()->isHidden());
+        QVERIFY2(dialog.errorLabel()->text().startsWith(QLatin1String(
+                     "methodConfig[0].retryPolicy.initialBackoff: \"1000ms\" is not a duration")),
+                 qPrintable(dialog.errorLabel()->text()));
+        dialog.editor()->setPlainText(kConfig);
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    }
+
+    void judgesTheModelsCalls()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        PolicyDock dock(&model);
+        dock.resize(900, 360);
+        dock.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        auto *status = dock.findChild<QLabel *>(QStringLiteral("policyStatus"));
+        QVERIFY(status);
+        QVERIFY2(status->text().contains(QLatin1String("No retry policy given")), qPrintable(status->text()));
+        QCOMPARE(dock.summary()->rowCount(), 0);
+
+        // 820 ms after a 1 s initialBackoff: grpc-js's jitter, never C-core's exact first retry.
+        model.applyBatch(retried(1, kCCore, "core-1", 820.0));
+        model.applyBatch(retried(2, kNode, "node-1", 820.0));
+        QString error;
+        QVERIFY(!dock.setServiceConfig(QStringLiteral("{\"methodConfig\": 3}"), &error));
+        QCOMPARE(error, QStringLiteral("methodConfig: must be an array, got 3"));
+        QVERIFY(!dock.hasConfig());
+        QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
+        QCOMPARE(dock.summary()->rowCount(), 1);
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Method")), QStringLiteral("/rpcscope.lab.Lab/Call"));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Calls")), QStringLiteral("2"));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Conform")), QStringLiteral("1"));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Gap")), QStringLiteral("1"));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Client")),
+                 QStringLiteral("grpc-c++ 1.51.1 (C-core), grpc-node-js 1.14.7"));
+        QCOMPARE(dock.findings()->topLevelItemCount(), 1);
+        QTreeWidgetItem *finding = dock.findings()->topLevelItem(0);
+        QCOMPARE(finding->text(0), QStringLiteral("core-1"));
+        QCOMPARE(finding->text(2), QStringLiteral("gap outside envelope"));
+        QVERIFY2(finding->text(3).contains(QLatin1String("820.0 ms")), qPrintable(finding->text(3)));
+        QVERIFY2(status->text().contains(QLatin1String("1 of 2 calls do not conform")),
+                 qPrintable(status->text()));
+
+        // It follows new calls while visible: a conforming C-core call (its exact 1 s).
+        model.applyBatch(retried(3, kCCore, "core-2", 1003.0));
+        QTRY_COMPARE_WITH_TIMEOUT(cell(dock.summary(), 0, QStringLiteral("Calls")), QStringLiteral("3"),
+                                  3 * PolicyDock::kRefreshMs);
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Conform")), QStringLiteral("2"));
+        QCOMPARE(dock.findings()->topLevelItemCount(), 1);
+
+        if (const QByteArray dir = qgetenv("RPCSCOPE_SHOT_DIR"); !dir.isEmpty())
+            QVERIFY(dock.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/policy-dock.png")));
+    }
+};
+
+QTEST_MAIN(TestPolicyDock)
+#include "tst_policydock.moc"
