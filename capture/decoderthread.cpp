@@ -210,6 +210,16 @@ void DecoderThread::loop()
                 batch.push_back(std::move(e));
                 break;
             }
+            case RelayChunk::Note: {
+                WireEvent e;
+                e.kind = EventKind::Notice;
+                e.connection = c.conn;
+                e.dir = c.dir;
+                e.tNs = c.t;
+                e.reason = std::move(c.reason);
+                batch.push_back(std::move(e));
+                break;
+            }
             case RelayChunk::Close: {
                 if (auto it = decoders.find(c.conn); it != decoders.end()) it->second->finish(c.t, batch);
                 decoders.erase(c.conn);

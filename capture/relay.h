@@ -3,6 +3,7 @@
 #include "decoderlimits.h"
 #include "events.h"
 #include "hostport.h"
+#include "tlsintercept.h"
 
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,8 @@ public:
     void setDecoding(bool on);
     // Names this relay's connections on the timeline (for example the hop "A->B" of a chain).
     void setLabel(const std::string &label);
+    // TLS interception (tlsrelayloop.h) instead of the byte-for-byte relay. Applies from the next start().
+    void setTlsIntercept(const TlsInterceptOptions &options);
 
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);

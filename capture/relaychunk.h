@@ -17,7 +17,8 @@ struct RelayChunk
         Open,
         Data,
         Close,
-        Error
+        Error,
+        Note // reason: a connection note that does not stop decoding (TLS interception's)
     } kind;
     std::uint32_t conn;
     Direction dir;

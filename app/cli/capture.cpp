@@ -8,6 +8,7 @@
 #include "options.h"
 #include "output.h"
 #include "timelinemodel.h"
+#include "tlsoptions.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -66,9 +67,13 @@ int cmdCapture(std::vector<std::string> args)
     if (!error.empty()) return usageError(error);
     if (!parseOptions(args,
                       {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list",
-                       "--max-message-keep", "--keep"},
-                      {"--frames", "--allow-remote", "--progress"}, &opts, &error))
+                       "--max-message-keep", "--keep", "--target-ca", "--target-cert", "--target-key",
+                       "--keylog"},
+                      {"--frames", "--allow-remote", "--progress", "--tls-intercept", "--target-insecure"},
+                      &opts, &error))
         return usageError(error);
+    TlsInterceptOptions tls;
+    if (!tlsInterceptOptions(opts, &tls, &error)) return usageError(error);
     DecoderLimits limits;
     for (auto [flag, field] : {std::pair{"--max-header-list", &limits.maxHeaderListBytes},
                                std::pair{"--max-message-keep", &limits.maxMessageKeepBytes}}) {
@@ -153,7 +158,7 @@ int cmdCapture(std::vector<std::string> args)
     if (recording) session.setRecordTo(out, redaction, "rpcscope-cli");
     const HopSpec hop{QString(),
                       QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
-                      QString::fromStdString(opts["--target"])};
+                      QString::fromStdString(opts["--target"]), tls};
     QString startError;
     CaptureStartError failure;
     if (!session.start({hop}, opts.count("--allow-remote"), &startError, &failure)) {

@@ -34,5 +34,8 @@ int cmdDecode(const std::vector<std::string> &args);
 // read or holds no calls.
 int cmdStats(const std::vector<std::string> &args);
 int cmdCompare(const std::vector<std::string> &args);
+// rpcscope-cli ca [--regenerate]: prints the rpcscope CA's certificate path and PEM, making it on first use
+// (or anew). Returns 0, 1 when it can be neither read nor made, 2 for bad arguments.
+int cmdCa(const std::vector<std::string> &args);
 
 } // namespace rpcscope

@@ -28,6 +28,9 @@ const char kUsage[] =
     "                       [--frames] [--allow-remote] [--max-header-list BYTES] [--max-message-keep "
     "BYTES]\n"
     "                       [--keep MB] [--progress]\n"
+    "                       [--tls-intercept [--target-ca FILE | --target-insecure] [--target-cert FILE "
+    "--target-key FILE]\n"
+    "                        [--keylog FILE]]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM/SIGHUP, then write FILE (FILE.json: "
     "the JSON,\n"
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
@@ -41,6 +44,15 @@ const char kUsage[] =
     "      Listening on a non-loopback address needs --allow-remote.\n"
     "      Decoding limits: --max-header-list (default 16384) cuts longer header lists, --max-message-keep\n"
     "      (default 65536) bounds the bytes of each gRPC message kept for inspection.\n"
+    "      TLS: --tls-intercept terminates the client's TLS with a certificate minted by the rpcscope CA\n"
+    "      (see `ca`) and opens TLS to the target, verified against the system's roots or --target-ca FILE\n"
+    "      (--target-insecure skips the check); --target-cert FILE --target-key FILE for mTLS; --keylog "
+    "FILE\n"
+    "      appends both legs' TLS secrets in NSS key-log format. Without it, TLS is relayed undecrypted.\n"
+    "  rpcscope-cli ca [--regenerate]\n"
+    "      Print the path and PEM of the rpcscope CA certificate (made on first use in\n"
+    "      $XDG_CONFIG_HOME/rpcscope or ~/.config/rpcscope); --regenerate replaces it. Trust it per process\n"
+    "      (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=PATH), never system-wide.\n"
     "  rpcscope-cli convert IN OUT [--to FORMAT] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
     "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext "
     "HTTP/2)\n"
@@ -125,5 +137,6 @@ int main(int argc, char **argv)
     if (cmd == "decode") return cmdDecode(args);
     if (cmd == "stats") return cmdStats(args);
     if (cmd == "compare") return cmdCompare(args);
+    if (cmd == "ca") return cmdCa(args);
     return usageError("unknown command '" + cmd + "'");
 }

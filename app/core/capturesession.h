@@ -27,6 +27,8 @@ struct HopSpec
     QString label;
     QString listen; // HOST:PORT; port 0 picks a free one
     QString target; // HOST:PORT of the real server
+    // TLS interception on this hop; off unless enabled.
+    TlsInterceptOptions tls = {};
 };
 
 // What is wrong with a hop before it starts; empty strings when that field is fine.
