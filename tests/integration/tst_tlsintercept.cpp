@@ -10,6 +10,9 @@
 #include "timelinestore.h"
 
 #include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cstring>
@@ -282,6 +285,49 @@ private slots:
                 std::string::npos,
             10000);
         relay.stop();
+    }
+
+    // The key log decrypts both legs in a packet analyser: each leg's capture shows the call's :path.
+    void keylogDecryptsBothLegs()
+    {
+        const QString dumpcap = QStandardPaths::findExecutable("dumpcap");
+        const QString tshark = QStandardPaths::findExecutable("tshark");
+        QVERIFY2(!dumpcap.isEmpty() && !tshark.isEmpty(), "dumpcap and tshark come with the tshark package "
+                                                          "(scripts/setup.sh installs it)");
+        TlsInterceptOptions tls = m_tls;
+        tls.keylogFile = m_dir.filePath("legs.log").toStdString();
+        Captured cap;
+        Relay relay;
+        QVERIFY(startRelay(relay, cap, tls));
+        const std::uint16_t proxyPort = relay.listenAddress().port;
+        const QString pcap = m_dir.filePath("legs.pcapng");
+        QProcess capture;
+        capture.setProcessChannelMode(QProcess::MergedChannels);
+        capture.start(dumpcap, {"-i", "lo", "-f", "tcp", "-w", pcap});
+        QByteArray said;
+        QTRY_VERIFY2_WITH_TIMEOUT((said += capture.readAll()).contains("Capturing on") ||
+                                      capture.state() == QProcess::NotRunning,
+                                  "dumpcap did not start", 10000);
+        if (capture.state() == QProcess::NotRunning)
+            QSKIP("dumpcap cannot capture on the loopback interface here (needs capture rights)");
+        const grpc::Status s = call(tlsChannel(proxyPort, m_proxyCaPem, false));
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        relay.stop();
+        // dumpcap hands packets over in blocks: its file is read until both legs show the call (tshark reads
+        // a file still being written), then it is stopped.
+        QByteArray last;
+        auto decrypted = [&](int port) {
+            QProcess read;
+            read.start(tshark, {"-r", pcap, "-o", "tls.keylog_file:" + QString::fromStdString(tls.keylogFile),
+                                "-Y", QString("tcp.port == %1 && http2.header.name == \":path\"").arg(port),
+                                "-T", "fields", "-e", "http2.header.value"});
+            read.waitForFinished(60000);
+            last = QByteArray::number(port) + ": " + read.readAllStandardOutput();
+            return last.contains("/rpcscope.lab.Lab/Call");
+        };
+        QTRY_VERIFY2_WITH_TIMEOUT(decrypted(proxyPort) && decrypted(m_server.port), last.constData(), 30000);
+        capture.terminate();
+        QVERIFY(capture.waitForFinished(10000));
     }
 
     void withoutInterceptionTlsIsNamed()
