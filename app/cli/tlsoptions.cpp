@@ -1,5 +1,7 @@
 #include "tlsoptions.h"
 
+#include "rpcscopeca.h"
+
 #include <cstdio>
 #include <unistd.h>
 
@@ -38,6 +40,15 @@ bool tlsInterceptOptions(const std::map<std::string, std::string> &opts, TlsInte
     if (out->targetInsecure)
         std::fprintf(stderr, "rpcscope-cli: warning: --target-insecure: the target's certificate is not "
                              "verified; anyone on the path to it can read and change the traffic\n");
+    // Made here on first use rather than by the first connection, so the user learns where it is before any
+    // client needs it.
+    RpcscopeCa ca;
+    if (!ca.open(out->caDirectory, false, error)) return false;
+    std::fprintf(
+        stderr,
+        "rpcscope-cli: TLS interception signs with the rpcscope CA %s%s; trust it in the client's process "
+        "only, e.g. GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=%s\n",
+        ca.certPath().c_str(), ca.created() ? " (made now)" : "", ca.certPath().c_str());
     return true;
 }
 
