@@ -28,6 +28,9 @@ constexpr int kHandshakeTimeoutMs = 10'000;
 constexpr size_t kReadSize = 64 * 1024;
 // As in the plain relay: past this the decoder is too far behind and the connection is only relayed.
 constexpr size_t kMaxDecoderBacklog = 256u << 20;
+// A thread (and two TLS sessions) per connection: past this many at once a new client is turned away, with a
+// note, so that a connection flood cannot exhaust threads or memory.
+constexpr int kMaxConnections = 512;
 const char kTrustFix[] = "client does not trust the rpcscope CA: see `rpcscope-cli ca`";
 
 std::string sslErrors()
@@ -283,6 +286,15 @@ void TlsRelayLoop::acceptLoop()
         socklen_t len = sizeof peer;
         const int cfd = accept4(m_listenFd, reinterpret_cast<sockaddr *>(&peer), &len, SOCK_CLOEXEC);
         if (cfd < 0) continue;
+        if (m_open.load() >= kMaxConnections) {
+            const std::uint32_t id = g_nextTlsConnectionId++;
+            push(RelayChunk::open(id, steadyNowNs(), peerName(peer), m_target.toString()));
+            note(id, "turned away: " + std::to_string(kMaxConnections) +
+                         " intercepted connections are open already");
+            close(cfd);
+            push(RelayChunk::close(id, steadyNowNs(), "turned away"));
+            continue;
+        }
         auto worker = std::make_unique<Worker>();
         Worker *w = worker.get();
         track(cfd, true);

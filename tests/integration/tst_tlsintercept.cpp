@@ -284,6 +284,9 @@ private slots:
             cap.notes().find("plaintext client on a TLS-intercepting hop: it sent an h2c") !=
                 std::string::npos,
             10000);
+        // The hop goes on serving TLS clients.
+        const grpc::Status s = call(tlsChannel(relay.listenAddress().port, m_proxyCaPem, false));
+        QVERIFY2(s.ok(), s.error_message().c_str());
         relay.stop();
     }
 
