@@ -289,8 +289,9 @@ void TlsRelayLoop::acceptLoop()
         if (m_open.load() >= kMaxConnections) {
             const std::uint32_t id = g_nextTlsConnectionId++;
             push(RelayChunk::open(id, steadyNowNs(), peerName(peer), m_target.toString()));
-            note(id, "turned away: " + std::to_string(kMaxConnections) +
-                         " intercepted connections are open already");
+            push(RelayChunk::error(id, Direction::ClientToServer, steadyNowNs(),
+                                   "turned away: " + std::to_string(kMaxConnections) +
+                                       " intercepted connections are open already"));
             close(cfd);
             push(RelayChunk::close(id, steadyNowNs(), "turned away"));
             continue;
@@ -462,8 +463,10 @@ void TlsRelayLoop::serve(int cfd, const sockaddr_storage &peer)
     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setTimeouts(cfd, kHandshakeTimeoutMs);
     std::string closeReason;
+    // A failure is the connection's decode error: nothing of it can be decoded, and the CLI and the status
+    // bar list such connections with their reason.
     auto fail = [&](std::string why) {
-        note(c.id, why);
+        push(RelayChunk::error(c.id, Direction::ClientToServer, steadyNowNs(), std::move(why)));
         closeReason = "TLS interception failed";
     };
 
