@@ -214,6 +214,7 @@ void DecoderThread::loop()
                 WireEvent e;
                 e.kind = EventKind::Notice;
                 e.connection = c.conn;
+                e.dir = c.dir;
                 e.tNs = c.t;
                 e.reason = std::move(c.reason);
                 batch.push_back(std::move(e));

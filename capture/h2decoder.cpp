@@ -1,6 +1,7 @@
 #include "h2decoder.h"
 
 #include "h2wire.h"
+#include "tlsclienthello.h"
 
 #include <cstring>
 #include <nghttp2/nghttp2.h>
@@ -14,6 +15,8 @@ constexpr size_t kPrefaceLen = sizeof(kPreface) - 1;
 constexpr size_t kReusedFrameBuffer = 1 << 20;
 // Enough bytes to tell TLS, HTTP/1.x methods and responses apart.
 constexpr size_t kSniffLen = 8;
+// A TLS client's first record is kept until its ClientHello can be read: one record at most.
+constexpr size_t kMaxTlsSniff = 5 + 16384 + 2048;
 
 bool startsWith(const std::uint8_t *data, size_t len, const char *s)
 {
@@ -77,13 +80,58 @@ void H2Decoder::fail(std::string reason, std::int64_t t, EventBatch &out)
 void H2Decoder::finish(std::int64_t t, EventBatch &out)
 {
     m_controlRate.flush(t, out, true);
-    if (m_state == State::Sniffing)
+    if (m_state == State::Sniffing &&
+        TlsClientHello::looksLikeTls(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size()))
+        sniffTls(true, t, out);
+    else if (m_state == State::Sniffing)
         fail(classifyNonH2(reinterpret_cast<const std::uint8_t *>(m_sniff.data()), m_sniff.size(), m_dir), t,
              out);
     else if (m_state == State::Preface && m_prefaceHave > 0)
         fail("connection closed inside the HTTP/2 connection preface", t, out);
-    else if (m_state == State::Frames && !m_sawFirstFrame && !m_partial.empty())
+    else if (m_state == State::Frames && !m_sawFirstFrame && !m_partial.empty() &&
+             !answersTls(reinterpret_cast<const std::uint8_t *>(m_partial.data()), m_partial.size()))
         fail(cutFirstFrame(), t, out);
+}
+
+void H2Decoder::sniffTls(bool closing, std::int64_t t, EventBatch &out)
+{
+    ClientHelloInfo info;
+    std::string error;
+    const auto *data = reinterpret_cast<const std::uint8_t *>(m_sniff.data());
+    switch (TlsClientHello::parse(data, m_sniff.size(), &info, &error)) {
+    case TlsClientHello::Parsed: {
+        // Not an error: the bytes are relayed as they are, only not decoded.
+        m_state = State::Tls;
+        m_sniff.clear();
+        m_sniff.shrink_to_fit();
+        WireEvent e = event(EventKind::Notice, t);
+        e.reason = TlsClientHello::describe(info);
+        out.push_back(std::move(e));
+        return;
+    }
+    case TlsClientHello::Malformed:
+        fail("TLS handshake, not h2c: " + error, t, out);
+        return;
+    case TlsClientHello::NotTls:
+        fail(classifyNonH2(data, m_sniff.size(), m_dir), t, out);
+        return;
+    case TlsClientHello::NeedMore:
+        if (closing || m_sniff.size() >= kMaxTlsSniff)
+            fail("TLS handshake, not h2c: ClientHello cut short after " + std::to_string(m_sniff.size()) +
+                     " bytes",
+                 t, out);
+        return;
+    }
+}
+
+bool H2Decoder::answersTls(const std::uint8_t *data, size_t len)
+{
+    if (m_dir != Direction::ServerToClient || !m_peer || m_peer->m_state != State::Tls ||
+        !TlsClientHello::looksLikeTls(data, len))
+        return false;
+    m_state = State::Tls;
+    m_partial.clear();
+    return true;
 }
 
 std::string H2Decoder::cutFirstFrame() const
@@ -145,7 +193,7 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
                      EventBatch &out)
 {
     m_connection = connection;
-    if (m_state == State::Failed || len == 0) return;
+    if (m_state == State::Failed || m_state == State::Tls || len == 0) return;
     if (m_state == State::Preface) {
         const size_t used = feedPreface(data, len);
         if (used == size_t(-1)) {
@@ -160,6 +208,19 @@ void H2Decoder::feed(const std::uint8_t *data, size_t len, std::int64_t t, std::
     if (m_state == State::Resync) {
         m_partial.append(reinterpret_cast<const char *>(data), len);
         resync(t, out);
+        return;
+    }
+    if (m_state == State::Sniffing && m_sniff.size() < 2) {
+        const size_t n = std::min(len, 2 - m_sniff.size());
+        m_sniff.append(reinterpret_cast<const char *>(data), n);
+        data += n;
+        len -= n;
+    }
+    if (m_state == State::Sniffing &&
+        TlsClientHello::looksLikeTls(reinterpret_cast<const std::uint8_t *>(m_sniff.data()),
+                                     m_sniff.size())) {
+        m_sniff.append(reinterpret_cast<const char *>(data), std::min(len, kMaxTlsSniff - m_sniff.size()));
+        sniffTls(false, t, out);
         return;
     }
     if (m_state == State::Sniffing) {
@@ -353,6 +414,7 @@ bool H2Decoder::checkFrameHeader(const std::uint8_t *hdr, std::int64_t t, EventB
     const std::uint32_t len = be24(hdr);
     if (!m_sawFirstFrame && !m_midStream &&
         (hdr[3] != FrameSettings || frameStream(hdr) != 0 || len % 6 != 0)) {
+        if (answersTls(hdr, kFrameHeaderLen)) return false;
         fail(m_dir == Direction::ServerToClient ? classifyNonH2(hdr, kFrameHeaderLen, m_dir)
                                                 : "first frame after the preface is not SETTINGS",
              t, out);

@@ -58,10 +58,16 @@ private:
         Sniffing,
         Resync,
         Frames,
-        Failed
+        Failed,
+        Tls // relayed TLS, named by its ClientHello (tlsclienthello.h): nothing to decode, nothing wrong
     };
 
     size_t feedPreface(const std::uint8_t *data, size_t len);
+    // The client's first bytes are a TLS record: read its ClientHello and name the connection by it.
+    void sniffTls(bool closing, std::int64_t t, EventBatch &out);
+    // The server answers a connection whose ClientHello was named: it stops decoding without an error of
+    // its own.
+    bool answersTls(const std::uint8_t *data, size_t len);
     bool resync(std::int64_t t, EventBatch &out);
     bool plausibleFrameHeader(const std::uint8_t *hdr) const;
     void handleFrame(const std::uint8_t *hdr, const std::uint8_t *payload, std::int64_t t, EventBatch &out);

@@ -2,6 +2,7 @@
 
 #include "decoderthread.h"
 #include "relayloop.h"
+#include "tlsrelayloop.h"
 
 #include <cerrno>
 #include <cstring>
@@ -24,6 +25,8 @@ struct Relay::Impl
     // Declared in this order so that the loop, which pushes to the decoder thread, goes first.
     DecoderThread decoder;
     RelayLoop loop{decoder};
+    TlsInterceptOptions tls;
+    std::unique_ptr<TlsRelayLoop> tlsLoop; // instead of loop, with TLS interception
 };
 
 namespace {
@@ -71,11 +74,16 @@ void Relay::setLabel(const std::string &label)
     d->label = label;
 }
 
+void Relay::setTlsIntercept(const TlsInterceptOptions &options)
+{
+    d->tls = options;
+}
+
 bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error)
 {
     std::string dummy;
     std::string &err = error ? *error : dummy;
-    if (d->loop.running()) {
+    if (d->loop.running() || d->tlsLoop) {
         err = "relay already running";
         return false;
     }
@@ -118,6 +126,17 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
     d->listenAddr.host = listen.host;
     d->listenAddr.port = ss.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port)
                                                  : ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port);
+    if (d->tls.enabled) {
+        auto tls = std::make_unique<TlsRelayLoop>(d->decoder);
+        if (!tls->open(fd, target, std::move(targetAddrs), d->tls, d->decoding, &err)) {
+            close(fd);
+            return false;
+        }
+        d->tlsLoop = std::move(tls);
+        d->decoder.start(std::move(sink), d->limits, d->label);
+        d->tlsLoop->run();
+        return true;
+    }
     if (!d->loop.open(fd, target, std::move(targetAddrs), d->decoding, &err)) {
         close(fd);
         return false;
@@ -151,6 +170,12 @@ void Relay::adopt(int clientFd, int serverFd, const std::string &clientPeer, std
 
 void Relay::stop()
 {
+    if (d->tlsLoop) {
+        d->tlsLoop->stop();
+        d->tlsLoop.reset();
+        d->decoder.stop();
+        return;
+    }
     if (!d->loop.running()) return;
     // The loop's last chunks (every connection's close) reach the decoder thread before it drains and stops.
     d->loop.stop();
@@ -164,7 +189,7 @@ HostPort Relay::listenAddress() const
 
 std::uint64_t Relay::bytesRelayed() const
 {
-    return d->loop.bytesRelayed();
+    return d->tlsLoop ? d->tlsLoop->bytesRelayed() : d->loop.bytesRelayed();
 }
 
 std::uint64_t Relay::bytesSpliced() const
@@ -184,7 +209,7 @@ size_t Relay::peakDecoderBacklog() const
 
 int Relay::openConnections() const
 {
-    return d->loop.openConnections();
+    return d->tlsLoop ? d->tlsLoop->openConnections() : d->loop.openConnections();
 }
 
 } // namespace rpcscope

@@ -4,6 +4,7 @@
 #include "events.h"
 #include "faultset.h"
 #include "hostport.h"
+#include "tlsintercept.h"
 
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,8 @@ public:
     // the next start(), from which their time windows count. Each time a rule acts it is counted in `faults`
     // and noted on the connection ("fault: blackhole (rule 2)").
     void setFaults(std::shared_ptr<FaultSet> faults);
+    // TLS interception (tlsrelayloop.h) instead of the byte-for-byte relay. Applies from the next start().
+    void setTlsIntercept(const TlsInterceptOptions &options);
 
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);

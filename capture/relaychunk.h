@@ -18,7 +18,7 @@ struct RelayChunk
         Data,
         Close,
         Error,
-        Note // a fault rule acted on the connection: `reason` says which (a Notice on the timeline)
+        Note // reason: a connection note that does not stop decoding (a fault rule acted, TLS interception)
     } kind;
     std::uint32_t conn;
     Direction dir;

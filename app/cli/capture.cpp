@@ -9,6 +9,7 @@
 #include "options.h"
 #include "output.h"
 #include "timelinemodel.h"
+#include "tlsoptions.h"
 
 #include <QCoreApplication>
 #include <QDateTime>
@@ -105,9 +106,13 @@ int cmdCapture(std::vector<std::string> args)
     if (!error.empty()) return usageError(error);
     if (!parseOptions(args,
                       {"--listen", "--target", "--out", "--to", "--duration", "--max-header-list",
-                       "--max-message-keep", "--keep"},
-                      {"--frames", "--allow-remote", "--progress"}, &opts, &error))
+                       "--max-message-keep", "--keep", "--target-ca", "--target-cert", "--target-key",
+                       "--keylog"},
+                      {"--frames", "--allow-remote", "--progress", "--tls-intercept", "--target-insecure"},
+                      &opts, &error))
         return usageError(error);
+    TlsInterceptOptions tls;
+    if (!tlsInterceptOptions(opts, &tls, &error)) return usageError(error);
     DecoderLimits limits;
     for (auto [flag, field] : {std::pair{"--max-header-list", &limits.maxHeaderListBytes},
                                std::pair{"--max-message-keep", &limits.maxMessageKeepBytes}}) {
@@ -145,6 +150,10 @@ int cmdCapture(std::vector<std::string> args)
         }
     }
     const bool direct = opts.count("--target");
+    if (tls.enabled && !direct)
+        return usageError(
+            "--tls-intercept applies to the --target hop; the CONNECT proxy's tunnels are relayed "
+            "without interception for now");
     if (outputFormat(opts, &error), !error.empty()) return usageError(error);
     HostPort listen, target;
     if (direct &&
@@ -228,7 +237,7 @@ int cmdCapture(std::vector<std::string> args)
     if (direct)
         hops.push_back({QString(),
                         QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
-                        QString::fromStdString(opts["--target"])});
+                        QString::fromStdString(opts["--target"]), false, tls});
     if (proxyListen) hops.push_back(proxyHop(*proxyListen));
     QString startError;
     CaptureStartError failure;

@@ -38,5 +38,8 @@ int cmdCompare(const std::vector<std::string> &args);
 // policy. Returns 0 when all conform, 1 when any does not, 2 for bad arguments, an unreadable capture or a
 // bad service config.
 int cmdCheck(const std::vector<std::string> &args);
+// rpcscope-cli ca [--regenerate]: prints the rpcscope CA's certificate path and PEM, making it on first use
+// (or anew). Returns 0, 1 when it can be neither read nor made, 2 for bad arguments.
+int cmdCa(const std::vector<std::string> &args);
 
 } // namespace rpcscope

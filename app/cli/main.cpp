@@ -30,6 +30,9 @@ const char kUsage[] =
     "BYTES]\n"
     "                       [--keep MB] [--progress] [--proxy [HOST:PORT]] [--fault RULE ...]\n"
     "                       [--faults FILE.json]\n"
+    "                       [--tls-intercept [--target-ca FILE | --target-insecure] [--target-cert FILE "
+    "--target-key FILE]\n"
+    "                        [--keylog FILE]]\n"
     "      Relay and record until the duration ends or SIGINT/SIGTERM/SIGHUP, then write FILE (FILE.json: "
     "the JSON,\n"
     "      FILE.rpcscope: a capture file to reopen or convert later).\n"
@@ -50,6 +53,15 @@ const char kUsage[] =
     "      --fault RULE (repeatable) and --faults FILE.json make the proxy misbehave on purpose, e.g.\n"
     "      --fault \"blackhole nth=2 after=500ms\"; each fault is noted on its connection and the hits of\n"
     "      each rule are printed at the end. `rpcscope-cli capture --help` lists the rules.\n"
+    "      TLS: --tls-intercept terminates the client's TLS with a certificate minted by the rpcscope CA\n"
+    "      (see `ca`) and opens TLS to the target, verified against the system's roots or --target-ca FILE\n"
+    "      (--target-insecure skips the check); --target-cert FILE --target-key FILE for mTLS; --keylog "
+    "FILE\n"
+    "      appends both legs' TLS secrets in NSS key-log format. Without it, TLS is relayed undecrypted.\n"
+    "  rpcscope-cli ca [--regenerate]\n"
+    "      Print the path and PEM of the rpcscope CA certificate (made on first use in\n"
+    "      $XDG_CONFIG_HOME/rpcscope or ~/.config/rpcscope); --regenerate replaces it. Trust it per process\n"
+    "      (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=PATH), never system-wide.\n"
     "  rpcscope-cli convert IN OUT [--to FORMAT] [--frames] [--no-redact] [--redact NAME ...] [--port PORT]\n"
     "      Convert a capture file to OUT. IN is an .rpcscope file, or a pcap/pcapng of h2c (cleartext "
     "HTTP/2)\n"
@@ -185,5 +197,6 @@ int main(int argc, char **argv)
     if (cmd == "stats") return cmdStats(args);
     if (cmd == "compare") return cmdCompare(args);
     if (cmd == "check") return cmdCheck(args);
+    if (cmd == "ca") return cmdCa(args);
     return usageError("unknown command '" + cmd + "'");
 }

@@ -238,6 +238,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
             relay->setLabel(h.label.toStdString());
             relay->setDecoderLimits(m_limits);
             relay->setFaults(m_faults);
+            relay->setTlsIntercept(h.tls);
             if (relay->start(listen, target, sink, &err)) {
                 m_hops.push_back(
                     {h.label, QString::fromStdString(relay->listenAddress().toString()), h.target.trimmed()});

@@ -32,6 +32,8 @@ struct HopSpec
     // An HTTP CONNECT proxy instead (target unused): each CONNECT target becomes a hop labelled by its
     // authority, made when a client first asks for it.
     bool proxy = false;
+    // TLS interception on this hop; off unless enabled.
+    TlsInterceptOptions tls = {};
 };
 
 // What is wrong with a hop before it starts; empty strings when that field is fine.

@@ -1,0 +1,617 @@
+#include "tlsrelayloop.h"
+
+#include "clock.h"
+#include "rpcscopeca.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace rpcscope {
+
+namespace {
+// Connection ids are shared with the plain relay's on one timeline; these start far above its counter.
+std::atomic<std::uint32_t> g_nextTlsConnectionId{1u << 30};
+// A peer that stalls a handshake (or a connect) this long is given up.
+constexpr int kHandshakeTimeoutMs = 10'000;
+constexpr size_t kReadSize = 64 * 1024;
+// As in the plain relay: past this the decoder is too far behind and the connection is only relayed.
+constexpr size_t kMaxDecoderBacklog = 256u << 20;
+// A thread (and two TLS sessions) per connection: past this many at once a new client is turned away, with a
+// note, so that a connection flood cannot exhaust threads or memory.
+constexpr int kMaxConnections = 512;
+const char kTrustFix[] = "client does not trust the rpcscope CA: see `rpcscope-cli ca`";
+
+std::string sslErrors()
+{
+    std::string s;
+    while (const unsigned long e = ERR_get_error()) {
+        char buf[256];
+        ERR_error_string_n(e, buf, sizeof buf);
+        if (!s.empty()) s += "; ";
+        s += buf;
+    }
+    return s.empty() ? "connection closed" : s;
+}
+
+void setTimeouts(int fd, int ms)
+{
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+void setBlocking(int fd)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+}
+
+std::string subjectOf(X509 *cert)
+{
+    if (!cert) return "(none)";
+    BIO *bio = BIO_new(BIO_s_mem());
+    X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+    char *p = nullptr;
+    const long n = BIO_get_mem_data(bio, &p);
+    std::string s(p, size_t(n));
+    BIO_free(bio);
+    return s;
+}
+
+std::string alpnOf(SSL *ssl)
+{
+    const unsigned char *p = nullptr;
+    unsigned int n = 0;
+    SSL_get0_alpn_selected(ssl, &p, &n);
+    return n ? std::string(reinterpret_cast<const char *>(p), n) : std::string("(none)");
+}
+
+// The ALPN wire list ("\x02h2...") of the protocols gRPC speaks that the client offered, h2 first.
+std::string grpcAlpn(const std::vector<std::string> &offered)
+{
+    std::string wire;
+    for (const char *p : {"h2", "grpc-exp"})
+        if (offered.empty() || std::find(offered.begin(), offered.end(), p) != offered.end())
+            wire += char(std::strlen(p)) + std::string(p);
+    return wire.empty() ? std::string("\x02h2", 3) : wire;
+}
+
+bool isIp(const std::string &host)
+{
+    ASN1_OCTET_STRING *ip = a2i_IPADDRESS(host.c_str());
+    ASN1_OCTET_STRING_free(ip);
+    return ip != nullptr;
+}
+
+// How a peer that is not speaking TLS started, for the note.
+std::string plaintextOpening(const unsigned char *p, size_t n)
+{
+    if (n >= 3 && std::memcmp(p, "PRI", 3) == 0) return "an h2c (cleartext HTTP/2) preface";
+    for (const char *m : {"GET ", "POST ", "PUT ", "HEAD ", "CONNECT ", "OPTIONS "})
+        if (n >= std::strlen(m) && std::memcmp(p, m, std::strlen(m)) == 0) return "an HTTP/1.x request";
+    return "bytes that are no TLS record";
+}
+} // namespace
+
+struct TlsRelayLoop::Conn
+{
+    std::uint32_t id = 0;
+    int cfd = -1;
+    int sfd = -1;
+    SSL *cs = nullptr; // facing the client
+    SSL *ss = nullptr; // facing the target
+    std::string sni;
+    std::vector<std::string> clientAlpn;
+    std::string failure; // why the target's side failed, said to the client with an alert
+    bool decode = true;
+};
+
+TlsRelayLoop::TlsRelayLoop(DecoderThread &decoder) : m_decoder(decoder) {}
+
+TlsRelayLoop::~TlsRelayLoop()
+{
+    stop();
+    SSL_CTX_free(m_serverCtx);
+    SSL_CTX_free(m_clientCtx);
+    if (m_keylog) std::fclose(m_keylog);
+}
+
+bool TlsRelayLoop::open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs,
+                        const TlsInterceptOptions &options, bool decoding, std::string *error)
+{
+    m_target = target;
+    m_targetAddrs = std::move(targetAddrs);
+    m_options = options;
+    m_decoding = decoding;
+    m_ca = std::make_unique<RpcscopeCa>();
+    if (!m_ca->open(options.caDirectory, false, error)) return false;
+
+    m_serverCtx = SSL_CTX_new(TLS_server_method());
+    m_clientCtx = SSL_CTX_new(TLS_client_method());
+    if (!m_serverCtx || !m_clientCtx) {
+        *error = "cannot set up TLS: " + sslErrors();
+        return false;
+    }
+    for (SSL_CTX *ctx : {m_serverCtx, m_clientCtx}) {
+        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+        SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+        SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+        SSL_CTX_set_app_data(ctx, this);
+    }
+    SSL_CTX_set_client_hello_cb(m_serverCtx, clientHelloCallback, this);
+    SSL_CTX_set_alpn_select_cb(m_serverCtx, alpnCallback, this);
+    // Minted certificates are per connection; resuming a session would skip the ClientHello callback's check
+    // of the target.
+    SSL_CTX_set_session_cache_mode(m_serverCtx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_num_tickets(m_serverCtx, 0);
+
+    if (options.targetInsecure) {
+        SSL_CTX_set_verify(m_clientCtx, SSL_VERIFY_NONE, nullptr);
+    } else {
+        SSL_CTX_set_verify(m_clientCtx, SSL_VERIFY_PEER, nullptr);
+        const bool loaded =
+            options.targetCaFile.empty()
+                ? SSL_CTX_set_default_verify_paths(m_clientCtx) == 1
+                : SSL_CTX_load_verify_locations(m_clientCtx, options.targetCaFile.c_str(), nullptr) == 1;
+        if (!loaded) {
+            *error = options.targetCaFile.empty()
+                         ? "cannot load the system's root certificates: " + sslErrors()
+                         : "cannot read --target-ca " + options.targetCaFile + ": " + sslErrors();
+            return false;
+        }
+    }
+    if (!options.targetCertFile.empty() || !options.targetKeyFile.empty()) {
+        if (options.targetCertFile.empty() || options.targetKeyFile.empty()) {
+            *error = "--target-cert and --target-key go together (a client certificate and its key)";
+            return false;
+        }
+        if (SSL_CTX_use_certificate_chain_file(m_clientCtx, options.targetCertFile.c_str()) != 1 ||
+            SSL_CTX_use_PrivateKey_file(m_clientCtx, options.targetKeyFile.c_str(), SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(m_clientCtx) != 1) {
+            *error = "cannot use --target-cert " + options.targetCertFile + " with --target-key " +
+                     options.targetKeyFile + ": " + sslErrors();
+            return false;
+        }
+    }
+    if (!options.keylogFile.empty()) {
+        // Key logs unlock the traffic: created private, like the CA's key.
+        const int fd = ::open(options.keylogFile.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0 || !(m_keylog = fdopen(fd, "a"))) {
+            *error = "cannot write --keylog " + options.keylogFile + ": " + std::strerror(errno);
+            if (fd >= 0) close(fd);
+            return false;
+        }
+        SSL_CTX_set_keylog_callback(m_serverCtx, keylogCallback);
+        SSL_CTX_set_keylog_callback(m_clientCtx, keylogCallback);
+    }
+    if (pipe2(m_wakePipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        *error = std::string("cannot make a pipe: ") + std::strerror(errno);
+        return false;
+    }
+    m_listenFd = listenFd;
+    return true;
+}
+
+void TlsRelayLoop::run()
+{
+    m_stopping = false;
+    m_thread = std::thread([this] { acceptLoop(); });
+    pthread_setname_np(m_thread.native_handle(), "rpcscope-tls");
+}
+
+void TlsRelayLoop::stop()
+{
+    if (!m_thread.joinable()) return;
+    m_stopping = true;
+    const char c = 0;
+    (void)!write(m_wakePipe[1], &c, 1); // never read: every poll on it wakes from now on
+    {
+        std::lock_guard lk(m_fdMutex);
+        for (int fd : m_fds)
+            shutdown(fd, SHUT_RDWR); // ends blocking handshakes and connects
+    }
+    m_thread.join();
+    close(m_listenFd);
+    m_listenFd = -1;
+    close(m_wakePipe[0]);
+    close(m_wakePipe[1]);
+    m_wakePipe[0] = m_wakePipe[1] = -1;
+}
+
+void TlsRelayLoop::track(int fd, bool add)
+{
+    std::lock_guard lk(m_fdMutex);
+    if (add) {
+        m_fds.insert(fd);
+        if (m_stopping) shutdown(fd, SHUT_RDWR);
+    } else {
+        m_fds.erase(fd);
+    }
+}
+
+void TlsRelayLoop::push(RelayChunk &&chunk)
+{
+    std::lock_guard lk(m_pushMutex);
+    m_decoder.push(std::move(chunk));
+}
+
+void TlsRelayLoop::note(std::uint32_t conn, std::string text)
+{
+    RelayChunk c = RelayChunk::close(conn, steadyNowNs(), std::move(text));
+    c.kind = RelayChunk::Note;
+    push(std::move(c));
+}
+
+void TlsRelayLoop::keylogCallback(const SSL *ssl, const char *line)
+{
+    auto *self = static_cast<TlsRelayLoop *>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+    if (self) self->keylog(line);
+}
+
+void TlsRelayLoop::keylog(const char *line)
+{
+    std::lock_guard lk(m_keylogMutex);
+    if (!m_keylog) return;
+    std::fputs(line, m_keylog);
+    std::fputc('\n', m_keylog);
+    std::fflush(m_keylog); // a reader (a packet analyser) may look while the capture runs
+}
+
+void TlsRelayLoop::acceptLoop()
+{
+    while (!m_stopping) {
+        // Threads that are done are joined here, so a long capture does not keep one per past connection.
+        for (auto it = m_workers.begin(); it != m_workers.end();) {
+            if ((*it)->done) {
+                (*it)->thread.join();
+                it = m_workers.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        pollfd fds[2] = {{m_listenFd, POLLIN, 0}, {m_wakePipe[0], POLLIN, 0}};
+        if (poll(fds, 2, 1000) <= 0 || m_stopping) continue;
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        const int cfd = accept4(m_listenFd, reinterpret_cast<sockaddr *>(&peer), &len, SOCK_CLOEXEC);
+        if (cfd < 0) continue;
+        if (m_open.load() >= kMaxConnections) {
+            const std::uint32_t id = g_nextTlsConnectionId++;
+            push(RelayChunk::open(id, steadyNowNs(), peerName(peer), m_target.toString()));
+            push(RelayChunk::error(id, Direction::ClientToServer, steadyNowNs(),
+                                   "turned away: " + std::to_string(kMaxConnections) +
+                                       " intercepted connections are open already"));
+            close(cfd);
+            push(RelayChunk::close(id, steadyNowNs(), "turned away"));
+            continue;
+        }
+        auto worker = std::make_unique<Worker>();
+        Worker *w = worker.get();
+        track(cfd, true);
+        ++m_open;
+        w->thread = std::thread([this, cfd, peer, w] {
+            serve(cfd, peer);
+            --m_open;
+            w->done = true;
+        });
+        m_workers.push_back(std::move(worker));
+    }
+    for (auto &w : m_workers)
+        w->thread.join();
+    m_workers.clear();
+}
+
+bool TlsRelayLoop::connectTarget(Conn &c)
+{
+    int lastErrno = ECONNREFUSED;
+    for (const sockaddr_storage &sa : m_targetAddrs) {
+        const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            lastErrno = errno;
+            continue;
+        }
+        track(fd, true);
+        const socklen_t len = sa.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        int err = 0;
+        if (connect(fd, reinterpret_cast<const sockaddr *>(&sa), len) != 0) {
+            err = errno;
+            if (err == EINPROGRESS) {
+                pollfd p{fd, POLLOUT, 0};
+                err = poll(&p, 1, kHandshakeTimeoutMs) == 1 ? 0 : ETIMEDOUT;
+                socklen_t l = sizeof err;
+                if (err == 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l);
+            }
+        }
+        if (err == 0 && !m_stopping) {
+            setBlocking(fd);
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            setTimeouts(fd, kHandshakeTimeoutMs);
+            c.sfd = fd;
+            return true;
+        }
+        lastErrno = err ? err : ECONNABORTED;
+        track(fd, false);
+        close(fd);
+    }
+    c.failure = "cannot connect to the target " + m_target.toString() + ": " + std::strerror(lastErrno);
+    return false;
+}
+
+bool TlsRelayLoop::handshakeTarget(Conn &c)
+{
+    c.ss = SSL_new(m_clientCtx);
+    SSL_set_fd(c.ss, c.sfd);
+    // The name the client asked for is what its own check would have used; without one, the target's.
+    const std::string name = !c.sni.empty() ? c.sni : m_target.host;
+    if (!isIp(name)) SSL_set_tlsext_host_name(c.ss, name.c_str());
+    if (!m_options.targetInsecure) {
+        if (isIp(name))
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c.ss), name.c_str());
+        else
+            SSL_set1_host(c.ss, name.c_str());
+    }
+    const std::string alpn = grpcAlpn(c.clientAlpn);
+    SSL_set_alpn_protos(c.ss, reinterpret_cast<const unsigned char *>(alpn.data()), unsigned(alpn.size()));
+    ERR_clear_error();
+    if (SSL_connect(c.ss) == 1) return true;
+    const long verify = SSL_get_verify_result(c.ss);
+    if (verify != X509_V_OK)
+        c.failure =
+            "the target's certificate failed verification: " +
+            std::string(X509_verify_cert_error_string(verify)) + " (for " + name +
+            "); pass --target-ca FILE with the CA that signed it, or --target-insecure to skip the check";
+    else
+        c.failure = "TLS handshake with the target " + m_target.toString() + " failed: " + sslErrors();
+    return false;
+}
+
+int TlsRelayLoop::clientHelloCallback(SSL *ssl, int *alert, void *arg)
+{
+    return static_cast<TlsRelayLoop *>(arg)->onClientHello(ssl, alert);
+}
+
+int TlsRelayLoop::onClientHello(SSL *ssl, int *alert)
+{
+    Conn &c = *static_cast<Conn *>(SSL_get_app_data(ssl));
+    if (c.ss) return SSL_CLIENT_HELLO_SUCCESS; // the second hello after a HelloRetryRequest: all is set
+    const unsigned char *p = nullptr;
+    size_t n = 0;
+    // server_name: list length (2), then entries of type (1), length (2), name.
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &n) && n >= 5 && p[2] == 0) {
+        const size_t len = size_t(p[3]) << 8 | p[4];
+        if (5 + len <= n) c.sni.assign(reinterpret_cast<const char *>(p + 5), len);
+    }
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p, &n) &&
+        n >= 2) {
+        for (size_t i = 2; i < n;) {
+            const size_t len = p[i];
+            if (i + 1 + len > n) break;
+            c.clientAlpn.emplace_back(reinterpret_cast<const char *>(p + i + 1), len);
+            i += 1 + len;
+        }
+    }
+    // The target first: if it cannot be reached or trusted, the client's handshake fails with an alert
+    // rather than succeeding into a connection that goes nowhere.
+    if (!connectTarget(c) || !handshakeTarget(c)) {
+        *alert = SSL_AD_HANDSHAKE_FAILURE;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    const std::string name = !c.sni.empty() ? c.sni : m_target.host;
+    std::string error;
+    const std::shared_ptr<const RpcscopeCa::Leaf> leaf = m_ca->leafFor(name, &error);
+    if (!leaf || SSL_use_certificate(ssl, leaf->cert) != 1 || SSL_use_PrivateKey(ssl, leaf->key) != 1) {
+        c.failure = error.empty() ? "cannot use the minted certificate: " + sslErrors() : error;
+        *alert = SSL_AD_INTERNAL_ERROR;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+int TlsRelayLoop::alpnCallback(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                               const unsigned char *in, unsigned int inlen, void *)
+{
+    Conn &c = *static_cast<Conn *>(SSL_get_app_data(ssl));
+    // What the target chose, when the client offered it; otherwise h2, then grpc-exp.
+    const unsigned char *chosen = nullptr;
+    unsigned int chosenLen = 0;
+    if (c.ss) SSL_get0_alpn_selected(c.ss, &chosen, &chosenLen);
+    std::string prefs;
+    if (chosenLen) prefs += char(chosenLen) + std::string(reinterpret_cast<const char *>(chosen), chosenLen);
+    prefs += std::string("\x02h2\x08grpc-exp", 12);
+    unsigned char *sel = nullptr;
+    if (SSL_select_next_proto(&sel, outlen, reinterpret_cast<const unsigned char *>(prefs.data()),
+                              unsigned(prefs.size()), in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_ALERT_FATAL; // a gRPC hop: a client that speaks neither is told so
+    // sel points into `in` (the client's list) or prefs: copy it into the client's list, which outlives this.
+    for (unsigned int i = 0; i < inlen;) {
+        const unsigned int len = in[i];
+        if (len == *outlen && std::memcmp(in + i + 1, sel, len) == 0) {
+            *out = in + i + 1;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+void TlsRelayLoop::serve(int cfd, const sockaddr_storage &peer)
+{
+    // OpenSSL writes with write(2): a peer that has gone must give EPIPE, not kill the process. Blocked in
+    // this thread only, so the signal stays pending here and ends with it.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    Conn c;
+    c.id = g_nextTlsConnectionId++;
+    c.cfd = cfd;
+    c.decode = m_decoding;
+    push(RelayChunk::open(c.id, steadyNowNs(), peerName(peer), m_target.toString()));
+    int one = 1;
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setTimeouts(cfd, kHandshakeTimeoutMs);
+    std::string closeReason;
+    // A failure is the connection's decode error: nothing of it can be decoded, and the CLI and the status
+    // bar list such connections with their reason.
+    auto fail = [&](std::string why) {
+        push(RelayChunk::error(c.id, Direction::ClientToServer, steadyNowNs(), std::move(why)));
+        closeReason = "TLS interception failed";
+    };
+
+    unsigned char first[8];
+    const ssize_t got = recv(cfd, first, sizeof first, MSG_PEEK);
+    if (got <= 0) {
+        closeReason = got == 0 ? "closed by client" : "client sent nothing";
+    } else if (first[0] != 0x16) {
+        fail("plaintext client on a TLS-intercepting hop: it sent " + plaintextOpening(first, size_t(got)) +
+             "; make the client use TLS, or capture this hop without --tls-intercept");
+    } else {
+        c.cs = SSL_new(m_serverCtx);
+        SSL_set_app_data(c.cs, &c);
+        SSL_set_fd(c.cs, cfd);
+        ERR_clear_error();
+        if (SSL_accept(c.cs) == 1) {
+            X509 *serverCert = SSL_get0_peer_certificate(c.ss);
+            note(c.id, "TLS intercepted: SNI " + (c.sni.empty() ? std::string("(none)") : c.sni) + ", ALPN " +
+                           alpnOf(c.cs) + "; client side " + SSL_get_version(c.cs) + " " +
+                           SSL_get_cipher_name(c.cs) + "; target side " + SSL_get_version(c.ss) + " " +
+                           SSL_get_cipher_name(c.ss) + ", certificate " + subjectOf(serverCert) +
+                           (m_options.targetInsecure ? " (not verified: --target-insecure)" : ""));
+            relay(c);
+            closeReason = "closed";
+        } else if (!c.failure.empty()) {
+            fail(c.failure);
+        } else {
+            const unsigned long e = ERR_peek_error();
+            const int reason = ERR_GET_REASON(e);
+            // The client's alert after it saw the minted certificate: it does not trust the CA that signed
+            // it.
+            const bool untrusted =
+                reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN || reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR;
+            const std::string errors = sslErrors();
+            if (untrusted)
+                fail(std::string(kTrustFix) + " (" + errors + ")");
+            else if (c.ss && SSL_get_state(c.cs) != TLS_ST_BEFORE && errors == "connection closed")
+                // Some clients hang up without an alert when they reject the certificate.
+                fail(std::string(kTrustFix) + " (the client closed the connection after the certificate)");
+            else
+                fail("TLS handshake with the client failed: " + errors);
+        }
+    }
+    if (c.cs) SSL_free(c.cs);
+    if (c.ss) SSL_free(c.ss);
+    if (c.sfd >= 0) {
+        track(c.sfd, false);
+        close(c.sfd);
+    }
+    track(cfd, false);
+    close(cfd);
+    push(RelayChunk::close(c.id, steadyNowNs(), closeReason));
+}
+
+void TlsRelayLoop::relay(Conn &c)
+{
+    setNonBlocking(c.cfd);
+    setNonBlocking(c.sfd);
+    struct Half
+    {
+        SSL *src;
+        SSL *dst;
+        int srcFd;
+        int dstFd;
+        Direction dir;
+        std::unique_ptr<unsigned char[]> buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
+        size_t off = 0;
+        size_t len = 0;
+        bool eof = false;
+        bool shut = false;
+    };
+    Half halves[2] = {{c.cs, c.ss, c.cfd, c.sfd, Direction::ClientToServer},
+                      {c.ss, c.cs, c.sfd, c.cfd, Direction::ServerToClient}};
+    for (;;) {
+        bool progress = false;
+        short want[2] = {0, 0}; // poll events for cfd, sfd
+        auto wantFor = [&](int fd, int sslError) {
+            short &w = want[fd == c.cfd ? 0 : 1];
+            w |= sslError == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
+        };
+        for (Half &h : halves) {
+            while (h.len > 0) {
+                const int n = SSL_write(h.dst, h.buf.get() + h.off, int(h.len));
+                if (n > 0) {
+                    h.off += size_t(n);
+                    h.len -= size_t(n);
+                    progress = true;
+                    continue;
+                }
+                const int e = SSL_get_error(h.dst, n);
+                if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return; // the peer went away
+                wantFor(h.dstFd, e);
+                break;
+            }
+            if (h.len == 0 && !h.eof) {
+                const int n = SSL_read(h.src, h.buf.get(), int(kReadSize));
+                if (n > 0) {
+                    const std::int64_t t = steadyNowNs();
+                    m_bytes += size_t(n);
+                    h.off = 0;
+                    h.len = size_t(n);
+                    progress = true;
+                    if (c.decode && m_decoder.backlog() > kMaxDecoderBacklog) {
+                        c.decode = false;
+                        push(RelayChunk::error(c.id, h.dir, t,
+                                               "the decoder fell too far behind; relaying continues without "
+                                               "decoding"));
+                    }
+                    if (c.decode) {
+                        RelayChunk chunk = RelayChunk::bytes(c.id, h.dir, t);
+                        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
+                        std::memcpy(chunk.data.get(), h.buf.get(), size_t(n));
+                        chunk.size = size_t(n);
+                        push(std::move(chunk));
+                    }
+                } else {
+                    const int e = SSL_get_error(h.src, n);
+                    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+                        wantFor(h.srcFd, e);
+                    else if (e == SSL_ERROR_ZERO_RETURN)
+                        h.eof = true;
+                    else
+                        return; // reset, or a TLS error: both sides close
+                }
+            }
+            if (h.eof && h.len == 0 && !h.shut) {
+                // The close_notify, then the TCP half-close, as the peer sent them.
+                SSL_shutdown(h.dst);
+                shutdown(h.dstFd, SHUT_WR);
+                h.shut = true;
+                progress = true;
+            }
+        }
+        if (halves[0].shut && halves[1].shut) return;
+        if (progress) continue;
+        pollfd fds[3] = {{c.cfd, short(want[0] | POLLIN), 0},
+                         {c.sfd, short(want[1] | POLLIN), 0},
+                         {m_wakePipe[0], POLLIN, 0}};
+        // POLLIN on a side already at EOF would spin: only asked for when something wants it.
+        if (halves[0].eof && !(want[0] & POLLIN)) fds[0].events &= ~POLLIN;
+        if (halves[1].eof && !(want[1] & POLLIN)) fds[1].events &= ~POLLIN;
+        if (poll(fds, 3, -1) < 0 && errno != EINTR) return;
+        if (m_stopping) return;
+    }
+}
+
+} // namespace rpcscope
