@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "connectiondecoder.h"
+#include "heapbytes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,8 @@ constexpr size_t kFlushEvents = 4096;
 // tick. A spliced read's handoff pipe, or kWakeBacklog bytes waiting, wakes the decoder at once.
 constexpr std::int64_t kDecodeTickNs = 1'000'000;
 constexpr size_t kWakeBacklog = 1 << 20;
+// How often the decoders' state is counted again (memoryBytes()): O(open streams), so not every round.
+constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
 } // namespace
 
 void DecoderThread::start(Sink sink, const DecoderLimits &limits, std::string label)
@@ -138,6 +141,26 @@ void DecoderThread::loop()
     EventBatch batch;
     std::int64_t firstPending = 0;
     bool busy = false; // the last round had work
+    std::int64_t nextMeasure = 0;
+    // Counted before a sink that may wait for the model: the batch is held all that time.
+    auto handOver = [&] {
+        if (!m_sink) return;
+        m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+        m_sink(std::move(batch));
+        m_batchBytes.store(0, std::memory_order_relaxed);
+    };
+    auto measure = [&](bool now) {
+        const std::int64_t t = steadyNowNs();
+        if (!now && t < nextMeasure) return;
+        nextMeasure = t + kMeasureIntervalNs;
+        size_t n = heapbytes::hashMap<std::uint32_t, std::unique_ptr<ConnectionDecoder>>(
+            decoders.size(), decoders.bucket_count());
+        for (const auto &[conn, decoder] : decoders)
+            n += heapbytes::block(sizeof(ConnectionDecoder)) - sizeof(ConnectionDecoder) +
+                 decoder->memoryBytes();
+        m_stateBytes.store(n, std::memory_order_relaxed);
+        m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+    };
     for (;;) {
         std::deque<RelayChunk> work;
         bool stopping = false;
@@ -231,17 +254,22 @@ void DecoderThread::loop()
             if (batch.size() >= kFlushEvents) {
                 giveBackPipes(); // before a sink that may wait: the relay thread can splice with them
                                  // meanwhile
-                if (m_sink) m_sink(std::move(batch)); // may wait while the model is behind (app/modelsink.h)
+                measure(false);
+                handOver(); // may wait while the model is behind (app/modelsink.h)
                 batch = EventBatch();
             }
         }
         giveBackPipes();
+        measure(!busy);
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
-            if (m_sink) m_sink(std::move(batch));
+            handOver();
             batch = EventBatch();
         }
-        if (stopping) return;
+        if (stopping) {
+            m_stateBytes = 0;
+            return;
+        }
     }
 }
 

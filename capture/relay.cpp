@@ -154,6 +154,11 @@ size_t Relay::peakDecoderBacklog() const
     return d->decoder.peakBacklog();
 }
 
+size_t Relay::decoderMemoryBytes() const
+{
+    return d->decoder.memoryBytes();
+}
+
 int Relay::openConnections() const
 {
     return d->loop.openConnections();
