@@ -287,11 +287,18 @@ bool ModelFeed::drainOnce()
     {
         std::lock_guard lk(m_q->mu);
         m_q->budgetBytes = m_model->retention().maxBytes; // it may have changed since the last append
+        // Room for the whole append at once: growing the merged batch by doubling would hold up to twice
+        // its events for a moment, memory the queue's count never sees.
+        size_t taking = 0;
+        for (const auto &[batch, bytes] : m_q->batches)
+            if ((taking += batch.size()) >= m_perAppend) break;
+        if (!m_q->batches.empty() && m_q->batches.front().first.size() < std::min(taking, m_perAppend))
+            merged.reserve(std::min(taking, m_perAppend));
         while (!m_q->batches.empty() && merged.size() < m_perAppend) {
             auto &[batch, bytes] = m_q->batches.front();
             const size_t want = m_perAppend - merged.size();
             if (batch.size() <= want) {
-                if (merged.empty())
+                if (merged.empty() && merged.capacity() == 0)
                     merged = std::move(batch);
                 else
                     merged.insert(merged.end(), std::make_move_iterator(batch.begin()),
