@@ -26,6 +26,10 @@ constexpr std::int64_t kDecodeTickNs = 1'000'000;
 constexpr size_t kWakeBacklog = 1 << 20;
 // How often the decoders' state is counted again (memoryBytes()): O(open streams), so not every round.
 constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
+size_t kChunkOverhead(const RelayChunk &c)
+{
+    return sizeof(RelayChunk) + (c.data ? heapbytes::block(c.size) - c.size : 0);
+}
 } // namespace
 
 void DecoderThread::start(Sink sink, const DecoderLimits &limits, std::string label)
@@ -60,6 +64,9 @@ void DecoderThread::stop()
 void DecoderThread::push(RelayChunk &&c)
 {
     const size_t now = m_backlog += c.size;
+    // The chunk itself and its bytes' block header, beyond the bytes the backlog counts: a flood of small
+    // reads costs several times its bytes.
+    m_chunkBytes.fetch_add(kChunkOverhead(c), std::memory_order_relaxed);
     if (now > m_peakBacklog.load(std::memory_order_relaxed))
         m_peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
     // A handoff pipe must come back soon, and a large backlog is worth decoding now; anything else waits
@@ -249,6 +256,7 @@ void DecoderThread::loop()
             // Counted out only now: while this round is decoded (or waits for the model below), the relay
             // still sees it as backlog and stops decoding past kMaxDecoderBacklog rather than queue more.
             m_backlog -= c.size;
+            m_chunkBytes.fetch_sub(kChunkOverhead(c), std::memory_order_relaxed);
             // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
             // come rather than as one batch of millions (a client opening streams as fast as it can).
             if (batch.size() >= kFlushEvents) {

@@ -56,8 +56,8 @@ public:
     // every few ms while decoding.
     size_t memoryBytes() const
     {
-        return m_backlog.load(std::memory_order_relaxed) + m_stateBytes.load(std::memory_order_relaxed) +
-               m_batchBytes.load(std::memory_order_relaxed);
+        return m_backlog.load(std::memory_order_relaxed) + m_chunkBytes.load(std::memory_order_relaxed) +
+               m_stateBytes.load(std::memory_order_relaxed) + m_batchBytes.load(std::memory_order_relaxed);
     }
 
 private:
@@ -78,6 +78,7 @@ private:
     bool m_asleep = false; // waiting until woken, not for its next tick
     std::atomic<size_t> m_backlog{0};
     std::atomic<size_t> m_peakBacklog{0};
+    std::atomic<size_t> m_chunkBytes{0}; // the queued chunks beyond their bytes
     std::atomic<size_t> m_stateBytes{0}; // the connection decoders
     std::atomic<size_t> m_batchBytes{0}; // the batch being decoded or handed to the sink
 

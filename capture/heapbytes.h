@@ -44,11 +44,13 @@ inline size_t event(const WireEvent &e)
     return g.message ? n + string(*g.message) : n;
 }
 
+// A batch: its array (spare capacity included: a batch grown by doubling holds up to twice its events) and
+// what each event owns.
 inline size_t batch(const EventBatch &b)
 {
-    size_t n = block(b.capacity() * sizeof(WireEvent)) - b.capacity() * sizeof(WireEvent);
+    size_t n = block(b.capacity() * sizeof(WireEvent));
     for (const WireEvent &e : b)
-        n += event(e);
+        n += event(e) - sizeof(WireEvent);
     return n;
 }
 

@@ -154,9 +154,9 @@ size_t Relay::peakDecoderBacklog() const
     return d->decoder.peakBacklog();
 }
 
-size_t Relay::decoderMemoryBytes() const
+size_t Relay::memoryBytes() const
 {
-    return d->decoder.memoryBytes();
+    return d->loop.memoryBytes() + d->decoder.memoryBytes();
 }
 
 int Relay::openConnections() const

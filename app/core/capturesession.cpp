@@ -24,7 +24,7 @@ CaptureSession::CaptureSession(TimelineModel *model, QObject *parent, Sink toMod
     // What the relays' decoders hold (bytes to decode, HPACK tables, per-stream state, a batch waiting for
     // the model) is memory of this capture too: the model's budget counts it. Asked on the model's thread,
     // which is this session's, so the relay list is read as it stands.
-    model->addExternalBytes([self = m_self] { return *self ? (*self)->decoderMemoryBytes() : 0; });
+    model->addExternalBytes([self = m_self] { return *self ? (*self)->relayMemoryBytes() : 0; });
 }
 
 CaptureSession::~CaptureSession()
@@ -33,11 +33,11 @@ CaptureSession::~CaptureSession()
     *m_self = nullptr;
 }
 
-size_t CaptureSession::decoderMemoryBytes() const
+size_t CaptureSession::relayMemoryBytes() const
 {
     size_t n = 0;
     for (const auto &r : m_relays)
-        n += r->decoderMemoryBytes();
+        n += r->memoryBytes();
     return n;
 }
 

@@ -123,7 +123,7 @@ public:
     // For the status bar.
     int openConnections() const;
     // What the relays' decoders hold now (counted in the model's memoryBytes()).
-    size_t decoderMemoryBytes() const;
+    size_t relayMemoryBytes() const;
     double eventsPerSecond() const { return m_rate; }
     std::uint64_t decodeProblems() const { return m_stats->problems.load(); }
     std::uint32_t lastProblemConnection() const { return m_stats->problemConnection.load(); }

@@ -1,5 +1,6 @@
 #include "modelfeed.h"
 
+#include "heapbytes.h"
 #include "timelinemodel.h"
 
 #include <QThread>
@@ -59,13 +60,8 @@ struct ModelFeedQueue
         QMetaObject::invokeMethod(o, "schedule", Qt::QueuedConnection);
     }
 
-    static size_t bytesOf(const EventBatch &batch)
-    {
-        size_t n = 0;
-        for (const WireEvent &e : batch)
-            n += ModelFeed::bytesOf(e);
-        return n;
-    }
+    // As the allocator counts it, the batch's spare capacity included.
+    static size_t bytesOf(const EventBatch &batch) { return heapbytes::batch(batch); }
 
     // A relay's batch that found no room in time: what keeps the timeline's connections whole stays, the rest
     // goes, counted in a note on its connection so the gap is not silent.
@@ -148,12 +144,7 @@ struct ModelFeedQueue
 
 size_t ModelFeed::bytesOf(const WireEvent &e)
 {
-    size_t n = sizeof(WireEvent) + e.payload.capacity() + e.label.capacity() + e.reason.capacity() +
-               e.settings.capacity() * sizeof(e.settings[0]) + e.headers.capacity() * sizeof(Header);
-    for (const Header &h : e.headers)
-        n += h.name.capacity() + h.value.capacity();
-    if (const LabDecision *d = e.decision()) n += d->kind.capacity() + d->detail.capacity();
-    return n + e.grpc.callId.capacity();
+    return heapbytes::event(e);
 }
 
 ModelFeed *ModelFeed::of(TimelineModel *model)
