@@ -137,11 +137,11 @@ int cmdCapture(std::vector<std::string> args)
         return 1;
     }
 
-    // Blocks of 1 MiB and more (a batch of decoded events, the model's merged append) get pages of their own,
+    // Blocks of 4 MiB and more (the model's merged appends, a big decoded batch) get pages of their own,
     // given back when freed. Left to itself glibc raises that threshold to the largest block freed so far,
     // after which those batches come from the arenas and leave them fragmented at the flood's high-water
     // mark.
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
     TimelineModel model;
     if (keepMb) {
         RetentionPolicy keep;
