@@ -38,6 +38,7 @@ public:
         m_c2s.finish(tNs, out);
         m_s2c.finish(tNs, out);
     }
+    size_t memoryBytes() const { return sizeof(*this) + m_c2s.memoryBytes() + m_s2c.memoryBytes(); }
     const H2Decoder &decoder(Direction dir) const { return dir == Direction::ClientToServer ? m_c2s : m_s2c; }
 
 private:

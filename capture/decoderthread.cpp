@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "connectiondecoder.h"
+#include "heapbytes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,12 @@ constexpr size_t kFlushEvents = 4096;
 // tick. A spliced read's handoff pipe, or kWakeBacklog bytes waiting, wakes the decoder at once.
 constexpr std::int64_t kDecodeTickNs = 1'000'000;
 constexpr size_t kWakeBacklog = 1 << 20;
+// How often the decoders' state is counted again (memoryBytes()): O(open streams), so not every round.
+constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
+size_t kChunkOverhead(const RelayChunk &c)
+{
+    return sizeof(RelayChunk) + (c.data ? heapbytes::block(c.size) - c.size : 0);
+}
 } // namespace
 
 void DecoderThread::start(Sink sink, const DecoderLimits &limits, std::string label)
@@ -57,6 +64,9 @@ void DecoderThread::stop()
 void DecoderThread::push(RelayChunk &&c)
 {
     const size_t now = m_backlog += c.size;
+    // The chunk itself and its bytes' block header, beyond the bytes the backlog counts: a flood of small
+    // reads costs several times its bytes.
+    m_chunkBytes.fetch_add(kChunkOverhead(c), std::memory_order_relaxed);
     if (now > m_peakBacklog.load(std::memory_order_relaxed))
         m_peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
     // A handoff pipe must come back soon, and a large backlog is worth decoding now; anything else waits
@@ -138,6 +148,26 @@ void DecoderThread::loop()
     EventBatch batch;
     std::int64_t firstPending = 0;
     bool busy = false; // the last round had work
+    std::int64_t nextMeasure = 0;
+    // Counted before a sink that may wait for the model: the batch is held all that time.
+    auto handOver = [&] {
+        if (!m_sink) return;
+        m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+        m_sink(std::move(batch));
+        m_batchBytes.store(0, std::memory_order_relaxed);
+    };
+    auto measure = [&](bool now) {
+        const std::int64_t t = steadyNowNs();
+        if (!now && t < nextMeasure) return;
+        nextMeasure = t + kMeasureIntervalNs;
+        size_t n = heapbytes::hashMap<std::uint32_t, std::unique_ptr<ConnectionDecoder>>(
+            decoders.size(), decoders.bucket_count());
+        for (const auto &[conn, decoder] : decoders)
+            n += heapbytes::block(sizeof(ConnectionDecoder)) - sizeof(ConnectionDecoder) +
+                 decoder->memoryBytes();
+        m_stateBytes.store(n, std::memory_order_relaxed);
+        m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+    };
     for (;;) {
         std::deque<RelayChunk> work;
         bool stopping = false;
@@ -236,22 +266,28 @@ void DecoderThread::loop()
             // Counted out only now: while this round is decoded (or waits for the model below), the relay
             // still sees it as backlog and stops decoding past kMaxDecoderBacklog rather than queue more.
             m_backlog -= c.size;
+            m_chunkBytes.fetch_sub(kChunkOverhead(c), std::memory_order_relaxed);
             // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
             // come rather than as one batch of millions (a client opening streams as fast as it can).
             if (batch.size() >= kFlushEvents) {
                 giveBackPipes(); // before a sink that may wait: the relay thread can splice with them
                                  // meanwhile
-                if (m_sink) m_sink(std::move(batch)); // may wait while the model is behind (app/modelsink.h)
+                measure(false);
+                handOver(); // may wait while the model is behind (app/modelsink.h)
                 batch = EventBatch();
             }
         }
         giveBackPipes();
+        measure(!busy);
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
-            if (m_sink) m_sink(std::move(batch));
+            handOver();
             batch = EventBatch();
         }
-        if (stopping) return;
+        if (stopping) {
+            m_stateBytes = 0;
+            return;
+        }
     }
 }
 

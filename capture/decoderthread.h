@@ -50,6 +50,15 @@ public:
     // Relaxed: the relay asks on every read only to decide whether to stop handing bytes over.
     size_t backlog() const { return m_backlog.load(std::memory_order_relaxed); }
     size_t peakBacklog() const { return m_peakBacklog.load(); }
+    // What the decoder holds, as the allocator counts it: the bytes waiting to be decoded, every
+    // connection's decoder state (partial frames, HPACK tables, per-stream state) and the events decoded but
+    // not yet taken by the sink (a sink that waits for the model holds a whole batch). Any thread; refreshed
+    // every few ms while decoding.
+    size_t memoryBytes() const
+    {
+        return m_backlog.load(std::memory_order_relaxed) + m_chunkBytes.load(std::memory_order_relaxed) +
+               m_stateBytes.load(std::memory_order_relaxed) + m_batchBytes.load(std::memory_order_relaxed);
+    }
 
 private:
     void loop();
@@ -69,6 +78,9 @@ private:
     bool m_asleep = false; // waiting until woken, not for its next tick
     std::atomic<size_t> m_backlog{0};
     std::atomic<size_t> m_peakBacklog{0};
+    std::atomic<size_t> m_chunkBytes{0}; // the queued chunks beyond their bytes
+    std::atomic<size_t> m_stateBytes{0}; // the connection decoders
+    std::atomic<size_t> m_batchBytes{0}; // the batch being decoded or handed to the sink
 
     // This thread only: where handoff pipes are read back, and where skipped bytes go.
     std::unique_ptr<std::uint8_t[]> m_readBack;

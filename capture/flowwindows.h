@@ -1,5 +1,7 @@
 #pragma once
 
+#include "heapbytes.h"
+
 #include <cstdint>
 #include <unordered_map>
 
@@ -59,6 +61,11 @@ public:
     void open(std::uint32_t stream) { m_streams.try_emplace(stream, Window{m_initialWindow, false}); }
     // This side is done sending on the stream (END_STREAM, or a reset): true when that ends a stall.
     bool close(std::uint32_t stream);
+    // The open streams' windows, as the allocator counts them.
+    size_t memoryBytes() const
+    {
+        return heapbytes::hashMap<std::uint32_t, Window>(m_streams.size(), m_streams.bucket_count());
+    }
     // The other side's WINDOW_UPDATE (stream 0: the connection's): true when it ends a stall.
     bool grow(std::uint32_t stream, std::uint32_t increment);
     // How far a WINDOW_UPDATE would take a window past 2^31-1 (0: it does not overflow).

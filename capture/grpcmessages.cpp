@@ -1,11 +1,20 @@
 #include "grpcmessages.h"
 
 #include "h2wire.h"
+#include "heapbytes.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace rpcscope {
+
+size_t GrpcMessages::memoryBytes() const
+{
+    size_t n = heapbytes::hashMap<std::uint32_t, MessageState>(m_messages.size(), m_messages.bucket_count());
+    for (const auto &[stream, m] : m_messages)
+        n += heapbytes::string(m.kept);
+    return n;
+}
 
 bool GrpcMessages::feed(std::uint32_t stream, const std::uint8_t *p, std::uint32_t len,
                         const EventStamp &stamp, EventBatch &out)

@@ -30,6 +30,8 @@ public:
     void forget(std::uint32_t stream) { m_messages.erase(stream); }
     // The other side reset the stream.
     void peerReset(std::uint32_t stream);
+    // What the streams' states hold, as the allocator counts it (O(streams)).
+    size_t memoryBytes() const;
 
 private:
     struct MessageState

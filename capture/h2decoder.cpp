@@ -1,6 +1,7 @@
 #include "h2decoder.h"
 
 #include "h2wire.h"
+#include "heapbytes.h"
 #include "tlsclienthello.h"
 
 #include <cstring>
@@ -721,6 +722,15 @@ void H2Decoder::handleHeaderFragment(std::uint32_t stream, const std::uint8_t *p
         return;
     }
     if (endHeaders) m_headers.finish(stamp(t), m_midStream, out);
+}
+
+size_t H2Decoder::memoryBytes() const
+{
+    return heapbytes::string(m_error) + heapbytes::string(m_sniff) + heapbytes::string(m_partial) +
+           heapbytes::string(m_whole) + heapbytes::batch(m_streamed.events) + m_headers.memoryBytes() +
+           m_messages.memoryBytes() + m_windows.memoryBytes() +
+           m_pendingPings.size() * sizeof(m_pendingPings.front()) +
+           (m_pendingPings.empty() ? 0 : heapbytes::block(512));
 }
 
 } // namespace rpcscope

@@ -49,6 +49,9 @@ public:
     void skip(size_t n, std::int64_t tNs, std::uint32_t connection, EventBatch &out);
 
     bool failed() const { return m_state == State::Failed; }
+    // What this direction holds between reads (partial frames, the HPACK table, per-stream state, events
+    // waiting for a DATA frame to complete), as the allocator counts it; O(open streams).
+    size_t memoryBytes() const;
     const std::string &error() const { return m_error; }
 
 private:

@@ -1,6 +1,7 @@
 #include "headerblock.h"
 
 #include "grpcfields.h"
+#include "heapbytes.h"
 
 #include <nghttp2/nghttp2.h>
 
@@ -83,6 +84,15 @@ void HeaderBlock::resetContext()
         inlen -= size_t(rv);
     }
     nghttp2_hd_inflate_end_headers(m_inflater);
+}
+
+size_t HeaderBlock::memoryBytes() const
+{
+    // The table's HPACK size counts each entry's name and value plus 32 bytes, about what nghttp2 allocates
+    // for an entry; the inflater itself and its buffers are a few hundred bytes.
+    constexpr size_t kInflater = 512;
+    return heapbytes::string(m_block) + kInflater +
+           (m_inflater ? nghttp2_hd_inflate_get_dynamic_table_size(m_inflater) : 0);
 }
 
 void HeaderBlock::setTableSize(std::uint32_t size)

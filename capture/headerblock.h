@@ -50,6 +50,8 @@ public:
     void resetContext();
     // The receiver's SETTINGS_HEADER_TABLE_SIZE.
     void setTableSize(std::uint32_t size);
+    // The block being collected and the inflater's dynamic table, as the allocator counts them.
+    size_t memoryBytes() const;
 
 private:
     void inflate(WireEvent &e, const EventStamp &stamp, bool contextUnknown, EventBatch &out);

@@ -207,6 +207,11 @@ size_t Relay::peakDecoderBacklog() const
     return d->decoder.peakBacklog();
 }
 
+size_t Relay::memoryBytes() const
+{
+    return d->loop.memoryBytes() + d->decoder.memoryBytes();
+}
+
 int Relay::openConnections() const
 {
     return d->tlsLoop ? d->tlsLoop->openConnections() : d->loop.openConnections();

@@ -64,6 +64,9 @@ public:
     // Bytes read but not yet decoded, now and at most so far: what the relay holds for the decoder.
     size_t decoderBacklog() const;
     size_t peakDecoderBacklog() const;
+    // What the relay holds: its loop's buffers (RelayLoop::memoryBytes()) and its decoder's
+    // (DecoderThread::memoryBytes()). A capture's budget counts it. Any thread.
+    size_t memoryBytes() const;
     // CPU time the relay's two threads (I/O and decoder) have used so far, in ns; -1 when not running.
     std::int64_t threadCpuNs() const;
 

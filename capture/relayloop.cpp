@@ -1,6 +1,7 @@
 #include "relayloop.h"
 
 #include "clock.h"
+#include "heapbytes.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -564,7 +565,13 @@ void RelayLoop::loop()
         const bool acceptPaused = steadyNowNs() < m_acceptPausedUntil;
         fds.push_back({acceptPaused ? -1 : m_listenFd, POLLIN, 0});
         int timeout = acceptPaused ? 100 : -1;
+        // What the relay holds is counted on the way (the budget counts it): per connection its node and
+        // what a slow peer left queued, beside the read buffer and this round's poll lists.
+        size_t held = heapbytes::block(m_readBuffer.capacity()) +
+                      heapbytes::block((m_conns.size() + 2) * 2 * (sizeof(pollfd) + sizeof(Conn *)));
         for (Conn &c : m_conns) {
+            held += heapbytes::block(sizeof(Conn) + 2 * sizeof(void *)) + heapbytes::string(c.up.queued) +
+                    heapbytes::string(c.down.queued) + heapbytes::string(c.closeReason);
             short ce = 0, se = 0;
             if (c.draining) {
                 // Only the survivor's writability matters, and (with a timeout) its acknowledgements.
@@ -586,6 +593,7 @@ void RelayLoop::loop()
             fds.push_back({se ? c.sfd : -1, se, 0});
             owners.push_back(&c);
         }
+        m_heldBytes.store(held, std::memory_order_relaxed);
         if (poll(fds.data(), fds.size(), timeout) < 0) {
             if (errno == EINTR) continue;
             break;

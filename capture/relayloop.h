@@ -54,6 +54,9 @@ public:
     std::uint64_t bytesRelayed() const { return m_bytes.load(); }
     std::uint64_t bytesSpliced() const { return m_splicedBytes.load(); }
     int openConnections() const { return m_open.load(); }
+    // What the loop holds (read buffer, connections, bytes queued for a slow peer), as the allocator counts
+    // it; refreshed every round of the loop. Any thread.
+    size_t memoryBytes() const { return m_heldBytes.load(std::memory_order_relaxed); }
 
 private:
     // One direction of a connection, as in TCP's half-close: what was read from one side and is on its way to
@@ -160,6 +163,7 @@ private:
     std::atomic<std::uint64_t> m_bytes{0};
     std::atomic<std::uint64_t> m_splicedBytes{0};
     std::atomic<int> m_open{0};
+    std::atomic<size_t> m_heldBytes{0};
 
     struct Adopted
     {

@@ -230,6 +230,7 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
             m_events -= m_batches[i].events;
             m_encodedBytes -= m_batches[i].encoded.size();
             m_heapBytes -= heapBytes(m_batches[i].encoded);
+            std::string().swap(m_batches[i].encoded); // now, not with the whole list at the end
             continue;
         }
         // The log encoded every batch itself, so the filter cannot fail; a batch it could not read stays.
@@ -242,6 +243,9 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         m_events -= m_batches[i].events - keptEvents;
         m_encodedBytes -= m_batches[i].encoded.size();
         m_heapBytes -= heapBytes(m_batches[i].encoded);
+        // The old copy goes as soon as its filtered one exists: keeping every old batch until the list is
+        // replaced would hold the log twice over at the end of each cut, a peak no count sees.
+        std::string().swap(m_batches[i].encoded);
         if (!keptEvents) continue;
         filtered.shrink_to_fit();
         // Its time range and flags stay those of the whole batch: wider than what is left, which only means

@@ -89,6 +89,14 @@ public:
     // model (app/core's sink), say. Retention cannot evict those, so it leaves the store and the log less
     // room. Called on the model's thread whenever memory is checked; an empty function counts nothing.
     void setExternalBytes(std::function<size_t()> bytes) { m_externalBytes = std::move(bytes); }
+    // One more holder beside those already counted (a capture's decoders beside the feed's queue).
+    void addExternalBytes(std::function<size_t()> bytes)
+    {
+        if (m_externalBytes)
+            m_externalBytes = [a = std::move(m_externalBytes), b = std::move(bytes)] { return a() + b(); };
+        else
+            m_externalBytes = std::move(bytes);
+    }
     // Keeps a call from eviction (and shows it as pinned).
     void setPinned(int callRow, bool pinned);
 

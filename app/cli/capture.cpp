@@ -19,6 +19,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <malloc.h>
 #include <optional>
 #include <unistd.h>
 
@@ -209,6 +210,11 @@ int cmdCapture(std::vector<std::string> args)
         return 1;
     }
 
+    // Blocks of 4 MiB and more (the model's merged appends, a big decoded batch) get pages of their own,
+    // given back when freed. Left to itself glibc raises that threshold to the largest block freed so far,
+    // after which those batches come from the arenas and leave them fragmented at the flood's high-water
+    // mark.
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
     TimelineModel model;
     if (keepMb) {
         RetentionPolicy keep;
@@ -284,9 +290,22 @@ int cmdCapture(std::vector<std::string> args)
         return bytes < (1 << 20) ? QString::number(std::ceil(bytes / 1024)) + QStringLiteral(" KB")
                                  : QString::number(bytes / (1 << 20), 'f', 1) + QStringLiteral(" MB");
     };
+    // Retention frees what it evicts, but glibc keeps freed memory in its arenas (one per thread that
+    // allocated it) instead of giving it back, so the process would grow to its high-water mark and stay
+    // there: RSS would no longer follow what the capture holds and --keep reports. After a cut, give the
+    // free pages back, at most every kTrimIntervalNs (a trim walks the arenas' free lists: a few ms).
+    constexpr std::int64_t kTrimIntervalNs = 100'000'000;
+    bool evictedSinceTrim = false;
+    std::int64_t nextTrim = 0;
+    QObject::connect(&model, &TimelineModel::callsEvicted, [&] { evictedSinceTrim = true; });
     QTimer poll;
     QObject::connect(&poll, &QTimer::timeout, [&] {
         const std::int64_t now = steadyNowNs();
+        if (evictedSinceTrim && now >= nextTrim) {
+            evictedSinceTrim = false;
+            nextTrim = now + kTrimIntervalNs;
+            malloc_trim(0);
+        }
         if (g_stop || (endAt && now >= endAt)) {
             QCoreApplication::quit();
             return;

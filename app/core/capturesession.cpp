@@ -22,11 +22,24 @@ CaptureSession::CaptureSession(TimelineModel *model, QObject *parent, Sink toMod
     : QObject(parent), m_model(model), m_feed(toModel ? nullptr : ModelFeed::of(model)),
       m_toModel(toModel ? std::move(toModel) : Sink(m_feed->sink()))
 {
+    // What the relays' decoders hold (bytes to decode, HPACK tables, per-stream state, a batch waiting for
+    // the model) is memory of this capture too: the model's budget counts it. Asked on the model's thread,
+    // which is this session's, so the relay list is read as it stands.
+    model->addExternalBytes([self = m_self] { return *self ? (*self)->relayMemoryBytes() : 0; });
 }
 
 CaptureSession::~CaptureSession()
 {
     stop();
+    *m_self = nullptr;
+}
+
+size_t CaptureSession::relayMemoryBytes() const
+{
+    size_t n = 0;
+    for (const auto &r : m_relays)
+        n += r->memoryBytes();
+    return n;
 }
 
 HopCheck CaptureSession::check(const HopSpec &hop, bool allowRemote, int probeTimeoutMs)

@@ -135,6 +135,8 @@ public:
 
     // For the status bar.
     int openConnections() const;
+    // What the relays' decoders hold now (counted in the model's memoryBytes()).
+    size_t relayMemoryBytes() const;
     double eventsPerSecond() const { return m_rate; }
     std::uint64_t decodeProblems() const { return m_stats->problems.load(); }
     std::uint32_t lastProblemConnection() const { return m_stats->problemConnection.load(); }
@@ -181,6 +183,8 @@ private:
     // Shared with the sinks, which run on relay threads and may outlive a stop() by one queued batch.
     std::shared_ptr<Pauses> m_pauses = std::make_shared<Pauses>();
     std::shared_ptr<Stats> m_stats = std::make_shared<Stats>();
+    // For the model's memory count, which may outlive this session: null once it is gone.
+    std::shared_ptr<CaptureSession *> m_self = std::make_shared<CaptureSession *>(this);
     // The sinks write to it on relay threads, under its lock, and hand the batch to the model under the same
     // lock: the file's order is the model's.
     struct Recording;

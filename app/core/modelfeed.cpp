@@ -1,5 +1,6 @@
 #include "modelfeed.h"
 
+#include "heapbytes.h"
 #include "timelinemodel.h"
 
 #include <QThread>
@@ -60,13 +61,8 @@ struct ModelFeedQueue
         QMetaObject::invokeMethod(o, "schedule", Qt::QueuedConnection);
     }
 
-    static size_t bytesOf(const EventBatch &batch)
-    {
-        size_t n = 0;
-        for (const WireEvent &e : batch)
-            n += ModelFeed::bytesOf(e);
-        return n;
-    }
+    // As the allocator counts it, the batch's spare capacity included.
+    static size_t bytesOf(const EventBatch &batch) { return heapbytes::batch(batch); }
 
     // A relay's batch that found no room in time: what keeps the timeline's connections whole stays, the rest
     // goes, counted in a note on its connection so the gap is not silent.
@@ -149,12 +145,7 @@ struct ModelFeedQueue
 
 size_t ModelFeed::bytesOf(const WireEvent &e)
 {
-    size_t n = sizeof(WireEvent) + e.payload.capacity() + e.label.capacity() + e.reason.capacity() +
-               e.settings.capacity() * sizeof(e.settings[0]) + e.headers.capacity() * sizeof(Header);
-    for (const Header &h : e.headers)
-        n += h.name.capacity() + h.value.capacity();
-    if (const LabDecision *d = e.decision()) n += d->kind.capacity() + d->detail.capacity();
-    return n + e.grpc.callId.capacity();
+    return heapbytes::event(e);
 }
 
 ModelFeed *ModelFeed::of(TimelineModel *model)
@@ -288,11 +279,18 @@ bool ModelFeed::drainOnce()
     {
         std::lock_guard lk(m_q->mu);
         m_q->budgetBytes = m_model->retention().maxBytes; // it may have changed since the last append
+        // Room for the whole append at once: growing the merged batch by doubling would hold up to twice
+        // its events for a moment, memory the queue's count never sees.
+        size_t taking = 0;
+        for (const auto &[batch, bytes] : m_q->batches)
+            if ((taking += batch.size()) >= m_perAppend) break;
+        if (!m_q->batches.empty() && m_q->batches.front().first.size() < std::min(taking, m_perAppend))
+            merged.reserve(std::min(taking, m_perAppend));
         while (!m_q->batches.empty() && merged.size() < m_perAppend) {
             auto &[batch, bytes] = m_q->batches.front();
             const size_t want = m_perAppend - merged.size();
             if (batch.size() <= want) {
-                if (merged.empty())
+                if (merged.empty() && merged.capacity() == 0)
                     merged = std::move(batch);
                 else
                     merged.insert(merged.end(), std::make_move_iterator(batch.begin()),
