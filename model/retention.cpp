@@ -44,12 +44,6 @@ constexpr size_t kFrameBytes = sizeof(FrameRecord) + (16 + sizeof(void *)) / (51
 // A call's entries in the key index and (while open) the open-stream index.
 constexpr size_t kCallIndexBytes = hashNode<std::string, size_t>();
 
-size_t labEventBytes(const LabEventRecord &e)
-{
-    return sizeof(LabEventRecord) + stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId) +
-           stringBytes(e.traceparent);
-}
-
 std::string count(size_t n)
 {
     char buf[32];
@@ -76,6 +70,11 @@ size_t TimelineStore::callBytes(const Call &c)
     return n;
 }
 
+size_t TimelineStore::labEventHeapBytes(const LabEventRecord &e)
+{
+    return stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId) + stringBytes(e.traceparent);
+}
+
 size_t TimelineStore::approxBytes() const
 {
     // Sizes, not capacities, for the deques: after an eviction the spare capacity is what the next records
@@ -97,10 +96,11 @@ size_t TimelineStore::approxBytes() const
         extra += callBytes(c) - kCallIndexBytes - sizeof(Call) - c.attempts.size() * sizeof(Attempt);
     }
     if (sampled) n += size_t(double(extra) / double(sampled) * double(m_calls.size()));
-    n += vectorBytes(m_labEvents);
-    for (const LabEventRecord &e : m_labEvents)
-        n += labEventBytes(e) - sizeof(LabEventRecord);
+    // Lab events by a running sum, kept on append and cut: a burst of millions must not cost each check a
+    // walk of all of them.
+    n += dequeBytes(m_labEvents) + m_labEventBytes;
     n += vectorBytes(m_connections) + m_connections.size() * hashNode<std::uint32_t, size_t>();
+    m_retentionWork += sampled + m_connections.size();
     for (const Connection &c : m_connections) {
         n += stringBytes(c.client) + stringBytes(c.server) + stringBytes(c.label) +
              stringBytes(c.closeReason) + stringBytes(c.decodeError) + vectorBytes(c.notes) +
@@ -267,10 +267,11 @@ std::int64_t TimelineStore::planAgeCut(const RetentionPolicy &policy, const std:
             need -= std::min(need, sizeof(PingRecord));
             ++p;
         } else {
-            need -= std::min(need, labEventBytes(m_labEvents[l]));
+            need -= std::min(need, sizeof(LabEventRecord) + labEventHeapBytes(m_labEvents[l]));
             ++l;
         }
     }
+    m_retentionWork += f + p + l;
     // Everything up to and including that time goes (a few more at the same time: harmless).
     return cut == INT64_MIN || cut == INT64_MAX ? cut : cut + 1;
 }
@@ -439,16 +440,31 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std
     for (size_t i = 0; i < m_stalls.size(); ++i)
         if (!m_stalls[i].endNs)
             m_openStalls[{m_stalls[i].connection, m_stalls[i].dir, m_stalls[i].stream}] = i;
-    std::erase_if(m_labEvents, [&](const LabEventRecord &e) {
-        return e.tNs < recordsFrom && (e.callId.empty() || !pinnedKeys.count(e.callId));
-    });
+    // Lab events are in (nearly) time order: the front ones before the cut go, but a pinned call's, which
+    // move up to just before the rest. Only the front is touched, so a cut costs what it drops.
+    size_t labScan = 0;
+    while (labScan < m_labEvents.size() && m_labEvents[labScan].tNs < recordsFrom)
+        ++labScan;
+    size_t labWrite = labScan;
+    for (size_t i = labScan; i-- > 0;) {
+        LabEventRecord &e = m_labEvents[i];
+        if (!e.callId.empty() && pinnedKeys.count(e.callId)) {
+            if (--labWrite != i) m_labEvents[labWrite] = std::move(e);
+        } else {
+            m_labEventBytes -= labEventHeapBytes(e);
+        }
+    }
+    const size_t labKept = labScan - labWrite;
+    m_labEvents.erase(m_labEvents.begin(), m_labEvents.begin() + std::ptrdiff_t(labWrite));
+    m_labEventsCut += labWrite;
+    if (labKept) ++m_labEventsMoved;
+    m_retentionWork += scan + labScan + evicted.size();
     // Capacity the cut left behind is counted (approxBytes), so give it back once it is most of it.
     auto shrink = [](auto &v) {
         if (v.capacity() > 64 && v.size() < v.capacity() / 2) v.shrink_to_fit();
     };
     shrink(m_pings);
     shrink(m_stalls);
-    shrink(m_labEvents);
     if (ageCutNs != INT64_MIN) {
         m_loss.frames += cutFrames;
         m_loss.pings += pingsBefore - m_pings.size();
@@ -459,10 +475,10 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std
                         (stallsBefore - m_stalls.size()) * sizeof(FlowStall);
         m_loss.beforeNs = std::max(m_loss.beforeNs, ageCutNs);
     }
-    m_unresolvedLabEvents.clear();
-    for (size_t i = 0; i < m_labEvents.size(); ++i)
-        if (m_labEvents[i].callId.empty() && !m_labEvents[i].traceparent.empty())
-            m_unresolvedLabEvents.push_back(i);
+    // Unresolved lab events (ascending indices) follow the cut; a pinned call's events are resolved.
+    std::erase_if(m_unresolvedLabEvents, [&](size_t i) { return i < labScan; });
+    for (size_t &i : m_unresolvedLabEvents)
+        i -= labWrite;
     ++m_generation;
 }
 

@@ -52,6 +52,9 @@ void TimelineStore::clear()
     m_openStalls.clear();
     m_pings.clear();
     m_labEvents.clear();
+    m_labEventBytes = 0;
+    m_labEventsCut = 0;
+    ++m_labEventsMoved;
     m_openStreams.clear();
     m_callsByKey.clear();
     m_traces.clear();
@@ -405,6 +408,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                     if (h.name == "traceparent") r.traceparent = h.value;
             if (!r.traceparent.empty())
                 m_unresolvedLabEvents.push_back(m_labEvents.size()); // its call may not have arrived yet
+            m_labEventBytes += labEventHeapBytes(r);
             m_labEvents.push_back(std::move(r));
             break;
         }
@@ -546,7 +550,9 @@ void TimelineStore::resolveLabEvents()
         // Wait a while for the very call that carried it (relays deliver in their own time), then settle for
         // the latest call of its trace.
         constexpr std::int64_t kWaitNs = 5'000'000'000;
+        m_labEventBytes -= labEventHeapBytes(e);
         e.callId = callForTraceparent(e.traceparent, e.tNs, m_latestNs - e.tNs < kWaitNs);
+        m_labEventBytes += labEventHeapBytes(e);
         return !e.callId.empty();
     });
 }

@@ -73,7 +73,18 @@ public:
     const std::deque<FrameRecord> &frames() const { return m_frames; }
     const std::vector<FlowStall> &stalls() const { return m_stalls; }
     const std::vector<PingRecord> &pings() const { return m_pings; }
-    const std::vector<LabEventRecord> &labEvents() const { return m_labEvents; }
+    // A deque: records stay where they are while new ones come and the oldest go, so a view may keep
+    // pointers to them and follow a cut by dropping its own front (labEventsCut()).
+    const std::deque<LabEventRecord> &labEvents() const { return m_labEvents; }
+    // Lab events dropped from the front of labEvents() so far: labEvents()[i] is the (labEventsCut() + i)-th
+    // ever recorded, as long as labEventsMoved() is unchanged. It changes when a cut kept some of the oldest
+    // (a pinned call's) and moved them, or the store was cleared: a view indexing lab events starts again.
+    size_t labEventsCut() const { return m_labEventsCut; }
+    std::uint64_t labEventsMoved() const { return m_labEventsMoved; }
+    // For tests: records retention's passes visited (approxBytes, planAgeCut, evict) since the last reset,
+    // so a test can tell a pass that touches what it cuts from one that walks everything kept.
+    size_t retentionWork() const { return m_retentionWork; }
+    void resetRetentionWork() const { m_retentionWork = 0; }
     // The connection with this id, if seen.
     const Connection *findConnection(std::uint32_t id) const;
     // The call with this call id, if any.
@@ -198,7 +209,11 @@ private:
     std::vector<FlowStall> m_stalls;
     std::map<std::tuple<std::uint32_t, Direction, std::uint32_t>, size_t> m_openStalls;
     std::vector<PingRecord> m_pings;
-    std::vector<LabEventRecord> m_labEvents;
+    std::deque<LabEventRecord> m_labEvents;
+    size_t m_labEventBytes = 0; // labEventBytes() of every lab event kept, beyond the records themselves
+    size_t m_labEventsCut = 0;
+    std::uint64_t m_labEventsMoved = 0;
+    mutable size_t m_retentionWork = 0;
     std::unordered_map<std::uint64_t, AttemptRef> m_openStreams; // (conn, stream) -> attempt, while open
     // These two hold call ids, not indices: id = index + m_callBase. Evicting the oldest calls raises the
     // base instead of renumbering every entry (only calls kept from among the evicted ones get new ids).
@@ -218,6 +233,8 @@ private:
     std::uint64_t m_generation = 0;
     bool m_recordFrames = true;
     static size_t callBytes(const Call &c);
+    // What a lab event's strings take from the allocator beyond the record itself.
+    static size_t labEventHeapBytes(const LabEventRecord &e);
     std::int64_t m_retentionCutNs = 0;
     size_t m_attemptCount = 0; // in m_calls, kept up to date so approxBytes() need not walk every call
     size_t m_evictedCalls = 0;

@@ -72,7 +72,7 @@ void TimelineIndex::applyEviction(const std::vector<size_t> &evicted)
     for (size_t i : evicted)
         spans += i < m_callSpanCount.size() ? m_callSpanCount[i] : 0;
     // Only from caches that were current just before, one eviction ago.
-    if (evicted.empty() || from != m_cacheGeneration || from != m_layoutGeneration || m_layoutDirty ||
+    if (from != m_cacheGeneration || from != m_layoutGeneration || m_layoutDirty ||
         m_store->generation() != from + 1 ||
         m_callFirstSpan.size() != m_store->calls().size() + evicted.size() ||
         m_deadSpans + spans > m_spans.size()) {
@@ -111,16 +111,20 @@ void TimelineIndex::applyEviction(const std::vector<size_t> &evicted)
                   [&](const std::pair<std::uint32_t, std::uint32_t> &o) { return remap.gone(o.first); });
     for (auto &o : m_openSpans)
         o.first = std::uint32_t(remap(o.first));
-    // The trace now starts at the oldest call kept (calls are in nearly start order) or lab event.
+    // The trace now starts at the oldest call kept or lab event (both are in nearly time order).
     m_dataLo = std::numeric_limits<qint64>::max();
     const auto &calls = m_store->calls();
     for (size_t i = 0; i < std::min<size_t>(calls.size(), 256); ++i)
         m_dataLo = std::min<qint64>(m_dataLo, calls[i].startNs());
-    for (const LabEventRecord &e : m_store->labEvents()) {
-        m_dataLo = std::min<qint64>(m_dataLo, e.tNs);
-        m_dataHi = std::max<qint64>(m_dataHi, e.tNs);
-    }
-    m_labSeen = m_store->labEvents().size();
+    const auto &events = m_store->labEvents();
+    for (size_t i = 0; i < std::min<size_t>(events.size(), 256); ++i)
+        m_dataLo = std::min<qint64>(m_dataLo, events[i].tNs);
+    for (size_t i = m_labSeen > m_store->labEventsCut() ? size_t(m_labSeen - m_store->labEventsCut()) : 0;
+         i < events.size(); ++i)
+        m_dataHi = std::max<qint64>(m_dataHi, events[i].tNs);
+    m_labSeen = m_store->labEventsCut() + events.size();
+    // Calls evicted from below the ones the lab index looked at: it need not look at any again.
+    m_labCalls -= std::min(m_labCalls, evicted.size());
     if (2 * m_deadSpans > m_spans.size()) compactSpans();
     m_spansCurrent = m_store->generation();
 
@@ -291,9 +295,14 @@ void TimelineIndex::refresh()
     }
     m_layoutChanges = incremental ? std::optional(m_pending->changes) : std::nullopt;
     m_pending.reset();
-    for (; m_labSeen < m_store->labEvents().size(); ++m_labSeen) {
-        m_dataLo = std::min<qint64>(m_dataLo, m_store->labEvents()[m_labSeen].tNs);
-        m_dataHi = std::max<qint64>(m_dataHi, m_store->labEvents()[m_labSeen].tNs);
+    {
+        const auto &events = m_store->labEvents();
+        const std::uint64_t cut = m_store->labEventsCut();
+        for (size_t i = m_labSeen > cut ? size_t(m_labSeen - cut) : 0; i < events.size(); ++i) {
+            m_dataLo = std::min<qint64>(m_dataLo, events[i].tNs);
+            m_dataHi = std::max<qint64>(m_dataHi, events[i].tNs);
+        }
+        m_labSeen = cut + events.size();
     }
     const bool anyFastFail = m_anyFastFail, anyMarker = m_anyMarker;
     m_legendUse = m_callUse | (m_openSpans.empty() ? 0 : 1u << 5) | (anyMarker ? 1u << kUseMarker : 0) |
@@ -369,17 +378,77 @@ void TimelineIndex::refresh()
             std::uint32_t(m_stallsIndexed));
 }
 
+void TimelineIndex::LabRefs::push(const LabEventRecord *e, std::uint64_t pos)
+{
+    events.push_back(e);
+    at.push_back(pos);
+}
+
+void TimelineIndex::LabRefs::insertInOrder(const LabEventRecord *e, std::uint64_t pos)
+{
+    const auto i = std::upper_bound(at.begin(), at.end(), pos) - at.begin();
+    events.insert(events.begin() + i, e);
+    at.insert(at.begin() + i, pos);
+}
+
+void TimelineIndex::LabRefs::dropBefore(std::uint64_t pos)
+{
+    const auto n = std::lower_bound(at.begin(), at.end(), pos) - at.begin();
+    events.erase(events.begin(), events.begin() + n);
+    at.erase(at.begin(), at.begin() + n);
+}
+
+void TimelineIndex::LabRefs::eraseAt(const std::vector<std::uint64_t> &sorted)
+{
+    size_t write = 0;
+    for (size_t i = 0; i < at.size(); ++i) {
+        if (std::binary_search(sorted.begin(), sorted.end(), at[i])) continue;
+        events[write] = events[i];
+        at[write++] = at[i];
+    }
+    events.resize(write);
+    at.resize(write);
+}
+
+void TimelineIndex::LabRefs::clear()
+{
+    events.clear();
+    at.clear();
+}
+
+// Retention cut the store's oldest lab events (positions before `cut`): only their entries go; the rest stay
+// where they are, since the store's deque does not move what it keeps.
+void TimelineIndex::dropLabEventsBefore(std::uint64_t cut)
+{
+    m_bandMarkers.dropBefore(cut);
+    m_breakerEvents.dropBefore(cut);
+    m_fastFails.dropBefore(cut);
+    for (auto it = m_labByCall.begin(); it != m_labByCall.end();) {
+        it->second.dropBefore(cut);
+        it = it->second.events.empty() ? m_labByCall.erase(it) : std::next(it);
+    }
+    for (auto it = m_bandByCall.begin(); it != m_bandByCall.end();) {
+        std::erase_if(it->second, [cut](std::uint64_t pos) { return pos < cut; });
+        it = it->second.empty() ? m_bandByCall.erase(it) : std::next(it);
+    }
+    std::erase_if(m_bandUnresolved, [cut](std::uint64_t pos) { return pos < cut; });
+    m_anyFastFail = !m_fastFails.events.empty();
+    m_hasBreaker = m_anyFastFail || !m_breakerEvents.events.empty();
+    m_anyMarker = m_lastMarker > cut;
+    m_labIndexed = std::max(m_labIndexed, cut);
+}
+
 // Lab events by what they mean to the picture, so paint() never scans every lab event for every lane. Only
 // the events new since the last refresh are placed (a burst of reported events must not cost each batch a
-// walk of all of them); everything again only when the store dropped some (eviction, clear) or moved them.
+// walk of all of them), and a retention cut drops only its own; everything again only when the store
+// cleared or moved them.
 void TimelineIndex::indexLabEvents()
 {
     const auto &events = m_store->labEvents();
     const auto &calls = m_store->calls();
-    const bool stale =
-        events.size() < m_labIndexed || calls.size() < m_labCalls ||
-        (m_labIndexed > 0 && (events.data() != m_labBase || events.front().tNs != m_labFirstNs ||
-                              events[m_labIndexed - 1].tNs != m_labLastNs));
+    const std::uint64_t cut = m_store->labEventsCut();
+    const bool stale = m_labMoved != m_store->labEventsMoved() || calls.size() < m_labCalls ||
+                       m_labIndexed > cut + events.size() || cut < m_labCut;
     if (stale || m_labIndexed == 0) {
         m_hasBreaker = m_anyFastFail = m_anyMarker = false;
         m_bandInOrder = true;
@@ -389,69 +458,76 @@ void TimelineIndex::indexLabEvents()
         m_bandUnresolved.clear();
         m_breakerEvents.clear();
         m_fastFails.clear();
-        m_labIndexed = 0;
+        m_lastMarker = 0;
+        m_labIndexed = cut;
+        m_labMoved = m_store->labEventsMoved();
         m_labCalls = calls.size(); // every call is looked up directly below
+    } else if (cut > m_labCut) {
+        dropLabEventsBefore(cut);
     }
+    m_labCut = cut;
     auto hasLane = [&](const std::string &key) { return m_store->callIndex(key).has_value(); };
     // Band markers that may find their lane now: their call arrived, or their traceparent was resolved.
-    std::vector<std::uint32_t> toLane;
+    std::vector<std::uint64_t> toLane;
     for (size_t i = m_labCalls; i < calls.size(); ++i)
         if (const auto it = m_bandByCall.find(calls[i].key); it != m_bandByCall.end()) {
             toLane.insert(toLane.end(), it->second.begin(), it->second.end());
             m_bandByCall.erase(it);
         }
     m_labCalls = calls.size();
-    std::erase_if(m_bandUnresolved, [&](std::uint32_t i) {
-        const LabEventRecord &e = events[i];
+    std::erase_if(m_bandUnresolved, [&](std::uint64_t pos) {
+        const LabEventRecord &e = events[pos - cut];
         if (e.callId.empty()) return false;
         if (hasLane(e.callId))
-            toLane.push_back(i);
+            toLane.push_back(pos);
         else
-            m_bandByCall[e.callId].push_back(i);
+            m_bandByCall[e.callId].push_back(pos);
         return true;
     });
     if (!toLane.empty()) {
         std::sort(toLane.begin(), toLane.end());
-        for (std::uint32_t i : toLane) {
-            auto &lane = m_labByCall[events[i].callId];
-            lane.push_back(&events[i]);
-            std::sort(lane.begin(), lane.end()); // in the store's order, as if placed there at first
+        for (std::uint64_t pos : toLane) {
+            const LabEventRecord &e = events[pos - cut];
+            // In the store's order, as if placed there at first.
+            m_labByCall[e.callId].insertInOrder(&e, pos);
         }
-        std::erase_if(m_bandMarkers, [&](const LabEventRecord *e) {
-            return std::binary_search(toLane.begin(), toLane.end(), std::uint32_t(e - events.data()));
-        });
+        m_bandMarkers.eraseAt(toLane);
     }
-    for (; m_labIndexed < events.size(); ++m_labIndexed) {
-        const LabEventRecord &e = events[m_labIndexed];
+    for (; m_labIndexed < cut + events.size(); ++m_labIndexed) {
+        const LabEventRecord &e = events[m_labIndexed - cut];
+        ++m_labPlaced;
         if (e.kind == "fast-fail") {
             m_anyFastFail = true;
-            m_fastFails.push_back(&e);
+            m_fastFails.push(&e, m_labIndexed);
         }
-        if (e.kind == "breaker") m_breakerEvents.push_back(&e);
+        if (e.kind == "breaker") m_breakerEvents.push(&e, m_labIndexed);
         if (e.kind == "breaker" || e.kind == "fast-fail") {
             m_hasBreaker = true;
         } else if (e.kind == "retry-suppressed" && !e.callId.empty()) {
-            m_labByCall[e.callId].push_back(&e);
+            m_labByCall[e.callId].push(&e, m_labIndexed);
         } else if (markerLabel(e.kind)) {
             // A marker about a call with a lane goes on that lane; the rest (a bulkhead rejection never
             // reaches the wire) on the policy band, until their call comes.
+            m_anyMarker = true;
+            m_lastMarker = m_labIndexed + 1;
             if (!e.callId.empty() && hasLane(e.callId)) {
-                m_labByCall[e.callId].push_back(&e);
+                m_labByCall[e.callId].push(&e, m_labIndexed);
                 continue;
             }
-            if (!m_bandMarkers.empty() && m_bandMarkers.back()->tNs > e.tNs) m_bandInOrder = false;
+            const auto &band = m_bandMarkers.events;
+            if (!band.empty() && band.back()->tNs > e.tNs) m_bandInOrder = false;
             if (e.kind == "retry-suppressed") m_bandInOrder = false;
-            m_bandMarkers.push_back(&e);
+            m_bandMarkers.push(&e, m_labIndexed);
             if (!e.callId.empty())
-                m_bandByCall[e.callId].push_back(std::uint32_t(m_labIndexed));
+                m_bandByCall[e.callId].push_back(m_labIndexed);
             else if (!e.traceparent.empty())
-                m_bandUnresolved.push_back(std::uint32_t(m_labIndexed));
+                m_bandUnresolved.push_back(m_labIndexed);
         }
-        if (markerLabel(e.kind)) m_anyMarker = true;
+        if (markerLabel(e.kind)) {
+            m_anyMarker = true;
+            m_lastMarker = m_labIndexed + 1;
+        }
     }
-    m_labBase = events.data();
-    m_labFirstNs = events.empty() ? 0 : events.front().tNs;
-    m_labLastNs = events.empty() ? 0 : events.back().tNs;
 }
 
 void TimelineIndex::refreshLayout()

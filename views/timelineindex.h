@@ -66,17 +66,17 @@ public:
     bool hasBreaker() const { return m_hasBreaker; }
     // The breaker's transitions and the calls that failed fast, in the store's order: the band walks these,
     // not every lab event.
-    const std::vector<const LabEventRecord *> &breakerEvents() const { return m_breakerEvents; }
-    const std::vector<const LabEventRecord *> &fastFails() const { return m_fastFails; }
+    const std::vector<const LabEventRecord *> &breakerEvents() const { return m_breakerEvents.events; }
+    const std::vector<const LabEventRecord *> &fastFails() const { return m_fastFails.events; }
     // Lab events drawn on the policy band: markers of calls without a lane.
-    const std::vector<const LabEventRecord *> &bandMarkers() const { return m_bandMarkers; }
+    const std::vector<const LabEventRecord *> &bandMarkers() const { return m_bandMarkers.events; }
     // The band markers are in time order and hold no suppressed retry (MarkersPass::clusters need not check).
     bool bandMarkersInOrder() const { return m_bandInOrder; }
     // Lab events drawn on a call's lane (markers and suppressed retries), or null.
     const std::vector<const LabEventRecord *> *labEventsOfCall(const std::string &key) const
     {
         const auto it = m_labByCall.find(key);
-        return it == m_labByCall.end() ? nullptr : &it->second;
+        return it == m_labByCall.end() ? nullptr : &it->second.events;
     }
     const std::vector<Span> &spans() const { return m_spans; }
     // Calls, failures, retries and in flight over time, evicted calls included (the rates strip).
@@ -90,8 +90,22 @@ public:
     // LegendUse and status-group bits of what a picture of the store may contain: the room the legend takes.
     // What one picture did draw, the legend's entries, the paint passes say (PaintContext::drawn).
     std::uint32_t legendUse() const { return m_legendUse; }
+    // Lab events placed so far, every rebuild included: a burst under retention places each one once.
+    std::uint64_t labEventsPlaced() const { return m_labPlaced; }
 
 private:
+    // Lab events in the store's order, with each one's position among all ever recorded
+    // (TimelineStore::labEventsCut), so a cut of the store's oldest drops a prefix here instead of a rebuild.
+    struct LabRefs
+    {
+        std::vector<const LabEventRecord *> events;
+        std::vector<std::uint64_t> at;
+        void push(const LabEventRecord *e, std::uint64_t pos);
+        void insertInOrder(const LabEventRecord *e, std::uint64_t pos);
+        void dropBefore(std::uint64_t pos);
+        void eraseAt(const std::vector<std::uint64_t> &sorted);
+        void clear();
+    };
     struct PendingChanges
     {
         std::uint64_t previous = 0;
@@ -113,8 +127,8 @@ private:
 
     std::uint64_t m_cacheGeneration = ~std::uint64_t(0);
     bool m_hasBreaker = false;
-    std::vector<const LabEventRecord *> m_bandMarkers; // lab events drawn on the policy band
-    std::unordered_map<std::string, std::vector<const LabEventRecord *>> m_labByCall;
+    LabRefs m_bandMarkers; // lab events drawn on the policy band
+    std::unordered_map<std::string, LabRefs> m_labByCall;
     std::pair<qint64, qint64> m_fullRange;
     std::vector<Span> m_spans;
     // Where each call's spans are: its first attempts contiguous, attempts added later in m_extraSpans.
@@ -124,16 +138,20 @@ private:
     qint64 m_dataLo = 0, m_dataHi = 0;
     std::vector<qint64> m_deadlines; // sorted
     std::uint32_t m_callUse = 0;
-    size_t m_labSeen = 0;
-    // Lab events placed so far, and what tells that the store did not move them since.
-    size_t m_labIndexed = 0, m_labCalls = 0;
-    const LabEventRecord *m_labBase = nullptr;
-    qint64 m_labFirstNs = 0, m_labLastNs = 0;
+    std::uint64_t m_labSeen = 0; // lab events in the extent so far, by position (LabRefs)
+    // Lab events placed so far (a position), the calls looked at, and what tells that the store did not move
+    // the lab events since.
+    std::uint64_t m_labIndexed = 0;
+    size_t m_labCalls = 0;
+    std::uint64_t m_labMoved = ~std::uint64_t(0), m_labCut = 0;
+    std::uint64_t m_lastMarker = 0; // position + 1 of the latest marker placed; 0 for none
     bool m_anyFastFail = false, m_anyMarker = false, m_bandInOrder = true;
-    std::vector<const LabEventRecord *> m_breakerEvents, m_fastFails;
-    // Band markers (by store index) that move to their call's lane when it comes, or once resolved.
-    std::unordered_map<std::string, std::vector<std::uint32_t>> m_bandByCall;
-    std::vector<std::uint32_t> m_bandUnresolved; // a traceparent, no call yet
+    LabRefs m_breakerEvents, m_fastFails;
+    // Band markers (by position) that move to their call's lane when it comes, or once resolved.
+    std::unordered_map<std::string, std::vector<std::uint64_t>> m_bandByCall;
+    std::vector<std::uint64_t> m_bandUnresolved; // a traceparent, no call yet
+    void dropLabEventsBefore(std::uint64_t cut);
+    std::uint64_t m_labPlaced = 0;
     std::optional<PendingChanges> m_pending;
     // Evictions: spans of evicted calls stay in m_spans, emptied, until they are half of it.
     size_t m_deadSpans = 0;

@@ -272,12 +272,19 @@ bool TimelineLayout::noteLabEvents(const TimelineStore &store)
 {
     bool added = false;
     const auto &events = store.labEvents();
-    if (events.size() < m_labSeen) m_labSeen = 0;
-    for (; m_labSeen < events.size(); ++m_labSeen) {
-        const LabEventRecord &e = events[m_labSeen];
+    // By position among every lab event recorded (TimelineStore::labEventsCut), so a retention cut of the
+    // oldest costs nothing here.
+    const std::uint64_t cut = store.labEventsCut();
+    if (store.labEventsMoved() != m_labMoved) {
+        m_labMoved = store.labEventsMoved();
+        m_labSeen = 0;
+    }
+    for (size_t i = m_labSeen > cut ? size_t(m_labSeen - cut) : 0; i < events.size(); ++i) {
+        const LabEventRecord &e = events[i];
         if (!e.callId.empty() && (e.kind == "retry-suppressed" || markerLabel(e.kind)))
             added |= m_marked.insert(e.callId).second;
     }
+    m_labSeen = cut + events.size();
     return added;
 }
 

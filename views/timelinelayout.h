@@ -226,7 +226,8 @@ private:
     bool m_compact = false;
     std::set<std::string> m_expanded;         // the filter's, for update()
     std::unordered_set<std::string> m_marked; // calls with markers on their lane: never one row
-    size_t m_labSeen = 0;
+    std::uint64_t m_labSeen = 0;              // a position among every lab event recorded
+    std::uint64_t m_labMoved = ~std::uint64_t(0);
 };
 
 } // namespace rpcscope

@@ -112,6 +112,8 @@ public:
     const TimelineTheme &theme() const;
     TimeAxis axis(const QRectF &rect) const;
     const TimelineLayout &layout() const;
+    // Lab events the index has placed so far, every rebuild included (tests: a burst places each once).
+    std::uint64_t labEventsPlaced() const { return m_index.labEventsPlaced(); }
     // What the paint passes read for a picture in rect, caches brought up to date.
     PaintContext context(const QRectF &rect) const;
 

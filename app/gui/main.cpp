@@ -13,6 +13,7 @@
 #include "timelinemodel.h"
 
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QSocketNotifier>
 #include <QTimer>
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <malloc.h>
 #include <memory>
 #include <unistd.h>
 
@@ -157,6 +159,15 @@ int main(int argc, char **argv)
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
     model.setKeepHeaders(true); // the inspector's header blocks and messages
+    // Retention frees what it cuts, but the allocator keeps the freed blocks of millions of small records
+    // (an ingestion burst) mapped: give them back after a cut, at most once a second, so RSS follows the
+    // budget rather than the high-water mark.
+    QElapsedTimer sinceTrim;
+    QObject::connect(&model, &TimelineModel::callsEvicted, &model, [&sinceTrim] {
+        if (sinceTrim.isValid() && sinceTrim.elapsed() < 1000) return;
+        ::malloc_trim(0);
+        sinceTrim.start();
+    });
     const Relay::Sink sink = queuedSinkTo(&model);
     lab::LabSession labSession;
     if (withLab) {

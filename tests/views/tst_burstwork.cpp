@@ -1,0 +1,82 @@
+// A burst of lab events under retention: what each append and each retention pass touches stays bounded by
+// what it adds and cuts, never by what the store keeps (counted by the store and the index, not timed), and
+// the painter that followed every cut draws what a fresh one draws.
+#include "renderfixture.h"
+#include "swimlaneview.h"
+
+#include <QtTest>
+
+using namespace rpcscope;
+using namespace rpcscope::rendertest;
+
+namespace {
+
+WireEvent labEvent(std::int64_t t, int i)
+{
+    WireEvent e;
+    e.kind = EventKind::LabEvent;
+    e.tNs = t;
+    // As the ingestion burst sends them: one in ten a marker on the policy band.
+    e.about = LabDecision{i % 10 == 0 ? "bulkhead-rejected" : "custom", "event " + std::to_string(i)};
+    return e;
+}
+
+} // namespace
+
+class TestBurstWork : public QObject
+{
+    Q_OBJECT
+private slots:
+    void retentionAndIndexTouchWhatTheyCut()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        SwimlaneView view(&model);
+        view.resize(1200, 700);
+        // About 4,000 lab events fit: every pass that walked all that is kept would cost thousands of
+        // records per cut, and there are hundreds of cuts.
+        RetentionPolicy policy;
+        policy.maxBytes = size_t(1) << 20;
+        model.setRetention(policy);
+        constexpr int kEvents = 40'000;
+        const TimelinePainter &painter = view.timelinePainter();
+        model.store().resetRetentionWork();
+        size_t mostInOneAppend = 0;
+        for (int i = 0; i < kEvents; ++i) {
+            const size_t before = model.store().retentionWork();
+            model.appendBatch({labEvent(std::int64_t(i) * 1000, i)});
+            painter.fullRange(); // the view's caches follow every batch, as when it repaints
+            mostInOneAppend = std::max(mostInOneAppend, model.store().retentionWork() - before);
+        }
+        const TimelineStore &store = model.store();
+        // Retention did cut, many times, and kept within the budget.
+        QVERIFY2(store.labEventsCut() > size_t(kEvents) / 2,
+                 qPrintable(QString::number(store.labEventsCut())));
+        QVERIFY(store.labEvents().size() < size_t(kEvents) / 4);
+        QVERIFY(model.memoryBytes() <= policy.maxBytes + policy.maxBytes / 10);
+        // Each event is visited a bounded number of times by retention over the whole burst (measure,
+        // plan, cut), and one append's pass touches about what one cut drops, not everything kept.
+        QVERIFY2(store.retentionWork() <= size_t(kEvents) * 4,
+                 qPrintable(QStringLiteral("retention visited %1 records for %2 events")
+                                .arg(store.retentionWork())
+                                .arg(kEvents)));
+        QVERIFY2(mostInOneAppend < store.labEvents().size(),
+                 qPrintable(QStringLiteral("one pass visited %1 records; %2 kept")
+                                .arg(mostInOneAppend)
+                                .arg(store.labEvents().size())));
+        // The index placed each lab event once: a cut dropped its front instead of a rebuild.
+        QCOMPARE(painter.labEventsPlaced(), std::uint64_t(kEvents));
+
+        // And it draws what a painter built from the store as it is now draws.
+        TimelinePainter fresh(&store);
+        fresh.setOptions(painter.options());
+        fresh.setRange(painter.rangeStart(), painter.rangeEnd());
+        const QRectF rect(0, 0, 1200, 700);
+        TimelinePainter &live = view.timelinePainter();
+        QCOMPARE(render(live, rect), render(fresh, rect));
+        QCOMPARE(fresh.labEventsPlaced(), std::uint64_t(store.labEvents().size()));
+    }
+};
+
+QTEST_MAIN(TestBurstWork)
+#include "tst_burstwork.moc"
