@@ -14,6 +14,10 @@ struct DecoderLimits
     size_t maxHeaderBlockBytes = 1 << 20;   // encoded HEADERS + CONTINUATION bytes of one block
     size_t maxFrameBytes = (1u << 24) - 1;  // largest frame buffered across reads (protocol maximum)
     size_t maxMessageKeepBytes = 64 * 1024; // leading bytes of each gRPC message kept for inspection
+    // What one relay's decoder thread may hold that nothing can evict: bytes waiting to be decoded and the
+    // batch waiting for the model. Past it the relay stops decoding the connection it is reading, with a
+    // note, and relays on. A capture with a memory budget sets a share of it (CaptureSession).
+    size_t maxDecoderHeldBytes = 256u << 20;
 };
 
 } // namespace rpcscope

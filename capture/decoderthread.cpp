@@ -36,6 +36,7 @@ void DecoderThread::start(Sink sink, const DecoderLimits &limits, std::string la
 {
     m_sink = std::move(sink);
     m_limits = limits;
+    m_maxHeld.store(limits.maxDecoderHeldBytes, std::memory_order_relaxed);
     m_label = std::move(label);
     m_stopping = false;
     m_thread = std::thread([this] { loop(); });
@@ -59,6 +60,14 @@ void DecoderThread::stop()
     m_freePipes.clear();
     if (m_devNull >= 0) close(m_devNull);
     m_devNull = -1;
+}
+
+std::string DecoderThread::overHeldLimitReason() const
+{
+    const size_t limit = heldLimit();
+    const std::string amount =
+        limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit >> 10) + " KiB";
+    return "decoder fell behind (over " + amount + " waiting for it); relaying continues without decoding";
 }
 
 void DecoderThread::push(RelayChunk &&c)
@@ -264,7 +273,7 @@ void DecoderThread::loop()
             }
             if (before == 0 && !batch.empty()) firstPending = steadyNowNs();
             // Counted out only now: while this round is decoded (or waits for the model below), the relay
-            // still sees it as backlog and stops decoding past kMaxDecoderBacklog rather than queue more.
+            // still sees it as backlog and stops decoding past maxDecoderHeldBytes rather than queue more.
             m_backlog -= c.size;
             m_chunkBytes.fetch_sub(kChunkOverhead(c), std::memory_order_relaxed);
             // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they

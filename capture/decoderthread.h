@@ -50,6 +50,18 @@ public:
     // Relaxed: the relay asks on every read only to decide whether to stop handing bytes over.
     size_t backlog() const { return m_backlog.load(std::memory_order_relaxed); }
     size_t peakBacklog() const { return m_peakBacklog.load(); }
+    // True when the bytes waiting to be decoded and the batch waiting for the sink are past
+    // DecoderLimits::maxDecoderHeldBytes: the relay then stops decoding instead of queueing more. Relay
+    // thread.
+    bool overHeldLimit() const
+    {
+        return m_backlog.load(std::memory_order_relaxed) + m_chunkBytes.load(std::memory_order_relaxed) +
+                   m_batchBytes.load(std::memory_order_relaxed) >
+               m_maxHeld.load(std::memory_order_relaxed);
+    }
+    size_t heldLimit() const { return m_maxHeld.load(std::memory_order_relaxed); }
+    // The note on a connection no longer decoded because of overHeldLimit().
+    std::string overHeldLimitReason() const;
     // What the decoder holds, as the allocator counts it: the bytes waiting to be decoded, every
     // connection's decoder state (partial frames, HPACK tables, per-stream state) and the events decoded but
     // not yet taken by the sink (a sink that waits for the model holds a whole batch). Any thread; refreshed
@@ -81,6 +93,7 @@ private:
     std::atomic<size_t> m_chunkBytes{0}; // the queued chunks beyond their bytes
     std::atomic<size_t> m_stateBytes{0}; // the connection decoders
     std::atomic<size_t> m_batchBytes{0}; // the batch being decoded or handed to the sink
+    std::atomic<size_t> m_maxHeld{DecoderLimits{}.maxDecoderHeldBytes};
 
     // This thread only: where handoff pipes are read back, and where skipped bytes go.
     std::unique_ptr<std::uint8_t[]> m_readBack;

@@ -23,8 +23,6 @@ namespace {
 // A connection whose peer reads slower than the other side writes stops being read once this much waits
 // for it, so memory stays bounded and TCP flow control pushes back on the sender.
 constexpr size_t kMaxPendingPerDirection = 4 << 20;
-// If the decoder falls this far behind, connections stop being decoded instead of the relay waiting.
-constexpr size_t kMaxDecoderBacklog = 256u << 20;
 // One read takes up to this much: large reads mean fewer system calls and fewer chunks for the decoder when
 // streaming; a small unary RPC still arrives in one read.
 constexpr size_t kReadSize = 256 * 1024;
@@ -400,7 +398,9 @@ std::array<int, 2> RelayLoop::handoffPipe()
 
 void RelayLoop::toDecoder(Conn &c, RelayChunk &&chunk)
 {
-    if (m_decoder.backlog() > kMaxDecoderBacklog) {
+    // If the decoder falls too far behind (DecoderLimits::maxDecoderHeldBytes), connections stop being
+    // decoded instead of the relay waiting.
+    if (m_decoder.overHeldLimit()) {
         c.decode = false;
         if (chunk.pipe[0] >= 0) {
             char scratch[4096]; // the pipe goes back empty
@@ -408,9 +408,7 @@ void RelayLoop::toDecoder(Conn &c, RelayChunk &&chunk)
             }
             m_decoder.releaseHandoffPipe(chunk.pipe);
         }
-        m_decoder.push(RelayChunk::error(
-            c.id, chunk.dir, chunk.t,
-            "decoder fell behind (over 256 MiB queued); relaying continues without decoding"));
+        m_decoder.push(RelayChunk::error(c.id, chunk.dir, chunk.t, m_decoder.overHeldLimitReason()));
         return;
     }
     m_decoder.push(std::move(chunk));

@@ -26,8 +26,6 @@ std::atomic<std::uint32_t> g_nextTlsConnectionId{1u << 30};
 // A peer that stalls a handshake (or a connect) this long is given up.
 constexpr int kHandshakeTimeoutMs = 10'000;
 constexpr size_t kReadSize = 64 * 1024;
-// As in the plain relay: past this the decoder is too far behind and the connection is only relayed.
-constexpr size_t kMaxDecoderBacklog = 256u << 20;
 // A thread (and two TLS sessions) per connection: past this many at once a new client is turned away, with a
 // note, so that a connection flood cannot exhaust threads or memory.
 constexpr int kMaxConnections = 512;
@@ -570,11 +568,11 @@ void TlsRelayLoop::relay(Conn &c)
                     h.off = 0;
                     h.len = size_t(n);
                     progress = true;
-                    if (c.decode && m_decoder.backlog() > kMaxDecoderBacklog) {
+                    // As in the plain relay: past DecoderLimits::maxDecoderHeldBytes the decoder is too far
+                    // behind and the connection is only relayed.
+                    if (c.decode && m_decoder.overHeldLimit()) {
                         c.decode = false;
-                        push(RelayChunk::error(c.id, h.dir, t,
-                                               "the decoder fell too far behind; relaying continues without "
-                                               "decoding"));
+                        push(RelayChunk::error(c.id, h.dir, t, m_decoder.overHeldLimitReason()));
                     }
                     if (c.decode) {
                         RelayChunk chunk = RelayChunk::bytes(c.id, h.dir, t);

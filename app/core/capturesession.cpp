@@ -10,6 +10,7 @@
 #include <QDateTime>
 #include <QStringList>
 #include <QTimerEvent>
+#include <algorithm>
 #include <arpa/inet.h>
 #include <atomic>
 #include <netinet/in.h>
@@ -17,6 +18,12 @@
 #include <unistd.h>
 
 namespace rpcscope {
+
+namespace {
+// However small the budget, a relay's decoder may fall this far behind before it sheds decoding: a few
+// large reads of an ordinary stream.
+constexpr size_t kMinDecoderHeldBytes = 1 << 20;
+} // namespace
 
 CaptureSession::CaptureSession(TimelineModel *model, QObject *parent, Sink toModel)
     : QObject(parent), m_model(model), m_feed(toModel ? nullptr : ModelFeed::of(model)),
@@ -226,6 +233,13 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
             }
         forward(std::move(batch));
     };
+    // What the decoders hold and nothing can evict (bytes waiting to be decoded, a batch waiting for the
+    // model) counts against the model's budget: together they may take a quarter of it, past which a relay
+    // stops decoding the connection it reads, with a note. Without a budget each keeps its own limit.
+    DecoderLimits limits = m_limits;
+    if (const size_t budget = m_model->retention().maxBytes)
+        limits.maxDecoderHeldBytes =
+            std::min(limits.maxDecoderHeldBytes, std::max(kMinDecoderHeldBytes, budget / 4 / hops.size()));
     for (const HopSpec &h : hops) {
         HostPort listen, target;
         std::string err;
@@ -236,7 +250,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         if (err.empty() && h.proxy) {
             auto proxy = std::make_unique<ConnectProxy>();
             if (!h.label.isEmpty()) proxy->setLabel(h.label.toStdString());
-            proxy->setDecoderLimits(m_limits);
+            proxy->setDecoderLimits(limits);
             proxy->setFaults(m_faults);
             if (proxy->start(listen, sink, &err)) {
                 RunningHop running{h.label, QString::fromStdString(proxy->listenAddress().toString()),
@@ -249,7 +263,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         } else if (err.empty()) {
             auto relay = std::make_unique<Relay>();
             relay->setLabel(h.label.toStdString());
-            relay->setDecoderLimits(m_limits);
+            relay->setDecoderLimits(limits);
             relay->setFaults(m_faults);
             relay->setTlsIntercept(h.tls);
             if (relay->start(listen, target, sink, &err)) {

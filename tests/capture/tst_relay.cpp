@@ -526,6 +526,7 @@ private slots:
     void serverResetReachesClientEveryTime();
     void clientResetReachesServerEveryTime();
     void aDecoderBehindSendsBoundedBatches();
+    void aSmallDecoderBudgetCapsTheBacklog();
 };
 
 void TestRelay::randomBytesByteExactBothWays()
@@ -1036,6 +1037,63 @@ void TestRelay::aDecoderBehindSendsBoundedBatches()
     // pipe, 61,680 PINGs. Without the bound the catching-up round was one batch of nearly all 200,000.
     const size_t largest = *std::max_element(batchSizes.begin(), batchSizes.end());
     QVERIFY2(largest <= 4096 + 61'700, qPrintable(QStringLiteral("largest batch: %1 events").arg(largest)));
+}
+
+// A capture's budget limits what waits for a decoder that is behind (DecoderLimits::maxDecoderHeldBytes):
+// past it the relay stops decoding the connection, says so on it, and relays every byte unchanged.
+void TestRelay::aSmallDecoderBudgetCapsTheBacklog()
+{
+    CollectingServer server;
+    QVERIFY(server.start());
+    // A client preface, an empty SETTINGS, then 1,000,000 PINGs of 17 bytes: 17 MB.
+    constexpr int kPings = 1'000'000;
+    std::string wire =
+        std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+    for (int i = 0; i < kPings; ++i) {
+        const char ping[17] = {0, 0, 8, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, char(i & 0x7f)};
+        wire.append(ping, sizeof ping);
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    std::vector<WireEvent> errors;
+    Relay relay;
+    DecoderLimits limits;
+    limits.maxDecoderHeldBytes = 256 * 1024;
+    relay.setDecoderLimits(limits);
+    std::string error;
+    const Relay::Sink sink = [&](EventBatch &&b) {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return release; }); // the model is behind until everything has been relayed
+        for (WireEvent &e : b)
+            if (e.kind == EventKind::DecodeError) errors.push_back(std::move(e));
+    };
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, sink, &error), error.c_str());
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY(fd >= 0);
+    QVERIFY(sendAll(fd, wire.data(), wire.size()));
+    QVERIFY(waitUntil([&] { return server.size() == wire.size(); }, 30s));
+    const size_t peak = relay.peakDecoderBacklog();
+    {
+        std::lock_guard lk(mu);
+        release = true;
+    }
+    cv.notify_all();
+    close(fd);
+    QVERIFY(waitUntil([&] { return relay.openConnections() == 0; }, 30s));
+    relay.stop();
+    QVERIFY(server.data() == wire);
+    // The limit, plus the one read that crossed it (a spliced read is up to a 1 MiB pipe). With the default
+    // limit the whole 17 MB waited for the decoder.
+    QVERIFY2(peak <= limits.maxDecoderHeldBytes + (1u << 20) + (256u << 10),
+             qPrintable(QStringLiteral("peak decoder backlog: %1 bytes").arg(peak)));
+    std::lock_guard lk(mu);
+    QVERIFY2(std::any_of(errors.begin(), errors.end(),
+                         [](const WireEvent &e) {
+                             return e.reason.find("decoder fell behind (over 256 KiB") != std::string::npos &&
+                                    e.reason.find("relaying continues without decoding") != std::string::npos;
+                         }),
+             qPrintable(QStringLiteral("%1 decode errors").arg(errors.size())));
 }
 
 QTEST_GUILESS_MAIN(TestRelay)
