@@ -53,11 +53,11 @@ public:
     // True when the bytes waiting to be decoded and the batch waiting for the sink are past
     // DecoderLimits::maxDecoderHeldBytes: the relay then stops decoding instead of queueing more. Relay
     // thread.
-    bool overHeldLimit() const
+    bool overHeldLimit(size_t times = 1) const
     {
         return m_backlog.load(std::memory_order_relaxed) + m_chunkBytes.load(std::memory_order_relaxed) +
                    m_batchBytes.load(std::memory_order_relaxed) >
-               m_maxHeld.load(std::memory_order_relaxed);
+               m_maxHeld.load(std::memory_order_relaxed) * times;
     }
     size_t heldLimit() const { return m_maxHeld.load(std::memory_order_relaxed); }
     // The note on a connection no longer decoded because of overHeldLimit().

@@ -399,8 +399,11 @@ std::array<int, 2> RelayLoop::handoffPipe()
 void RelayLoop::toDecoder(Conn &c, RelayChunk &&chunk)
 {
     // If the decoder falls too far behind (DecoderLimits::maxDecoderHeldBytes), connections stop being
-    // decoded instead of the relay waiting.
-    if (m_decoder.overHeldLimit()) {
+    // decoded instead of the relay waiting. The heavy ones go first: a connection that has handed over less
+    // than a quarter of the limit (an ordinary call beside a flood) is shed only at twice the limit, so
+    // shedding the flood usually spares it.
+    const bool heavy = c.decoderBytes >= m_decoder.heldLimit() / 4;
+    if (m_decoder.overHeldLimit(heavy ? 1 : 2)) {
         c.decode = false;
         if (chunk.pipe[0] >= 0) {
             char scratch[4096]; // the pipe goes back empty
@@ -411,6 +414,7 @@ void RelayLoop::toDecoder(Conn &c, RelayChunk &&chunk)
         m_decoder.push(RelayChunk::error(c.id, chunk.dir, chunk.t, m_decoder.overHeldLimitReason()));
         return;
     }
+    c.decoderBytes += chunk.size;
     m_decoder.push(std::move(chunk));
 }
 

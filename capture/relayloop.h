@@ -103,6 +103,7 @@ private:
         HalfConnection up;   // client -> server
         HalfConnection down; // server -> client
         bool decode = true;
+        size_t decoderBytes = 0; // handed to the decoder so far (who is flooding it when it falls behind)
         bool dead = false;
         bool reset = false; // one side reset or broke the connection: the other side gets a reset too
         // After a reset: the side still open (the survivor) is being given what was read from the other side
