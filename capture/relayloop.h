@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <random>
 #include <mutex>
+#include <random>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
