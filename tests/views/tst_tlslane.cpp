@@ -1,6 +1,7 @@
 // A connection that carried TLS says so under its lane's title (version, ALPN, SNI) and in its tooltip
 // (cipher, the target's certificate), read from the note the capture layer writes for it.
 
+#include "attemptinspector.h"
 #include "connectionlanepass.h"
 #include "timelinepainter.h"
 #include "timelinestore.h"
@@ -10,6 +11,7 @@
 
 #include <QDir>
 #include <QImage>
+#include <QTreeWidget>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -103,6 +105,21 @@ private slots:
         QVERIFY2(tip.contains(QStringLiteral("certificate CN=api.example.com, O=Example (not verified)")),
                  qPrintable(tip));
         QVERIFY(!TimelineToolTips::connection(store, 2).contains(QStringLiteral("TLS")));
+
+        // The inspector of a call on that connection has the whole of it.
+        AttemptInspector inspector(&store, nullptr);
+        inspector.showAttempt(0, 0);
+        auto rows =
+            inspector.tree()->findItems(QStringLiteral("TLS"), Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QCOMPARE(rows.size(), 1);
+        QVERIFY2(
+            rows[0]->text(1).contains(QStringLiteral("SNI api.example.com; cipher TLS_AES_256_GCM_SHA384")),
+            qPrintable(rows[0]->text(1)));
+        QVERIFY2(rows[0]->text(1).contains(QStringLiteral("certificate CN=api.example.com, O=Example")),
+                 qPrintable(rows[0]->text(1)));
+        inspector.showAttempt(1, 0); // the plaintext connection's call has no TLS row
+        rows = inspector.tree()->findItems(QStringLiteral("TLS"), Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QVERIFY(rows.isEmpty());
     }
 
     // The subtitle is drawn: the same capture without its TLS notes paints a different label column. The
