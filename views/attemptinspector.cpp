@@ -5,6 +5,7 @@
 #include "messagedecoder.h"
 #include "timeformat.h"
 #include "timelinestore.h"
+#include "tlssummary.h"
 
 #include <QAction>
 #include <QApplication>
@@ -199,6 +200,18 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
             QStringLiteral("%1 left at this attempt's start").arg(formatDuration(*d - a.startNs)));
     row(timing, QStringLiteral("connection / stream"),
         QStringLiteral("%1 / %2").arg(a.connection).arg(a.stream));
+    if (const Connection *conn = m_store->findConnection(a.connection))
+        if (const auto tls = TlsSummary::find(conn->notes)) {
+            QString text = QString::fromStdString(tls->shortLine());
+            if (tls->intercepted)
+                text +=
+                    QStringLiteral("; cipher %1; target side %2 %3, certificate %4%5")
+                        .arg(QString::fromStdString(tls->cipher), QString::fromStdString(tls->targetVersion),
+                             QString::fromStdString(tls->targetCipher),
+                             QString::fromStdString(tls->certificate),
+                             tls->targetUnverified ? QStringLiteral(" (not verified)") : QString());
+            row(timing, QStringLiteral("TLS"), text);
+        }
     row(timing, QStringLiteral("request"),
         QStringLiteral("%1 message(s), %2 B").arg(a.requestMessages).arg(a.requestBytes));
     row(timing, QStringLiteral("response"),

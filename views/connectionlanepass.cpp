@@ -4,6 +4,7 @@
 #include "paintkit.h"
 #include "timeformat.h"
 #include "timelinestyle.h"
+#include "tlssummary.h"
 
 #include <QFontMetricsF>
 #include <QPainter>
@@ -83,6 +84,26 @@ QString ConnectionLanePass::title(const PaintContext &ctx, size_t connIndex)
     return QFontMetricsF(ctx.font(12, true)).elidedText(title, Qt::ElideMiddle, ctx.metrics.labelWidth - 14);
 }
 
+QString ConnectionLanePass::subtitle(const Connection &conn, bool *warns)
+{
+    if (warns) *warns = false;
+    if (!conn.decodeError.empty())
+        return QStringLiteral("undecodable: ") + QString::fromStdString(conn.decodeError);
+    if (const ProtocolViolation *broken = conn.protocolError()) {
+        if (warns) *warns = true;
+        return QString::asprintf("%s broke HTTP/2: %s (%s)",
+                                 broken->by == Direction::ClientToServer ? "client" : "server",
+                                 broken->rule.c_str(), h2ErrorName(broken->errorCode).c_str());
+    }
+    QString sub =
+        QString::fromStdString(conn.client) + QStringLiteral(" → ") + QString::fromStdString(conn.server);
+    // TLS first: the peers' addresses are in the tooltip, and the subtitle, elided at its end, keeps its
+    // start.
+    if (const auto tls = TlsSummary::find(conn.notes))
+        sub = QString::fromStdString(tls->shortLine()) + QStringLiteral("  ·  ") + sub;
+    return sub;
+}
+
 void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t connIndex, double top)
 {
     const QRectF &rect = ctx.rect;
@@ -102,29 +123,20 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
     p->setFont(ctx.font(12, true));
     QString sub;
     bool subWarns = false; // the subtitle says something went wrong on the wire
+    Qt::TextElideMode subElide = Qt::ElideMiddle;
     if (all) {
         sub = QStringLiteral("group by connection for one lane each");
     } else {
-        const Connection &conn = conns[connIndex];
-        sub =
-            QString::fromStdString(conn.client) + QStringLiteral(" → ") + QString::fromStdString(conn.server);
-        if (!conn.decodeError.empty())
-            sub = QStringLiteral("undecodable: ") + QString::fromStdString(conn.decodeError);
-        else if (const ProtocolViolation *broken = conn.protocolError()) {
-            sub = QString::asprintf("%s broke HTTP/2: %s (%s)",
-                                    broken->by == Direction::ClientToServer ? "client" : "server",
-                                    broken->rule.c_str(), h2ErrorName(broken->errorCode).c_str());
-            subWarns = true;
-        }
+        sub = subtitle(conns[connIndex], &subWarns);
+        if (!subWarns && TlsSummary::find(conns[connIndex].notes)) subElide = Qt::ElideRight;
     }
     p->drawText(QRectF(rect.left() + 10, top + 1, m.labelWidth - 14, h / 2), Qt::AlignVCenter | Qt::AlignLeft,
                 ConnectionLanePass::title(ctx, connIndex));
     p->setFont(ctx.font(11));
     p->setPen(subWarns ? th.rst : th.muted);
-    p->drawText(QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1),
-                Qt::AlignVCenter | Qt::AlignLeft,
-                QFontMetricsF(p->font()).elidedText(sub, subWarns ? Qt::ElideRight : Qt::ElideMiddle,
-                                                    m.labelWidth - 14));
+    p->drawText(
+        QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1), Qt::AlignVCenter | Qt::AlignLeft,
+        QFontMetricsF(p->font()).elidedText(sub, subWarns ? Qt::ElideRight : subElide, m.labelWidth - 14));
 
     // Lifetimes as a thin line (merged: one rect per run of open time).
     const int width = std::max(1, int(right - ax.left) + 1);

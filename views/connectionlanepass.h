@@ -7,6 +7,7 @@ class QPainter;
 
 namespace rpcscope {
 
+struct Connection;
 struct PaintContext;
 
 // Connection lanes (a connection's lifetime, SETTINGS, PING round trips, RST_STREAM, GOAWAY and flow-control
@@ -20,6 +21,9 @@ public:
     // A lane's title as drawn: elided in the middle to the label column, so both the connection's id and the
     // end of its label stay (the tooltip has the whole name).
     static QString title(const PaintContext &ctx, size_t connIndex);
+    // The line under the title, before eliding: what went wrong on the wire (then *warns), else the TLS the
+    // connection carries ahead of its peers' addresses.
+    static QString subtitle(const Connection &conn, bool *warns = nullptr);
 };
 
 } // namespace rpcscope

@@ -2,6 +2,7 @@
 
 #include "clientoutcome.h"
 #include "timeformat.h"
+#include "tlssummary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -108,6 +109,17 @@ QString TimelineToolTips::connection(const TimelineStore &store, size_t index)
     if (!c.decodeError.empty())
         html += QStringLiteral("<br><b>undecodable:</b> %1")
                     .arg(QString::fromStdString(c.decodeError).toHtmlEscaped());
+    if (const auto tls = TlsSummary::find(c.notes)) {
+        // The hop's TLS in fields; the note itself follows among the notes.
+        html += QStringLiteral("<br><b>%1</b>").arg(QString::fromStdString(tls->shortLine()).toHtmlEscaped());
+        if (tls->intercepted)
+            html += QStringLiteral("<br>cipher %1; target %2 %3, certificate %4%5")
+                        .arg(QString::fromStdString(tls->cipher).toHtmlEscaped(),
+                             QString::fromStdString(tls->targetVersion).toHtmlEscaped(),
+                             QString::fromStdString(tls->targetCipher).toHtmlEscaped(),
+                             QString::fromStdString(tls->certificate).toHtmlEscaped(),
+                             tls->targetUnverified ? QStringLiteral(" (not verified)") : QString());
+    }
     for (const std::string &n : c.notes)
         html += QStringLiteral("<br>%1").arg(QString::fromStdString(n).toHtmlEscaped());
     return html;

@@ -1,11 +1,14 @@
 #include "capturedialog.h"
 
+#include "rpcscopeca.h"
+
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QCompleter>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -16,6 +19,7 @@
 #include <QSettings>
 #include <QStackedWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace rpcscope {
 
@@ -84,6 +88,42 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
     m_proxyError->setWordWrap(true);
     m_proxyError->hide();
     v->addWidget(m_proxyError);
+    // How intercepting hops check their targets; the hops themselves are ticked in the TLS column.
+    auto *tlsRow = new QHBoxLayout;
+    auto *caLabel = new QLabel(QStringLiteral("Target &CA file:"), form);
+    m_targetCa = new QLineEdit(form);
+    m_targetCa->setObjectName(QStringLiteral("targetCa"));
+    m_targetCa->setClearButtonEnabled(true);
+    m_targetCa->setPlaceholderText(QStringLiteral("system roots"));
+    m_targetCa->setToolTip(
+        QStringLiteral("For hops with TLS ticked (Alt+C): the PEM certificate(s) the real target's "
+                       "certificate must chain to; empty: the system's root certificates"));
+    caLabel->setBuddy(m_targetCa);
+    auto *caBrowse = new QPushButton(QStringLiteral("Browse…"), form);
+    caBrowse->setToolTip(QStringLiteral("Pick the target's CA certificate file"));
+    connect(caBrowse, &QPushButton::clicked, this, [this] {
+        const QString file =
+            QFileDialog::getOpenFileName(this, QStringLiteral("Target CA"), m_targetCa->text(),
+                                         QStringLiteral("PEM certificates (*.pem *.crt);;All (*)"));
+        if (!file.isEmpty()) m_targetCa->setText(file);
+    });
+    m_targetInsecure = new QCheckBox(QStringLiteral("&Don't verify the target"), form);
+    m_targetInsecure->setObjectName(QStringLiteral("targetInsecure"));
+    m_targetInsecure->setToolTip(
+        QStringLiteral("For hops with TLS ticked (Alt+D): accept any certificate from the target. Anyone on "
+                       "the path to it can then read and change the traffic; use it only for a test server"));
+    connect(m_targetInsecure, &QCheckBox::toggled, m_targetCa, &QWidget::setDisabled);
+    tlsRow->addWidget(caLabel);
+    tlsRow->addWidget(m_targetCa, 1);
+    tlsRow->addWidget(caBrowse);
+    tlsRow->addWidget(m_targetInsecure);
+    v->addLayout(tlsRow);
+    m_tlsError = new QLabel(form);
+    m_tlsError->setObjectName(QStringLiteral("tlsError"));
+    m_tlsError->setStyleSheet(QStringLiteral("color: #c62828"));
+    m_tlsError->setWordWrap(true);
+    m_tlsError->hide();
+    v->addWidget(m_tlsError);
     // Optional: everything recorded also goes to a file as it comes, safe from retention and crashes.
     auto *record = new QHBoxLayout;
     record->addWidget(new QLabel(QStringLiteral("Record to file:"), form));
@@ -146,6 +186,13 @@ void CaptureDialog::addHop()
     r.target = new QLineEdit(this);
     r.target->setPlaceholderText(QStringLiteral("target HOST:PORT"));
     r.target->setCompleter(new QCompleter(recentTargets(), r.target));
+    r.tls = new QCheckBox(QStringLiteral("TLS"), this);
+    r.tls->setObjectName(QStringLiteral("interceptTls"));
+    r.tls->setToolTip(
+        QStringLiteral("Intercept TLS on this hop (Tab to it, Space ticks it): clients get a certificate "
+                       "signed by the rpcscope CA, and the hop opens TLS to the target, so the calls are "
+                       "decoded. Trust the CA in the client's process only "
+                       "(GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=its certificate); `rpcscope-cli ca` prints it"));
     r.remove = new QPushButton(QStringLiteral("Remove"), this);
     r.error = new QLabel(this);
     r.error->setStyleSheet(QStringLiteral("color: #c62828"));
@@ -164,8 +211,8 @@ void CaptureDialog::removeHop(QPushButton *button)
     for (auto it = m_rows.begin(); it != m_rows.end(); ++it)
         if (it->remove == button) {
             for (QWidget *w : {static_cast<QWidget *>(it->label), static_cast<QWidget *>(it->listen),
-                               static_cast<QWidget *>(it->target), static_cast<QWidget *>(it->remove),
-                               static_cast<QWidget *>(it->error)})
+                               static_cast<QWidget *>(it->target), static_cast<QWidget *>(it->tls),
+                               static_cast<QWidget *>(it->remove), static_cast<QWidget *>(it->error)})
                 w->deleteLater();
             m_rows.erase(it);
             break;
@@ -177,8 +224,8 @@ void CaptureDialog::relayout()
 {
     while (m_grid->count())
         delete m_grid->takeAt(0); // the layout's wrapper, not the widget
-    const QStringList heads = {QStringLiteral("Label"), QStringLiteral("Listen on"),
-                               QStringLiteral("Target")};
+    const QStringList heads = {QStringLiteral("Label"), QStringLiteral("Listen on"), QStringLiteral("Target"),
+                               QStringLiteral("Intercept")};
     for (int c = 0; c < heads.size(); ++c) {
         auto *h = findChild<QLabel *>(QStringLiteral("head%1").arg(c));
         if (!h) {
@@ -192,9 +239,10 @@ void CaptureDialog::relayout()
         m_grid->addWidget(r.label, line, 0);
         m_grid->addWidget(r.listen, line, 1);
         m_grid->addWidget(r.target, line, 2);
-        m_grid->addWidget(r.remove, line, 3);
+        m_grid->addWidget(r.tls, line, 3);
+        m_grid->addWidget(r.remove, line, 4);
         r.remove->setEnabled(m_rows.size() > 1);
-        m_grid->addWidget(r.error, line + 1, 0, 1, 4);
+        m_grid->addWidget(r.error, line + 1, 0, 1, 5);
         line += 2;
     }
     m_grid->setColumnStretch(0, 2);
@@ -212,6 +260,7 @@ void CaptureDialog::setHops(const std::vector<HopSpec> &hops)
         m_rows[i].label->setText(hops[i].label);
         m_rows[i].listen->setText(hops[i].listen);
         m_rows[i].target->setText(hops[i].target);
+        m_rows[i].tls->setChecked(hops[i].tls.enabled);
         m_rows[i].error->clear();
     }
 }
@@ -222,8 +271,14 @@ std::vector<HopSpec> CaptureDialog::hops() const
     for (size_t i = 0; i < m_rows.size(); ++i) {
         const Row &r = m_rows[i];
         const QString label = r.label->text().trimmed();
-        out.push_back({label.isEmpty() ? QStringLiteral("hop %1").arg(i + 1) : label,
-                       r.listen->text().trimmed(), r.target->text().trimmed()});
+        HopSpec hop{label.isEmpty() ? QStringLiteral("hop %1").arg(i + 1) : label, r.listen->text().trimmed(),
+                    r.target->text().trimmed()};
+        if (r.tls->isChecked()) {
+            hop.tls.enabled = true;
+            hop.tls.targetInsecure = m_targetInsecure->isChecked();
+            if (!hop.tls.targetInsecure) hop.tls.targetCaFile = m_targetCa->text().trimmed().toStdString();
+        }
+        out.push_back(hop);
     }
     return out;
 }
@@ -242,6 +297,65 @@ void CaptureDialog::setCaptureAsProxy(bool on, const QString &listen)
 {
     m_asProxy->setChecked(on);
     if (!listen.isEmpty()) m_proxyListen->setText(listen);
+}
+
+void CaptureDialog::setInterceptTls(int row, bool on)
+{
+    if (row >= 0 && size_t(row) < m_rows.size()) m_rows[size_t(row)].tls->setChecked(on);
+}
+
+void CaptureDialog::setTargetTls(const QString &caFile, bool insecure)
+{
+    m_targetCa->setText(caFile);
+    m_targetInsecure->setChecked(insecure);
+}
+
+QString CaptureDialog::tlsErrorText() const
+{
+    return m_tlsError->text();
+}
+
+// Refuses a target CA file that cannot serve before any hop starts, and makes the rpcscope CA now, so the
+// running page can say which certificate the clients trust.
+bool CaptureDialog::checkTls(const std::vector<HopSpec> &specs)
+{
+    m_tlsError->clear();
+    m_tlsError->hide();
+    m_caCertPath.clear();
+    m_tlsHops.clear();
+    for (const HopSpec &h : specs)
+        if (h.tls.enabled) m_tlsHops << h.label;
+    if (m_tlsHops.isEmpty()) return true;
+    auto refuse = [this](const QString &why) {
+        m_tlsError->setText(why);
+        m_tlsError->show();
+        return false;
+    };
+    const QString caFile = m_targetCa->text().trimmed();
+    if (!m_targetInsecure->isChecked() && !caFile.isEmpty()) {
+        QFile file(caFile);
+        const QFileInfo info(caFile);
+        if (!info.exists()) return refuse(QStringLiteral("Target CA file: %1 does not exist").arg(caFile));
+        if (info.isDir())
+            return refuse(
+                QStringLiteral("Target CA file: %1 is a folder; name a PEM certificate file").arg(caFile));
+        if (!file.open(QIODevice::ReadOnly))
+            return refuse(
+                QStringLiteral("Target CA file: %1 cannot be read (%2)").arg(caFile, file.errorString()));
+        // A CA bundle is small; a file much larger, or without a PEM certificate in its start, is not one.
+        const QByteArray head = file.read(1 << 20);
+        if (!head.contains("-----BEGIN CERTIFICATE-----"))
+            return refuse(
+                QStringLiteral("Target CA file: %1 holds no PEM certificate (-----BEGIN "
+                               "CERTIFICATE-----); give the CA that signed the target's certificate")
+                    .arg(caFile));
+    }
+    RpcscopeCa ca;
+    std::string error;
+    if (!ca.open(std::string(), false, &error))
+        return refuse(QStringLiteral("rpcscope CA: %1").arg(QString::fromStdString(error)));
+    m_caCertPath = QString::fromStdString(ca.certPath());
+    return true;
 }
 
 QString CaptureDialog::proxyErrorText() const
@@ -306,6 +420,7 @@ bool CaptureDialog::startCapture()
         }
         specs.push_back(proxy);
     }
+    ok = checkTls(specs) && ok;
     m_session->setRecordTo(m_record->text());
     const QString record = m_session->recordTo();
     if (!record.isEmpty()) {
@@ -319,7 +434,11 @@ bool CaptureDialog::startCapture()
             ok = false;
         }
     }
-    if (!ok) return false;
+    if (!ok) {
+        // The reasons take lines of their own: grow to show them rather than squeeze the rows.
+        resize(width(), std::max(height(), sizeHint().height()));
+        return false;
+    }
     QString error;
     if (!m_session->start(specs, m_allowRemote->isChecked(), &error)) {
         m_general->setText(error);
@@ -354,6 +473,27 @@ void CaptureDialog::showAddresses()
         ++line;
     }
     m_addresses->addLayout(grid);
+    if (!m_caCertPath.isEmpty()) {
+        // Per process, never system-wide: whoever holds the CA key can impersonate any server to its
+        // trusters.
+        const QString env = QStringLiteral("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=%1").arg(m_caCertPath);
+        auto *tls =
+            new QLabel(QStringLiteral("TLS intercepted on <b>%1</b>: start each client of it trusting the "
+                                      "rpcscope CA, in its own process only (grpc++, grpcio, grpc-js; "
+                                      "grpc-go: add the file to its cert pool):")
+                           .arg(m_tlsHops.join(QStringLiteral(", ")).toHtmlEscaped()),
+                       this);
+        tls->setWordWrap(true);
+        m_addresses->addWidget(tls);
+        auto *row = new QHBoxLayout;
+        auto *field = new QLineEdit(env, this);
+        field->setReadOnly(true);
+        field->setObjectName(QStringLiteral("caTrust"));
+        field->setCursorPosition(0); // the variable's name first; the path is a click or a Copy away
+        row->addWidget(field, 1);
+        row->addWidget(copyButton(env, this));
+        m_addresses->addLayout(row);
+    }
     auto *events =
         new QLabel(QStringLiteral("Your own breaker, bulkhead and retry events: gRPC Ingest service at "
                                   "<b>%1</b>, JSON lines at <b>%2</b> (see the README).")

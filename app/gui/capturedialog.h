@@ -31,6 +31,13 @@ public:
     // are captured unchanged; hop rows without a target are then left out.
     void setCaptureAsProxy(bool on, const QString &listen = QString());
     QString proxyErrorText() const;
+    // TLS interception, per hop (its "TLS" box), and how every intercepting hop checks its target: against
+    // `caFile` (empty: the system's roots), or not at all when `insecure`.
+    void setInterceptTls(int row, bool on);
+    void setTargetTls(const QString &caFile, bool insecure);
+    QString tlsErrorText() const;
+    // The rpcscope CA certificate the clients of intercepting hops trust, once such a capture started.
+    QString caCertPath() const { return m_caCertPath; }
     // The .rpcscope file to record to as the capture goes (empty: none); ".rpcscope" is added when missing.
     void setRecordTo(const QString &path);
 
@@ -53,12 +60,14 @@ private:
         QLineEdit *label;
         QLineEdit *listen;
         QLineEdit *target;
+        QCheckBox *tls;
         QPushButton *remove;
         QLabel *error;
     };
     void removeHop(QPushButton *button);
     void relayout();
     void showAddresses();
+    bool checkTls(const std::vector<HopSpec> &specs);
 
     CaptureSession *m_session;
     QStackedWidget *m_pages;
@@ -68,6 +77,11 @@ private:
     QCheckBox *m_asProxy;
     QLineEdit *m_proxyListen;
     QLabel *m_proxyError;
+    QLineEdit *m_targetCa;
+    QCheckBox *m_targetInsecure;
+    QLabel *m_tlsError;
+    QString m_caCertPath;
+    QStringList m_tlsHops; // labels of the intercepting hops, for the running page
     QLineEdit *m_record;
     QLabel *m_general;
     QPushButton *m_start;

@@ -1,0 +1,232 @@
+// "Intercept TLS" in the New capture dialog, driven offscreen: a bad target CA file is refused inline; a hop
+// ticked for TLS captures a real grpc++ TLS client and server, the running page gives the rpcscope CA to
+// trust per process, and the connection's lane names its TLS.
+
+#include "capturedialog.h"
+#include "capturesession.h"
+#include "connectionlanepass.h"
+#include "lab.grpc.pb.h"
+#include "rpcscopeca.h"
+#include "timelinemodel.h"
+#include "timelinepainter.h"
+#include "timelinetooltips.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cstdlib>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+using namespace rpcscope;
+
+namespace {
+
+std::string pemOf(X509 *cert)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(bio, cert);
+    char *p = nullptr;
+    const long n = BIO_get_mem_data(bio, &p);
+    std::string s(p, size_t(n));
+    BIO_free(bio);
+    return s;
+}
+
+std::string pemOf(EVP_PKEY *key)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+    char *p = nullptr;
+    const long n = BIO_get_mem_data(bio, &p);
+    std::string s(p, size_t(n));
+    BIO_free(bio);
+    return s;
+}
+
+class OkLab final : public rpcscope::lab::Lab::Service
+{
+    grpc::Status Call(grpc::ServerContext *, const rpcscope::lab::CallRequest *,
+                      rpcscope::lab::CallReply *) override
+    {
+        return grpc::Status::OK;
+    }
+};
+
+// A grpc++ TLS server for localhost whose certificate comes from a CA of its own (not the rpcscope CA).
+struct TlsServer
+{
+    OkLab service;
+    std::unique_ptr<grpc::Server> server;
+    int port = 0;
+    std::string caFile;
+
+    bool start(const std::string &dir)
+    {
+        RpcscopeCa ca; // a certificate factory only
+        std::string error;
+        if (!ca.open(dir + "/server-ca", false, &error)) return false;
+        auto leaf = ca.leafFor("localhost", &error);
+        if (!leaf) return false;
+        caFile = ca.certPath();
+        grpc::SslServerCredentialsOptions opts;
+        opts.pem_key_cert_pairs.push_back({pemOf(leaf->key), pemOf(leaf->cert)});
+        grpc::ServerBuilder b;
+        b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(opts), &port);
+        b.RegisterService(&service);
+        server = b.BuildAndStart();
+        return server && port > 0;
+    }
+};
+
+void savePng(const QImage &img, const char *name)
+{
+    if (const QByteArray dir = qgetenv("RPCSCOPE_TEST_PNG_DIR"); !dir.isEmpty())
+        img.save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name));
+}
+
+} // namespace
+
+class TestCaptureTlsDialog : public QObject
+{
+    Q_OBJECT
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        // The rpcscope CA is made in the user's configuration directory: here, a fresh one.
+        qputenv("XDG_CONFIG_HOME", m_dir.filePath(QStringLiteral("config")).toLocal8Bit());
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_capturetlsdialog"));
+        QSettings().clear();
+    }
+
+    void checkboxAndBadCaFile()
+    {
+        TimelineModel model;
+        CaptureSession session(&model);
+        CaptureDialog dialog(&session);
+        dialog.show();
+        dialog.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&dialog));
+        auto *tls = dialog.findChild<QCheckBox *>(QStringLiteral("interceptTls"));
+        QVERIFY(tls);
+        QVERIFY2(tls->toolTip().contains(QStringLiteral("rpcscope CA")), qPrintable(tls->toolTip()));
+        QVERIFY(tls->toolTip().contains(QStringLiteral("rpcscope-cli ca")));
+        QVERIFY(!tls->isChecked());
+        QVERIFY(!dialog.hops().front().tls.enabled);
+        // Keyboard: it takes focus and Space ticks it.
+        QVERIFY(tls->focusPolicy() & Qt::TabFocus);
+        tls->setFocus();
+        QTest::keyClick(tls, Qt::Key_Space);
+        QVERIFY(tls->isChecked());
+        QVERIFY(dialog.hops().front().tls.enabled);
+        // Alt+D ticks "Don't verify the target", which the hop then carries.
+        auto *insecure = dialog.findChild<QCheckBox *>(QStringLiteral("targetInsecure"));
+        QVERIFY(insecure && !insecure->toolTip().isEmpty());
+        QTest::keyClick(&dialog, Qt::Key_D, Qt::AltModifier);
+        QTRY_VERIFY_WITH_TIMEOUT(insecure->isChecked(), 2000);
+        QVERIFY(dialog.hops().front().tls.targetInsecure);
+        QVERIFY(!dialog.findChild<QLineEdit *>(QStringLiteral("targetCa"))->isEnabled());
+
+        // A target CA file that is not one is refused inline, with the reason, and nothing starts.
+        const QString notPem = m_dir.filePath(QStringLiteral("notes.txt"));
+        {
+            QFile f(notPem);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("just some words\n");
+        }
+        dialog.setHops(
+            {{QStringLiteral("api"), QStringLiteral("127.0.0.1:0"), QStringLiteral("127.0.0.1:1")}});
+        dialog.setInterceptTls(0, true);
+        dialog.setTargetTls(notPem, false);
+        QVERIFY(!dialog.startCapture());
+        QVERIFY2(dialog.tlsErrorText().contains(QStringLiteral("holds no PEM certificate")),
+                 qPrintable(dialog.tlsErrorText()));
+        QVERIFY(dialog.findChild<QLabel *>(QStringLiteral("tlsError"))->isVisible());
+        QVERIFY(!session.isRunning());
+        savePng(dialog.grab().toImage(), "capturetlsdialog-badca.png");
+
+        dialog.setTargetTls(m_dir.filePath(QStringLiteral("missing.pem")), false);
+        QVERIFY(!dialog.startCapture());
+        QVERIFY2(dialog.tlsErrorText().contains(QStringLiteral("does not exist")),
+                 qPrintable(dialog.tlsErrorText()));
+        QVERIFY(!session.isRunning());
+
+        // Without TLS ticked the CA file is not looked at.
+        dialog.setInterceptTls(0, false);
+        QVERIFY(!dialog.startCapture()); // the target port is closed
+        QVERIFY(dialog.tlsErrorText().isEmpty());
+        QVERIFY(!dialog.errorText(0).isEmpty());
+    }
+
+    void interceptsRealTlsClient()
+    {
+        TlsServer server;
+        QVERIFY(server.start(m_dir.filePath(QStringLiteral("server")).toStdString()));
+        TimelineModel model;
+        CaptureSession session(&model);
+        CaptureDialog dialog(&session);
+        dialog.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+        dialog.setHops({{QStringLiteral("front->api"), QStringLiteral("127.0.0.1:0"),
+                         QStringLiteral("localhost:%1").arg(server.port)}});
+        dialog.setInterceptTls(0, true);
+        dialog.setTargetTls(QString::fromStdString(server.caFile), false);
+        savePng(dialog.grab().toImage(), "capturetlsdialog-form.png");
+        QVERIFY2(dialog.startCapture(), qPrintable(dialog.generalError() + dialog.tlsErrorText()));
+        QVERIFY(dialog.isShowingAddresses());
+        const QString caPath = dialog.caCertPath();
+        QVERIFY(caPath.startsWith(m_dir.filePath(QStringLiteral("config"))));
+        auto *trust = dialog.findChild<QLineEdit *>(QStringLiteral("caTrust"));
+        QVERIFY(trust);
+        QCOMPARE(trust->text(), QStringLiteral("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=%1").arg(caPath));
+        savePng(dialog.grab().toImage(), "capturetlsdialog-running.png");
+
+        // A grpc++ client trusting only the rpcscope CA, given the hop's address, its name still localhost.
+        QFile caFile(caPath);
+        QVERIFY(caFile.open(QIODevice::ReadOnly));
+        grpc::SslCredentialsOptions ssl;
+        ssl.pem_root_certs = caFile.readAll().toStdString();
+        grpc::ChannelArguments args;
+        args.SetSslTargetNameOverride("localhost");
+        const QString listen = dialog.findChild<QLineEdit *>(QStringLiteral("address0"))->text();
+        {
+            auto channel = grpc::CreateCustomChannel(listen.toStdString(), grpc::SslCredentials(ssl), args);
+            auto stub = rpcscope::lab::Lab::NewStub(channel);
+            for (int i = 0; i < 2; ++i) {
+                grpc::ClientContext ctx;
+                ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+                rpcscope::lab::CallRequest req;
+                rpcscope::lab::CallReply reply;
+                const grpc::Status s = stub->Call(&ctx, req, &reply);
+                QVERIFY2(s.ok(), s.error_message().c_str());
+            }
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(model.store().calls().size() == 2 && !model.store().connections().empty() &&
+                                     !model.store().connections().front().notes.empty(),
+                                 5000);
+        const Connection &conn = model.store().connections().front();
+        const QString sub = ConnectionLanePass::subtitle(conn);
+        QVERIFY2(sub.startsWith(QStringLiteral("TLS 1.3 · h2 · SNI localhost")), qPrintable(sub));
+        const QString tip = TimelineToolTips::connection(model.store(), 0);
+        QVERIFY2(tip.contains(QStringLiteral("certificate CN=localhost")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("cipher TLS_")), qPrintable(tip));
+        TimelinePainter::Options o;
+        o.grouping = LaneGrouping::Connection;
+        savePng(TimelinePainter::renderImage(model.store(), 1000, o), "capturetlsdialog-lane.png");
+        session.stop();
+    }
+};
+
+QTEST_MAIN(TestCaptureTlsDialog)
+#include "tst_capturetlsdialog.moc"
