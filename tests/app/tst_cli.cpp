@@ -469,7 +469,10 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
         qInfo("--keep 1: kept the newest %lld of %d calls", qint64(calls.size()), kCalls);
-        QVERIFY2(calls.size() > 100 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
+        // 1 MB also pays for what the relay's decoder and the model's feed hold at that moment (counted since
+        // they are memory the capture holds), so how many calls it leaves room for swings with the machine's
+        // load: some, never none, never all.
+        QVERIFY2(calls.size() > 10 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
         QCOMPARE(calls.size() + warned.captured(1).toInt(),
                  kCalls); // every call either kept or counted as dropped
         QCOMPARE(calls.last().toObject()["key"].toString(), QStringLiteral("k-%1").arg(kCalls - 1));
