@@ -10,6 +10,7 @@
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 #include "timelinetooltips.h"
+#include "tlstestserver.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -26,65 +27,9 @@
 #include <openssl/x509.h>
 
 using namespace rpcscope;
+using tlstest::TlsServer;
 
 namespace {
-
-std::string pemOf(X509 *cert)
-{
-    BIO *bio = BIO_new(BIO_s_mem());
-    PEM_write_bio_X509(bio, cert);
-    char *p = nullptr;
-    const long n = BIO_get_mem_data(bio, &p);
-    std::string s(p, size_t(n));
-    BIO_free(bio);
-    return s;
-}
-
-std::string pemOf(EVP_PKEY *key)
-{
-    BIO *bio = BIO_new(BIO_s_mem());
-    PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
-    char *p = nullptr;
-    const long n = BIO_get_mem_data(bio, &p);
-    std::string s(p, size_t(n));
-    BIO_free(bio);
-    return s;
-}
-
-class OkLab final : public rpcscope::lab::Lab::Service
-{
-    grpc::Status Call(grpc::ServerContext *, const rpcscope::lab::CallRequest *,
-                      rpcscope::lab::CallReply *) override
-    {
-        return grpc::Status::OK;
-    }
-};
-
-// A grpc++ TLS server for localhost whose certificate comes from a CA of its own (not the rpcscope CA).
-struct TlsServer
-{
-    OkLab service;
-    std::unique_ptr<grpc::Server> server;
-    int port = 0;
-    std::string caFile;
-
-    bool start(const std::string &dir)
-    {
-        RpcscopeCa ca; // a certificate factory only
-        std::string error;
-        if (!ca.open(dir + "/server-ca", false, &error)) return false;
-        auto leaf = ca.leafFor("localhost", &error);
-        if (!leaf) return false;
-        caFile = ca.certPath();
-        grpc::SslServerCredentialsOptions opts;
-        opts.pem_key_cert_pairs.push_back({pemOf(leaf->key), pemOf(leaf->cert)});
-        grpc::ServerBuilder b;
-        b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(opts), &port);
-        b.RegisterService(&service);
-        server = b.BuildAndStart();
-        return server && port > 0;
-    }
-};
 
 void savePng(const QImage &img, const char *name)
 {
