@@ -208,27 +208,8 @@ bool ConnectProxy::start(const HostPort &listen, Sink sink, std::string *error)
         err = "proxy already running";
         return false;
     }
-    AddrInfo ai;
-    if (!resolve(listen, true, &ai, &err)) return false;
-    int fd = -1;
-    int lastErrno = 0;
-    for (addrinfo *a = ai.list; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) {
-            lastErrno = errno;
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) break;
-        lastErrno = errno;
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0) {
-        err = "cannot listen on " + listen.toString() + ": " + std::strerror(lastErrno);
-        return false;
-    }
+    const int fd = listenSocket(listen, &err);
+    if (fd < 0) return false;
     if (pipe2(d->wakePipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         err = std::string("pipe: ") + std::strerror(errno);
         close(fd);

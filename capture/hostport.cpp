@@ -126,6 +126,27 @@ bool canListen(const HostPort &listen, std::string *error)
     return false;
 }
 
+int listenSocket(const HostPort &listen, std::string *error)
+{
+    AddrInfo ai;
+    if (!resolve(listen, true, &ai, error)) return -1;
+    int lastErrno = 0;
+    for (addrinfo *a = ai.list; a; a = a->ai_next) {
+        const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            lastErrno = errno;
+            continue;
+        }
+        const int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) return fd;
+        lastErrno = errno;
+        close(fd);
+    }
+    *error = "cannot listen on " + listen.toString() + ": " + std::strerror(lastErrno);
+    return -1;
+}
+
 bool probeTarget(const HostPort &target, int timeoutMs, std::string *errorOut)
 {
     std::string dummy;

@@ -22,6 +22,9 @@ bool isLoopbackHost(const std::string &host);
 // Whether HOST:PORT could be bound for listening right now (false with the reason, e.g. "port 4000 is in
 // use").
 bool canListen(const HostPort &listen, std::string *error);
+// A socket listening on the first address of HOST:PORT that binds (close-on-exec, address reuse, backlog
+// 128); -1 with "cannot listen on HOST:PORT: reason" in error.
+int listenSocket(const HostPort &listen, std::string *error);
 // A blocking TCP connect with a timeout, to tell the user "target unreachable" before they start.
 bool probeTarget(const HostPort &target, int timeoutMs, std::string *error);
 
