@@ -238,20 +238,12 @@ void DecoderThread::loop()
                 returned.push_back({c.pipe[0], c.pipe[1]});
                 break;
             }
-            case RelayChunk::Error: {
-                decoders.erase(c.conn);
-                WireEvent e;
-                e.kind = EventKind::DecodeError;
-                e.connection = c.conn;
-                e.dir = c.dir;
-                e.tNs = c.t;
-                e.reason = std::move(c.reason);
-                batch.push_back(std::move(e));
-                break;
-            }
+            case RelayChunk::Error:
             case RelayChunk::Note: {
+                // An error ends decoding of the connection; a note only says something about it.
+                if (c.kind == RelayChunk::Error) decoders.erase(c.conn);
                 WireEvent e;
-                e.kind = EventKind::Notice;
+                e.kind = c.kind == RelayChunk::Error ? EventKind::DecodeError : EventKind::Notice;
                 e.connection = c.conn;
                 e.dir = c.dir;
                 e.tNs = c.t;

@@ -211,13 +211,18 @@ bool RpcscopeCa::load(std::string *error)
         EVP_PKEY_free(key);
         return false;
     }
+    adopt(cert, key);
+    return true;
+}
+
+void RpcscopeCa::adopt(X509 *cert, EVP_PKEY *key)
+{
     std::lock_guard lk(m_mutex);
     X509_free(m_cert);
     EVP_PKEY_free(m_key);
     m_cert = cert;
     m_key = key;
-    m_leaves.clear();
-    return true;
+    m_leaves.clear(); // minted by the CA this replaces
 }
 
 bool RpcscopeCa::create(std::string *error)
@@ -262,12 +267,7 @@ bool RpcscopeCa::create(std::string *error)
         EVP_PKEY_free(key);
         return false;
     }
-    std::lock_guard lk(m_mutex);
-    X509_free(m_cert);
-    EVP_PKEY_free(m_key);
-    m_cert = cert;
-    m_key = key;
-    m_leaves.clear();
+    adopt(cert, key);
     return true;
 }
 

@@ -51,6 +51,8 @@ public:
 private:
     bool load(std::string *error);
     bool create(std::string *error);
+    // Takes ownership of the CA's certificate and key, replacing the current ones and their leaves.
+    void adopt(X509 *cert, EVP_PKEY *key);
 
     std::string m_dir;
     X509 *m_cert = nullptr;
