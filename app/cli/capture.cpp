@@ -229,11 +229,11 @@ int cmdCapture(std::vector<std::string> args)
     // `capture` runs one unnamed hop, and the proxy's hops are named after their targets: a rule for another
     // name would silently never act.
     for (size_t i = 0; faults && !proxyListen && i < faults->size(); ++i)
-        if (!faults->rules()[i].hop.empty())
+        if (!faults->rule(i).hop.empty())
             std::fprintf(stderr,
                          "rpcscope-cli: warning: fault rule %zu names the hop '%s', but capture has one "
                          "unnamed hop: it never applies\n",
-                         i + 1, faults->rules()[i].hop.c_str());
+                         i + 1, faults->rule(i).hop.c_str());
     // An .rpcscope output is written as the capture goes: it gets every call whatever --keep drops from
     // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
     const QString out = QString::fromStdString(opts["--out"]);
