@@ -11,7 +11,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-qpa-plugins libgl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libprotoc-dev zlib1g-dev
-  libnghttp2-dev socat libssl-dev
+  libnghttp2-dev socat libssl-dev nghttp2-proxy
   libpcap-dev tshark
   fonts-dejavu-core
   clang libclang-rt-14-dev clang-format

@@ -151,10 +151,6 @@ int cmdCapture(std::vector<std::string> args)
         }
     }
     const bool direct = opts.count("--target");
-    if (tls.enabled && !direct)
-        return usageError(
-            "--tls-intercept applies to the --target hop; the CONNECT proxy's tunnels are relayed "
-            "without interception for now");
     if (outputFormat(opts, &error), !error.empty()) return usageError(error);
     HostPort listen, target;
     if (direct &&
@@ -244,7 +240,11 @@ int cmdCapture(std::vector<std::string> args)
         hops.push_back({QString(),
                         QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
                         QString::fromStdString(opts["--target"]), false, tls});
-    if (proxyListen) hops.push_back(proxyHop(*proxyListen));
+    if (proxyListen) {
+        // --tls-intercept applies to the proxy's tunnels too: those that start TLS are intercepted.
+        hops.push_back(proxyHop(*proxyListen));
+        hops.back().tls = tls;
+    }
     QString startError;
     CaptureStartError failure;
     if (!session.start(hops, opts.count("--allow-remote"), &startError, &failure)) {
