@@ -1,6 +1,7 @@
 #include "tlsrelayloop.h"
 
 #include "clock.h"
+#include "relayloop.h"
 #include "rpcscopeca.h"
 
 #include <algorithm>
@@ -21,8 +22,6 @@
 namespace rpcscope {
 
 namespace {
-// Connection ids are shared with the plain relay's on one timeline; these start far above its counter.
-std::atomic<std::uint32_t> g_nextTlsConnectionId{1u << 30};
 // A peer that stalls a handshake (or a connect) this long is given up.
 constexpr int kHandshakeTimeoutMs = 10'000;
 constexpr size_t kReadSize = 64 * 1024;
@@ -404,7 +403,7 @@ void TlsRelayLoop::acceptLoop()
 void TlsRelayLoop::spawn(Incoming in)
 {
     if (m_open.load() >= kMaxConnections) {
-        const std::uint32_t id = g_nextTlsConnectionId++;
+        const std::uint32_t id = RelayLoop::newConnectionId();
         push(RelayChunk::open(id, steadyNowNs(), in.peer, m_target.toString()));
         push(RelayChunk::error(id, Direction::ClientToServer, steadyNowNs(),
                                "turned away: " + std::to_string(kMaxConnections) +
@@ -599,7 +598,7 @@ void TlsRelayLoop::serve(Incoming in)
         return;
     }
     Conn c;
-    c.id = g_nextTlsConnectionId++;
+    c.id = RelayLoop::newConnectionId();
     c.cfd = cfd;
     c.decode = m_decoding;
     push(RelayChunk::open(c.id, steadyNowNs(), in.peer, m_target.toString()));
