@@ -135,6 +135,7 @@ void RelayLoop::startConnect(Conn &c)
         if (c.sfd < 0) break;
         setNonBlocking(c.sfd);
         setNoDelay(c.sfd);
+        if (m_kernelTimes) KernelRxTime::enable(c.sfd);
         if (connect(c.sfd, reinterpret_cast<const sockaddr *>(&sa), len) == 0) {
             c.connecting = false;
             return;
@@ -176,6 +177,10 @@ void RelayLoop::takeAdopted()
         setNoDelay(a.cfd);
         setNonBlocking(a.sfd);
         setNoDelay(a.sfd);
+        if (m_kernelTimes) {
+            KernelRxTime::enable(a.cfd);
+            KernelRxTime::enable(a.sfd);
+        }
         Conn &c = m_conns.emplace_back();
         c.id = g_nextConnectionId++;
         c.cfd = a.cfd;
@@ -215,6 +220,7 @@ void RelayLoop::acceptAll()
         }
         setNonBlocking(fd);
         setNoDelay(fd);
+        if (m_kernelTimes) KernelRxTime::enable(fd);
         Conn &c = m_conns.emplace_back();
         c.id = g_nextConnectionId++;
         c.cfd = fd;
@@ -497,10 +503,18 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     HalfConnection &half = fromClient ? c.up : c.down;
     char *buf = m_readBuffer.data();
     const int src = fromClient ? c.cfd : c.sfd;
-    const ssize_t n = recv(src, buf, std::min(m_readBuffer.size(), limit), 0);
-    // The read time is the event time: taken before forwarding so relaying cannot skew it.
-    const std::int64_t t = steadyNowNs();
+    std::int64_t kernelNs = 0;
+    const size_t want = std::min(m_readBuffer.size(), limit);
+    const ssize_t n =
+        m_kernelTimes ? KernelRxTime::receive(src, buf, want, &kernelNs) : recv(src, buf, want, 0);
+    // The event time: the kernel's receive time where it gave one, else the read time, taken before
+    // forwarding so relaying cannot skew it.
+    const std::int64_t readNs = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
+    const std::uint64_t stampedBefore = m_rxTime.stamped();
+    const std::int64_t t = m_kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs;
+    (m_rxTime.stamped() != stampedBefore ? m_kernelStamped : m_readTimed)
+        .fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
 

@@ -3,6 +3,7 @@
 #include "decoderthread.h"
 #include "faultset.h"
 #include "hostport.h"
+#include "kernelrxtime.h"
 
 #include <array>
 #include <atomic>
@@ -38,6 +39,9 @@ public:
     // The connection fault rules of `faults` for the hop `hopLabel`, for connections accepted after run();
     // their time windows count from now. Null or no such rule: nothing is looked at per connection.
     void setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel);
+    // Copied reads take their time from the kernel's receive timestamp (kernelrxtime.h) where it gives one;
+    // off, or for spliced reads, the read time. For connections accepted after this; before run().
+    void setKernelTimestamps(bool on) { m_kernelTimes = on; }
     // Any thread: relays an already connected pair (a CONNECT tunnel whose handshake the proxy did) as if it
     // had been accepted and connected here. The loop takes ownership of both descriptors. `early`: bytes the
     // client sent right after its CONNECT, read at `earlyAt`, which go to the server (and the decoder) first.
@@ -57,6 +61,9 @@ public:
     // What the loop holds (read buffer, connections, bytes queued for a slow peer), as the allocator counts
     // it; refreshed every round of the loop. Any thread.
     size_t memoryBytes() const { return m_heldBytes.load(std::memory_order_relaxed); }
+    // Reads whose event time is the kernel's receive timestamp, and reads timed when read. Any thread.
+    std::uint64_t kernelStampedReads() const { return m_kernelStamped.load(std::memory_order_relaxed); }
+    std::uint64_t readTimedReads() const { return m_readTimed.load(std::memory_order_relaxed); }
 
 private:
     // One direction of a connection, as in TCP's half-close: what was read from one side and is on its way to
@@ -165,6 +172,9 @@ private:
     std::atomic<std::uint64_t> m_splicedBytes{0};
     std::atomic<int> m_open{0};
     std::atomic<size_t> m_heldBytes{0};
+    std::atomic<std::uint64_t> m_kernelStamped{0};
+    std::atomic<std::uint64_t> m_readTimed{0};
+    bool m_kernelTimes = true;
 
     struct Adopted
     {
@@ -180,6 +190,7 @@ private:
     // The loop's thread only.
     std::list<Conn> m_conns;
     std::vector<char> m_readBuffer;
+    KernelRxTime m_rxTime;
     std::int64_t m_acceptPausedUntil = 0;
     int m_splicedDirections = 0;
     int m_handoffPipes = 0; // made so far (closed by the decoder thread's stop)
