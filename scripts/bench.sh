@@ -13,6 +13,9 @@
 # RPCSCOPE_CLI or --cli PATH picks another rpcscope-cli to measure.
 # --burst sends 2,000,000 ingested events (--burst --quick: 200,000) to the real window, offscreen: event-loop
 # stalls, SIGINT to exit, peak RSS and events/s applied, against the idle window (--gui PATH: another build).
+# --user measures the plaintext relay as a user meets it: a grpc++ client process making 3,000 sequential calls a
+# round through direct, socat and rpcscope-cli capture (--before PATH adds another rpcscope-cli, e.g. an older
+# build), and the relay's wire times against dumpcap with both cores busy (--user --quick: 1,000 calls).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -20,6 +23,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
 if [ "${1:-}" = "--retention" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-retentionbench" "$@"
+fi
+if [ "${1:-}" = "--user" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-userbench" "$@"
 fi
 if [ "${1:-}" = "--hostile" ]; then
   shift
