@@ -123,9 +123,21 @@ private:
         std::string closeReason;     // set where the connection's end is first noticed
         int lastConnectError = 0;
         std::unique_ptr<ConnFault> fault; // null unless a fault rule chose this connection
+        // What the loop's epoll set watches for on each socket (0: not in the set), and on which descriptor:
+        // a socket closed elsewhere left the set with its file, so a changed descriptor means nothing is
+        // registered for it.
+        std::uint32_t cWatch = 0, sWatch = 0;
+        int cWatchFd = -1, sWatchFd = -1;
+        short cEvents = 0, sEvents = 0; // this round's events (poll bits)
+        bool watched = false;           // in the set before this round's wait (not accepted during it)
     };
 
     void loop();
+    // Brings the epoll set in line with what the loop wants from `fd` this round (level-triggered, like
+    // poll); `tag` says whose socket it is.
+    void watch(int fd, int &watchedFd, std::uint32_t &watched, std::uint32_t want, std::uint64_t tag);
+    // Takes `fd` out of the set before it is closed (its number may come back at once for another socket).
+    void unwatch(int &watchedFd, std::uint32_t &watched);
     void acceptAll();
     void takeAdopted();
     void startConnect(Conn &c);
@@ -166,6 +178,10 @@ private:
     bool m_decoding = true;
     int m_listenFd = -1;
     int m_wakePipe[2] = {-1, -1};
+    // One epoll set for the loop's lifetime instead of a poll() list rebuilt every round: a unary call wakes
+    // the loop about twice, and each poll() re-armed every socket, the wake pipe and the listener.
+    int m_epoll = -1;
+    bool m_listenWatched = false;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;
     std::atomic<std::uint64_t> m_bytes{0};
