@@ -34,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -152,7 +153,7 @@ std::int64_t threadsRunNs(pid_t pid, const std::vector<std::string> &names)
         std::ifstream comm(dir + "/" + e->d_name + "/comm");
         std::string name;
         std::getline(comm, name);
-        if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+        if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
         std::ifstream stat(dir + "/" + e->d_name + "/schedstat");
         long long ns = 0;
         stat >> ns;
@@ -162,6 +163,23 @@ std::int64_t threadsRunNs(pid_t pid, const std::vector<std::string> &names)
     return total;
 }
 
+// CPU of a process's reaped children (cutime + cstime of /proc/PID/stat), ns; 10 ms ticks.
+std::int64_t childrenCpuNs(pid_t pid)
+{
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    long long cutime = 0, cstime = 0;
+    for (int i = 3; i <= 17 && rest >> field; ++i) {
+        if (i == 16) cutime = std::atoll(field.c_str());
+        if (i == 17) cstime = std::atoll(field.c_str());
+    }
+    return (cutime + cstime) * (1'000'000'000LL / sysconf(_SC_CLK_TCK));
+}
+
 struct Lane
 {
     std::string name;
@@ -169,6 +187,8 @@ struct Lane
     pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
     std::vector<double> us;
     std::int64_t relayNs = 0;
+    std::int64_t processNs = 0; // rpcscope: every thread of rpcscope-cli; socat: its per-connection processes
+    pid_t socatPid = -1;
     int calls = 0;
     int failures = 0;
 };
@@ -255,6 +275,20 @@ int main(int argc, char **argv)
 {
     if (argc >= 5 && std::strcmp(argv[1], "--client") == 0)
         return runClient(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+    if (argc >= 2 && std::strcmp(argv[1], "--serve") == 0) { // for profiling by hand: serves until stdin ends
+        lab::LabServer server;
+        std::string error;
+        if (!server.start(&error)) {
+            std::fprintf(stderr, "rpcscope-userbench: %s\n", error.c_str());
+            return 1;
+        }
+        std::printf("%d\n", server.port());
+        std::fflush(stdout);
+        char c;
+        while (read(0, &c, 1) > 0) {
+        }
+        return 0;
+    }
     bool quick = false;
     std::string cli = RPCSCOPE_CLI, before;
     for (int i = 1; i < argc; ++i) {
@@ -311,9 +345,10 @@ int main(int argc, char **argv)
         lanes.push_back({"direct", serverPort});
         SocatProxy socat;
         const bool haveSocat = socat.start(serverPort, &error);
-        if (haveSocat)
+        if (haveSocat) {
             lanes.push_back({"socat", socat.port()});
-        else
+            lanes.back().socatPid = socat.pid();
+        } else
             notes.push_back("SOCAT MISSING: the socat lane and the ratios against it are skipped (" + error +
                             "; scripts/setup.sh installs it)");
         hostile::CaptureProcess now, old;
@@ -334,9 +369,17 @@ int main(int argc, char **argv)
                 Lane &l = lanes[(k + size_t(r)) % lanes.size()];
                 const std::int64_t cpu0 =
                     l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) : 0;
+                const std::int64_t all0 = l.capturePid > 0 ? threadsRunNs(l.capturePid, {})
+                                          : l.socatPid > 0 ? childrenCpuNs(l.socatPid)
+                                                           : 0;
                 ClientRun run = spawnClient(l.port, calls, warmup);
-                if (l.capturePid > 0)
+                if (l.capturePid > 0) {
                     l.relayNs += threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) - cpu0;
+                    l.processNs += threadsRunNs(l.capturePid, {}) - all0;
+                } else if (l.socatPid > 0) {
+                    std::this_thread::sleep_for(300ms); // until socat has reaped the connection's process
+                    l.processNs += childrenCpuNs(l.socatPid) - all0;
+                }
                 l.calls += calls + warmup;
                 l.failures += run.failures;
                 l.us.insert(l.us.end(), run.us.begin(), run.us.end());
@@ -386,6 +429,13 @@ int main(int argc, char **argv)
                      isNow && oldUs > 0 ? fmt("%.2f", us / oldUs) : "", isNow && oldUs > 0 ? "<= 0.50" : "",
                      isNow && oldUs > 0 ? (us / oldUs <= 0.5 ? "met" : "missed") : ""});
             }
+        for (const Lane &l : lanes)
+            if (l.processNs > 0 && l.calls)
+                rows.push_back(
+                    {"  " + l.name +
+                         (l.capturePid > 0 ? " CPU of the whole rpcscope-cli process per call"
+                                           : " CPU of its connection's process per call (10 ms ticks)"),
+                     fmt("%.1f us", double(l.processNs) / 1e3 / l.calls), "", "", "", ""});
         for (const Lane &l : lanes)
             if (l.failures) notes.push_back(l.name + ": " + std::to_string(l.failures) + " calls failed");
     }
