@@ -141,8 +141,9 @@ ClientRun spawnClient(std::uint16_t port, int calls, int warmup)
     return run;
 }
 
-// Run time (ns) of a process's threads named one of `names`, from /proc/PID/task/TID/schedstat.
-std::int64_t threadsRunNs(pid_t pid, const std::vector<std::string> &names)
+// Run time (ns) of a process's threads named one of `names` (none: all), from /proc/PID/task/TID/schedstat;
+// with `switches`, their context switches (voluntary: each time one slept and was woken) instead.
+std::int64_t threadsRunNs(pid_t pid, const std::vector<std::string> &names, bool switches = false)
 {
     std::int64_t total = 0;
     const std::string dir = "/proc/" + std::to_string(pid) + "/task";
@@ -154,6 +155,14 @@ std::int64_t threadsRunNs(pid_t pid, const std::vector<std::string> &names)
         std::string name;
         std::getline(comm, name);
         if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
+        if (switches) {
+            std::ifstream status(dir + "/" + e->d_name + "/status");
+            for (std::string line; std::getline(status, line);)
+                if (line.rfind("voluntary_ctxt_switches:", 0) == 0 ||
+                    line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+                    total += std::atoll(line.substr(line.find(':') + 1).c_str());
+            continue;
+        }
         std::ifstream stat(dir + "/" + e->d_name + "/schedstat");
         long long ns = 0;
         stat >> ns;
@@ -187,6 +196,7 @@ struct Lane
     pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
     std::vector<double> us;
     std::int64_t relayNs = 0;
+    std::int64_t relaySwitches = 0;
     std::int64_t processNs = 0; // rpcscope: every thread of rpcscope-cli; socat: its per-connection processes
     pid_t socatPid = -1;
     int calls = 0;
@@ -369,6 +379,9 @@ int main(int argc, char **argv)
                 Lane &l = lanes[(k + size_t(r)) % lanes.size()];
                 const std::int64_t cpu0 =
                     l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) : 0;
+                const std::int64_t sw0 =
+                    l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true)
+                                     : 0;
                 const std::int64_t all0 = l.capturePid > 0 ? threadsRunNs(l.capturePid, {})
                                           : l.socatPid > 0 ? childrenCpuNs(l.socatPid)
                                                            : 0;
@@ -376,6 +389,8 @@ int main(int argc, char **argv)
                 if (l.capturePid > 0) {
                     l.relayNs += threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) - cpu0;
                     l.processNs += threadsRunNs(l.capturePid, {}) - all0;
+                    l.relaySwitches +=
+                        threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true) - sw0;
                 } else if (l.socatPid > 0) {
                     std::this_thread::sleep_for(300ms); // until socat has reaped the connection's process
                     l.processNs += childrenCpuNs(l.socatPid) - all0;
@@ -429,6 +444,10 @@ int main(int argc, char **argv)
                      isNow && oldUs > 0 ? fmt("%.2f", us / oldUs) : "", isNow && oldUs > 0 ? "<= 0.50" : "",
                      isNow && oldUs > 0 ? (us / oldUs <= 0.5 ? "met" : "missed") : ""});
             }
+        for (const Lane &l : lanes)
+            if (l.capturePid > 0 && l.calls)
+                rows.push_back({"  " + l.name + " context switches of relay I/O + decoder threads per call",
+                                fmt("%.2f", double(l.relaySwitches) / l.calls), "", "", "", ""});
         for (const Lane &l : lanes)
             if (l.processNs > 0 && l.calls)
                 rows.push_back(
