@@ -162,11 +162,19 @@ void DecoderThread::loop()
     bool busy = false; // the last round had work
     std::int64_t nextMeasure = 0;
     // Counted before a sink that may wait for the model: the batch is held all that time.
+    // The next batch starts with room for as many events as the last one had: grown from empty, a batch of
+    // a few hundred events would be reallocated and moved (a WireEvent is ~300 bytes) about ten times.
+    size_t lastBatch = 0;
     auto handOver = [&] {
+        lastBatch = std::min(batch.size(), kFlushEvents);
         if (!m_sink) return;
         m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
         m_sink(std::move(batch));
         m_batchBytes.store(0, std::memory_order_relaxed);
+    };
+    auto freshBatch = [&] {
+        batch = EventBatch();
+        batch.reserve(lastBatch);
     };
     auto measure = [&](bool now) {
         const std::int64_t t = steadyNowNs();
@@ -278,7 +286,7 @@ void DecoderThread::loop()
                                  // meanwhile
                 measure(false);
                 handOver(); // may wait while the model is behind (app/modelsink.h)
-                batch = EventBatch();
+                freshBatch();
             }
         }
         giveBackPipes();
@@ -286,7 +294,7 @@ void DecoderThread::loop()
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             handOver();
-            batch = EventBatch();
+            freshBatch();
         }
         if (stopping) {
             m_stateBytes = 0;
