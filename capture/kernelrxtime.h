@@ -17,6 +17,9 @@ namespace rpcscope {
 // plus any step of the wall clock within the second (NTP slews both clocks alike; a step makes a stamp later
 // than its read or far too early, and then the read time is used and the offset sampled again).
 //
+// A socket's receive queue keeps one time per buffer, and TCP merges a segment into the unread one before it:
+// two writes that both wait for a late reader come back with the first one's time.
+//
 // One object per relay thread; not thread-safe.
 class KernelRxTime
 {
