@@ -21,8 +21,11 @@ constexpr size_t kFlushEvents = 4096;
 // kDecodeTickNs; only after a tick with nothing to do does it sleep until the relay wakes it. A busy relay
 // then wakes nobody per read: on a machine with few cores the client and the server need that time. Events
 // keep the time they were read at, and batches go out every kFlushIntervalNs anyway, so nothing shows the
-// tick. A spliced read's handoff pipe, or kWakeBacklog bytes waiting, wakes the decoder at once.
-constexpr std::int64_t kDecodeTickNs = 1'000'000;
+// tick. A spliced read's handoff pipe, or kWakeBacklog bytes waiting, wakes the decoder at once. At 4 ms,
+// sequential unary calls (a few thousand a second) keep it ticking, about 250 wake-ups a second, instead of
+// being woken by the relay after each quiet millisecond; a batch is due 16 ms after its first bytes were
+// read (not decoded), so the tick does not make batches older.
+constexpr std::int64_t kDecodeTickNs = 4'000'000;
 constexpr size_t kWakeBacklog = 1 << 20;
 // How often the decoders' state is counted again (memoryBytes()): O(open streams), so not every round.
 constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
@@ -159,11 +162,19 @@ void DecoderThread::loop()
     bool busy = false; // the last round had work
     std::int64_t nextMeasure = 0;
     // Counted before a sink that may wait for the model: the batch is held all that time.
+    // The next batch starts with room for as many events as the last one had: grown from empty, a batch of
+    // a few hundred events would be reallocated and moved (a WireEvent is ~300 bytes) about ten times.
+    size_t lastBatch = 0;
     auto handOver = [&] {
+        lastBatch = std::min(batch.size(), kFlushEvents);
         if (!m_sink) return;
         m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
         m_sink(std::move(batch));
         m_batchBytes.store(0, std::memory_order_relaxed);
+    };
+    auto freshBatch = [&] {
+        batch = EventBatch();
+        batch.reserve(lastBatch);
     };
     auto measure = [&](bool now) {
         const std::int64_t t = steadyNowNs();
@@ -263,7 +274,7 @@ void DecoderThread::loop()
                 break;
             }
             }
-            if (before == 0 && !batch.empty()) firstPending = steadyNowNs();
+            if (before == 0 && !batch.empty()) firstPending = std::min(c.t, steadyNowNs());
             // Counted out only now: while this round is decoded (or waits for the model below), the relay
             // still sees it as backlog and stops decoding past maxDecoderHeldBytes rather than queue more.
             m_backlog -= c.size;
@@ -275,7 +286,7 @@ void DecoderThread::loop()
                                  // meanwhile
                 measure(false);
                 handOver(); // may wait while the model is behind (app/modelsink.h)
-                batch = EventBatch();
+                freshBatch();
             }
         }
         giveBackPipes();
@@ -283,7 +294,7 @@ void DecoderThread::loop()
         if (!batch.empty() &&
             (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             handOver();
-            batch = EventBatch();
+            freshBatch();
         }
         if (stopping) {
             m_stateBytes = 0;

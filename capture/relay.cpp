@@ -19,6 +19,7 @@ struct Relay::Impl
 {
     DecoderLimits limits;
     bool decoding = true;
+    bool kernelTimes = true;
     std::string label;
     std::shared_ptr<FaultSet> faults;
     HostPort listenAddr;
@@ -57,6 +58,21 @@ std::int64_t Relay::threadCpuNs() const
     const std::int64_t io = cpuNs(d->loop.nativeHandle());
     const std::int64_t decoder = io < 0 ? -1 : cpuNs(d->decoder.nativeHandle());
     return decoder < 0 ? -1 : io + decoder;
+}
+
+void Relay::setKernelTimestamps(bool on)
+{
+    d->kernelTimes = on;
+}
+
+std::uint64_t Relay::kernelStampedReads() const
+{
+    return d->loop.kernelStampedReads();
+}
+
+std::uint64_t Relay::readTimedReads() const
+{
+    return d->loop.readTimedReads();
 }
 
 void Relay::setDecoding(bool on)
@@ -124,6 +140,7 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
     }
     d->decoder.start(std::move(sink), d->limits, d->label);
     d->loop.setFaults(d->faults, d->label);
+    d->loop.setKernelTimestamps(d->kernelTimes);
     d->loop.run();
     return true;
 }
@@ -146,6 +163,7 @@ bool Relay::startTunnels(const HostPort &target, Sink sink, std::string *error)
     if (!d->loop.open(-1, target, {}, d->decoding, &err)) return false;
     d->decoder.start(std::move(sink), d->limits, d->label);
     d->loop.setFaults(d->faults, d->label);
+    d->loop.setKernelTimestamps(d->kernelTimes);
     d->loop.run();
     if (tls) {
         tls->setPlainHandoff([this](int cfd, int sfd, std::string peer, std::string early, std::int64_t at) {

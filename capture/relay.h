@@ -43,6 +43,10 @@ public:
     // TLS interception (tlsrelayloop.h) instead of the byte-for-byte relay. Applies from the next start().
     void setTlsIntercept(const TlsInterceptOptions &options);
 
+    // Wire times from the kernel's receive timestamps (on by default; kernelrxtime.h) or, off, from when the
+    // relay thread read. Applies from the next start().
+    void setKernelTimestamps(bool on);
+
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);
     // A relay without a listener, for connections handed over by adopt() (a CONNECT proxy's tunnels to
@@ -68,6 +72,10 @@ public:
     // What the relay holds: its loop's buffers (RelayLoop::memoryBytes()) and its decoder's
     // (DecoderThread::memoryBytes()). A capture's budget counts it. Any thread.
     size_t memoryBytes() const;
+    // Reads whose time is the kernel's receive timestamp, and reads timed when the relay read them (spliced
+    // reads, timestamps off or not given by the platform).
+    std::uint64_t kernelStampedReads() const;
+    std::uint64_t readTimedReads() const;
     // CPU time the relay's two threads (I/O and decoder) have used so far, in ns; -1 when not running.
     std::int64_t threadCpuNs() const;
 

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -71,6 +72,16 @@ bool RelayLoop::open(int listenFd, const HostPort &target, std::vector<sockaddr_
         return false;
     }
     setNonBlocking(m_wakePipe[0]);
+    m_epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (m_epoll < 0) {
+        *error = std::string("epoll_create1: ") + std::strerror(errno);
+        for (int &fd : m_wakePipe) {
+            close(fd);
+            fd = -1;
+        }
+        return false;
+    }
+    m_listenWatched = false;
     m_listenFd = listenFd;
     m_target = target;
     m_targetAddrs = std::move(targetAddrs);
@@ -96,7 +107,7 @@ void RelayLoop::stop()
         m_thread.join();
     }
     m_handoffPipes = 0;
-    for (int *fd : {&m_listenFd, &m_wakePipe[0], &m_wakePipe[1]})
+    for (int *fd : {&m_listenFd, &m_wakePipe[0], &m_wakePipe[1], &m_epoll})
         if (*fd >= 0) {
             close(*fd);
             *fd = -1;
@@ -114,6 +125,8 @@ void RelayLoop::closeConn(Conn &c, const std::string &reason)
         for (int fd : {c.cfd, c.sfd})
             if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
     }
+    unwatch(c.cWatchFd, c.cWatch);
+    unwatch(c.sWatchFd, c.sWatch);
     if (c.cfd >= 0) close(c.cfd);
     if (c.sfd >= 0) close(c.sfd);
     c.cfd = c.sfd = -1;
@@ -130,11 +143,15 @@ void RelayLoop::startConnect(Conn &c)
     while (c.addressIndex < m_targetAddrs.size()) {
         const sockaddr_storage &sa = m_targetAddrs[c.addressIndex];
         const socklen_t len = sa.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-        if (c.sfd >= 0) close(c.sfd);
-        c.sfd = socket(sa.ss_family, SOCK_STREAM, 0);
+        if (c.sfd >= 0) {
+            unwatch(c.sWatchFd, c.sWatch);
+            close(c.sfd);
+        }
+        c.sfd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (c.sfd < 0) break;
         setNonBlocking(c.sfd);
         setNoDelay(c.sfd);
+        if (m_kernelTimes) KernelRxTime::enable(c.sfd);
         if (connect(c.sfd, reinterpret_cast<const sockaddr *>(&sa), len) == 0) {
             c.connecting = false;
             return;
@@ -172,10 +189,18 @@ void RelayLoop::takeAdopted()
         taken.swap(m_adopted);
     }
     for (Adopted &a : taken) {
+        // Not inherited by a process another thread starts: a copy there would keep the socket (and its
+        // place in the epoll set) alive after the relay closed it.
+        fcntl(a.cfd, F_SETFD, FD_CLOEXEC);
+        fcntl(a.sfd, F_SETFD, FD_CLOEXEC);
         setNonBlocking(a.cfd);
         setNoDelay(a.cfd);
         setNonBlocking(a.sfd);
         setNoDelay(a.sfd);
+        if (m_kernelTimes) {
+            KernelRxTime::enable(a.cfd);
+            KernelRxTime::enable(a.sfd);
+        }
         Conn &c = m_conns.emplace_back();
         c.id = g_nextConnectionId++;
         c.cfd = a.cfd;
@@ -205,7 +230,7 @@ void RelayLoop::acceptAll()
     for (;;) {
         sockaddr_storage ss{};
         socklen_t len = sizeof ss;
-        const int fd = accept(m_listenFd, reinterpret_cast<sockaddr *>(&ss), &len);
+        const int fd = accept4(m_listenFd, reinterpret_cast<sockaddr *>(&ss), &len, SOCK_CLOEXEC);
         if (fd < 0) {
             // Out of descriptors: the listener stays readable, so stop polling it for a moment instead of
             // spinning; pending clients wait in the backlog.
@@ -215,6 +240,7 @@ void RelayLoop::acceptAll()
         }
         setNonBlocking(fd);
         setNoDelay(fd);
+        if (m_kernelTimes) KernelRxTime::enable(fd);
         Conn &c = m_conns.emplace_back();
         c.id = g_nextConnectionId++;
         c.cfd = fd;
@@ -296,6 +322,10 @@ void RelayLoop::passReset(Conn &c, bool toClient)
     if (gone >= 0) {
         const linger abort{1, 0};
         setsockopt(gone, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        if (toClient)
+            unwatch(c.sWatchFd, c.sWatch);
+        else
+            unwatch(c.cWatchFd, c.cWatch);
         ::close(gone);
         gone = -1;
     }
@@ -497,10 +527,18 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     HalfConnection &half = fromClient ? c.up : c.down;
     char *buf = m_readBuffer.data();
     const int src = fromClient ? c.cfd : c.sfd;
-    const ssize_t n = recv(src, buf, std::min(m_readBuffer.size(), limit), 0);
-    // The read time is the event time: taken before forwarding so relaying cannot skew it.
-    const std::int64_t t = steadyNowNs();
+    std::int64_t kernelNs = 0;
+    const size_t want = std::min(m_readBuffer.size(), limit);
+    const ssize_t n =
+        m_kernelTimes ? KernelRxTime::receive(src, buf, want, &kernelNs) : recv(src, buf, want, 0);
+    // The event time: the kernel's receive time where it gave one, else the read time, taken before
+    // forwarding so relaying cannot skew it.
+    const std::int64_t readNs = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
+    const std::uint64_t stampedBefore = m_rxTime.stamped();
+    const std::int64_t t = m_kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs;
+    (m_rxTime.stamped() != stampedBefore ? m_kernelStamped : m_readTimed)
+        .fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
 
@@ -551,6 +589,36 @@ bool RelayLoop::spliceSide(Conn &c, bool fromClient)
     return flush(c, !fromClient);
 }
 
+void RelayLoop::watch(int fd, int &watchedFd, std::uint32_t &watched, std::uint32_t want, std::uint64_t tag)
+{
+    if (fd != watchedFd) { // closed since (and so out of the set): nothing is registered for fd
+        watchedFd = -1;
+        watched = 0;
+    }
+    if (fd < 0 || want == watched) return;
+    if (want == 0) { // left out, as poll() left it out: a hang-up would otherwise wake the loop forever
+        unwatch(watchedFd, watched);
+        return;
+    }
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.u64 = tag;
+    int op = watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(m_epoll, op, fd, &ev) != 0) {
+        op = errno == EEXIST ? EPOLL_CTL_MOD : errno == ENOENT ? EPOLL_CTL_ADD : -1;
+        if (op < 0 || epoll_ctl(m_epoll, op, fd, &ev) != 0) return;
+    }
+    watched = want;
+    watchedFd = fd;
+}
+
+void RelayLoop::unwatch(int &watchedFd, std::uint32_t &watched)
+{
+    if (watchedFd >= 0 && watched) epoll_ctl(m_epoll, EPOLL_CTL_DEL, watchedFd, nullptr);
+    watchedFd = -1;
+    watched = 0;
+}
+
 void RelayLoop::loop()
 {
     // splice(2) into a closed socket raises SIGPIPE; writeFailed() takes it back off this thread.
@@ -558,19 +626,31 @@ void RelayLoop::loop()
     sigemptyset(&pipeSignal);
     sigaddset(&pipeSignal, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipeSignal, nullptr);
-    std::vector<pollfd> fds;
-    std::vector<Conn *> owners;
+    // Tags: the wake pipe and the listener, else a connection's id and side (client 0, server 1).
+    constexpr std::uint64_t kWakeTag = ~std::uint64_t(0), kListenTag = ~std::uint64_t(0) - 1;
+    {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = kWakeTag;
+        epoll_ctl(m_epoll, EPOLL_CTL_ADD, m_wakePipe[0], &ev);
+    }
+    std::vector<epoll_event> ready(64);
+    std::vector<std::pair<std::uint64_t, short>> events; // (tag, poll bits), by tag
     while (!m_stopping.load()) {
-        fds.clear();
-        owners.clear();
-        fds.push_back({m_wakePipe[0], POLLIN, 0});
         const bool acceptPaused = steadyNowNs() < m_acceptPausedUntil;
-        fds.push_back({acceptPaused ? -1 : m_listenFd, POLLIN, 0});
+        if (m_listenFd >= 0 && acceptPaused == m_listenWatched) {
+            epoll_event ev{};
+            ev.events = EPOLLIN;
+            ev.data.u64 = kListenTag;
+            epoll_ctl(m_epoll, acceptPaused ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, m_listenFd, &ev);
+            m_listenWatched = !acceptPaused;
+        }
         int timeout = acceptPaused ? 100 : -1;
         // What the relay holds is counted on the way (the budget counts it): per connection its node and
-        // what a slow peer left queued, beside the read buffer and this round's poll lists.
+        // what a slow peer left queued, beside the read buffer and the loop's lists.
         size_t held = heapbytes::block(m_readBuffer.capacity()) +
-                      heapbytes::block((m_conns.size() + 2) * 2 * (sizeof(pollfd) + sizeof(Conn *)));
+                      heapbytes::block(ready.capacity() * sizeof(epoll_event)) +
+                      heapbytes::block(events.capacity() * sizeof(events[0]));
         for (Conn &c : m_conns) {
             held += heapbytes::block(sizeof(Conn) + 2 * sizeof(void *)) + heapbytes::string(c.up.queued) +
                     heapbytes::string(c.down.queued) + heapbytes::string(c.closeReason);
@@ -589,29 +669,54 @@ void RelayLoop::loop()
                 if (c.down.pending()) ce |= POLLOUT;
             }
             if (c.fault) faultPoll(c, steadyNowNs(), ce, se, timeout);
-            // A socket we want nothing from is left out: POLLHUP on a half-closed peer would otherwise wake
-            // the loop forever.
-            fds.push_back({ce ? c.cfd : -1, ce, 0});
-            fds.push_back({se ? c.sfd : -1, se, 0});
-            owners.push_back(&c);
+            // poll's bits are epoll's (POLLIN == EPOLLIN, POLLOUT == EPOLLOUT) on Linux.
+            watch(c.cfd, c.cWatchFd, c.cWatch, std::uint32_t(std::uint16_t(ce)), std::uint64_t(c.id) << 1);
+            watch(c.sfd, c.sWatchFd, c.sWatch, std::uint32_t(std::uint16_t(se)),
+                  std::uint64_t(c.id) << 1 | 1);
+            c.cEvents = c.sEvents = 0;
+            c.watched = true;
         }
         m_heldBytes.store(held, std::memory_order_relaxed);
-        if (poll(fds.data(), fds.size(), timeout) < 0) {
+        const int n = epoll_wait(m_epoll, ready.data(), int(ready.size()), timeout);
+        if (n < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        if (fds[0].revents) {
+        bool woken = false, acceptable = false;
+        events.clear();
+        for (int i = 0; i < n; ++i) {
+            const std::uint64_t tag = ready[size_t(i)].data.u64;
+            const short ev = short(ready[size_t(i)].events & 0xffff);
+            if (tag == kWakeTag)
+                woken = true;
+            else if (tag == kListenTag)
+                acceptable = acceptable || (ev & POLLIN);
+            else
+                events.emplace_back(tag, ev);
+        }
+        // Connections are listed in the order of their ids (each is appended when it gets the next one), so
+        // one walk hands each its events. A tag of a connection already gone matches nothing.
+        std::sort(events.begin(), events.end());
+        auto next = events.begin();
+        for (Conn &c : m_conns) {
+            while (next != events.end() && (next->first >> 1) < c.id)
+                ++next;
+            for (; next != events.end() && (next->first >> 1) == c.id; ++next)
+                (next->first & 1 ? c.sEvents : c.cEvents) |= next->second;
+        }
+        if (woken) {
             char drain[64];
             while (read(m_wakePipe[0], drain, sizeof drain) > 0) {
             }
             takeAdopted();
         }
-        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) acceptAll();
+        if (acceptable) acceptAll();
 
-        for (size_t i = 0; i < owners.size(); ++i) {
-            Conn &c = *owners[i];
-            const short cr = fds[2 + 2 * i].revents;
-            const short sr = fds[3 + 2 * i].revents;
+        for (Conn &c : m_conns) {
+            // Connections accepted or adopted in this round wait for the next one.
+            if (!c.watched) continue;
+            const short cr = c.cEvents;
+            const short sr = c.sEvents;
             bool ok = true;
             std::string reason;
             if (c.fault && faultEvents(c, cr, sr, steadyNowNs())) continue;

@@ -3,6 +3,7 @@
 #include "decoderthread.h"
 #include "faultset.h"
 #include "hostport.h"
+#include "kernelrxtime.h"
 
 #include <array>
 #include <atomic>
@@ -38,6 +39,9 @@ public:
     // The connection fault rules of `faults` for the hop `hopLabel`, for connections accepted after run();
     // their time windows count from now. Null or no such rule: nothing is looked at per connection.
     void setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel);
+    // Copied reads take their time from the kernel's receive timestamp (kernelrxtime.h) where it gives one;
+    // off, or for spliced reads, the read time. For connections accepted after this; before run().
+    void setKernelTimestamps(bool on) { m_kernelTimes = on; }
     // Any thread: relays an already connected pair (a CONNECT tunnel whose handshake the proxy did) as if it
     // had been accepted and connected here. The loop takes ownership of both descriptors. `early`: bytes the
     // client sent right after its CONNECT, read at `earlyAt`, which go to the server (and the decoder) first.
@@ -57,6 +61,9 @@ public:
     // What the loop holds (read buffer, connections, bytes queued for a slow peer), as the allocator counts
     // it; refreshed every round of the loop. Any thread.
     size_t memoryBytes() const { return m_heldBytes.load(std::memory_order_relaxed); }
+    // Reads whose event time is the kernel's receive timestamp, and reads timed when read. Any thread.
+    std::uint64_t kernelStampedReads() const { return m_kernelStamped.load(std::memory_order_relaxed); }
+    std::uint64_t readTimedReads() const { return m_readTimed.load(std::memory_order_relaxed); }
 
 private:
     // One direction of a connection, as in TCP's half-close: what was read from one side and is on its way to
@@ -116,9 +123,21 @@ private:
         std::string closeReason;     // set where the connection's end is first noticed
         int lastConnectError = 0;
         std::unique_ptr<ConnFault> fault; // null unless a fault rule chose this connection
+        // What the loop's epoll set watches for on each socket (0: not in the set), and on which descriptor:
+        // a socket closed elsewhere left the set with its file, so a changed descriptor means nothing is
+        // registered for it.
+        std::uint32_t cWatch = 0, sWatch = 0;
+        int cWatchFd = -1, sWatchFd = -1;
+        short cEvents = 0, sEvents = 0; // this round's events (poll bits)
+        bool watched = false;           // in the set before this round's wait (not accepted during it)
     };
 
     void loop();
+    // Brings the epoll set in line with what the loop wants from `fd` this round (level-triggered, like
+    // poll); `tag` says whose socket it is.
+    void watch(int fd, int &watchedFd, std::uint32_t &watched, std::uint32_t want, std::uint64_t tag);
+    // Takes `fd` out of the set before it is closed (its number may come back at once for another socket).
+    void unwatch(int &watchedFd, std::uint32_t &watched);
     void acceptAll();
     void takeAdopted();
     void startConnect(Conn &c);
@@ -160,12 +179,19 @@ private:
     bool m_decoding = true;
     int m_listenFd = -1;
     int m_wakePipe[2] = {-1, -1};
+    // One epoll set for the loop's lifetime instead of a poll() list rebuilt every round: a unary call wakes
+    // the loop about twice, and each poll() re-armed every socket, the wake pipe and the listener.
+    int m_epoll = -1;
+    bool m_listenWatched = false;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;
     std::atomic<std::uint64_t> m_bytes{0};
     std::atomic<std::uint64_t> m_splicedBytes{0};
     std::atomic<int> m_open{0};
     std::atomic<size_t> m_heldBytes{0};
+    std::atomic<std::uint64_t> m_kernelStamped{0};
+    std::atomic<std::uint64_t> m_readTimed{0};
+    bool m_kernelTimes = true;
 
     struct Adopted
     {
@@ -181,6 +207,7 @@ private:
     // The loop's thread only.
     std::list<Conn> m_conns;
     std::vector<char> m_readBuffer;
+    KernelRxTime m_rxTime;
     std::int64_t m_acceptPausedUntil = 0;
     int m_splicedDirections = 0;
     int m_handoffPipes = 0; // made so far (closed by the decoder thread's stop)

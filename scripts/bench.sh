@@ -15,6 +15,9 @@
 # stalls, SIGINT to exit, peak RSS and events/s applied, against the idle window (--gui PATH: another build).
 # --tls measures TLS interception against nghttpx (nghttp2-proxy) and direct TLS in one run: unary p50/p99 and
 # 1 MiB streaming (--tls --quick: about 20 s).
+# --user measures the plaintext relay as a user meets it: a grpc++ client process making 3,000 sequential calls a
+# round through direct, socat and rpcscope-cli capture (--before PATH adds another rpcscope-cli, e.g. an older
+# build), and the relay's wire times against dumpcap with both cores busy (--user --quick: 1,000 calls).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -22,6 +25,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
 if [ "${1:-}" = "--retention" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-retentionbench" "$@"
+fi
+if [ "${1:-}" = "--user" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-userbench" "$@"
 fi
 if [ "${1:-}" = "--hostile" ]; then
   shift

@@ -17,6 +17,8 @@ public:
     // Ends the processes this object started (socat and its per-connection children), by process group.
     void stop();
     std::uint16_t port() const { return m_port; }
+    // The listening socat, whose reaped per-connection children's CPU /proc/PID/stat counts.
+    pid_t pid() const { return m_pid; }
 
 private:
     pid_t m_pid = -1;

@@ -1,0 +1,593 @@
+// rpcscope-userbench (scripts/bench.sh --user): the plaintext relay measured the way a user meets it.
+//
+//   1. Latency and CPU: a plain grpc++ unary client, in a process of its own, makes 3,000 sequential 100-byte
+//      calls per round, in rounds interleaved between direct, socat and `rpcscope-cli capture` (this build,
+//      and with --before PATH another build's rpcscope-cli, e.g. the old read path). It reports
+//      (rpcscope - direct) / (socat - direct) at p50 and p99, and the CPU the capture's relay I/O and decoder
+//      threads used per call (their /proc schedstat run time).
+//   2. Wire times: with both cores kept busy by two spinning processes, the relay's frame times against
+//      dumpcap's packet times on loopback, frames matched by connection, direction, stream, type, flags and
+//      occurrence; the relay timing reads when it reads them (the old way) against kernel receive timestamps.
+//
+// The machine is shared and noisy: every comparison alternates its configurations within one run.
+
+#include "benchtable.h"
+#include "captureprocess.h"
+#include "clock.h"
+#include "lab.pb.h"
+#include "labclient.h"
+#include "labserver.h"
+#include "pcapimport.h"
+#include "relay.h"
+#include "socatproxy.h"
+#include "stats.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
+#include <vector>
+
+using namespace rpcscope;
+using namespace rpcscope::bench;
+using namespace std::chrono_literals;
+
+namespace {
+
+void progress(const char *fmt, auto... args)
+{
+    std::fprintf(stderr, "rpcscope-userbench: ");
+    std::fprintf(stderr, fmt, args...);
+    std::fprintf(stderr, "\n");
+}
+
+std::string fmt(const char *format, double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+std::string loadAverage()
+{
+    std::ifstream f("/proc/loadavg");
+    std::string a, b, c;
+    f >> a >> b >> c;
+    return a + " " + b + " " + c;
+}
+
+std::string selfPath()
+{
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+bool executable(const std::string &path)
+{
+    return access(path.c_str(), X_OK) == 0;
+}
+
+std::string inPath(const char *name)
+{
+    const char *env = std::getenv("PATH");
+    std::string dirs = env ? env : "/usr/bin:/bin";
+    for (size_t start = 0; start <= dirs.size();) {
+        const size_t end = std::min(dirs.find(':', start), dirs.size());
+        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
+        if (executable(candidate)) return candidate;
+        start = end + 1;
+    }
+    return {};
+}
+
+// --client PORT CALLS: the plain grpc++ client, one call at a time, printing each call's microseconds.
+int runClient(const std::string &target, int calls, int warmup)
+{
+    lab::LabClient client(target, std::string());
+    lab::CallRequest req;
+    req.set_payload(std::string(100, 'q'));
+    req.set_response_size(100);
+    std::string out;
+    for (int i = 0; i < warmup + calls; ++i) {
+        req.set_call_id("u-" + std::to_string(i));
+        const lab::CallResult r = client.call(req, 5s);
+        if (r.code != 0) {
+            out += "fail\n";
+            continue;
+        }
+        if (i >= warmup) out += std::to_string(double(r.endNs - r.startNs) / 1e3) + "\n";
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+}
+
+struct ClientRun
+{
+    std::vector<double> us;
+    int failures = 0;
+};
+
+ClientRun spawnClient(std::uint16_t port, int calls, int warmup)
+{
+    ClientRun run;
+    const std::string cmd = "'" + selfPath() + "' --client 127.0.0.1:" + std::to_string(port) + " " +
+                            std::to_string(calls) + " " + std::to_string(warmup);
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) return run;
+    char line[128];
+    while (std::fgets(line, sizeof line, p)) {
+        if (std::strncmp(line, "fail", 4) == 0)
+            ++run.failures;
+        else
+            run.us.push_back(std::strtod(line, nullptr));
+    }
+    pclose(p);
+    return run;
+}
+
+// Run time (ns) of a process's threads named one of `names` (none: all), from /proc/PID/task/TID/schedstat;
+// with `switches`, their context switches (voluntary: each time one slept and was woken) instead.
+std::int64_t threadsRunNs(pid_t pid, const std::vector<std::string> &names, bool switches = false)
+{
+    std::int64_t total = 0;
+    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    DIR *d = opendir(dir.c_str());
+    if (!d) return -1;
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream comm(dir + "/" + e->d_name + "/comm");
+        std::string name;
+        std::getline(comm, name);
+        if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
+        if (switches) {
+            std::ifstream status(dir + "/" + e->d_name + "/status");
+            for (std::string line; std::getline(status, line);)
+                if (line.rfind("voluntary_ctxt_switches:", 0) == 0 ||
+                    line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+                    total += std::atoll(line.substr(line.find(':') + 1).c_str());
+            continue;
+        }
+        std::ifstream stat(dir + "/" + e->d_name + "/schedstat");
+        long long ns = 0;
+        stat >> ns;
+        total += ns;
+    }
+    closedir(d);
+    return total;
+}
+
+// CPU of a process's reaped children (cutime + cstime of /proc/PID/stat), ns; 10 ms ticks.
+std::int64_t childrenCpuNs(pid_t pid)
+{
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    long long cutime = 0, cstime = 0;
+    for (int i = 3; i <= 17 && rest >> field; ++i) {
+        if (i == 16) cutime = std::atoll(field.c_str());
+        if (i == 17) cstime = std::atoll(field.c_str());
+    }
+    return (cutime + cstime) * (1'000'000'000LL / sysconf(_SC_CLK_TCK));
+}
+
+struct Lane
+{
+    std::string name;
+    std::uint16_t port = 0;
+    pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
+    std::vector<double> us;
+    std::int64_t relayNs = 0;
+    std::int64_t relaySwitches = 0;
+    std::int64_t processNs = 0; // rpcscope: every thread of rpcscope-cli; socat: its per-connection processes
+    pid_t socatPid = -1;
+    int calls = 0;
+    int failures = 0;
+};
+
+// realtime - steady, the narrowest of a few samples.
+std::int64_t wallMinusSteady()
+{
+    std::int64_t best = -1, offset = 0;
+    for (int i = 0; i < 20; ++i) {
+        timespec a{}, r{}, b{};
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        const std::int64_t sa = a.tv_sec * 1'000'000'000LL + a.tv_nsec,
+                           sb = b.tv_sec * 1'000'000'000LL + b.tv_nsec,
+                           rr = r.tv_sec * 1'000'000'000LL + r.tv_nsec;
+        if (best < 0 || sb - sa < best) {
+            best = sb - sa;
+            offset = rr - (sa + (sb - sa) / 2);
+        }
+    }
+    return offset;
+}
+
+struct EventSink
+{
+    std::mutex mu;
+    EventBatch all;
+    Relay::Sink sink()
+    {
+        return [this](EventBatch &&b) {
+            std::lock_guard lk(mu);
+            for (WireEvent &e : b)
+                all.push_back(std::move(e));
+        };
+    }
+};
+
+using FrameKey = std::tuple<int, std::uint32_t, int, int, int>; // dir, stream, type, flags, occurrence
+
+// Every connection's frames by key, and its opening (time, client peer), in the order connections opened.
+struct ConnFrames
+{
+    std::int64_t openedNs = 0;
+    std::string client;
+    std::map<FrameKey, std::int64_t> frames;
+};
+
+std::vector<ConnFrames> byConnection(const EventBatch &events)
+{
+    std::map<std::uint32_t, ConnFrames> conns;
+    std::map<std::tuple<std::uint32_t, int, std::uint32_t, int, int>, int> seen;
+    for (const WireEvent &e : events) {
+        if (e.kind == EventKind::ConnectionOpened) {
+            conns[e.connection].openedNs = e.tNs;
+            if (const PeerNames *p = e.peers()) conns[e.connection].client = p->client;
+        } else if (e.kind == EventKind::Frame) {
+            const int n = seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags)}]++;
+            conns[e.connection].frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), n}] = e.tNs;
+            if (!conns[e.connection].openedNs) conns[e.connection].openedNs = e.tNs;
+        }
+    }
+    std::vector<ConnFrames> out;
+    for (auto &[id, c] : conns)
+        out.push_back(std::move(c));
+    std::sort(out.begin(), out.end(),
+              [](const ConnFrames &a, const ConnFrames &b) { return a.openedNs < b.openedNs; });
+    return out;
+}
+
+pid_t spin()
+{
+    const pid_t pid = fork();
+    if (pid == 0) {
+        for (volatile unsigned long i = 0;; i = i + 1) {
+        }
+    }
+    return pid;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && std::strcmp(argv[1], "--client") == 0)
+        return runClient(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+    if (argc >= 2 && std::strcmp(argv[1], "--serve") == 0) { // for profiling by hand: serves until stdin ends
+        lab::LabServer server;
+        std::string error;
+        if (!server.start(&error)) {
+            std::fprintf(stderr, "rpcscope-userbench: %s\n", error.c_str());
+            return 1;
+        }
+        std::printf("%d\n", server.port());
+        std::fflush(stdout);
+        char c;
+        while (read(0, &c, 1) > 0) {
+        }
+        return 0;
+    }
+    bool quick = false;
+    std::string cli = RPCSCOPE_CLI, before;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (std::strcmp(argv[i], "--cli") == 0 && i + 1 < argc) {
+            cli = argv[++i];
+        } else if (std::strcmp(argv[i], "--before") == 0 && i + 1 < argc) {
+            before = argv[++i];
+        } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::printf(
+                "usage: rpcscope-userbench [--quick] [--cli PATH] [--before PATH]\n"
+                "  A plain grpc++ client process: direct, socat and rpcscope-cli capture interleaved, "
+                "and the relay's\n  wire times against dumpcap with both cores busy. --before PATH: "
+                "another rpcscope-cli (e.g. an\n  older build) measured in the same rounds.\n");
+            return 0;
+        } else {
+            std::fprintf(stderr, "rpcscope-userbench: unknown argument '%s' (try --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    for (const std::string &c : {cli, before})
+        if (!c.empty() && !executable(c)) {
+            std::fprintf(stderr, "rpcscope-userbench: %s is not an executable rpcscope-cli\n", c.c_str());
+            return 2;
+        }
+    const int rounds = quick ? 2 : 5;
+    const int calls = quick ? 1000 : 3000;
+    const int warmup = 200;
+    const std::int64_t runStart = steadyNowNs();
+    const std::string loadBefore = loadAverage();
+    std::vector<Row> rows;
+    std::vector<std::string> notes;
+    std::signal(SIGPIPE, SIG_IGN);
+
+    lab::LabServer server;
+    std::string error;
+    if (!server.start(&error)) {
+        std::fprintf(stderr, "rpcscope-userbench: %s\n", error.c_str());
+        return 1;
+    }
+    const std::uint16_t serverPort = std::uint16_t(server.port());
+    std::string tmpl = (std::filesystem::temp_directory_path() / "rpcscope-userbench-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+        std::fprintf(stderr, "rpcscope-userbench: cannot make a temporary directory: %s\n",
+                     std::strerror(errno));
+        return 1;
+    }
+    const std::string work = tmpl;
+
+    // ---- 1. latency and CPU, as a user would see them ----
+    {
+        std::vector<Lane> lanes;
+        lanes.push_back({"direct", serverPort});
+        SocatProxy socat;
+        const bool haveSocat = socat.start(serverPort, &error);
+        if (haveSocat) {
+            lanes.push_back({"socat", socat.port()});
+            lanes.back().socatPid = socat.pid();
+        } else
+            notes.push_back("SOCAT MISSING: the socat lane and the ratios against it are skipped (" + error +
+                            "; scripts/setup.sh installs it)");
+        hostile::CaptureProcess now, old;
+        std::vector<std::pair<hostile::CaptureProcess *, std::string>> captures{{&now, cli}};
+        if (!before.empty()) captures.push_back({&old, before});
+        for (auto &[proc, path] : captures) {
+            const std::string out = work + "/" + (proc == &now ? "now" : "before") + ".rpcscope";
+            if (!proc->start(path, serverPort, out, {"--keep", "0"}, &error)) {
+                std::fprintf(stderr, "rpcscope-userbench: %s: %s\n", path.c_str(), error.c_str());
+                return 1;
+            }
+            lanes.push_back({proc == &now ? "rpcscope" : "rpcscope before", proc->listenPort(), proc->pid()});
+        }
+        progress("latency: %d rounds x %d calls x %zu configurations, one client process each", rounds, calls,
+                 lanes.size());
+        for (int r = 0; r < rounds; ++r)
+            for (size_t k = 0; k < lanes.size(); ++k) {
+                Lane &l = lanes[(k + size_t(r)) % lanes.size()];
+                const std::int64_t cpu0 =
+                    l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) : 0;
+                const std::int64_t sw0 =
+                    l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true)
+                                     : 0;
+                const std::int64_t all0 = l.capturePid > 0 ? threadsRunNs(l.capturePid, {})
+                                          : l.socatPid > 0 ? childrenCpuNs(l.socatPid)
+                                                           : 0;
+                ClientRun run = spawnClient(l.port, calls, warmup);
+                if (l.capturePid > 0) {
+                    l.relayNs += threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) - cpu0;
+                    l.processNs += threadsRunNs(l.capturePid, {}) - all0;
+                    l.relaySwitches +=
+                        threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true) - sw0;
+                } else if (l.socatPid > 0) {
+                    std::this_thread::sleep_for(300ms); // until socat has reaped the connection's process
+                    l.processNs += childrenCpuNs(l.socatPid) - all0;
+                }
+                l.calls += calls + warmup;
+                l.failures += run.failures;
+                l.us.insert(l.us.end(), run.us.begin(), run.us.end());
+            }
+        for (auto &[proc, path] : captures)
+            proc->stop(20000);
+        socat.stop();
+        const Lane &d = lanes[0];
+        const Lane *s = haveSocat ? &lanes[1] : nullptr;
+        const double dP50 = median(d.us), dP99 = percentile(d.us, 99);
+        const std::string n = " (" + std::to_string(d.us.size()) + " calls each)";
+        rows.push_back({"user unary 100 B p50 / p99, direct" + n,
+                        fmt("%.1f", dP50) + " / " + fmt("%.1f us", dP99), "", "", "", ""});
+        if (s)
+            rows.push_back({"user unary 100 B p50 / p99, socat",
+                            fmt("%.1f", median(s->us)) + " / " + fmt("%.1f us", percentile(s->us, 99)), "",
+                            "", "", ""});
+        const Lane *nowLane = nullptr;
+        for (const Lane &l : lanes) {
+            if (l.capturePid <= 0) continue;
+            if (l.name == "rpcscope") nowLane = &l;
+            const double p50 = median(l.us), p99 = percentile(l.us, 99);
+            rows.push_back({"user unary 100 B p50 / p99, " + l.name,
+                            fmt("%.1f", p50) + " / " + fmt("%.1f us", p99), "", "", "", ""});
+            if (s) {
+                // A ratio means something only when socat is slower than direct; on a loaded machine a p99
+                // can come out the other way round, and then the run says so instead.
+                auto ratioRow = [&](const char *p, double mine, double socats) {
+                    const bool meaningful = socats > 0;
+                    rows.push_back({"  " + l.name + " overhead / socat's, " + p, fmt("%+.1f us", mine),
+                                    "socat " + fmt("%+.1f us", socats),
+                                    meaningful ? fmt("%.2f", mine / socats) : "n/a", "<= 1.00",
+                                    !meaningful          ? "noise: socat not slower than direct"
+                                    : mine / socats <= 1 ? "met"
+                                                         : "missed"});
+                };
+                ratioRow("p50", p50 - dP50, median(s->us) - dP50);
+                ratioRow("p99", p99 - dP99, percentile(s->us, 99) - dP99);
+            }
+        }
+        for (const Lane &l : lanes)
+            if (l.capturePid > 0 && l.calls) {
+                const double us = double(l.relayNs) / 1e3 / l.calls;
+                const bool isNow = &l == nowLane;
+                const Lane *old = nullptr;
+                for (const Lane &o : lanes)
+                    if (o.capturePid > 0 && &o != nowLane) old = &o;
+                const double oldUs = old && old->calls ? double(old->relayNs) / 1e3 / old->calls : 0;
+                rows.push_back(
+                    {"  " + l.name + " CPU of relay I/O + decoder threads per call", fmt("%.1f us", us),
+                     isNow && oldUs > 0 ? "before " + fmt("%.1f us", oldUs) : "",
+                     isNow && oldUs > 0 ? fmt("%.2f", us / oldUs) : "", isNow && oldUs > 0 ? "<= 0.50" : "",
+                     isNow && oldUs > 0 ? (us / oldUs <= 0.5 ? "met" : "missed") : ""});
+            }
+        for (const Lane &l : lanes)
+            if (l.capturePid > 0 && l.calls)
+                rows.push_back({"  " + l.name + " context switches of relay I/O + decoder threads per call",
+                                fmt("%.2f", double(l.relaySwitches) / l.calls), "", "", "", ""});
+        for (const Lane &l : lanes)
+            if (l.processNs > 0 && l.calls)
+                rows.push_back(
+                    {"  " + l.name +
+                         (l.capturePid > 0 ? " CPU of the whole rpcscope-cli process per call"
+                                           : " CPU of its connection's process per call (10 ms ticks)"),
+                     fmt("%.1f us", double(l.processNs) / 1e3 / l.calls), "", "", "", ""});
+        for (const Lane &l : lanes)
+            if (l.failures) notes.push_back(l.name + ": " + std::to_string(l.failures) + " calls failed");
+    }
+
+    // ---- 2. wire times against dumpcap, both cores busy ----
+    const std::string dumpcap = inPath("dumpcap");
+    if (dumpcap.empty()) {
+        notes.push_back(
+            "DUMPCAP MISSING: the wire-time rows are skipped (install tshark; scripts/setup.sh does)");
+    } else {
+        EventSink readSink, kernelSink;
+        Relay readTimed, kernelTimed;
+        readTimed.setKernelTimestamps(false);
+        if (!readTimed.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, readSink.sink(), &error) ||
+            !kernelTimed.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, kernelSink.sink(), &error)) {
+            std::fprintf(stderr, "rpcscope-userbench: relay: %s\n", error.c_str());
+            return 1;
+        }
+        const std::uint16_t pr = readTimed.listenAddress().port, pk = kernelTimed.listenAddress().port;
+        const std::string pcap = work + "/wire.pcapng";
+        const std::string filter = "tcp port " + std::to_string(pr) + " or tcp port " + std::to_string(pk) +
+                                   " or tcp port " + std::to_string(serverPort);
+        const pid_t cap = fork();
+        if (cap == 0) {
+            const int devnull = open("/dev/null", O_WRONLY);
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+            execl(dumpcap.c_str(), "dumpcap", "-q", "-i", "lo", "-f", filter.c_str(), "-w", pcap.c_str(),
+                  static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        // dumpcap writes its file once it captures.
+        for (int i = 0; i < 100; ++i) {
+            struct stat st
+            {
+            };
+            if (stat(pcap.c_str(), &st) == 0 && st.st_size > 0) break;
+            std::this_thread::sleep_for(50ms);
+        }
+        std::this_thread::sleep_for(300ms);
+        const pid_t spinners[2] = {spin(), spin()};
+        const int tsCalls = quick ? 500 : 1500;
+        progress("wire times: %d rounds x %d calls x 2 configurations, two spinning processes", rounds,
+                 tsCalls);
+        for (int r = 0; r < rounds; ++r)
+            for (int k = 0; k < 2; ++k) {
+                const bool kernel = (k + r) % 2 == 1;
+                spawnClient(kernel ? pk : pr, tsCalls, 50);
+            }
+        for (pid_t p : spinners) {
+            kill(p, SIGKILL);
+            waitpid(p, nullptr, 0);
+        }
+        std::this_thread::sleep_for(500ms); // dumpcap's last packets
+        kill(cap, SIGINT);
+        waitpid(cap, nullptr, 0);
+        readTimed.stop();
+        kernelTimed.stop();
+        const std::int64_t offset = wallMinusSteady();
+        auto imported = [&](std::uint16_t port) {
+            PcapImportOptions o;
+            o.serverPort = port;
+            PcapImportResult res;
+            std::string err;
+            if (!importPcap(pcap, o, &res, &err)) notes.push_back("pcap import: " + err);
+            return byConnection(res.events);
+        };
+        const std::vector<ConnFrames> clientLegR = imported(pr), clientLegK = imported(pk),
+                                      serverLeg = imported(serverPort);
+        std::vector<ConnFrames> relayR = byConnection(readSink.all), relayK = byConnection(kernelSink.all);
+        // The server leg's connections, in the order they opened, are the two relays' in theirs.
+        std::vector<std::pair<const ConnFrames *, bool>> relayConns; // (connection, kernel-timed)
+        for (const ConnFrames &c : relayR)
+            relayConns.push_back({&c, false});
+        for (const ConnFrames &c : relayK)
+            relayConns.push_back({&c, true});
+        std::sort(relayConns.begin(), relayConns.end(),
+                  [](auto &a, auto &b) { return a.first->openedNs < b.first->openedNs; });
+        std::vector<double> err[2]; // [kernel] microseconds
+        int unmatched = 0;
+        for (size_t i = 0; i < relayConns.size(); ++i) {
+            const ConnFrames &rc = *relayConns[i].first;
+            const bool kernel = relayConns[i].second;
+            const std::vector<ConnFrames> &legs = kernel ? clientLegK : clientLegR;
+            const ConnFrames *client = nullptr;
+            for (const ConnFrames &c : legs)
+                if (c.client == rc.client) client = &c;
+            const ConnFrames *upstream = i < serverLeg.size() ? &serverLeg[i] : nullptr;
+            for (const auto &[key, t] : rc.frames) {
+                const bool c2s = std::get<0>(key) == int(Direction::ClientToServer);
+                const ConnFrames *wire = c2s ? client : upstream;
+                const auto it = wire ? wire->frames.find(key) : decltype(wire->frames.end()){};
+                if (!wire || it == wire->frames.end()) {
+                    ++unmatched;
+                    continue;
+                }
+                err[kernel].push_back(std::abs(double(t + offset - it->second)) / 1e3);
+            }
+        }
+        for (int kernel = 0; kernel < 2; ++kernel) {
+            const std::vector<double> &e = err[kernel];
+            if (e.empty()) {
+                notes.push_back(std::string(kernel ? "kernel" : "read") + "-timed relay: no frame matched");
+                continue;
+            }
+            const double p99 = percentile(e, 99);
+            rows.push_back({std::string("wire time error vs dumpcap, ") +
+                                (kernel ? "kernel timestamps" : "read time (old way)") +
+                                ", p50 / p99 / max (" + std::to_string(e.size()) + " frames)",
+                            fmt("%.1f", median(e)) + " / " + fmt("%.1f", p99) + " / " +
+                                fmt("%.1f us", percentile(e, 100)),
+                            "", "", "p99 <= 200 us", p99 <= 200 ? "met" : "missed"});
+        }
+        notes.push_back("wire times: frames of " + std::to_string(relayConns.size()) +
+                        " relay connections matched with dumpcap's by direction, stream, type, flags and "
+                        "occurrence (client leg for requests, server leg for responses); " +
+                        std::to_string(unmatched) + " unmatched; kernel-timed reads " +
+                        std::to_string(kernelTimed.kernelStampedReads()) + ", of which fell back " +
+                        std::to_string(kernelTimed.readTimedReads()));
+    }
+
+    std::error_code ignored;
+    std::filesystem::remove_all(work, ignored);
+    std::printf("rpcscope-userbench%s: %ld s, %ld cores, load average %s before, %s after\n",
+                quick ? " --quick" : "", long((steadyNowNs() - runStart) / 1'000'000'000),
+                sysconf(_SC_NPROCESSORS_ONLN), loadBefore.c_str(), loadAverage().c_str());
+    printTable(rows);
+    for (const std::string &n : notes)
+        std::printf("- %s\n", n.c_str());
+    return 0;
+}
