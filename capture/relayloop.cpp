@@ -220,7 +220,10 @@ void RelayLoop::takeAdopted()
                 std::memcpy(chunk.data.get(), a.early.data(), chunk.size);
                 toDecoder(c, std::move(chunk));
             }
-            c.up.queued = std::move(a.early); // sent when the server's socket takes it (the loop polls)
+            if (c.streams)
+                streamEarly(c, std::move(a.early), a.earlyAt);
+            else
+                c.up.queued = std::move(a.early); // sent when the server's socket takes it (the loop polls)
         }
     }
 }
@@ -505,6 +508,7 @@ bool RelayLoop::readSide(Conn &c, bool fromClient)
     // Bytes go out in the order they came in: while either way of relaying still holds some, that way goes
     // on.
     if (half.inPipe > 0) return spliceSide(c, fromClient);
+    if (c.streams) return streamRead(c, fromClient);
     // A faulted connection (bandwidth) is read in measured amounts, so always by copy.
     if (c.fault && c.fault->applied) {
         const size_t allowance = faultReadAllowance(c, fromClient, steadyNowNs());
@@ -669,6 +673,7 @@ void RelayLoop::loop()
                 if (c.down.pending()) ce |= POLLOUT;
             }
             if (c.fault) faultPoll(c, steadyNowNs(), ce, se, timeout);
+            if (c.streams) streamPoll(c, steadyNowNs(), timeout);
             // poll's bits are epoll's (POLLIN == EPOLLIN, POLLOUT == EPOLLOUT) on Linux.
             watch(c.cfd, c.cWatchFd, c.cWatch, std::uint32_t(std::uint16_t(ce)), std::uint64_t(c.id) << 1);
             watch(c.sfd, c.sWatchFd, c.sWatch, std::uint32_t(std::uint16_t(se)),
@@ -720,6 +725,7 @@ void RelayLoop::loop()
             bool ok = true;
             std::string reason;
             if (c.fault && faultEvents(c, cr, sr, steadyNowNs())) continue;
+            if (c.streams && !streamTimers(c, steadyNowNs())) continue;
             if (c.draining) {
                 if (cr & POLLOUT) flush(c, true);
                 if (sr & POLLOUT) flush(c, false);

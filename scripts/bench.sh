@@ -18,6 +18,8 @@
 # --user measures the plaintext relay as a user meets it: a grpc++ client process making 3,000 sequential calls a
 # round through direct, socat and rpcscope-cli capture (--before PATH adds another rpcscope-cli, e.g. an older
 # build), and the relay's wire times against dumpcap with both cores busy (--user --quick: 1,000 calls).
+# --faults compares a relay without fault rules, with rules for other hops only, and with a stream rule that
+# matches nothing: unary latency and streaming throughput, with their ratios (--faults --quick).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -53,6 +55,10 @@ fi
 if [ "${1:-}" = "--tls" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-tlsbench" "$@"
+fi
+if [ "${1:-}" = "--faults" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-faultbench" "$@"
 fi
 if [ "${1:-}" = "--views" ]; then
   shift
