@@ -67,6 +67,10 @@ void MainWindow::showFaults()
         tabifyDockWidget(calls, m_faultsDock);
     m_faultsDock->show();
     m_faultsDock->raise();
+    // Room for a few rules, their line and the error under it.
+    constexpr int kRoomyHeight = 260;
+    if (const int now = calls ? calls->height() : 0; now < kRoomyHeight)
+        resizeDocks({m_faultsDock}, {kRoomyHeight}, Qt::Vertical);
     m_faults->refresh();
     m_faults->ruleEdit()->setFocus();
 }
