@@ -72,6 +72,10 @@ void toProto(const WireEvent &e, const Redaction *redaction, capture::Event *p)
         p->set_violation_rule(v->rule);
         p->set_violation_error_code(v->errorCode);
     }
+    if (const FaultInjection *f = e.injection()) {
+        p->set_fault_rule(f->rule);
+        p->set_fault_rule_text(f->text);
+    }
     if (const FrameRun *run = e.frameRun()) {
         p->set_run_count(run->count);
         p->set_run_first_ns(run->firstNs);
@@ -168,6 +172,8 @@ bool decodeEvent(const capture::Event &p, WireEvent *e)
     if (e->kind == EventKind::Notice) {
         if (p.has_violation_error_code())
             e->about = ProtocolViolation{e->dir, p.violation_rule(), p.violation_error_code()};
+        else if (p.fault_rule() != 0)
+            e->about = FaultInjection{p.fault_rule(), p.fault_rule_text()};
         else if (auto v = violationFromSentence(e->reason, e->dir))
             e->about = std::move(*v);
     }

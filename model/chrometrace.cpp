@@ -84,6 +84,12 @@ QJsonObject timelineToChromeTrace(const TimelineStore &store)
             if (a.pushbackMs) args.insert("pushback_ms", qint64(*a.pushbackMs));
             if (a.timeoutNs) args.insert("timeout_ms", double(*a.timeoutNs) / 1e6);
             if (!a.ended()) args.insert("open", true);
+            if (a.injected()) {
+                args.insert("injected", true);
+                args.insert(
+                    "fault_rule",
+                    QStringLiteral("%1: %2").arg(a.faultRule).arg(QString::fromStdString(a.faultRuleText)));
+            }
             const QString name = QStringLiteral("attempt %1 %2").arg(i + 1).arg(statusLabel(a));
             begin(name, "attempt", a.startNs, args);
             end(name, a.endNs.value_or(latest));

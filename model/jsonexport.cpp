@@ -106,7 +106,12 @@ QJsonObject timelineToJson(const TimelineStore &store, bool withFrames)
                 {"response_bytes", qint64(a.responseBytes)},
                 {"trailers_only", a.ended() ? QJsonValue(a.trailersOnly) : QJsonValue()},
                 {"encoding",
-                 a.encoding.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(a.encoding))}});
+                 a.encoding.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(a.encoding))},
+                {"injected", a.injected()},
+                {"fault_rule",
+                 a.injected() ? QJsonValue(QJsonObject{{"number", qint64(a.faultRule)},
+                                                       {"text", QString::fromStdString(a.faultRuleText)}})
+                              : QJsonValue()}});
         }
         QJsonArray gaps, expectedGaps;
         for (const auto &g : call.gapsNs())

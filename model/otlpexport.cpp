@@ -123,6 +123,11 @@ QJsonObject timelineToOtlp(const TimelineStore &store)
             if (a.status) attrs.append(attr("rpc.grpc.status_code", qint64(*a.status)));
             if (a.pushbackMs) attrs.append(attr("rpcscope.pushback_ms", qint64(*a.pushbackMs)));
             if (a.timeoutNs) attrs.append(attr("rpcscope.timeout_ns", qint64(*a.timeoutNs)));
+            if (a.injected()) {
+                attrs.append(attr("rpcscope.injected", true));
+                attrs.append(attr("rpcscope.fault_rule", qint64(a.faultRule)));
+                attrs.append(attr("rpcscope.fault_rule_text", QString::fromStdString(a.faultRuleText)));
+            }
             spans.append(QJsonObject{{"traceId", traceId},
                                      {"spanId", QString::fromLatin1(idBytes(store, k, int(i) + 1, 8))},
                                      {"parentSpanId", callSpanId},

@@ -64,7 +64,7 @@ size_t TimelineStore::callBytes(const Call &c)
                stringBytes(c.method) + stringBytes(c.clientPeer) + stringBytes(c.traceId) +
                stringBytes(c.spanId) + stringBytes(c.hop) + kCallIndexBytes;
     for (const Attempt &a : c.attempts) {
-        n += stringBytes(a.encoding);
+        n += stringBytes(a.encoding) + stringBytes(a.faultRuleText);
         if (a.statusMessage) n += stringBytes(*a.statusMessage);
     }
     return n;
@@ -84,6 +84,9 @@ size_t TimelineStore::approxBytes() const
     // Indices: a hash node per call key and per open stream, a member per traced call.
     n += m_callsByKey.size() * kCallIndexBytes +
          m_openStreams.size() * hashNode<std::uint64_t, AttemptRef>() +
+         m_recentEnded.size() * hashNode<std::uint64_t, std::uint64_t>() +
+         m_recentEndedOrder.size() * sizeof(std::uint64_t) +
+         m_pendingInjections.size() * (hashNode<std::uint64_t, FaultInjection>() + 32) +
          m_traces.size() * (hashNode<std::string, std::vector<size_t>>() + 32) +
          m_tracedCalls * sizeof(size_t) + m_watchDeadline.size() * heap(32 + 16) +
          m_watchClose.size() * (hashNode<std::uint32_t, int>() + 32);

@@ -121,7 +121,12 @@ struct Attempt
     std::uint64_t responseBytes = 0;
     int requestMessages = 0;
     int responseMessages = 0;
+    // The capturing proxy, not the server, made this attempt fail (a FaultInjection notice on its stream):
+    // the rule's number (1-based; 0 when not injected) and its text in the compact syntax.
+    std::uint32_t faultRule = 0;
+    std::string faultRuleText;
 
+    bool injected() const { return faultRule != 0; }
     bool ended() const { return endNs.has_value(); }
     // How it ended, in a few words: "in flight", the grpc-status name, "RST_STREAM CANCEL", "refused by
     // GOAWAY", or "no status" (the connection closed first).

@@ -3,6 +3,7 @@
 #include "clientoutcome.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace rpcscope {
 
@@ -56,6 +57,9 @@ void TimelineStore::clear()
     m_labEventsCut = 0;
     ++m_labEventsMoved;
     m_openStreams.clear();
+    m_recentEnded.clear();
+    m_recentEndedOrder.clear();
+    m_pendingInjections.clear();
     m_callsByKey.clear();
     m_traces.clear();
     m_callBase = 0;
@@ -159,10 +163,51 @@ void TimelineStore::endAttempt(const AttemptRef &ref, std::int64_t t, StoreChang
     Call &call = m_calls[ref.call];
     Attempt &a = call.attempts[ref.attempt];
     if (!a.endNs) a.endNs = t;
-    m_openStreams.erase(streamKey(a.connection, a.stream));
+    const std::uint64_t key = streamKey(a.connection, a.stream);
+    m_openStreams.erase(key);
+    if (m_recentEnded.insert_or_assign(key, call.serial).second) {
+        m_recentEndedOrder.push_back(key);
+        if (m_recentEndedOrder.size() > kMaxRecentEnded) {
+            m_recentEnded.erase(m_recentEndedOrder.front());
+            m_recentEndedOrder.pop_front();
+        }
+    }
     markChanged(ch, ref.call);
     // The call is no longer in flight: calls of its trace that started after this may not nest under it.
     if (!call.traceId.empty() && ref.attempt + 1 == call.attempts.size()) linkTrace(ref.call, ch);
+}
+
+FaultInjection TimelineStore::connectionFault(const std::string &reason)
+{
+    static const std::string prefix = "fault: ", ruleAt = " (rule ";
+    FaultInjection f;
+    if (reason.compare(0, prefix.size(), prefix) != 0) return f;
+    const size_t at = reason.rfind(ruleAt);
+    if (at == std::string::npos || at < prefix.size()) return f;
+    const std::uint32_t rule = std::uint32_t(std::strtoul(reason.c_str() + at + ruleAt.size(), nullptr, 10));
+    if (rule == 0) return f;
+    f.rule = rule;
+    f.text = reason.substr(prefix.size(), at - prefix.size());
+    return f;
+}
+
+void TimelineStore::onFaultInjection(const WireEvent &e, const FaultInjection &f, StoreChanges &ch)
+{
+    const std::uint64_t key = streamKey(e.connection, e.stream);
+    auto mark = [&](size_t callIndex) {
+        for (Attempt &a : m_calls[callIndex].attempts)
+            if (a.connection == e.connection && a.stream == e.stream) {
+                a.faultRule = f.rule;
+                a.faultRuleText = f.text;
+                markChanged(ch, callIndex);
+                return true;
+            }
+        return false;
+    };
+    if (auto it = m_openStreams.find(key); it != m_openStreams.end() && mark(it->second.call)) return;
+    if (auto it = m_recentEnded.find(key); it != m_recentEnded.end())
+        if (const auto i = indexOfSerial(it->second); i && mark(*i)) return;
+    if (m_pendingInjections.size() < kMaxPendingInjections) m_pendingInjections.insert_or_assign(key, f);
 }
 
 int TimelineStore::nestingDepth(size_t call) const
@@ -302,6 +347,12 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
     call.attempts.push_back(std::move(a));
     ++m_attemptCount;
     m_openStreams[key] = {callIndex, call.attempts.size() - 1};
+    if (!m_pendingInjections.empty())
+        if (auto it = m_pendingInjections.find(key); it != m_pendingInjections.end()) {
+            call.attempts.back().faultRule = it->second.rule;
+            call.attempts.back().faultRuleText = std::move(it->second.text);
+            m_pendingInjections.erase(it);
+        }
     if (call.traceId.empty()) return;
     if (call.attempts.size() == 1) {
         std::vector<size_t> &members = m_traces[call.traceId];
@@ -370,8 +421,17 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             std::vector<AttemptRef> open;
             for (const auto &[key, ref] : m_openStreams)
                 if ((key >> 32) == e.connection) open.push_back(ref);
-            for (const AttemptRef &ref : open)
+            // A connection fault rule closing it ("fault: close (rule 1)", relayloopfaults.cpp) failed the
+            // streams still open on it: they were injected as much as a stream action's are.
+            const FaultInjection byClose = connectionFault(e.reason);
+            for (const AttemptRef &ref : open) {
+                if (byClose.rule) {
+                    Attempt &a = m_calls[ref.call].attempts[ref.attempt];
+                    a.faultRule = byClose.rule;
+                    a.faultRuleText = byClose.text;
+                }
                 endAttempt(ref, e.tNs, ch);
+            }
             markWatchedClose(e.connection, ch);
             // A stall ends with its connection: nothing waits for a window any more.
             for (auto it = m_openStalls.lower_bound({e.connection, Direction::ClientToServer, 0});
@@ -392,6 +452,8 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 c->notes.push_back(e.reason);
                 if (e.violation() && !c->firstViolation) c->firstViolation = *e.violation();
             }
+            if (const FaultInjection *f = e.injection(); f && e.stream != 0 && f->rule != 0)
+                onFaultInjection(e, *f, ch);
             ch.connectionsChanged = true;
             break;
         case EventKind::LabEvent: {

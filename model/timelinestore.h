@@ -190,6 +190,16 @@ private:
     std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> m_watchClose; // connection -> serials
     std::multimap<std::int64_t, std::uint64_t> m_watchDeadline;                 // deadline -> serial
     void endAttempt(const AttemptRef &ref, std::int64_t t, StoreChanges &ch);
+    // A FaultInjection notice marks the attempt on its stream, open or lately ended (the injected response
+    // and the relay's note can arrive in either order); one that comes before the request HEADERS waits for
+    // them.
+    // The rule of a connection closed by a connection fault rule, from its close reason; rule 0 otherwise.
+    static FaultInjection connectionFault(const std::string &reason);
+    void onFaultInjection(const WireEvent &e, const FaultInjection &f, StoreChanges &ch);
+    static constexpr size_t kMaxRecentEnded = 1024, kMaxPendingInjections = 256;
+    std::unordered_map<std::uint64_t, std::uint64_t> m_recentEnded; // (conn, stream) -> call serial
+    std::deque<std::uint64_t> m_recentEndedOrder;                   // oldest first
+    std::unordered_map<std::uint64_t, FaultInjection> m_pendingInjections;
     void linkTrace(size_t call, StoreChanges &ch);
     // The key of the call a W3C traceparent points at: the one that carried exactly it, else (unless
     // exactOnly) the latest call of that trace started by tNs; empty when none.

@@ -144,6 +144,12 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     };
 
     QTreeWidgetItem *status = section(QStringLiteral("Outcome"));
+    // First, so that the proxy's own failure is never read as the server's.
+    if (a.injected())
+        row(status, QStringLiteral("injected"),
+            QStringLiteral("injected by rpcscope: rule %1 %2")
+                .arg(a.faultRule)
+                .arg(QString::fromStdString(a.faultRuleText)));
     row(status, QStringLiteral("grpc-status"),
         a.ended() ? (a.status ? QStringLiteral("%1 (%2)").arg(grpcStatusName(*a.status)).arg(*a.status)
                               : QStringLiteral("none"))

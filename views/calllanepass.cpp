@@ -253,6 +253,10 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 hatch(p, bar);
                 ctx.mark(kUseTransparent);
             }
+            if (a.injected()) {
+                injectedHatch(p, bar, m.scale);
+                ctx.mark(kUseInjected);
+            }
             if (bar.width() >= 12 && !ctx.store.frames().empty())
                 paintPhases(p, ctx, a, bar);
             else if (bar.width() >= 12 && a.responseHeadersNs) {
@@ -264,6 +268,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             }
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
+            if (a.injected()) text = QStringLiteral("injected · ") + text;
             if (client.implied() && k + 1 == call.attempts.size()) {
                 const QString got = QStringLiteral("client: ") + QString::fromStdString(client.label());
                 text += QStringLiteral(" → ") + got;
@@ -549,6 +554,10 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 hatch(p, bar);
                 ctx.mark(kUseTransparent);
             }
+            if (a.injected()) {
+                injectedHatch(p, bar, m.scale);
+                ctx.mark(kUseInjected);
+            }
             if (bar.width() >= 12 && !ctx.store.frames().empty()) paintPhases(p, ctx, a, bar);
             // A failure after response headers: where the call committed.
             if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) {
@@ -560,6 +569,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             // Status in the bar where it fits; the call's outcome (its last attempt's) otherwise after it.
             QString text = statusText(a);
             if (transparent) text = QStringLiteral("transparent retry · ") + text;
+            if (a.injected()) text = QStringLiteral("injected · ") + text;
             if (k + 1 == n) {
                 // What the client got, where the wire only implies it; alone where the whole has no room.
                 if (const ClientOutcome client = clientOutcome(call, ctx.store); client.implied()) {

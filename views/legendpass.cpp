@@ -15,6 +15,7 @@ enum class LegendSymbol
 {
     Box,
     Hatched,
+    Injected,
     Wait,
     Gap,
     Deadline,
@@ -69,6 +70,7 @@ constexpr LegendEntry kLegend[] = {
     {"cancelled / no status", LegendSymbol::Box, LCancelled, 4},
     {"in flight", LegendSymbol::Box, LInFlight, 5},
     {"transparent retry", LegendSymbol::Hatched, LUnavailable, kUseTransparent},
+    {"injected by rpcscope (fault rule)", LegendSymbol::Injected, LUnavailable, kUseInjected},
     {"request sent", LegendSymbol::Box, LRequest, kUsePhases},
     {"server working", LegendSymbol::Wait, LOk, kUsePhases},
     {"response", LegendSymbol::Box, LResponse, kUsePhases},
@@ -195,6 +197,10 @@ void LegendPass::paint(QPainter *p, const PaintContext &ctx, const QRectF &rect,
         case LegendSymbol::Hatched:
             p->fillRect(box, colors[e.color]);
             hatch(p, box);
+            break;
+        case LegendSymbol::Injected:
+            p->fillRect(box, colors[e.color]);
+            injectedHatch(p, box, s);
             break;
         case LegendSymbol::Wait:
             p->fillRect(box, colors[e.color]);

@@ -26,6 +26,20 @@ void hatch(QPainter *p, const QRectF &r)
     p->restore();
 }
 
+void injectedHatch(QPainter *p, const QRectF &r, double scale)
+{
+    p->save();
+    p->setClipRect(r, Qt::IntersectClip);
+    const double step = 7 * scale;
+    p->setPen(QPen(QColor(0, 0, 0, 140), 2 * scale, Qt::SolidLine, Qt::FlatCap));
+    for (double x = r.left() - r.height(); x < r.right() + step; x += step)
+        p->drawLine(QPointF(x, r.top()), QPointF(x + r.height(), r.bottom()));
+    p->setPen(QPen(QColor(255, 255, 255, 110), 1 * scale, Qt::SolidLine, Qt::FlatCap));
+    for (double x = r.left() - r.height() + 2 * scale; x < r.right() + step; x += step)
+        p->drawLine(QPointF(x, r.top()), QPointF(x + r.height(), r.bottom()));
+    p->restore();
+}
+
 bool wallClockRuler(const PaintContext &ctx)
 {
     return ctx.options.wallClock && ctx.store.originWallNs() != 0;

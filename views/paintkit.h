@@ -38,6 +38,10 @@ private:
 // White diagonal stripes over a bar (a transparent retry). Drawn as lines rather than a pattern brush, which
 // SVG readers cannot resolve.
 void hatch(QPainter *p, const QRectF &r);
+// An attempt the capturing proxy failed on purpose (a fault rule): dense dark stripes leaning the other way
+// from hatch()'s, edged in white, so it reads on every status colour and never looks like the server's own
+// failure or a transparent retry. `scale` is the metrics' scale (2 in workshop mode).
+void injectedHatch(QPainter *p, const QRectF &r, double scale);
 
 // A lab event's diamond, filled, of half-width r around c. Markers on the timeline are antialiased; the
 // legend's swatch is not, like the rest of the legend.

@@ -222,6 +222,7 @@ void TimelineIndex::absorbAttempt(size_t call, size_t k)
         use |= 1u << kUseAttemptTimeout;
     if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) use |= 1u << kUseCommit;
     if (a.pushbackMs && *a.pushbackMs < 0 && a.endNs) use |= 1u << kUsePushback;
+    if (a.injected()) use |= 1u << kUseInjected;
     if (a.status) use |= 1u << kUseTrailers | 1u << kUseFrameTicks;
     // In flight is the only state an attempt leaves; it is taken from the open list instead.
     m_callUse |= use & ~(1u << 5);

@@ -42,6 +42,7 @@ enum LegendUse : int
     kUseRst,
     kUseGoaway,
     kUseUnansweredPing,
+    kUseInjected, // an attempt a fault rule of the capture failed (hatched)
     kUseCount
 };
 static_assert(kUseCount <= 32, "legend bits are one std::uint32_t");

@@ -45,6 +45,10 @@ QString TimelineToolTips::attempt(const TimelineStore &store, size_t callIndex, 
     html += QStringLiteral("<b>%1</b>").arg(status.toHtmlEscaped());
     if (a.statusMessage && !a.statusMessage->empty())
         html += QStringLiteral(": %1").arg(QString::fromStdString(*a.statusMessage).toHtmlEscaped());
+    if (a.injected())
+        html += QStringLiteral("<br><b>injected by rpcscope</b>: rule %1 <tt>%2</tt>")
+                    .arg(a.faultRule)
+                    .arg(QString::fromStdString(a.faultRuleText).toHtmlEscaped());
     html += QStringLiteral("<br>start %1").arg(formatDuration(a.startNs - origin));
     if (a.endNs) html += QStringLiteral(" · took %1").arg(formatDuration(*a.endNs - a.startNs));
     if (a.responseHeadersNs)

@@ -155,6 +155,7 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     addDockWidget(Qt::LeftDockWidgetArea, scenarioDock);
     buildStats(dock);
     buildPolicy(dock);
+    buildFaults(dock);
     resize(1400, 820);
     // First start: the docks below start low, so the timeline shows 25 calls and more at 1600x1000.
     const bool firstStart = !QSettings().contains(QStringLiteral("window/state"));

@@ -33,6 +33,8 @@ class RunBar;
 class SchemaController;
 class StatsDock;
 class PolicyDock;
+class FaultsDock;
+class FaultSet;
 class SwimlaneView;
 class TimelineModel;
 class TimelineStore;
@@ -128,6 +130,10 @@ public slots:
     // (Ctrl+Shift+G): the calls judged against the client's service config (issue 19).
     PolicyDock *policyDock() const { return m_policy; }
     void showPolicyCheck(bool roomy = false);
+    // The Faults dock (mainwindow_faults.cpp, Ctrl+Shift+F): the running capture's fault rules, to add, edit
+    // and switch while it runs (issue 19). Every capture the window starts carries a FaultSet, empty or not.
+    FaultsDock *faultsDock() const { return m_faults; }
+    void showFaults();
 
 signals:
     // One run of the scenario ended (a Repeat N emits it N times).
@@ -181,6 +187,7 @@ private:
     void showFilterProblem(const QString &problem);
     void buildStats(QDockWidget *beside);
     void buildPolicy(QDockWidget *beside);
+    void buildFaults(QDockWidget *beside);
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
@@ -236,6 +243,9 @@ private:
     QDockWidget *m_policyDock = nullptr;
     QAction *m_policyAction = nullptr;      // Ctrl+Shift+V, in the View menu
     QAction *m_retryPolicyAction = nullptr; // Ctrl+Shift+G, in the View menu
+    FaultsDock *m_faults = nullptr;
+    QDockWidget *m_faultsDock = nullptr;
+    QAction *m_faultsAction = nullptr; // Ctrl+Shift+F, in the View menu
 };
 
 } // namespace rpcscope

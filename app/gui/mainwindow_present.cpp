@@ -84,6 +84,7 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     menu->addAction(m_statsAction);
     menu->addAction(m_policyAction);
     menu->addAction(m_retryPolicyAction);
+    menu->addAction(m_faultsAction);
     menu->addSeparator();
     menu->addAction(m_workshopAction);
     menu->addAction(m_darkAction);
