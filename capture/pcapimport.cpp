@@ -248,6 +248,9 @@ public:
 
     void finish(std::int64_t t)
     {
+        if (m_tlsProblems > kTlsProblemsListed)
+            m_r->notes.push_back("TLS: " + std::to_string(m_tlsProblems - kTlsProblemsListed) +
+                                 " more connections not (fully) decrypted; each has its note");
         for (auto &[key, c] : m_conns)
             if (!c.closed) {
                 for (int d = 0; d < 2; ++d)
@@ -307,14 +310,17 @@ private:
         }
         m_plain.clear();
         c.tls->feed(dir, data, len, &m_plain);
-        for (std::string &note : c.tls->takeNotes()) {
-            m_r->notes.push_back("connection " + std::to_string(c.id) + ": " + note);
+        for (TlsDecryptor::Note &note : c.tls->takeNotes()) {
+            // What was not decrypted is also said for the file, up to a point: a capture of many such
+            // connections gets a count, not a page of the same sentence.
+            if (note.problem && ++m_tlsProblems <= kTlsProblemsListed)
+                m_r->notes.push_back("connection " + std::to_string(c.id) + ": " + note.text);
             WireEvent e;
             e.kind = EventKind::Notice;
             e.connection = c.id;
             e.dir = dir;
             e.tNs = t;
-            e.reason = std::move(note);
+            e.reason = std::move(note.text);
             m_r->events.push_back(std::move(e));
         }
         if (!m_plain.empty())
@@ -390,6 +396,8 @@ private:
     PcapImportResult *m_r;
     std::map<std::pair<Endpoint, Endpoint>, Conn> m_conns;
     std::string m_plain; // a TLS segment's plaintext, reused
+    static constexpr size_t kTlsProblemsListed = 20;
+    size_t m_tlsProblems = 0;
     std::deque<std::pair<std::pair<Endpoint, Endpoint>, std::uint32_t>> m_closed;
 };
 

@@ -77,9 +77,9 @@ bool TlsDecryptor::looksLikeTls(const std::uint8_t *data, size_t len)
     return len >= 2 && data[0] >= ChangeCipherSpec && data[0] <= ApplicationData && data[1] == 3;
 }
 
-std::vector<std::string> TlsDecryptor::takeNotes()
+std::vector<TlsDecryptor::Note> TlsDecryptor::takeNotes()
 {
-    std::vector<std::string> notes;
+    std::vector<Note> notes;
     notes.swap(m_notes);
     return notes;
 }
@@ -95,7 +95,7 @@ void TlsDecryptor::stop(const std::string &note)
 {
     if (m_stopped) return;
     m_stopped = true;
-    m_notes.push_back(note);
+    m_notes.push_back({note, true});
     for (Side &s : m_side) {
         s.stopped = true;
         std::string().swap(s.buffer);
@@ -110,7 +110,7 @@ void TlsDecryptor::stopSide(Direction dir, const std::string &note)
     side.stopped = true;
     std::string().swap(side.buffer);
     std::string().swap(side.handshake);
-    m_notes.push_back(note);
+    m_notes.push_back({note, true});
 }
 
 void TlsDecryptor::feed(Direction dir, const std::uint8_t *data, size_t len, std::string *plain)
@@ -232,7 +232,7 @@ void TlsDecryptor::handshakeMessage(Direction dir, std::uint8_t type, const std:
         side.cipher.reset(*m_suite, key, iv);
         if (!m_keyUpdateNoted) {
             m_keyUpdateNoted = true;
-            m_notes.push_back(std::string("TLS key update by the ") + sideName(dir) + ": followed");
+            m_notes.push_back({std::string("TLS key update by the ") + sideName(dir) + ": followed", false});
         }
     }
 }
@@ -319,8 +319,9 @@ void TlsDecryptor::serverHello(const std::uint8_t *body, size_t len)
         }
     }
     m_version = version;
-    m_notes.push_back("TLS decrypted with the key log: " + versionName(version) + ", " + m_suite->name +
-                      ", SNI " + (m_sni.empty() ? std::string("(none)") : m_sni));
+    m_notes.push_back({"TLS decrypted with the key log: " + versionName(version) + ", " + m_suite->name +
+                           ", SNI " + (m_sni.empty() ? std::string("(none)") : m_sni),
+                       false});
 }
 
 } // namespace rpcscope

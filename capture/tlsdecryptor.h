@@ -27,8 +27,13 @@ public:
 
     // Feeds bytes of one direction in order; application data's plaintext is appended to *plain.
     void feed(Direction dir, const std::uint8_t *data, size_t len, std::string *plain);
+    struct Note
+    {
+        std::string text;
+        bool problem = false; // something was not decrypted (else: the keys found, a key update followed)
+    };
     // The notes since the last call: the keys found (version, suite, SNI) or why decrypting stopped.
-    std::vector<std::string> takeNotes();
+    std::vector<Note> takeNotes();
     // Keys are set and nothing has stopped the decryption (yet).
     bool decrypting() const { return m_version != 0 && !m_stopped; }
 
@@ -65,7 +70,7 @@ private:
     std::uint16_t m_version = 0; // 0x0303 or 0x0304 once the keys are set
     bool m_stopped = false;
     bool m_keyUpdateNoted = false;
-    std::vector<std::string> m_notes;
+    std::vector<Note> m_notes;
 };
 
 } // namespace rpcscope

@@ -139,11 +139,11 @@ std::pair<std::string, std::string> decrypt(TlsDecryptor &d, const Pair &p, size
     return {plain[0], plain[1]};
 }
 
-std::string joined(const std::vector<std::string> &notes)
+std::string joined(const std::vector<TlsDecryptor::Note> &notes)
 {
     std::string s;
-    for (const std::string &n : notes)
-        s += n + "\n";
+    for (const TlsDecryptor::Note &n : notes)
+        s += n.text + (n.problem ? " (problem)\n" : "\n");
     return s;
 }
 
@@ -318,11 +318,12 @@ private slots:
         TlsDecryptor d(other);
         const auto [c2s, s2c] = decrypt(d, p, 100000);
         QVERIFY(c2s.empty() && s2c.empty());
-        const std::vector<std::string> notes = d.takeNotes();
+        const std::vector<TlsDecryptor::Note> notes = d.takeNotes();
         QCOMPARE(notes.size(), size_t(1));
-        QVERIFY2(notes[0].rfind(
+        QVERIFY(notes[0].problem);
+        QVERIFY2(notes[0].text.rfind(
                      "TLS, no key in the key log for this connection: SNI localhost, client random ", 0) == 0,
-                 notes[0].c_str());
+                 notes[0].text.c_str());
 
         // A TLS 1.2 connection whose log has only TLS 1.3 lines for it.
         g_keylog.clear();
