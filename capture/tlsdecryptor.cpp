@@ -165,7 +165,14 @@ void TlsDecryptor::record(Direction dir, const std::uint8_t *header, const std::
     }
     if (type == ChangeCipherSpec) {
         // TLS 1.2: this direction's records are protected from the next one on. TLS 1.3: only for
-        // middleboxes.
+        // middleboxes. Either way its body is the one byte 1: anything else is a damaged record, said rather
+        // than skipped.
+        if (len != 1 || body[0] != 1) {
+            stopSide(dir, std::string("TLS: record ") + std::to_string(side.records) + " from the " +
+                              sideName(dir) +
+                              " is no ChangeCipherSpec: the rest of this direction is not decrypted");
+            return;
+        }
         if (m_version == 0x0303) side.encrypted = true;
         return;
     }

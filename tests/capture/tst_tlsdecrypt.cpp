@@ -359,6 +359,44 @@ private slots:
         QVERIFY2(notes.find("from the client does not decrypt with the key log's keys") != std::string::npos,
                  notes.c_str());
     }
+
+    // Every single-byte change of a real transcript (handshake included), fed in odd chunks: never more
+    // plaintext than was sent, and whatever went wrong is a note.
+    void damagedTranscripts()
+    {
+        g_keylog.clear();
+        Pair p;
+        QVERIFY(p.start(*m_leaf, TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256"));
+        QVERIFY(p.send(p.client, std::string(20000, 'c')));
+        QVERIFY(p.send(p.server, std::string(3000, 's')));
+        TlsKeyLog keys;
+        std::string error;
+        QVERIFY(keys.parse(g_keylog, &error));
+        size_t total = 0;
+        for (const auto &w : p.wire)
+            total += w.second.size();
+        std::uint32_t seed = 12345;
+        for (int i = 0; i < 400; ++i) {
+            Pair damaged;
+            damaged.wire = p.wire;
+            seed = seed * 1103515245 + 12345;
+            size_t at = (seed >> 8) % total;
+            for (auto &w : damaged.wire) {
+                if (at < w.second.size()) {
+                    w.second[at] = char(w.second[at] ^ (1 + (seed & 0x7f)));
+                    break;
+                }
+                at -= w.second.size();
+            }
+            TlsDecryptor d(keys);
+            const auto [c2s, s2c] = decrypt(d, damaged, 1 + seed % 3000);
+            QVERIFY(c2s.size() <= 20000 && s2c.size() <= 3000);
+            const std::vector<TlsDecryptor::Note> notes = d.takeNotes();
+            if (c2s.size() < 20000 || s2c.size() < 3000)
+                QVERIFY2(std::any_of(notes.begin(), notes.end(), [](auto &n) { return n.problem; }),
+                         joined(notes).c_str());
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TstTlsDecrypt)

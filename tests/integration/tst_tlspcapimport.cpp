@@ -4,9 +4,12 @@
 // attempts as the capture's own JSON. Once with TLS 1.3 (the default) and once with TLS 1.2, which an OpenSSL
 // configuration forces on the capture process (grpc++ has no switch for it). A key log without the
 // connection's keys gives a note and an import without calls; a file that is no key log is a bad argument.
+// The GUI opens the same pcap with its key log (File > Open with key log…, Ctrl+Alt+O) into the same calls.
 
 #include "lab.grpc.pb.h"
+#include "mainwindow.h"
 #include "rpcscopeca.h"
+#include "timelinemodel.h"
 #include "tlstestserver.h"
 
 #include <QFile>
@@ -15,6 +18,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -251,6 +255,38 @@ private slots:
         QVERIFY2(noted >= 1, qPrintable(connectionNotes(doc)));
     }
 
+    void guiOpensWithKeyLog()
+    {
+        if (m_pcap.isEmpty()) QSKIP("needs the TLS 1.3 recording of importEqualsLiveCapture");
+        QCoreApplication::setOrganizationName(QStringLiteral("rpcscope-test"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_tlspcapimport"));
+        QSettings().clear();
+        rpcscope::TimelineModel model;
+        rpcscope::MainWindow window(&model, nullptr, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        auto *action = window.findChild<QAction *>(QStringLiteral("openWithKeylog"));
+        QVERIFY(action);
+        QCOMPARE(action->shortcut(), QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O));
+        QVERIFY(action->toolTip().contains("key log"));
+        QVERIFY(window.actions().contains(action)); // the shortcut works with the menu closed
+
+        QString error;
+        QVERIFY2(window.openFile(m_pcap, &error, true, m_keylog), qPrintable(error));
+        QCOMPARE(int(model.store().calls().size()), 3);
+        for (const rpcscope::Call &c : model.store().calls()) {
+            QCOMPARE(c.method, std::string("/rpcscope.lab.Lab/Call"));
+            QCOMPARE(c.attempts.size(), size_t(2));
+        }
+        // A key log that is none: the file does not open, and the reason names the key log.
+        const QString notKeys = m_dir.filePath("notkeys.log");
+        QFile f(notKeys);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("hello\n");
+        f.close();
+        QVERIFY(!window.openFile(m_pcap, &error, true, notKeys));
+        QVERIFY2(error.contains("key log") && error.contains("line 1"), qPrintable(error));
+    }
+
     void badKeyLogIsABadArgument()
     {
         if (m_pcap.isEmpty()) QSKIP("needs the TLS 1.3 recording of importEqualsLiveCapture");
@@ -273,5 +309,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TstTlsPcapImport)
+QTEST_MAIN(TstTlsPcapImport)
 #include "tst_tlspcapimport.moc"
