@@ -505,7 +505,9 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, const
         if (importer.serverPorts.empty() && tlsPort) {
             *error = "no HTTP/2 connection start (client preface) found in " + path + ", but TLS to port " +
                      std::to_string(tlsPort) +
-                     ": give the key log its client or server wrote (SSLKEYLOGFILE) to decrypt it";
+                     ": decrypting it needs the TLS key log its client or server wrote (convert --keylog "
+                     "FILE; in the GUI, "
+                     "File > Open with key log…)";
             return false;
         }
         if (importer.serverPorts.empty()) {

@@ -305,7 +305,7 @@ private slots:
         // Without a key log the TLS capture holds no h2c, and the error says what would decrypt it.
         r = cli({"convert", m_pcap, m_dir.filePath("bad.json")});
         QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.err.contains("give the key log"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("needs the TLS key log"), qPrintable(r.err));
     }
 };
 
