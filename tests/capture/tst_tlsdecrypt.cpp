@@ -7,6 +7,8 @@
 #include "tlskeylog.h"
 #include "tlskeyschedule.h"
 
+#include <QFile>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <openssl/err.h>
@@ -145,6 +147,27 @@ std::string joined(const std::vector<TlsDecryptor::Note> &notes)
     for (const TlsDecryptor::Note &n : notes)
         s += n.text + (n.problem ? " (problem)\n" : "\n");
     return s;
+}
+
+// A fuzz seed (tests/fuzz/fuzz_tlsdecrypt.cpp): the key log, then each read as direction, length, bytes.
+bool writeSeed(const Pair &p, const QString &dir, const char *tag)
+{
+    std::string seed;
+    seed += char(g_keylog.size() >> 8);
+    seed += char(g_keylog.size() & 0xFF);
+    seed += g_keylog;
+    for (const auto &[dir, bytes] : p.wire)
+        for (size_t i = 0; i < bytes.size(); i += 0xFFFF) {
+            const size_t n = std::min<size_t>(0xFFFF, bytes.size() - i);
+            seed += char(dir == Direction::ServerToClient);
+            seed += char(n >> 8);
+            seed += char(n & 0xFF);
+            seed += bytes.substr(i, n);
+        }
+    QString name = QString::fromLatin1(tag).toLower();
+    name.replace(QRegularExpression("[^a-z0-9]+"), "-");
+    QFile f(dir + "/" + name);
+    return f.open(QIODevice::WriteOnly) && f.write(seed.data(), qint64(seed.size())) == qint64(seed.size());
 }
 
 } // namespace
@@ -302,6 +325,39 @@ private slots:
         } else {
             QCOMPARE(c2s, request);
             QCOMPARE(s2c, reply);
+        }
+    }
+
+    // The fuzz seeds (a short exchange per suite): into RPCSCOPE_TLS_SEEDS=DIR to regenerate
+    // tests/fuzz/tlsdecrypt-corpus, else into a scratch directory.
+    void writeFuzzSeeds()
+    {
+        QTemporaryDir scratch;
+        const QString dir = qEnvironmentVariableIsSet("RPCSCOPE_TLS_SEEDS")
+                                ? qEnvironmentVariable("RPCSCOPE_TLS_SEEDS")
+                                : scratch.path();
+        const struct
+        {
+            int version;
+            const char *suite, *tag;
+        } suites[] = {{TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", "1.3 AES-128-GCM"},
+                      {TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", "1.3 AES-256-GCM"},
+                      {TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256", "1.3 ChaCha20"},
+                      {TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256", "1.2 AES-128-GCM"},
+                      {TLS1_2_VERSION, "ECDHE-ECDSA-AES256-GCM-SHA384", "1.2 AES-256-GCM"},
+                      {TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305", "1.2 ChaCha20"}};
+        for (const auto &s : suites) {
+            g_keylog.clear();
+            Pair p;
+            QVERIFY(p.start(*m_leaf, s.version, s.suite));
+            QVERIFY(p.send(p.client, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + std::string(100, 'c')));
+            QVERIFY(p.send(p.server, std::string(50, 's')));
+            if (s.version == TLS1_3_VERSION) {
+                QCOMPARE(SSL_key_update(p.client, SSL_KEY_UPDATE_REQUESTED), 1);
+                QVERIFY(p.send(p.client, "after"));
+                QVERIFY(p.send(p.server, "after"));
+            }
+            QVERIFY(writeSeed(p, dir, s.tag));
         }
     }
 
