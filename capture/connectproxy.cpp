@@ -5,6 +5,7 @@
 #include "faultset.h"
 #include "relay.h"
 #include "relayloop.h"
+#include "tlsrelayloop.h"
 
 #include <algorithm>
 #include <atomic>
@@ -140,6 +141,7 @@ struct ConnectProxy::Impl
 
     DecoderLimits decoderLimits;
     std::shared_ptr<FaultSet> faults;
+    TlsInterceptOptions tls;
     Limits limits;
     std::string label = "CONNECT proxy";
     Sink sink;
@@ -200,6 +202,11 @@ void ConnectProxy::setFaults(std::shared_ptr<FaultSet> faults)
     d->faults = std::move(faults);
 }
 
+void ConnectProxy::setTlsIntercept(const TlsInterceptOptions &options)
+{
+    d->tls = options;
+}
+
 bool ConnectProxy::start(const HostPort &listen, Sink sink, std::string *error)
 {
     std::string dummy;
@@ -207,6 +214,13 @@ bool ConnectProxy::start(const HostPort &listen, Sink sink, std::string *error)
     if (d->thread.joinable()) {
         err = "proxy already running";
         return false;
+    }
+    if (d->tls.enabled) {
+        // What each target's hop loads when a client first asks for it (the CA, --target-ca, the client
+        // certificate, the key log), tried now: a mistake is said at start, not as a failed tunnel later.
+        DecoderThread unused;
+        TlsRelayLoop probe(unused);
+        if (!probe.open(-1, {"localhost", 1}, {}, d->tls, false, &err)) return false;
     }
     const int fd = listenSocket(listen, &err);
     if (fd < 0) return false;
@@ -369,6 +383,7 @@ Relay *ConnectProxy::Impl::relayFor(const std::string &authority, const HostPort
     relay->setLabel(authority);
     relay->setDecoderLimits(decoderLimits);
     relay->setFaults(faults);
+    relay->setTlsIntercept(tls);
     if (!relay->startTunnels(target, sink, error)) return nullptr;
     order.push_back(authority);
     return relays.emplace(authority, std::move(relay)).first->second.get();

@@ -3,6 +3,7 @@
 #include "decoderlimits.h"
 #include "events.h"
 #include "hostport.h"
+#include "tlsintercept.h"
 
 #include <cstdint>
 #include <functional>
@@ -46,6 +47,11 @@ public:
     void setLabel(const std::string &label);
     // Connection fault rules for the tunnels; a rule's hop is a target's authority ("api.internal:50051").
     void setFaults(std::shared_ptr<FaultSet> faults);
+    // TLS interception in the tunnels, as on a direct hop: a tunnel whose client starts TLS gets a
+    // certificate minted for its SNI (or else the CONNECT authority's host), and the proxy opens TLS to the
+    // target over the connection it made for the CONNECT. A tunnel whose client speaks h2c is relayed as
+    // without it. start() checks the CA and the target's trust first.
+    void setTlsIntercept(const TlsInterceptOptions &options);
 
     // Binds and listens before returning.
     bool start(const HostPort &listen, Sink sink, std::string *error);

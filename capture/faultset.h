@@ -5,23 +5,46 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 namespace rpcscope {
 
-// The fault rules of one capture, numbered from 1 in the order given, with what they have done so far. Shared
+// The fault rules of one capture, numbered from 1 in the order added, with what they have done so far. Shared
 // by every hop's relay: each takes the rules for its hop, counts the calls and connections they match and
-// their hits from its own thread.
+// their hits from its own thread. Rules can be added, edited and switched on or off while the capture runs
+// (the GUI's Faults dock), never removed, so a rule's number stays its own for the whole capture.
 class FaultSet
 {
 public:
-    explicit FaultSet(std::vector<FaultRule> rules);
+    static constexpr size_t kMaxRules = 256;
+
+    // The rules at one moment. A relay thread holds one and takes a newer one when version() has moved, so
+    // it never reads a rule while another thread edits it.
+    struct Rules
+    {
+        std::vector<FaultRule> rules;
+        std::vector<char> enabled; // one per rule
+        std::uint64_t version = 0;
+    };
+
+    explicit FaultSet(std::vector<FaultRule> rules = {});
     FaultSet(const FaultSet &) = delete;
     FaultSet &operator=(const FaultSet &) = delete;
 
-    const std::vector<FaultRule> &rules() const { return m_rules; }
-    size_t size() const { return m_rules.size(); }
-    bool empty() const { return m_rules.empty(); }
+    std::shared_ptr<const Rules> snapshot() const;
+    std::uint64_t version() const { return m_version.load(std::memory_order_acquire); }
+    size_t size() const { return snapshot()->rules.size(); }
+    bool empty() const { return size() == 0; }
+    FaultRule rule(size_t index) const { return snapshot()->rules.at(index); }
+    bool enabled(size_t index) const { return snapshot()->enabled.at(index) != 0; }
+
+    // The new rule's index, or nothing when kMaxRules are already there.
+    std::optional<size_t> add(FaultRule rule);
+    // An edited rule is a new rule under the old number: its counts start again.
+    void replace(size_t index, FaultRule rule);
+    void setEnabled(size_t index, bool on);
 
     // How often rule `index` (0-based) was applied.
     std::uint64_t hits(size_t index) const { return m_counters[index].hits.load(std::memory_order_relaxed); }
@@ -38,7 +61,11 @@ private:
         std::atomic<std::uint64_t> hits{0};
         std::atomic<std::uint64_t> matched{0};
     };
-    std::vector<FaultRule> m_rules;
+    void publish(std::shared_ptr<Rules> next); // under m_mutex
+
+    mutable std::mutex m_mutex;
+    std::shared_ptr<const Rules> m_rules;
+    std::atomic<std::uint64_t> m_version{0};
     std::unique_ptr<Counters[]> m_counters;
 };
 

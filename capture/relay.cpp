@@ -132,34 +132,50 @@ bool Relay::startTunnels(const HostPort &target, Sink sink, std::string *error)
 {
     std::string dummy;
     std::string &err = error ? *error : dummy;
-    if (d->loop.running()) {
+    if (d->loop.running() || d->tlsLoop) {
         err = "relay already running";
         return false;
+    }
+    // With interception, a tunnel whose client speaks TLS goes to the TLS loop; one that speaks h2c is handed
+    // on to the plain loop, unread, and relayed as without interception. Both push to the one decoder.
+    std::unique_ptr<TlsRelayLoop> tls;
+    if (d->tls.enabled) {
+        tls = std::make_unique<TlsRelayLoop>(d->decoder);
+        if (!tls->open(-1, target, {}, d->tls, d->decoding, &err)) return false;
     }
     if (!d->loop.open(-1, target, {}, d->decoding, &err)) return false;
     d->decoder.start(std::move(sink), d->limits, d->label);
     d->loop.setFaults(d->faults, d->label);
     d->loop.run();
+    if (tls) {
+        tls->setPlainHandoff([this](int cfd, int sfd, std::string peer, std::string early, std::int64_t at) {
+            d->loop.adopt(cfd, sfd, std::move(peer), std::move(early), at);
+        });
+        d->tlsLoop = std::move(tls);
+        d->tlsLoop->run();
+    }
     return true;
 }
 
 void Relay::adopt(int clientFd, int serverFd, const std::string &clientPeer, std::string early,
                   std::int64_t earlyAt)
 {
-    d->loop.adopt(clientFd, serverFd, clientPeer, std::move(early), earlyAt);
+    if (d->tlsLoop)
+        d->tlsLoop->adopt(clientFd, serverFd, clientPeer, std::move(early), earlyAt);
+    else
+        d->loop.adopt(clientFd, serverFd, clientPeer, std::move(early), earlyAt);
 }
 
 void Relay::stop()
 {
+    if (!d->tlsLoop && !d->loop.running()) return;
+    // The TLS loop first: it may hand a tunnel to the plain loop until its threads are joined.
     if (d->tlsLoop) {
         d->tlsLoop->stop();
         d->tlsLoop.reset();
-        d->decoder.stop();
-        return;
     }
-    if (!d->loop.running()) return;
     // The loop's last chunks (every connection's close) reach the decoder thread before it drains and stops.
-    d->loop.stop();
+    if (d->loop.running()) d->loop.stop();
     d->decoder.stop();
 }
 
@@ -170,7 +186,7 @@ HostPort Relay::listenAddress() const
 
 std::uint64_t Relay::bytesRelayed() const
 {
-    return d->tlsLoop ? d->tlsLoop->bytesRelayed() : d->loop.bytesRelayed();
+    return (d->tlsLoop ? d->tlsLoop->bytesRelayed() : 0) + d->loop.bytesRelayed();
 }
 
 std::uint64_t Relay::bytesSpliced() const
@@ -195,7 +211,7 @@ size_t Relay::memoryBytes() const
 
 int Relay::openConnections() const
 {
-    return d->tlsLoop ? d->tlsLoop->openConnections() : d->loop.openConnections();
+    return (d->tlsLoop ? d->tlsLoop->openConnections() : 0) + d->loop.openConnections();
 }
 
 } // namespace rpcscope

@@ -46,7 +46,8 @@ public:
     // Binds and listens before returning, so the port is accepting when this returns true.
     bool start(const HostPort &listen, const HostPort &target, Sink sink, std::string *error);
     // A relay without a listener, for connections handed over by adopt() (a CONNECT proxy's tunnels to
-    // `target`).
+    // `target`). With TLS interception set, a tunnel whose client starts TLS is intercepted; one that starts
+    // anything else is relayed as without it.
     bool startTunnels(const HostPort &target, Sink sink, std::string *error);
     // Any thread, while running: relays and decodes an already connected client and server pair; takes both
     // descriptors. `early`: what the client sent after its CONNECT, read at `earlyAt`; it goes first.

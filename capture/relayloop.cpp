@@ -185,7 +185,7 @@ void RelayLoop::takeAdopted()
         ++m_open;
         const std::int64_t now = steadyNowNs();
         m_decoder.push(RelayChunk::open(c.id, now, std::move(a.peer), m_target.toString()));
-        if (!m_connectionRules.empty()) chooseFault(c, now); // a tunnel is a connection of its target's hop
+        if (m_faults) chooseFault(c, now); // a tunnel is a connection of its target's hop
         if (!a.early.empty()) {
             m_bytes += a.early.size();
             if (c.decode) {
@@ -222,7 +222,7 @@ void RelayLoop::acceptAll()
         ++m_open;
         const std::int64_t now = steadyNowNs();
         m_decoder.push(RelayChunk::open(c.id, now, peerName(ss), m_target.toString()));
-        if (!m_connectionRules.empty()) chooseFault(c, now);
+        if (m_faults) chooseFault(c, now);
         startConnect(c);
     }
 }

@@ -141,6 +141,7 @@ private:
     bool drained(Conn &c, std::int64_t now) const;
     void closeConn(Conn &c, const std::string &reason);
     // Fault rules (relayloopfaults.cpp), looked at only for a connection a rule chose (c.fault).
+    void refreshFaultRules(); // takes the rules anew when they have changed
     void chooseFault(Conn &c, std::int64_t now);
     // What to poll for a faulted connection, and by when to wake.
     void faultPoll(Conn &c, std::int64_t now, short &ce, short &se, int &timeout);
@@ -184,8 +185,12 @@ private:
     int m_splicedDirections = 0;
     int m_handoffPipes = 0; // made so far (closed by the decoder thread's stop)
     std::shared_ptr<FaultSet> m_faults;
-    std::vector<size_t> m_connectionRules; // the rules of m_faults that act on this hop's connections
-    std::int64_t m_faultOrigin = 0;        // where their time windows start
+    std::string m_faultHop;
+    // The rules as last seen (a rule's index stays valid in every later snapshot: rules are never removed),
+    // and which of them, switched on, act on this hop's connections.
+    std::shared_ptr<const FaultSet::Rules> m_faultRules;
+    std::vector<size_t> m_connectionRules;
+    std::int64_t m_faultOrigin = 0; // where their time windows start
     std::mt19937_64 m_faultRandom{std::random_device{}()};
 };
 

@@ -36,22 +36,33 @@ void wakeBy(int &timeout, int ms)
 
 void RelayLoop::setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel)
 {
-    m_connectionRules.clear();
     m_faults = std::move(faults);
+    m_faultHop = hopLabel;
+    m_faultRules.reset();
+    m_connectionRules.clear();
     m_faultOrigin = steadyNowNs();
-    if (!m_faults) return;
-    for (size_t i = 0; i < m_faults->size(); ++i) {
-        const FaultRule &r = m_faults->rules()[i];
-        if (isConnectionAction(r.action) && (r.hop.empty() || r.hop == hopLabel))
+    refreshFaultRules();
+}
+
+void RelayLoop::refreshFaultRules()
+{
+    if (!m_faults || (m_faultRules && m_faultRules->version == m_faults->version())) return;
+    m_faultRules = m_faults->snapshot();
+    m_connectionRules.clear();
+    for (size_t i = 0; i < m_faultRules->rules.size(); ++i) {
+        const FaultRule &r = m_faultRules->rules[i];
+        if (m_faultRules->enabled[i] && isConnectionAction(r.action) &&
+            (r.hop.empty() || r.hop == m_faultHop))
             m_connectionRules.push_back(i);
     }
 }
 
 void RelayLoop::chooseFault(Conn &c, std::int64_t now)
 {
+    refreshFaultRules();
     const std::int64_t since = now - m_faultOrigin;
     for (size_t i : m_connectionRules) {
-        const FaultRule &r = m_faults->rules()[i];
+        const FaultRule &r = m_faultRules->rules[i];
         // A connection open when the window opens is hit then: a channel keeps its connection for long.
         const std::int64_t at = std::max(now + r.afterNs, m_faultOrigin + r.windowFromNs);
         if (r.windowToNs && (since >= *r.windowToNs || at >= m_faultOrigin + *r.windowToNs)) continue;
@@ -80,7 +91,7 @@ void RelayLoop::faultPoll(Conn &c, std::int64_t now, short &ce, short &se, int &
         se = c.sfd >= 0 ? POLLIN : 0;
         return;
     case FaultAction::Bandwidth: {
-        const std::uint64_t rate = m_faults->rules()[f.rule].bytesPerSecond;
+        const std::uint64_t rate = m_faultRules->rules[f.rule].bytesPerSecond;
         for (int side = 0; side < 2; ++side) {
             short &events = side == 0 ? ce : se;
             if (!(events & POLLIN) || faultReadAllowance(c, side == 0, now) > 0) continue;
@@ -132,7 +143,7 @@ bool RelayLoop::faultEvents(Conn &c, short cr, short sr, std::int64_t now)
             return true; // the events of this round were polled for relaying; the next round reads and drops
         case FaultAction::Bandwidth:
             f.refilledAt = now;
-            f.tokens[0] = f.tokens[1] = bucketOf(m_faults->rules()[f.rule].bytesPerSecond);
+            f.tokens[0] = f.tokens[1] = bucketOf(m_faultRules->rules[f.rule].bytesPerSecond);
             break;
         default:
             break;
@@ -178,7 +189,7 @@ size_t RelayLoop::faultReadAllowance(Conn &c, bool fromClient, std::int64_t now)
 {
     ConnFault &f = *c.fault;
     if (f.action != FaultAction::Bandwidth) return SIZE_MAX;
-    const FaultRule &r = m_faults->rules()[f.rule];
+    const FaultRule &r = m_faultRules->rules[f.rule];
     if (!(fromClient ? r.limitUp : r.limitDown)) return SIZE_MAX;
     const double bucket = bucketOf(r.bytesPerSecond);
     if (now > f.refilledAt) {
@@ -204,7 +215,7 @@ bool RelayLoop::faultHoldsClose(Conn &c, bool fromClient, std::int64_t now)
     ConnFault &f = *c.fault;
     if (!f.applied || f.action != FaultAction::SlowClose) return false;
     std::int64_t &at = f.closeAt[fromClient ? 0 : 1];
-    if (at == 0) at = now + m_faults->rules()[f.rule].byNs;
+    if (at == 0) at = now + m_faultRules->rules[f.rule].byNs;
     return now < at;
 }
 

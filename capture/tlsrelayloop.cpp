@@ -100,6 +100,78 @@ std::string plaintextOpening(const unsigned char *p, size_t n)
         if (n >= std::strlen(m) && std::memcmp(p, m, std::strlen(m)) == 0) return "an HTTP/1.x request";
     return "bytes that are no TLS record";
 }
+
+// A socket read through what was read from it already: a CONNECT tunnel's client may send its ClientHello
+// with the request, and the proxy has read those bytes. They are handed to OpenSSL first, then the socket.
+struct PrefixedSocket
+{
+    int fd = -1;
+    std::string prefix;
+    size_t at = 0;
+};
+
+int prefixedRead(BIO *b, char *out, int len)
+{
+    auto *p = static_cast<PrefixedSocket *>(BIO_get_data(b));
+    BIO_clear_retry_flags(b);
+    if (len <= 0) return 0;
+    if (p->at < p->prefix.size()) {
+        const size_t n = std::min(size_t(len), p->prefix.size() - p->at);
+        std::memcpy(out, p->prefix.data() + p->at, n);
+        p->at += n;
+        return int(n);
+    }
+    const ssize_t n = recv(p->fd, out, size_t(len), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+    return int(n);
+}
+
+int prefixedWrite(BIO *b, const char *in, int len)
+{
+    auto *p = static_cast<PrefixedSocket *>(BIO_get_data(b));
+    BIO_clear_retry_flags(b);
+    const ssize_t n = send(p->fd, in, size_t(len), MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
+    return int(n);
+}
+
+long prefixedCtrl(BIO *b, int cmd, long, void *)
+{
+    auto *p = static_cast<PrefixedSocket *>(BIO_get_data(b));
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+        return 1;
+    case BIO_CTRL_PENDING:
+        return long(p->prefix.size() - p->at);
+    default:
+        return 0;
+    }
+}
+
+int prefixedDestroy(BIO *b)
+{
+    delete static_cast<PrefixedSocket *>(BIO_get_data(b));
+    BIO_set_data(b, nullptr);
+    return 1;
+}
+
+// Does not own the descriptor, like SSL_set_fd's BIO.
+BIO *prefixedSocket(int fd, std::string prefix)
+{
+    static BIO_METHOD *method = [] {
+        BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "rpcscope prefixed socket");
+        BIO_meth_set_read(m, prefixedRead);
+        BIO_meth_set_write(m, prefixedWrite);
+        BIO_meth_set_ctrl(m, prefixedCtrl);
+        BIO_meth_set_destroy(m, prefixedDestroy);
+        return m;
+    }();
+    BIO *b = BIO_new(method);
+    if (!b) return nullptr;
+    BIO_set_data(b, new PrefixedSocket{fd, std::move(prefix), 0});
+    BIO_set_init(b, 1);
+    return b;
+}
 } // namespace
 
 struct TlsRelayLoop::Conn
@@ -120,6 +192,9 @@ TlsRelayLoop::TlsRelayLoop(DecoderThread &decoder) : m_decoder(decoder) {}
 TlsRelayLoop::~TlsRelayLoop()
 {
     stop();
+    // Opened but never run (a proxy's check of its options at start): only the pipes to close.
+    for (int fd : {m_wakePipe[0], m_wakePipe[1], m_adoptPipe[0], m_adoptPipe[1]})
+        if (fd >= 0) close(fd);
     SSL_CTX_free(m_serverCtx);
     SSL_CTX_free(m_clientCtx);
     if (m_keylog) std::fclose(m_keylog);
@@ -193,7 +268,7 @@ bool TlsRelayLoop::open(int listenFd, const HostPort &target, std::vector<sockad
         SSL_CTX_set_keylog_callback(m_serverCtx, keylogCallback);
         SSL_CTX_set_keylog_callback(m_clientCtx, keylogCallback);
     }
-    if (pipe2(m_wakePipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    if (pipe2(m_wakePipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(m_adoptPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         *error = std::string("cannot make a pipe: ") + std::strerror(errno);
         return false;
     }
@@ -220,11 +295,30 @@ void TlsRelayLoop::stop()
             shutdown(fd, SHUT_RDWR); // ends blocking handshakes and connects
     }
     m_thread.join();
-    close(m_listenFd);
+    if (m_listenFd >= 0) close(m_listenFd);
     m_listenFd = -1;
-    close(m_wakePipe[0]);
-    close(m_wakePipe[1]);
-    m_wakePipe[0] = m_wakePipe[1] = -1;
+    for (int *fd : {&m_wakePipe[0], &m_wakePipe[1], &m_adoptPipe[0], &m_adoptPipe[1]}) {
+        close(*fd);
+        *fd = -1;
+    }
+    // Tunnels handed over after the accept thread's last look: never served, only closed.
+    std::lock_guard lk(m_adoptMutex);
+    for (const Incoming &in : m_adopted) {
+        close(in.cfd);
+        close(in.sfd);
+    }
+    m_adopted.clear();
+}
+
+void TlsRelayLoop::adopt(int clientFd, int serverFd, std::string clientPeer, std::string early,
+                         std::int64_t earlyAt)
+{
+    {
+        std::lock_guard lk(m_adoptMutex);
+        m_adopted.push_back({clientFd, serverFd, std::move(clientPeer), std::move(early), earlyAt, true});
+    }
+    const char c = 'a';
+    (void)!write(m_adoptPipe[1], &c, 1);
 }
 
 void TlsRelayLoop::track(int fd, bool add)
@@ -278,36 +372,75 @@ void TlsRelayLoop::acceptLoop()
                 ++it;
             }
         }
-        pollfd fds[2] = {{m_listenFd, POLLIN, 0}, {m_wakePipe[0], POLLIN, 0}};
-        if (poll(fds, 2, 1000) <= 0 || m_stopping) continue;
+        pollfd fds[3] = {{m_listenFd, POLLIN, 0}, {m_wakePipe[0], POLLIN, 0}, {m_adoptPipe[0], POLLIN, 0}};
+        if (poll(fds, 3, 1000) <= 0 || m_stopping) continue;
+        if (fds[2].revents) {
+            char drain[64];
+            while (read(m_adoptPipe[0], drain, sizeof drain) > 0) {
+            }
+            std::vector<Incoming> taken;
+            {
+                std::lock_guard lk(m_adoptMutex);
+                taken.swap(m_adopted);
+            }
+            for (Incoming &in : taken)
+                spawn(std::move(in));
+        }
+        if (!(fds[0].revents & POLLIN)) continue;
         sockaddr_storage peer{};
         socklen_t len = sizeof peer;
         const int cfd = accept4(m_listenFd, reinterpret_cast<sockaddr *>(&peer), &len, SOCK_CLOEXEC);
         if (cfd < 0) continue;
-        if (m_open.load() >= kMaxConnections) {
-            const std::uint32_t id = g_nextTlsConnectionId++;
-            push(RelayChunk::open(id, steadyNowNs(), peerName(peer), m_target.toString()));
-            push(RelayChunk::error(id, Direction::ClientToServer, steadyNowNs(),
-                                   "turned away: " + std::to_string(kMaxConnections) +
-                                       " intercepted connections are open already"));
-            close(cfd);
-            push(RelayChunk::close(id, steadyNowNs(), "turned away"));
-            continue;
-        }
-        auto worker = std::make_unique<Worker>();
-        Worker *w = worker.get();
-        track(cfd, true);
-        ++m_open;
-        w->thread = std::thread([this, cfd, peer, w] {
-            serve(cfd, peer);
-            --m_open;
-            w->done = true;
-        });
-        m_workers.push_back(std::move(worker));
+        Incoming in;
+        in.cfd = cfd;
+        in.peer = peerName(peer);
+        spawn(std::move(in));
     }
     for (auto &w : m_workers)
         w->thread.join();
     m_workers.clear();
+}
+
+void TlsRelayLoop::spawn(Incoming in)
+{
+    if (m_open.load() >= kMaxConnections) {
+        const std::uint32_t id = g_nextTlsConnectionId++;
+        push(RelayChunk::open(id, steadyNowNs(), in.peer, m_target.toString()));
+        push(RelayChunk::error(id, Direction::ClientToServer, steadyNowNs(),
+                               "turned away: " + std::to_string(kMaxConnections) +
+                                   " intercepted connections are open already"));
+        close(in.cfd);
+        if (in.sfd >= 0) close(in.sfd);
+        push(RelayChunk::close(id, steadyNowNs(), "turned away"));
+        return;
+    }
+    auto worker = std::make_unique<Worker>();
+    Worker *w = worker.get();
+    track(in.cfd, true);
+    if (in.sfd >= 0) track(in.sfd, true);
+    ++m_open;
+    w->thread = std::thread([this, in = std::move(in), w]() mutable {
+        serve(std::move(in));
+        --m_open;
+        w->done = true;
+    });
+    m_workers.push_back(std::move(worker));
+}
+
+bool TlsRelayLoop::startsWithTls(const Incoming &in)
+{
+    if (!in.early.empty()) return static_cast<unsigned char>(in.early[0]) == 0x16;
+    // A tunnel may stay quiet for as long as its client likes before it speaks: no timeout, only stop().
+    for (;;) {
+        pollfd fds[2] = {{in.cfd, POLLIN, 0}, {m_wakePipe[0], POLLIN, 0}};
+        if (poll(fds, 2, -1) < 0 && errno != EINTR) return false;
+        if (m_stopping) return false;
+        if (!fds[0].revents) continue;
+        unsigned char first = 0;
+        const ssize_t n = recv(in.cfd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        return n == 1 && first == 0x16;
+    }
 }
 
 bool TlsRelayLoop::connectTarget(Conn &c)
@@ -402,7 +535,7 @@ int TlsRelayLoop::onClientHello(SSL *ssl, int *alert)
     }
     // The target first: if it cannot be reached or trusted, the client's handshake fails with an alert
     // rather than succeeding into a connection that goes nowhere.
-    if (!connectTarget(c) || !handshakeTarget(c)) {
+    if ((c.sfd < 0 && !connectTarget(c)) || !handshakeTarget(c)) {
         *alert = SSL_AD_HANDSHAKE_FAILURE;
         return SSL_CLIENT_HELLO_ERROR;
     }
@@ -444,7 +577,7 @@ int TlsRelayLoop::alpnCallback(SSL *ssl, const unsigned char **out, unsigned cha
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-void TlsRelayLoop::serve(int cfd, const sockaddr_storage &peer)
+void TlsRelayLoop::serve(Incoming in)
 {
     // OpenSSL writes with write(2): a peer that has gone must give EPIPE, not kill the process. Blocked in
     // this thread only, so the signal stays pending here and ends with it.
@@ -452,14 +585,34 @@ void TlsRelayLoop::serve(int cfd, const sockaddr_storage &peer)
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    const int cfd = in.cfd;
+    if (in.tunnel && !startsWithTls(in)) {
+        // Not TLS (or the capture stops first): relayed as a plain tunnel would be, its bytes still unread.
+        track(cfd, false);
+        track(in.sfd, false);
+        if (m_plainHandoff && !m_stopping) {
+            m_plainHandoff(cfd, in.sfd, std::move(in.peer), std::move(in.early), in.earlyAt);
+        } else {
+            close(cfd);
+            close(in.sfd);
+        }
+        return;
+    }
     Conn c;
     c.id = g_nextTlsConnectionId++;
     c.cfd = cfd;
     c.decode = m_decoding;
-    push(RelayChunk::open(c.id, steadyNowNs(), peerName(peer), m_target.toString()));
+    push(RelayChunk::open(c.id, steadyNowNs(), in.peer, m_target.toString()));
     int one = 1;
     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setTimeouts(cfd, kHandshakeTimeoutMs);
+    if (in.sfd >= 0) { // a tunnel's target, connected by the proxy
+        setBlocking(in.sfd);
+        setsockopt(in.sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setTimeouts(in.sfd, kHandshakeTimeoutMs);
+        c.sfd = in.sfd;
+    }
+    if (in.tunnel) setBlocking(cfd);
     std::string closeReason;
     // A failure is the connection's decode error: nothing of it can be decoded, and the CLI and the status
     // bar list such connections with their reason.
@@ -469,7 +622,13 @@ void TlsRelayLoop::serve(int cfd, const sockaddr_storage &peer)
     };
 
     unsigned char first[8];
-    const ssize_t got = recv(cfd, first, sizeof first, MSG_PEEK);
+    ssize_t got = 0;
+    if (!in.early.empty()) {
+        got = ssize_t(std::min(in.early.size(), sizeof first));
+        std::memcpy(first, in.early.data(), size_t(got));
+    } else {
+        got = recv(cfd, first, sizeof first, MSG_PEEK);
+    }
     if (got <= 0) {
         closeReason = got == 0 ? "closed by client" : "client sent nothing";
     } else if (first[0] != 0x16) {
@@ -478,7 +637,12 @@ void TlsRelayLoop::serve(int cfd, const sockaddr_storage &peer)
     } else {
         c.cs = SSL_new(m_serverCtx);
         SSL_set_app_data(c.cs, &c);
-        SSL_set_fd(c.cs, cfd);
+        if (in.early.empty()) {
+            SSL_set_fd(c.cs, cfd);
+        } else {
+            BIO *bio = prefixedSocket(cfd, std::move(in.early));
+            SSL_set_bio(c.cs, bio, bio);
+        }
         ERR_clear_error();
         if (SSL_accept(c.cs) == 1) {
             X509 *serverCert = SSL_get0_peer_certificate(c.ss);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -37,9 +38,20 @@ public:
     TlsRelayLoop &operator=(const TlsRelayLoop &) = delete;
 
     // Loads (or makes) the CA and the target's trust; false with the reason. Nothing runs before run().
+    // listenFd -1: no listener, only tunnels handed over by adopt().
     bool open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs,
               const TlsInterceptOptions &options, bool decoding, std::string *error);
     void run();
+
+    // A CONNECT tunnel's client and target, already connected (the target is `target` of open()). Its first
+    // byte decides: a TLS record is intercepted; anything else (a client speaking h2c through the tunnel) is
+    // given to the plain handoff unread, with `early` (what the client sent after its CONNECT) still to go
+    // first. Any thread, while running; takes both descriptors.
+    using PlainHandoff = std::function<void(int clientFd, int serverFd, std::string clientPeer,
+                                            std::string early, std::int64_t earlyAt)>;
+    void setPlainHandoff(PlainHandoff handoff) { m_plainHandoff = std::move(handoff); }
+    void adopt(int clientFd, int serverFd, std::string clientPeer, std::string early = {},
+               std::int64_t earlyAt = 0);
     // Ends every connection (their close events go to the decoder) and joins the threads.
     void stop();
     bool running() const { return m_thread.joinable(); }
@@ -49,6 +61,16 @@ public:
 
 private:
     struct Conn;
+    // A connection to serve: accepted (sfd -1, connected during the client's handshake) or a tunnel's.
+    struct Incoming
+    {
+        int cfd = -1;
+        int sfd = -1;
+        std::string peer;
+        std::string early;
+        std::int64_t earlyAt = 0;
+        bool tunnel = false;
+    };
     struct Worker
     {
         std::thread thread;
@@ -56,7 +78,10 @@ private:
     };
 
     void acceptLoop();
-    void serve(int cfd, const sockaddr_storage &peer);
+    void spawn(Incoming in);
+    void serve(Incoming in);
+    // A tunnel's first byte, waited for (stop() ends the wait): true for a TLS handshake record.
+    bool startsWithTls(const Incoming &in);
     // Called from the client handshake's ClientHello: connects and handshakes with the target, and picks the
     // certificate to show the client.
     int onClientHello(SSL *ssl, int *alert);
@@ -83,6 +108,10 @@ private:
     SSL_CTX *m_clientCtx = nullptr; // facing the target
     int m_listenFd = -1;
     int m_wakePipe[2] = {-1, -1};
+    int m_adoptPipe[2] = {-1, -1}; // adopt() wakes the accept thread, which starts the tunnel's thread
+    std::mutex m_adoptMutex;
+    std::vector<Incoming> m_adopted;
+    PlainHandoff m_plainHandoff;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;
     std::atomic<std::uint64_t> m_bytes{0};

@@ -151,10 +151,6 @@ int cmdCapture(std::vector<std::string> args)
         }
     }
     const bool direct = opts.count("--target");
-    if (tls.enabled && !direct)
-        return usageError(
-            "--tls-intercept applies to the --target hop; the CONNECT proxy's tunnels are relayed "
-            "without interception for now");
     if (outputFormat(opts, &error), !error.empty()) return usageError(error);
     HostPort listen, target;
     if (direct &&
@@ -229,11 +225,11 @@ int cmdCapture(std::vector<std::string> args)
     // `capture` runs one unnamed hop, and the proxy's hops are named after their targets: a rule for another
     // name would silently never act.
     for (size_t i = 0; faults && !proxyListen && i < faults->size(); ++i)
-        if (!faults->rules()[i].hop.empty())
+        if (!faults->rule(i).hop.empty())
             std::fprintf(stderr,
                          "rpcscope-cli: warning: fault rule %zu names the hop '%s', but capture has one "
                          "unnamed hop: it never applies\n",
-                         i + 1, faults->rules()[i].hop.c_str());
+                         i + 1, faults->rule(i).hop.c_str());
     // An .rpcscope output is written as the capture goes: it gets every call whatever --keep drops from
     // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
     const QString out = QString::fromStdString(opts["--out"]);
@@ -244,7 +240,11 @@ int cmdCapture(std::vector<std::string> args)
         hops.push_back({QString(),
                         QString::fromStdString(opts.count("--listen") ? opts["--listen"] : "127.0.0.1:0"),
                         QString::fromStdString(opts["--target"]), false, tls});
-    if (proxyListen) hops.push_back(proxyHop(*proxyListen));
+    if (proxyListen) {
+        // --tls-intercept applies to the proxy's tunnels too: those that start TLS are intercepted.
+        hops.push_back(proxyHop(*proxyListen));
+        hops.back().tls = tls;
+    }
     QString startError;
     CaptureStartError failure;
     if (!session.start(hops, opts.count("--allow-remote"), &startError, &failure)) {

@@ -67,10 +67,11 @@ std::shared_ptr<FaultSet> takeFaults(std::vector<std::string> *args, std::string
 
 void reportFaultHits(const FaultSet &faults)
 {
-    for (size_t i = 0; i < faults.size(); ++i) {
+    const auto rules = faults.snapshot();
+    for (size_t i = 0; i < rules->rules.size(); ++i) {
         const std::uint64_t hits = faults.hits(i);
         std::fprintf(stderr, "rpcscope-cli: fault rule %zu (%s): %llu %s\n", i + 1,
-                     faults.rules()[i].text.c_str(), static_cast<unsigned long long>(hits),
+                     rules->rules[i].text.c_str(), static_cast<unsigned long long>(hits),
                      hits == 1 ? "hit" : "hits");
     }
 }

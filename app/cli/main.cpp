@@ -58,6 +58,8 @@ const char kUsage[] =
     "      (--target-insecure skips the check); --target-cert FILE --target-key FILE for mTLS; --keylog "
     "FILE\n"
     "      appends both legs' TLS secrets in NSS key-log format. Without it, TLS is relayed undecrypted.\n"
+    "      With --proxy it applies to the tunnels too: one whose client starts TLS is intercepted (the\n"
+    "      certificate is minted for its SNI, or else the CONNECT target), one that speaks h2c is relayed.\n"
     "  rpcscope-cli ca [--regenerate]\n"
     "      Print the path and PEM of the rpcscope CA certificate (made on first use in\n"
     "      $XDG_CONFIG_HOME/rpcscope or ~/.config/rpcscope); --regenerate replaces it. Trust it per process\n"

@@ -254,6 +254,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
             if (!h.label.isEmpty()) proxy->setLabel(h.label.toStdString());
             proxy->setDecoderLimits(limits);
             proxy->setFaults(m_faults);
+            proxy->setTlsIntercept(h.tls);
             if (proxy->start(listen, sink, &err)) {
                 RunningHop running{h.label, QString::fromStdString(proxy->listenAddress().toString()),
                                    QStringLiteral("CONNECT")};

@@ -80,8 +80,17 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
         QStringLiteral("HOST:PORT the CONNECT proxy listens on; port 0 picks a free port"));
     m_proxyListen->setEnabled(false);
     connect(m_asProxy, &QCheckBox::toggled, m_proxyListen, &QWidget::setEnabled);
+    m_proxyTls = new QCheckBox(QStringLiteral("Intercept &TLS"), form);
+    m_proxyTls->setObjectName(QStringLiteral("proxyInterceptTls"));
+    m_proxyTls->setToolTip(
+        QStringLiteral("Intercept TLS in the proxy's tunnels (Alt+T): a client that starts TLS gets a "
+                       "certificate the rpcscope CA mints for its server name, and the proxy opens TLS to "
+                       "the target, checked as set below. Tunnels speaking h2c are captured as they are."));
+    m_proxyTls->setEnabled(false);
+    connect(m_asProxy, &QCheckBox::toggled, m_proxyTls, &QWidget::setEnabled);
     proxyRow->addWidget(m_asProxy);
     proxyRow->addWidget(m_proxyListen, 1);
+    proxyRow->addWidget(m_proxyTls);
     v->addLayout(proxyRow);
     m_proxyError = new QLabel(form);
     m_proxyError->setStyleSheet(QStringLiteral("color: #c62828"));
@@ -96,7 +105,8 @@ CaptureDialog::CaptureDialog(CaptureSession *session, QWidget *parent) : QDialog
     m_targetCa->setClearButtonEnabled(true);
     m_targetCa->setPlaceholderText(QStringLiteral("system roots"));
     m_targetCa->setToolTip(
-        QStringLiteral("For hops with TLS ticked (Alt+C): the PEM certificate(s) the real target's "
+        QStringLiteral("For hops with TLS ticked and the proxy's Intercept TLS (Alt+C): the PEM "
+                       "certificate(s) the real target's "
                        "certificate must chain to; empty: the system's root certificates"));
     caLabel->setBuddy(m_targetCa);
     auto *caBrowse = new QPushButton(QStringLiteral("Browse…"), form);
@@ -299,6 +309,11 @@ void CaptureDialog::setCaptureAsProxy(bool on, const QString &listen)
     if (!listen.isEmpty()) m_proxyListen->setText(listen);
 }
 
+void CaptureDialog::setProxyInterceptTls(bool on)
+{
+    m_proxyTls->setChecked(on);
+}
+
 void CaptureDialog::setInterceptTls(int row, bool on)
 {
     if (row >= 0 && size_t(row) < m_rows.size()) m_rows[size_t(row)].tls->setChecked(on);
@@ -324,7 +339,7 @@ bool CaptureDialog::checkTls(const std::vector<HopSpec> &specs)
     m_caCertPath.clear();
     m_tlsHops.clear();
     for (const HopSpec &h : specs)
-        if (h.tls.enabled) m_tlsHops << h.label;
+        if (h.tls.enabled) m_tlsHops << (h.proxy ? QStringLiteral("the CONNECT proxy's tunnels") : h.label);
     if (m_tlsHops.isEmpty()) return true;
     auto refuse = [this](const QString &why) {
         m_tlsError->setText(why);
@@ -413,6 +428,12 @@ bool CaptureDialog::startCapture()
         HopSpec proxy;
         proxy.listen = m_proxyListen->text().trimmed();
         proxy.proxy = true;
+        if (m_proxyTls->isChecked()) {
+            proxy.tls.enabled = true;
+            proxy.tls.targetInsecure = m_targetInsecure->isChecked();
+            if (!proxy.tls.targetInsecure)
+                proxy.tls.targetCaFile = m_targetCa->text().trimmed().toStdString();
+        }
         const HopCheck c = checked(proxy);
         if (!c.listenError.isEmpty()) {
             m_proxyError->setText(QStringLiteral("Proxy: %1").arg(c.listenError));

@@ -30,6 +30,9 @@ public:
     // "Capture as proxy": also serve an HTTP CONNECT proxy on `listen`, so clients started with grpc_proxy
     // are captured unchanged; hop rows without a target are then left out.
     void setCaptureAsProxy(bool on, const QString &listen = QString());
+    // The proxy's "Intercept TLS" box: tunnels whose clients start TLS are intercepted, checked against the
+    // same target CA as the hops.
+    void setProxyInterceptTls(bool on);
     QString proxyErrorText() const;
     // TLS interception, per hop (its "TLS" box), and how every intercepting hop checks its target: against
     // `caFile` (empty: the system's roots), or not at all when `insecure`.
@@ -76,6 +79,7 @@ private:
     QCheckBox *m_allowRemote;
     QCheckBox *m_asProxy;
     QLineEdit *m_proxyListen;
+    QCheckBox *m_proxyTls;
     QLabel *m_proxyError;
     QLineEdit *m_targetCa;
     QCheckBox *m_targetInsecure;

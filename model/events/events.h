@@ -112,6 +112,17 @@ struct LabDecision
     bool operator==(const LabDecision &) const = default;
 };
 
+// A Notice on one stream (its `stream` and `dir` set) saying that the capturing proxy, not a peer, made this
+// attempt fail: a fault rule's stream action (abort, reset, goaway, delay). Its reason says what was done
+// ("fault: abort UNAVAILABLE before the server (rule 2)"); the timeline marks the attempt as injected and
+// exports carry the rule.
+struct FaultInjection
+{
+    std::uint32_t rule = 0; // 1-based, as the capture numbers its rules
+    std::string text;       // the rule in the compact syntax ("abort status=14 method=/shop.Cart/*")
+    bool operator==(const FaultInjection &) const = default;
+};
+
 // A Frame event that stands for a run of control frames of one kind (type and flags) in one direction of one
 // connection: past a per-connection rate (a PING or SETTINGS flood), the decoder records them as counted
 // runs instead of one event each. The event's tNs is the last frame's time, its length the last frame's.
@@ -163,12 +174,13 @@ struct WireEvent
     // a WireEvent, against 688 with a field each (536 with the old untyped text/text2). The decoder moves
     // millions a second; HEADERS-heavy decoding measured about 10% slower at 688 bytes, no slower at 576.
     // FrameRun (a Frame event summarizing a flood of control frames) fits beside them without growing it.
-    std::variant<std::monostate, PeerNames, LabDecision, ProtocolViolation, FrameRun> about;
+    std::variant<std::monostate, PeerNames, LabDecision, ProtocolViolation, FrameRun, FaultInjection> about;
 
     const PeerNames *peers() const { return std::get_if<PeerNames>(&about); }
     const LabDecision *decision() const { return std::get_if<LabDecision>(&about); }
     const ProtocolViolation *violation() const { return std::get_if<ProtocolViolation>(&about); }
     const FrameRun *frameRun() const { return std::get_if<FrameRun>(&about); }
+    const FaultInjection *injection() const { return std::get_if<FaultInjection>(&about); }
 
     bool operator==(const WireEvent &) const = default;
 };

@@ -21,6 +21,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cstdlib>
+#include <cstring>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 #include <openssl/pem.h>
@@ -169,6 +170,64 @@ private slots:
         TimelinePainter::Options o;
         o.grouping = LaneGrouping::Connection;
         savePng(TimelinePainter::renderImage(model.store(), 1000, o), "capturetlsdialog-lane.png");
+        session.stop();
+    }
+
+    // "Capture as proxy" with its Intercept TLS box: a grpc++ TLS client that only has grpc_proxy in its
+    // environment (and the rpcscope CA as its roots) is captured, its lane named by the CONNECT target.
+    void proxyInterceptsTlsTunnels()
+    {
+        TlsServer server;
+        QVERIFY(server.start(m_dir.filePath(QStringLiteral("proxy-server")).toStdString()));
+        TimelineModel model;
+        CaptureSession session(&model);
+        CaptureDialog dialog(&session);
+        dialog.show();
+        dialog.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&dialog));
+        auto *box = dialog.findChild<QCheckBox *>(QStringLiteral("proxyInterceptTls"));
+        QVERIFY(box);
+        QVERIFY(box->toolTip().contains(QStringLiteral("Alt+T")));
+        QVERIFY(!box->isEnabled()); // only with the proxy
+        // Only the proxy: the row (filled from the recent targets) is left blank.
+        dialog.setHops({{QString(), QStringLiteral("127.0.0.1:0"), QString()}});
+        dialog.setCaptureAsProxy(true, QStringLiteral("127.0.0.1:0"));
+        QVERIFY(box->isEnabled());
+        QTest::keyClick(&dialog, Qt::Key_T, Qt::AltModifier);
+        QTRY_VERIFY_WITH_TIMEOUT(box->isChecked(), 2000);
+        dialog.setTargetTls(QString::fromStdString(server.caFile), false);
+        savePng(dialog.grab().toImage(), "capturetlsdialog-proxy-form.png");
+        QVERIFY2(dialog.startCapture(), qPrintable(dialog.generalError() + dialog.tlsErrorText()));
+        QVERIFY(dialog.isShowingAddresses());
+        QVERIFY(dialog.findChild<QLineEdit *>(QStringLiteral("caTrust")));
+        savePng(dialog.grab().toImage(), "capturetlsdialog-proxy-running.png");
+        const QString proxy = dialog.findChild<QLineEdit *>(QStringLiteral("address0"))->text();
+        QVERIFY2(proxy.startsWith(QStringLiteral("grpc_proxy=http://")), qPrintable(proxy));
+
+        QFile caFile(dialog.caCertPath());
+        QVERIFY(caFile.open(QIODevice::ReadOnly));
+        grpc::SslCredentialsOptions ssl;
+        ssl.pem_root_certs = caFile.readAll().toStdString();
+        const std::string target = "localhost:" + std::to_string(server.port);
+        qputenv("grpc_proxy", proxy.mid(int(std::strlen("grpc_proxy="))).toLocal8Bit());
+        {
+            auto channel = grpc::CreateChannel(target, grpc::SslCredentials(ssl));
+            auto stub = rpcscope::lab::Lab::NewStub(channel);
+            grpc::ClientContext ctx;
+            ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+            rpcscope::lab::CallRequest req;
+            rpcscope::lab::CallReply reply;
+            const grpc::Status s = stub->Call(&ctx, req, &reply);
+            QVERIFY2(s.ok(), s.error_message().c_str());
+        }
+        qunsetenv("grpc_proxy");
+        QTRY_VERIFY_WITH_TIMEOUT(model.store().calls().size() == 1 && !model.store().connections().empty() &&
+                                     !model.store().connections().front().notes.empty(),
+                                 5000);
+        const Connection &conn = model.store().connections().front();
+        QCOMPARE(conn.label, target);
+        const QString sub = ConnectionLanePass::subtitle(conn);
+        QVERIFY2(sub.startsWith(QStringLiteral("TLS 1.3 · h2 · SNI localhost")), qPrintable(sub));
         session.stop();
     }
 };

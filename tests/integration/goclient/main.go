@@ -1,6 +1,7 @@
 // A grpc-go client for tst_connectproxy: one unary call to the lab server's /rpcscope.lab.Lab/Call with an
 // empty request, as raw bytes (no generated code needed). grpc-go reads HTTPS_PROXY itself; the test sets it.
-// Prints "call: <nil>" on success, or what failed.
+// With a second argument it speaks TLS, trusting only the CA certificate in that file (a cert pool of its
+// own, as a grpc-go client trusts the rpcscope CA). Prints "call: <nil>" on success, or what failed.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
 )
 
@@ -24,7 +26,16 @@ func main() {
 	encoding.RegisterCodec(rawCodec{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, os.Args[1], grpc.WithInsecure(), grpc.WithBlock())
+	security := grpc.WithInsecure()
+	if len(os.Args) > 2 {
+		creds, err := credentials.NewClientTLSFromFile(os.Args[2], "")
+		if err != nil {
+			fmt.Println("ca:", err)
+			os.Exit(1)
+		}
+		security = grpc.WithTransportCredentials(creds)
+	}
+	conn, err := grpc.DialContext(ctx, os.Args[1], security, grpc.WithBlock())
 	if err != nil {
 		fmt.Println("dial:", err)
 		os.Exit(1)

@@ -1,0 +1,388 @@
+// rpcscope-tlsbench (scripts/bench.sh --tls): what TLS interception costs, against nghttpx, a real
+// TLS-terminating HTTP/2 proxy, in front of the same grpc++ TLS server in the same run, and against the
+// client talking TLS to the server directly.
+//
+//   1. unary latency of 100-byte RPCs, p50 and p99, interleaved in rounds;
+//   2. server-streaming throughput with 1 MiB messages, rotating.
+//
+// Each proxy's overhead is its number minus direct's; the ratio (rpcscope - direct) / (nghttpx - direct) says
+// how rpcscope's interception compares with nghttpx's (goal: at most 1). For throughput the overhead is in
+// time per byte: (1/rpcscope - 1/direct) / (1/nghttpx - 1/direct).
+
+#include "benchtable.h"
+#include "clock.h"
+#include "lab.grpc.pb.h"
+#include "nghttpxproxy.h"
+#include "relay.h"
+#include "rpcscopeca.h"
+#include "stats.h"
+#include "storeconsumer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+#include <memory>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace rpcscope;
+using namespace rpcscope::bench;
+
+namespace {
+
+struct Plan
+{
+    bool quick = false;
+    int latencyRounds = 20;
+    int callsPerRound = 1000;
+    int warmupCalls = 300;
+    int streamRounds = 6;
+    int streamMessages = 256;
+
+    static Plan quickPlan()
+    {
+        Plan p;
+        p.quick = true;
+        p.latencyRounds = 6;
+        p.callsPerRound = 400;
+        p.warmupCalls = 100;
+        p.streamRounds = 3;
+        p.streamMessages = 96;
+        return p;
+    }
+};
+
+void progress(const char *fmt, auto... args)
+{
+    std::fprintf(stderr, "rpcscope-tlsbench: ");
+    std::fprintf(stderr, fmt, args...);
+    std::fprintf(stderr, "\n");
+}
+
+std::string fmt(const char *format, double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+std::string loadAverage()
+{
+    std::ifstream f("/proc/loadavg");
+    std::string a, b, c;
+    f >> a >> b >> c;
+    return a + " " + b + " " + c;
+}
+
+std::string pem(X509 *cert, EVP_PKEY *key)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    if (cert) PEM_write_bio_X509(bio, cert);
+    if (key) PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+    char *p = nullptr;
+    const long n = BIO_get_mem_data(bio, &p);
+    std::string s(p, size_t(n));
+    BIO_free(bio);
+    return s;
+}
+
+bool writeFile(const std::string &path, const std::string &text)
+{
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    return bool(f);
+}
+
+// The server side of the Lab service the benchmark uses: a unary call answering response_size bytes, and a
+// server stream of count messages of message_size bytes.
+class BenchLab final : public lab::Lab::Service
+{
+public:
+    grpc::Status Call(grpc::ServerContext *, const lab::CallRequest *req, lab::CallReply *reply) override
+    {
+        reply->set_payload(std::string(size_t(std::max(0, req->response_size())), 'r'));
+        return grpc::Status::OK;
+    }
+    grpc::Status ServerStream(grpc::ServerContext *, const lab::StreamRequest *req,
+                              grpc::ServerWriter<lab::CallReply> *writer) override
+    {
+        lab::CallReply reply;
+        reply.set_payload(std::string(size_t(std::max(0, req->message_size())), 's'));
+        for (int i = 0; i < req->count(); ++i) {
+            reply.set_sequence(i);
+            if (!writer->Write(reply)) break;
+        }
+        return grpc::Status::OK;
+    }
+};
+
+struct Lane
+{
+    std::string name;
+    std::unique_ptr<lab::Lab::Stub> stub;
+    std::vector<double> us;
+    std::vector<double> mbs;
+    int failures = 0;
+
+    void unary(int calls, bool record)
+    {
+        lab::CallRequest req;
+        req.set_payload(std::string(100, 'q'));
+        req.set_response_size(100);
+        for (int i = 0; i < calls; ++i) {
+            grpc::ClientContext ctx;
+            ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+            lab::CallReply reply;
+            const std::int64_t t0 = steadyNowNs();
+            const grpc::Status s = stub->Call(&ctx, req, &reply);
+            const std::int64_t t1 = steadyNowNs();
+            if (!s.ok()) {
+                ++failures;
+                continue;
+            }
+            if (record) us.push_back(double(t1 - t0) / 1e3);
+        }
+    }
+
+    void stream(int messages, bool record)
+    {
+        lab::StreamRequest req;
+        req.set_count(messages);
+        req.set_message_size(1 << 20);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+        const std::int64_t t0 = steadyNowNs();
+        auto reader = stub->ServerStream(&ctx, req);
+        lab::CallReply reply;
+        std::int64_t bytes = 0;
+        int got = 0;
+        while (reader->Read(&reply)) {
+            bytes += std::int64_t(reply.payload().size());
+            ++got;
+        }
+        const grpc::Status s = reader->Finish();
+        const std::int64_t t1 = steadyNowNs();
+        if (!s.ok() || got != messages) {
+            ++failures;
+            return;
+        }
+        if (record) mbs.push_back(double(bytes) / (double(t1 - t0) / 1e9) / 1e6);
+    }
+};
+
+std::unique_ptr<lab::Lab::Stub> stubFor(std::uint16_t port, const std::string &roots)
+{
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = roots;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    args.SetMaxReceiveMessageSize(-1);
+    return lab::Lab::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args));
+}
+
+// (proxy - direct) / (baseline - direct), with the two overheads.
+std::string overheadRatio(double proxy, double baseline, double direct)
+{
+    const double a = proxy - direct, b = baseline - direct;
+    if (b <= 0) return "n/a";
+    return fmt("%.2f", a / b);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    bool quick = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::printf("usage: rpcscope-tlsbench [--quick]\n"
+                        "  TLS interception against nghttpx (nghttp2-proxy) and direct TLS, in one run:\n"
+                        "  unary p50/p99 and 1 MiB server streaming (about 1 minute; --quick about 20 s).\n");
+            return 0;
+        } else {
+            std::fprintf(stderr, "rpcscope-tlsbench: unknown argument '%s' (try --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    const Plan plan = quick ? Plan::quickPlan() : Plan();
+    const std::int64_t runStart = steadyNowNs();
+    const std::string loadBefore = loadAverage();
+    std::vector<Row> rows;
+    std::vector<std::string> notes;
+
+    // Certificates: the server's own CA and its localhost leaf; the rpcscope CA in a folder of this run's.
+    char tmpl[] = "/tmp/rpcscope-tlsbench-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+        std::fprintf(stderr, "rpcscope-tlsbench: cannot make a temporary folder: %s\n", std::strerror(errno));
+        return 1;
+    }
+    const std::string dir = tmpl;
+    struct Cleanup
+    {
+        std::string dir;
+        ~Cleanup() { std::filesystem::remove_all(dir); }
+    } cleanup{dir};
+    std::string error;
+    RpcscopeCa serverCa;
+    if (!serverCa.open(dir + "/server-ca", false, &error)) {
+        std::fprintf(stderr, "rpcscope-tlsbench: %s\n", error.c_str());
+        return 1;
+    }
+    const auto leaf = serverCa.leafFor("localhost", &error);
+    if (!leaf) {
+        std::fprintf(stderr, "rpcscope-tlsbench: %s\n", error.c_str());
+        return 1;
+    }
+    const std::string certPem = pem(leaf->cert, nullptr), keyPem = pem(nullptr, leaf->key);
+    const std::string certFile = dir + "/server.pem", keyFile = dir + "/server.key";
+    if (!writeFile(certFile, certPem) || !writeFile(keyFile, keyPem)) {
+        std::fprintf(stderr, "rpcscope-tlsbench: cannot write the server's certificate into %s\n",
+                     dir.c_str());
+        return 1;
+    }
+
+    BenchLab service;
+    grpc::SslServerCredentialsOptions sslOpts;
+    sslOpts.pem_key_cert_pairs.push_back({keyPem, certPem});
+    grpc::ServerBuilder builder;
+    int serverPort = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(sslOpts), &serverPort);
+    builder.RegisterService(&service);
+    builder.SetMaxSendMessageSize(-1);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (!server || serverPort <= 0) {
+        std::fprintf(stderr, "rpcscope-tlsbench: the grpc++ TLS server did not start\n");
+        return 1;
+    }
+
+    // rpcscope: a hop with interception, the decoder running and a TimelineStore applying its batches.
+    TlsInterceptOptions tls;
+    tls.enabled = true;
+    tls.caDirectory = dir + "/rpcscope-ca";
+    tls.targetCaFile = serverCa.certPath();
+    StoreConsumer consumer;
+    Relay relay;
+    relay.setTlsIntercept(tls);
+    if (!relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(serverPort)}, consumer.sink(), &error)) {
+        std::fprintf(stderr, "rpcscope-tlsbench: relay: %s\n", error.c_str());
+        return 1;
+    }
+    RpcscopeCa proxyCa;
+    if (!proxyCa.open(tls.caDirectory, false, &error)) {
+        std::fprintf(stderr, "rpcscope-tlsbench: %s\n", error.c_str());
+        return 1;
+    }
+
+    NghttpxProxy nghttpx;
+    std::string nghttpxMissing = NghttpxProxy::missing();
+    if (nghttpxMissing.empty() && !nghttpx.start(std::uint16_t(serverPort), "localhost", serverCa.certPath(),
+                                                 certFile, keyFile, &error))
+        nghttpxMissing = "nghttpx baseline skipped: " + error;
+    const bool haveNghttpx = nghttpxMissing.empty();
+    if (!haveNghttpx) std::printf("%s\n", nghttpxMissing.c_str());
+
+    std::vector<Lane> lanes;
+    lanes.push_back({"direct", stubFor(std::uint16_t(serverPort), serverCa.certPem())});
+    if (haveNghttpx) lanes.push_back({"nghttpx", stubFor(nghttpx.port(), serverCa.certPem())});
+    lanes.push_back({"rpcscope", stubFor(relay.listenAddress().port, proxyCa.certPem())});
+    const Lane &d = lanes.front();
+    const Lane &r = lanes.back();
+    const Lane *n = haveNghttpx ? &lanes[1] : nullptr;
+
+    progress("unary latency over TLS: %d rounds x %d calls x %zu configurations", plan.latencyRounds,
+             plan.callsPerRound, lanes.size());
+    for (Lane &l : lanes)
+        l.unary(plan.warmupCalls, false);
+    for (int round = 0; round < plan.latencyRounds; ++round)
+        for (size_t k = 0; k < lanes.size(); ++k)
+            lanes[(k + size_t(round)) % lanes.size()].unary(plan.callsPerRound, true);
+    for (const auto &[label, pct] : {std::pair{"p50", 50.0}, std::pair{"p99", 99.0}}) {
+        const double dv = percentile(d.us, pct), rv = percentile(r.us, pct);
+        const std::string what = std::string("TLS unary 100 B ") + label;
+        rows.push_back({what + ", direct TLS (" + std::to_string(d.us.size()) + " calls each)",
+                        fmt("%.1f us", dv), "", "", "", ""});
+        if (n) {
+            const double nv = percentile(n->us, pct);
+            rows.push_back({what + ", nghttpx", fmt("%.1f us", nv), "direct " + fmt("%.1f us", dv),
+                            fmt("%.2f", nv / dv), "", ""});
+            rows.push_back({what + ", rpcscope intercepting", fmt("%.1f us", rv),
+                            "direct " + fmt("%.1f us", dv), fmt("%.2f", rv / dv), "", ""});
+            const double ratio = (rv - dv) / (nv - dv);
+            rows.push_back({what + ", overhead (rpcscope - direct) / (nghttpx - direct)",
+                            fmt("%+.1f us", rv - dv), "nghttpx " + fmt("%+.1f us", nv - dv),
+                            overheadRatio(rv, nv, dv), "<= 1.00",
+                            nv > dv && ratio <= 1.0 ? "met" : "missed"});
+        } else {
+            rows.push_back({what + ", rpcscope intercepting", fmt("%.1f us", rv),
+                            "direct " + fmt("%.1f us", dv), fmt("%.2f", rv / dv), "", ""});
+        }
+    }
+
+    progress("streaming over TLS: %d rounds x %d x 1 MiB x %zu configurations", plan.streamRounds,
+             plan.streamMessages, lanes.size());
+    for (Lane &l : lanes)
+        l.stream(16, false);
+    for (int round = 0; round < plan.streamRounds; ++round)
+        for (size_t k = 0; k < lanes.size(); ++k)
+            lanes[(k + size_t(round)) % lanes.size()].stream(plan.streamMessages, true);
+    {
+        const double dv = median(d.mbs), rv = median(r.mbs);
+        const std::string what = "TLS server stream " + std::to_string(plan.streamMessages) + " x 1 MiB";
+        rows.push_back({what + ", direct TLS (median of " + std::to_string(plan.streamRounds) + ")",
+                        fmt("%.0f MB/s", dv), "", "", "", ""});
+        if (n) {
+            const double nv = median(n->mbs);
+            rows.push_back({what + ", nghttpx", fmt("%.0f MB/s", nv), "direct " + fmt("%.0f MB/s", dv),
+                            fmt("%.2f", nv / dv), "", ""});
+            rows.push_back({what + ", rpcscope intercepting", fmt("%.0f MB/s", rv),
+                            "direct " + fmt("%.0f MB/s", dv), fmt("%.2f", rv / dv), "", ""});
+            // In time per MB: what each proxy adds to every megabyte.
+            const double dt = 1e6 / dv, rt = 1e6 / rv, nt = 1e6 / nv; // us per MB
+            rows.push_back({what + ", overhead per MB (rpcscope - direct) / (nghttpx - direct)",
+                            fmt("%+.0f us/MB", rt - dt), "nghttpx " + fmt("%+.0f us/MB", nt - dt),
+                            overheadRatio(rt, nt, dt), "<= 1.00",
+                            nt > dt && (rt - dt) <= (nt - dt) ? "met" : "missed"});
+        } else {
+            rows.push_back({what + ", rpcscope intercepting", fmt("%.0f MB/s", rv),
+                            "direct " + fmt("%.0f MB/s", dv), fmt("%.2f", rv / dv), "", ""});
+        }
+    }
+    for (const Lane &l : lanes)
+        if (l.failures)
+            notes.push_back(l.name + ": " + std::to_string(l.failures) + " calls or streams failed");
+    if (haveNghttpx)
+        notes.push_back(
+            "nghttpx: TLS to the client and to the server (the server verified against its CA), " +
+            nghttpx.flags());
+    notes.push_back(
+        "rpcscope: a hop with --tls-intercept (a thread per connection, OpenSSL both legs, the "
+        "decoder on and a TimelineStore applying its batches); all three lanes use the same grpc++ "
+        "TLS server and client code, each lane its own connection");
+
+    nghttpx.stop();
+    relay.stop();
+    consumer.calls(); // drains
+    if (consumer.decodeErrors())
+        notes.push_back("the relay reported " + std::to_string(consumer.decodeErrors()) + " decode errors");
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+
+    std::printf("rpcscope-tlsbench%s: %ld s, %ld cores, load average %s before, %s after\n",
+                plan.quick ? " --quick" : "", long((steadyNowNs() - runStart) / 1'000'000'000),
+                sysconf(_SC_NPROCESSORS_ONLN), loadBefore.c_str(), loadAverage().c_str());
+    printTable(rows);
+    for (const std::string &note : notes)
+        std::printf("- %s\n", note.c_str());
+    return 0;
+}
