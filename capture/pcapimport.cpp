@@ -1,6 +1,7 @@
 #include "pcapimport.h"
 
 #include "connectiondecoder.h"
+#include "tlsdecryptor.h"
 
 #include <arpa/inet.h>
 #include <array>
@@ -167,7 +168,9 @@ struct Conn
     std::uint32_t id = 0;
     Endpoint client, server;
     std::unique_ptr<ConnectionDecoder> decoder;
-    Side side[2]; // by Direction
+    std::unique_ptr<TlsDecryptor> tls; // with a key log, when the connection's first bytes are TLS
+    bool sorted = false;               // plaintext or TLS decided (with a key log only)
+    Side side[2];                      // by Direction
     bool closed = false;
 };
 
@@ -245,6 +248,9 @@ public:
 
     void finish(std::int64_t t)
     {
+        if (m_tlsProblems > kTlsProblemsListed)
+            m_r->notes.push_back("TLS: " + std::to_string(m_tlsProblems - kTlsProblemsListed) +
+                                 " more connections not (fully) decrypted; each has its note");
         for (auto &[key, c] : m_conns)
             if (!c.closed) {
                 for (int d = 0; d < 2; ++d)
@@ -294,7 +300,32 @@ private:
     void deliver(Conn &c, Direction dir, const std::uint8_t *data, size_t len, std::int64_t t)
     {
         c.side[int(dir)].next += std::uint32_t(len);
-        c.decoder->feed(dir, data, len, t, m_r->events);
+        if (m_opt.keylog && !c.sorted) {
+            c.sorted = true;
+            if (TlsDecryptor::looksLikeTls(data, len)) c.tls = std::make_unique<TlsDecryptor>(*m_opt.keylog);
+        }
+        if (!c.tls) {
+            c.decoder->feed(dir, data, len, t, m_r->events);
+            return;
+        }
+        m_plain.clear();
+        c.tls->feed(dir, data, len, &m_plain);
+        for (TlsDecryptor::Note &note : c.tls->takeNotes()) {
+            // What was not decrypted is also said for the file, up to a point: a capture of many such
+            // connections gets a count, not a page of the same sentence.
+            if (note.problem && ++m_tlsProblems <= kTlsProblemsListed)
+                m_r->notes.push_back("connection " + std::to_string(c.id) + ": " + note.text);
+            WireEvent e;
+            e.kind = EventKind::Notice;
+            e.connection = c.id;
+            e.dir = dir;
+            e.tNs = t;
+            e.reason = std::move(note.text);
+            m_r->events.push_back(std::move(e));
+        }
+        if (!m_plain.empty())
+            c.decoder->feed(dir, reinterpret_cast<const std::uint8_t *>(m_plain.data()), m_plain.size(), t,
+                            m_r->events);
     }
 
     void drain(Conn &c, Direction dir, std::int64_t)
@@ -348,6 +379,7 @@ private:
         // A closed connection keeps only its entry (so that its last ACKs are not taken for a new one), and
         // only the newest of those stay: a long capture of short connections does not grow with them.
         c.decoder.reset();
+        c.tls.reset();
         c.side[0].held.clear();
         c.side[1].held.clear();
         m_closed.push_back({std::make_pair(c.client, c.server), c.id});
@@ -363,6 +395,9 @@ private:
     const PcapImportOptions &m_opt;
     PcapImportResult *m_r;
     std::map<std::pair<Endpoint, Endpoint>, Conn> m_conns;
+    std::string m_plain; // a TLS segment's plaintext, reused
+    static constexpr size_t kTlsProblemsListed = 20;
+    size_t m_tlsProblems = 0;
     std::deque<std::pair<std::pair<Endpoint, Endpoint>, std::uint32_t>> m_closed;
 };
 
@@ -447,6 +482,7 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, const
         const std::uint8_t *data;
         int rc;
         std::uint64_t seen = 0;
+        std::uint16_t tlsPort = 0; // without a key log: TLS seen, for the error's hint
         while ((rc = pcap_next_ex(file.p, &h, &data)) == 1) {
             if (options.progress && ++seen % 4096 == 0 && !options.progress(kFirstPass * fractionRead())) {
                 result->cancelled = true;
@@ -455,12 +491,28 @@ bool importPcap(const std::string &path, const PcapImportOptions &options, const
             size_t off = 0;
             const int ip = linkToIp(linkType, data, h->caplen, &off);
             Segment s;
-            if (ip > 0 && parseTcp(data + off, h->caplen - off, h->len, ip, &s) && s.length >= kPrefaceLen &&
-                std::memcmp(s.payload, kPreface, kPrefaceLen) == 0)
+            if (ip <= 0 || !parseTcp(data + off, h->caplen - off, h->len, ip, &s)) continue;
+            if (s.length >= kPrefaceLen && std::memcmp(s.payload, kPreface, kPrefaceLen) == 0)
                 importer.serverPorts.insert(s.dst.port);
+            // A ClientHello: a handshake record (0x16 0x03) whose first message is of type 1.
+            if (s.length >= 6 && s.payload[0] == 0x16 && s.payload[1] == 0x03 && s.payload[5] == 0x01) {
+                if (options.keylog)
+                    importer.serverPorts.insert(s.dst.port);
+                else if (!tlsPort)
+                    tlsPort = s.dst.port;
+            }
+        }
+        if (importer.serverPorts.empty() && tlsPort) {
+            *error = "no HTTP/2 connection start (client preface) found in " + path + ", but TLS to port " +
+                     std::to_string(tlsPort) +
+                     ": decrypting it needs the TLS key log its client or server wrote (convert --keylog "
+                     "FILE; in the GUI, "
+                     "File > Open with key log…)";
+            return false;
         }
         if (importer.serverPorts.empty()) {
-            *error = "no HTTP/2 connection start (client preface) found in " + path +
+            *error = std::string("no HTTP/2 connection start (client preface") +
+                     (options.keylog ? " or TLS ClientHello" : "") + ") found in " + path +
                      "; if the capture began mid-connection, give the server port";
             return false;
         }

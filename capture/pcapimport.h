@@ -2,9 +2,11 @@
 
 #include "events.h"
 #include "h2decoder.h"
+#include "tlskeylog.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,10 @@ struct PcapImportOptions
     std::function<bool(double)> progress;
     // With a sink: events go to it in batches of about this many as the file is read.
     size_t batchEvents = 1024;
+    // A key log: connections that start with a TLS ClientHello are decrypted with its secrets (TLS 1.2 and
+    // 1.3, AES-GCM and ChaCha20-Poly1305) and their plaintext decoded as h2c. The server ports are then also
+    // detected from ClientHellos. A connection whose keys are missing gets a note, not an error.
+    std::shared_ptr<const TlsKeyLog> keylog;
 };
 
 struct PcapImportResult
@@ -42,7 +48,8 @@ struct PcapImportResult
 
 // Reads a pcap or pcapng file (libpcap) of h2c traffic - Ethernet, Linux cooked (SLL, SLL2), BSD loopback or
 // raw IP; IPv4 and IPv6 - reassembles each TCP connection (sequence numbers, retransmissions, out-of-order
-// segments) and decodes it with the same HTTP/2 decoder as the live relay. Connections whose start was not
+// segments) and decodes it with the same HTTP/2 decoder as the live relay (TLS first decrypted with
+// options.keylog, when given). Connections whose start was not
 // captured are decoded as attached mid-stream. False with a one-line reason when the file cannot be read at
 // all; a file cut short yields what was intact, with a note.
 bool importPcap(const std::string &path, const PcapImportOptions &options, PcapImportResult *result,

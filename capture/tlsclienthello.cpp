@@ -175,7 +175,9 @@ TlsClientHello::Result TlsClientHello::parse(const std::uint8_t *data, size_t le
         *error = std::string("ClientHello cut short in its ") + what;
         return Malformed;
     };
-    if (!r.u16(&version) || !r.skip(32)) return cut("random");
+    if (!r.u16(&version) || r.left < 32) return cut("random");
+    std::copy(r.p, r.p + 32, info->random.begin());
+    r.skip(32);
     if (!r.sub(1, &skip)) return cut("session id");
     if (!r.sub(2, &ciphers)) return cut("cipher suites");
     if (!r.sub(1, &compression)) return cut("compression methods");

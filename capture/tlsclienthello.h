@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,7 +15,8 @@ struct ClientHelloInfo
     std::string sni;               // empty when the client sent no server_name
     std::vector<std::string> alpn; // in the client's order
     std::uint16_t recordVersion = 0;
-    bool offersTls13 = false; // supported_versions lists 0x0304
+    bool offersTls13 = false;              // supported_versions lists 0x0304
+    std::array<std::uint8_t, 32> random{}; // keys the connection's secrets in a key log
 };
 
 // Parses the first TLS record of a connection. Only the first record is read: a ClientHello larger than one

@@ -6,6 +6,8 @@
 #   faultrule    the fault-rule parser of capture --fault and its method globs, seeds in
 #                tests/fuzz/faultrule-corpus
 #   connect      the CONNECT proxy's request parser, seeds in tests/fuzz/connect-corpus
+#   tlsdecrypt   the pcap import's TLS decryption (key log, records, handshake), seeds in
+#                tests/fuzz/tlsdecrypt-corpus
 #
 #   scripts/fuzz.sh              fuzz for FUZZ_SECONDS (default 60; 0 builds only), from the target's corpus
 #   scripts/fuzz.sh FILE...      run just these inputs once (reproduce a crash)
@@ -19,15 +21,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 FUZZ_TARGET="${FUZZ_TARGET:-h2decoder}"
-NEEDS=(clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev qt6-base-dev libprotobuf-dev
+NEEDS=(clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev qt6-base-dev libprotobuf-dev libssl-dev
   protobuf-compiler)
 case "$FUZZ_TARGET" in
   h2decoder) CORPUS="$ROOT/tests/fuzz/corpus" DICT="$ROOT/tests/fuzz/h2.dict" ;;
   capturefile) CORPUS="$ROOT/tests/fuzz/capture-corpus" DICT="$ROOT/tests/fuzz/capture.dict" ;;
   faultrule) CORPUS="$ROOT/tests/fuzz/faultrule-corpus" DICT="$ROOT/tests/fuzz/faultrule.dict" ;;
   connect) CORPUS="$ROOT/tests/fuzz/connect-corpus" DICT="$ROOT/tests/fuzz/connect.dict" ;;
+  tlsdecrypt) CORPUS="$ROOT/tests/fuzz/tlsdecrypt-corpus" DICT="$ROOT/tests/fuzz/tlsdecrypt.dict" ;;
   *)
-    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile, faultrule, connect)" >&2
+    echo "fuzz.sh: unknown FUZZ_TARGET '$FUZZ_TARGET' (h2decoder, capturefile, faultrule, connect, tlsdecrypt)" >&2
     exit 2
     ;;
 esac

@@ -4,6 +4,7 @@
 #include "captureio.h"
 #include "commands.h"
 #include "options.h"
+#include "tlskeylog.h"
 
 #include <cstdio>
 
@@ -16,7 +17,7 @@ int cmdConvert(std::vector<std::string> args)
     if (!error.empty()) return usageError(error);
     std::vector<std::string> files, rest;
     for (size_t i = 0; i < args.size(); ++i) {
-        if ((args[i] == "--to" || args[i] == "--port") && i + 1 < args.size()) {
+        if ((args[i] == "--to" || args[i] == "--port" || args[i] == "--keylog") && i + 1 < args.size()) {
             rest.push_back(args[i]);
             rest.push_back(args[++i]);
         } else if (args[i].rfind("--", 0) == 0 || args[i].empty()) {
@@ -29,9 +30,19 @@ int cmdConvert(std::vector<std::string> args)
         return usageError("convert needs an input and an output file, got " + std::to_string(files.size()) +
                           (files.size() == 1 ? " file" : " files"));
     std::map<std::string, std::string> opts;
-    if (!parseOptions(rest, {"--to", "--port"}, {"--frames"}, &opts, &error)) return usageError(error);
+    if (!parseOptions(rest, {"--to", "--port", "--keylog"}, {"--frames"}, &opts, &error))
+        return usageError(error);
     LoadOptions load;
     if (!serverPortOption(opts, &load, &error)) return usageError(error);
+    if (opts.count("--keylog")) {
+        // Read once here so that a bad key log is a bad argument (exit 2), not a failed conversion.
+        TlsKeyLog keys;
+        if (!keys.load(opts["--keylog"], &error)) {
+            std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
+            return 2;
+        }
+        load.keylogFile = opts["--keylog"];
+    }
     opts["--out"] = files[1];
     const FileFormat format = outputFormat(opts, &error);
     if (!error.empty()) return usageError(error);

@@ -144,6 +144,11 @@ CaptureReadResult importPacketCapture(const QString &path, CaptureInfo *info, co
     o.batchEvents = kImportBatch;
     PcapImportResult r;
     std::string error;
+    if (!options.keylogFile.empty()) {
+        auto keys = std::make_shared<TlsKeyLog>();
+        if (!keys->load(options.keylogFile, &error)) return {CaptureReadResult::Failed, error};
+        o.keylog = std::move(keys);
+    }
     *info = CaptureInfo{};
     info->hasOrigin = true;
     info->recordFrames = true;

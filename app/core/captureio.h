@@ -56,6 +56,8 @@ struct LoadOptions
 {
     // pcap/pcapng: the HTTP/2 server port; 0 detects it (capture/pcapimport.h).
     std::uint16_t serverPort = 0;
+    // pcap/pcapng: an NSS key log whose secrets decrypt the capture's TLS connections (empty: none).
+    std::string keylogFile;
 };
 
 // A live session (TimelineModel::store() and eventLog()): .rpcscope straight from the log, batch by batch;

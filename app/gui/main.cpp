@@ -31,7 +31,7 @@ namespace {
 const char kUsage[] =
     "usage: rpcscope [--scenario NAME] [--no-lab] [--capture [LABEL@]LISTEN=TARGET ... [--record FILE]]\n"
     "                [--workshop] [--dark] [--stats] [--service-config FILE.json]\n"
-    "                [--screenshot FILE.png] [FILE.rpcscope | FILE.pcapng | FILE.pcap ...]\n"
+    "                [--screenshot FILE.png] [--keylog FILE] [FILE.rpcscope | FILE.pcapng | FILE.pcap ...]\n"
     "  --scenario NAME     lab scenario to run at start and on 'Run again' (default retry-basic)\n"
     "  --no-lab            do not start the built-in lab\n"
     "  --capture SPEC      start capturing your own service at once: a proxy on LISTEN relaying to TARGET,\n"
@@ -43,6 +43,7 @@ const char kUsage[] =
     "                      through FILE.partial until the capture stops (a crash leaves that, readable)\n"
     "  FILE                open a capture file instead of running a scenario; several files are merged\n"
     "                      onto one timeline (aligned by their wall-clock origins)\n"
+    "  --keylog FILE       an NSS key log (SSLKEYLOGFILE) that decrypts the TLS in the pcap FILE opened\n"
     "  --workshop          large text in the whole window and thick bars, readable on a projector\n"
     "  --dark              dark theme for the whole window\n"
     "  --stats             show the Statistics dock (Ctrl+Shift+T) in front of the Calls table\n"
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
     std::vector<HopSpec> hops;
     QString record;
     QStringList openPaths;
+    QString keylog;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
@@ -112,6 +114,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             hops.push_back(hop);
+        } else if (!std::strcmp(a, "--keylog") && i + 1 < argc) {
+            keylog = QString::fromLocal8Bit(argv[++i]);
         } else if (!std::strcmp(a, "--record") && i + 1 < argc) {
             record = QString::fromLocal8Bit(argv[++i]); // the session adds ".rpcscope" when it is missing
         } else if (a[0] != '-') {
@@ -240,9 +244,10 @@ int main(int argc, char **argv)
             std::fflush(stdout);
         } else if (!openPaths.isEmpty()) {
             QString error;
-            const bool opened = openPaths.size() == 1
-                                    ? window.openFile(openPaths.front(), &error, !screenshot.isEmpty())
-                                    : window.addToTimeline(openPaths, &error, !screenshot.isEmpty(), true);
+            const bool opened =
+                openPaths.size() == 1
+                    ? window.openFile(openPaths.front(), &error, !screenshot.isEmpty(), keylog)
+                    : window.addToTimeline(openPaths, &error, !screenshot.isEmpty(), true);
             if (!opened) {
                 std::fprintf(stderr, "rpcscope: %s\n", qPrintable(error));
                 return 1;

@@ -71,7 +71,9 @@ public slots:
 
     // Capture files (mainwindow_files.cpp). Open replaces the timeline; errors are shown in a dialog unless
     // `quiet`, and always returned in *error.
-    bool openFile(const QString &path, QString *error = nullptr, bool quiet = false);
+    // `keylog`: an NSS key log that decrypts a pcap's TLS connections (captureio.h LoadOptions).
+    bool openFile(const QString &path, QString *error = nullptr, bool quiet = false,
+                  const QString &keylog = {});
     bool saveFile(const QString &path, QString *error = nullptr);
     // `rpcscope --capture`: starts a capture session with these hops; false with the reason.
     bool startCapture(const std::vector<HopSpec> &hops, QString *error);

@@ -65,6 +65,24 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     auto *fileMenu = new QMenu(this);
     QAction *open = fileMenu->addAction(QStringLiteral("Open…"), this, &MainWindow::openInteractive);
     open->setShortcut(QKeySequence::Open);
+    // A pcap of TLS traffic opens with the key log its client or server wrote (SSLKEYLOGFILE, capture
+    // --keylog): two file choices, the capture and then its key log.
+    QAction *openKeylog = fileMenu->addAction(QStringLiteral("Open with key log…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, QStringLiteral("Open a pcap of TLS traffic"), QString(),
+            QStringLiteral("Packet captures (*.pcapng *.pcap *.cap);;All files (*)"));
+        if (path.isEmpty()) return;
+        const QString keylog = QFileDialog::getOpenFileName(
+            this, QStringLiteral("Its TLS key log (NSS format, as SSLKEYLOGFILE writes)"),
+            QFileInfo(path).absolutePath(), QStringLiteral("Key logs (*.log *.keys *.txt);;All files (*)"));
+        if (!keylog.isEmpty()) openFile(path, nullptr, false, keylog);
+    });
+    openKeylog->setObjectName(QStringLiteral("openWithKeylog"));
+    openKeylog->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O));
+    openKeylog->setToolTip(QStringLiteral("Open a pcap/pcapng of TLS traffic with its key log (Ctrl+Alt+O): "
+                                          "TLS 1.2 and 1.3 are decrypted and decoded as HTTP/2"));
+    openKeylog->setStatusTip(openKeylog->toolTip());
+    fileMenu->setToolTipsVisible(true);
     QAction *save = fileMenu->addAction(QStringLiteral("Save as…"), this, &MainWindow::saveInteractive);
     save->setShortcut(QKeySequence::Save);
     m_recentMenu = fileMenu->addMenu(QStringLiteral("Open recent"));
@@ -75,10 +93,10 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     fileButton->setPopupMode(QToolButton::InstantPopup);
     fileButton->setToolTip(
         QStringLiteral("Open a capture (.rpcscope, pcap, pcapng) with Ctrl+O or by dropping it "
-                       "here; add one to the timeline with Ctrl+Shift+O or Shift+drop; save "
-                       "the session with Ctrl+S"));
+                       "here; a pcap of TLS traffic with its key log with Ctrl+Alt+O; add one to the "
+                       "timeline with Ctrl+Shift+O or Shift+drop; save the session with Ctrl+S"));
     tb->insertWidget(tb->actions().value(0), fileButton);
-    addActions({open, save});
+    addActions({open, openKeylog, save});
 
     // Capture: your own services.
     m_capture = new CaptureSession(m_model, this);
@@ -241,8 +259,10 @@ bool MainWindow::hasUnsavedEvents() const
     return !m_model->eventLog().isEmpty() && m_model->eventLog().generation() != m_savedGeneration;
 }
 
-bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
+bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, const QString &keylog)
 {
+    LoadOptions load;
+    load.keylogFile = keylog.toStdString();
     QString dummy;
     QString *error = errorOut ? errorOut : &dummy;
     QProgressDialog progress(QStringLiteral("Opening %1…").arg(QFileInfo(path).fileName()),
@@ -277,7 +297,8 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet)
             progress.setValue(total > 0 ? int(1000 * done / total) : 0);
             QCoreApplication::processEvents();
             return !refused && !progress.wasCanceled();
-        });
+        },
+        load);
     progress.reset();
     if (started) {
         m_model->endReplay();
