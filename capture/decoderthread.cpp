@@ -248,6 +248,10 @@ void DecoderThread::loop()
                 e.dir = c.dir;
                 e.tNs = c.t;
                 e.reason = std::move(c.reason);
+                if (c.stream) {
+                    e.stream = c.stream;
+                    e.about = FaultInjection{c.faultRule, std::move(c.faultText)};
+                }
                 batch.push_back(std::move(e));
                 break;
             }

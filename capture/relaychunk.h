@@ -29,6 +29,11 @@ struct RelayChunk
     std::unique_ptr<std::uint8_t[]> data = {}; // Data: the bytes read (not zero-filled first)
     size_t size = 0;
     int pipe[2] = {-1, -1}; // Data: instead of data, a handoff pipe holding the size bytes
+    // Note: a fault rule's stream action on this stream (nonzero), with the rule's 1-based number and text;
+    // it becomes a FaultInjection Notice.
+    std::uint32_t stream = 0;
+    std::uint32_t faultRule = 0;
+    std::string faultText = {};
 
     static RelayChunk open(std::uint32_t conn, std::int64_t t, std::string clientPeer, std::string serverPeer)
     {

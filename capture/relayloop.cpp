@@ -195,7 +195,10 @@ void RelayLoop::takeAdopted()
                 std::memcpy(chunk.data.get(), a.early.data(), chunk.size);
                 toDecoder(c, std::move(chunk));
             }
-            c.up.queued = std::move(a.early); // sent when the server's socket takes it (the loop polls)
+            if (c.streams)
+                streamEarly(c, std::move(a.early), a.earlyAt);
+            else
+                c.up.queued = std::move(a.early); // sent when the server's socket takes it (the loop polls)
         }
     }
 }
@@ -475,6 +478,7 @@ bool RelayLoop::readSide(Conn &c, bool fromClient)
     // Bytes go out in the order they came in: while either way of relaying still holds some, that way goes
     // on.
     if (half.inPipe > 0) return spliceSide(c, fromClient);
+    if (c.streams) return streamRead(c, fromClient);
     // A faulted connection (bandwidth) is read in measured amounts, so always by copy.
     if (c.fault && c.fault->applied) {
         const size_t allowance = faultReadAllowance(c, fromClient, steadyNowNs());
@@ -589,6 +593,7 @@ void RelayLoop::loop()
                 if (c.down.pending()) ce |= POLLOUT;
             }
             if (c.fault) faultPoll(c, steadyNowNs(), ce, se, timeout);
+            if (c.streams) streamPoll(c, steadyNowNs(), timeout);
             // A socket we want nothing from is left out: POLLHUP on a half-closed peer would otherwise wake
             // the loop forever.
             fds.push_back({ce ? c.cfd : -1, ce, 0});
@@ -615,6 +620,7 @@ void RelayLoop::loop()
             bool ok = true;
             std::string reason;
             if (c.fault && faultEvents(c, cr, sr, steadyNowNs())) continue;
+            if (c.streams && !streamTimers(c, steadyNowNs())) continue;
             if (c.draining) {
                 if (cr & POLLOUT) flush(c, true);
                 if (sr & POLLOUT) flush(c, false);

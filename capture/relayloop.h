@@ -3,6 +3,7 @@
 #include "decoderthread.h"
 #include "faultset.h"
 #include "hostport.h"
+#include "streamfaults.h"
 
 #include <array>
 #include <atomic>
@@ -116,6 +117,9 @@ private:
         std::string closeReason;     // set where the connection's end is first noticed
         int lastConnectError = 0;
         std::unique_ptr<ConnFault> fault; // null unless a fault rule chose this connection
+        // Null unless the hop has a stream fault rule: then both directions are framed and rewritten
+        // (relayloopstreamfaults.cpp) instead of relayed byte for byte.
+        std::unique_ptr<StreamFaults> streams;
     };
 
     void loop();
@@ -153,6 +157,13 @@ private:
     // slow-close: true while the side's EOF must wait.
     bool faultHoldsClose(Conn &c, bool fromClient, std::int64_t now);
     void blackholeRead(Conn &c, bool fromClient);
+    // Stream fault rules (relayloopstreamfaults.cpp), only for a connection with c.streams.
+    bool streamRead(Conn &c, bool fromClient);
+    void streamEarly(Conn &c, std::string early, std::int64_t at);
+    // Hands on what the rewriter wrote for each side (and its notes); false when the connection is over.
+    bool streamOutput(Conn &c, std::int64_t t);
+    void streamPoll(Conn &c, std::int64_t now, int &timeout);
+    bool streamTimers(Conn &c, std::int64_t now);
 
     DecoderThread &m_decoder;
     HostPort m_target;
@@ -190,6 +201,7 @@ private:
     // and which of them, switched on, act on this hop's connections.
     std::shared_ptr<const FaultSet::Rules> m_faultRules;
     std::vector<size_t> m_connectionRules;
+    bool m_streamRules = false; // a stream rule (switched on or not) names this hop: connections are framed
     std::int64_t m_faultOrigin = 0; // where their time windows start
     std::mt19937_64 m_faultRandom{std::random_device{}()};
 };

@@ -49,8 +49,11 @@ void RelayLoop::refreshFaultRules()
     if (!m_faults || (m_faultRules && m_faultRules->version == m_faults->version())) return;
     m_faultRules = m_faults->snapshot();
     m_connectionRules.clear();
+    m_streamRules = false;
     for (size_t i = 0; i < m_faultRules->rules.size(); ++i) {
         const FaultRule &r = m_faultRules->rules[i];
+        // A rule switched off now may be switched on while a channel keeps its connection.
+        if (!isConnectionAction(r.action) && (r.hop.empty() || r.hop == m_faultHop)) m_streamRules = true;
         if (m_faultRules->enabled[i] && isConnectionAction(r.action) &&
             (r.hop.empty() || r.hop == m_faultHop))
             m_connectionRules.push_back(i);
@@ -60,6 +63,8 @@ void RelayLoop::refreshFaultRules()
 void RelayLoop::chooseFault(Conn &c, std::int64_t now)
 {
     refreshFaultRules();
+    if (m_streamRules)
+        c.streams = std::make_unique<StreamFaults>(m_faults, m_faultHop, m_faultOrigin, m_faultRandom());
     const std::int64_t since = now - m_faultOrigin;
     for (size_t i : m_connectionRules) {
         const FaultRule &r = m_faultRules->rules[i];

@@ -8,18 +8,6 @@
 
 namespace rpcscope {
 
-namespace {
-// The proxy applies connection actions so far; a stream action would be accepted and silently do nothing.
-bool applied(const FaultRule &rule, const std::string &where, std::string *error)
-{
-    if (isConnectionAction(rule.action)) return true;
-    *error = where + ": " + faultActionName(rule.action) +
-             " is a stream action, which the proxy does not apply yet (connection actions: blackhole, close, "
-             "tcp-reset, bandwidth, slow-close)";
-    return false;
-}
-} // namespace
-
 std::shared_ptr<FaultSet> takeFaults(std::vector<std::string> *args, std::string *error)
 {
     std::vector<FaultRule> rules;
@@ -45,7 +33,6 @@ std::shared_ptr<FaultSet> takeFaults(std::vector<std::string> *args, std::string
                 *error = where + ": " + why;
                 return nullptr;
             }
-            if (!applied(rule, where, error)) return nullptr;
             rules.push_back(std::move(rule));
         } else {
             std::vector<FaultRule> fromFile;
@@ -53,9 +40,6 @@ std::shared_ptr<FaultSet> takeFaults(std::vector<std::string> *args, std::string
                 *error = "--faults " + *error;
                 return nullptr;
             }
-            for (size_t n = 0; n < fromFile.size(); ++n)
-                if (!applied(fromFile[n], "--faults " + value + ": rule " + std::to_string(n + 1), error))
-                    return nullptr;
             for (FaultRule &r : fromFile)
                 rules.push_back(std::move(r));
         }

@@ -43,8 +43,6 @@ void TestCliFaults::refusesBadRules_data()
     QTest::newRow("unknown key") << QStringList{"--fault", "close colour=red"} << "unknown key 'colour'";
     QTest::newRow("second of two") << QStringList{"--fault", "close", "--fault", "blackhole nth=0"}
                                    << "--fault 'blackhole nth=0': nth=0: expected a count from 1";
-    QTest::newRow("stream action") << QStringList{"--fault", "abort status=UNAVAILABLE"}
-                                   << "abort is a stream action, which the proxy does not apply yet";
     QTest::newRow("no rule") << QStringList{"--fault"} << "option --fault needs a rule";
     QTest::newRow("no file") << QStringList{"--faults", "/nonexistent/faults.json"} << "--faults cannot read";
 }
