@@ -20,6 +20,7 @@ std::vector<lab::Scenario> registered()
     lab::appendRetryScenarios(list);
     lab::appendChainScenarios(list);
     lab::appendGovernanceScenarios(list);
+    lab::appendPolicyScenarios(list);
     return list;
 }
 
@@ -146,9 +147,9 @@ private slots:
             << "parameter n is there twice";
         QTest::newRow("service config default not a config")
             << R"({"scenarios": [{"name": "a", "title": "A", "explanation": ["x."], "params": [
-                   {"key": "c", "default": "{\"methodConfig\": 3}", "kind": "service-config", "max": 100,
+                   {"key": "c", "default": "[3]", "kind": "service-config", "max": 100,
                     "description": "d"}]}]})"
-            << "the default of parameter c: methodConfig";
+            << "the default of parameter c: ";
         QTest::newRow("fault rules default with a bad rule")
             << R"({"scenarios": [{"name": "a", "title": "A", "explanation": ["x."], "params": [
                    {"key": "f", "default": "abort percent=40; explode", "kind": "fault-rules", "max": 100,
