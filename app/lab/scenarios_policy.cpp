@@ -66,6 +66,16 @@ ScenarioResult runVerifyPolicy(const ScenarioContext &ctx, const ScenarioParams 
         const bool consistent = n <= failFirst + 1 && (r.code == kOk) == (n == failFirst + 1) &&
                                 (r.code == kOk || r.code == kUnavailable);
         verdict.addCall(r);
+        // The attempts on the wire, for whoever checks the timeline: an attempt the server answered says how
+        // many went before it (grpc-previous-rpc-attempts, aborted ones included); a call that failed to the
+        // end made all its policy allows, or one when it could not retry at all.
+        const auto arrivals = ctx.server->arrivalsFor(ids[i]);
+        const auto policy = parsed->forMethod("/rpcscope.lab.Lab/Call");
+        const bool retries = policy && policy->hasRetry && policy->retryableCodes.count(r.code);
+        if (r.code == kOk && !arrivals.empty())
+            verdict.addExpected({ids[i], arrivals.back().previousAttempts.value_or(0) + 1, r.code});
+        else if (r.code != kOk && r.code != kDeadlineExceeded)
+            verdict.addExpected({ids[i], retries ? std::min(policy->maxAttempts, 5) : 1, r.code});
         verdict.expect(consistent, ids[i] + " to end OK exactly when arrival " +
                                        std::to_string(failFirst + 1) + " reached the server (it ended " +
                                        grpcStatusName(r.code) + " after " + std::to_string(n) + ")");
