@@ -67,6 +67,7 @@ StreamFaults::StreamFaults(std::shared_ptr<FaultSet> faults, std::string hop, st
         nghttp2_hd_inflate_new(&s->inflater);
         nghttp2_hd_deflate_new(&s->deflater, kDefaultTableSize);
     }
+    nghttp2_hd_deflate_new(&m_literal, kDefaultTableSize);
 }
 
 StreamFaults::~StreamFaults()
@@ -75,6 +76,7 @@ StreamFaults::~StreamFaults()
         nghttp2_hd_inflate_del(s->inflater);
         nghttp2_hd_deflate_del(s->deflater);
     }
+    nghttp2_hd_deflate_del(m_literal);
 }
 
 void StreamFaults::fromClient(const std::uint8_t *data, size_t size, std::int64_t now)
@@ -138,9 +140,9 @@ void StreamFaults::frames(bool fromClient, std::int64_t now)
 }
 
 // A HEADERS or CONTINUATION frame: its fragment joins the block; true once the block is whole.
-static bool gather(std::string &block, bool &inBlock, std::uint32_t &blockStream, std::uint8_t &blockFlags,
-                   std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::uint8_t *payload,
-                   size_t len, std::string *failure)
+static bool gather(std::string &raw, std::string &block, bool &inBlock, std::uint32_t &blockStream,
+                   std::uint8_t &blockFlags, std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+                   const std::uint8_t *payload, size_t len, std::string *failure)
 {
     if (inBlock) {
         if (type != kContinuation || stream != blockStream) {
@@ -148,6 +150,7 @@ static bool gather(std::string &block, bool &inBlock, std::uint32_t &blockStream
             return false;
         }
         block.append(reinterpret_cast<const char *>(payload), len);
+        raw.append(reinterpret_cast<const char *>(payload) - kFrameHeaderLen, kFrameHeaderLen + len);
     } else {
         size_t off = 0, end = len;
         if (flags & kPadded) {
@@ -164,6 +167,7 @@ static bool gather(std::string &block, bool &inBlock, std::uint32_t &blockStream
             return false;
         }
         block.assign(reinterpret_cast<const char *>(payload) + off, end - off);
+        raw.assign(reinterpret_cast<const char *>(payload) - kFrameHeaderLen, kFrameHeaderLen + len);
         blockStream = stream;
         blockFlags = flags;
     }
@@ -176,8 +180,8 @@ void StreamFaults::clientFrame(std::uint8_t type, std::uint8_t flags, std::uint3
 {
     const std::uint8_t *payload = frame + kFrameHeaderLen;
     if (m_up.inBlock || type == kHeaders) {
-        if (!gather(m_up.block, m_up.inBlock, m_up.blockStream, m_up.blockFlags, type, flags, stream, payload,
-                    len, &failure))
+        if (!gather(m_up.blockRaw, m_up.block, m_up.inBlock, m_up.blockStream, m_up.blockFlags, type, flags,
+                    stream, payload, len, &failure))
             return;
         HeaderList list;
         if (!inflate(m_up, m_up.block, &list)) {
@@ -224,8 +228,8 @@ void StreamFaults::serverFrame(std::uint8_t type, std::uint8_t flags, std::uint3
 {
     const std::uint8_t *payload = frame + kFrameHeaderLen;
     if (m_down.inBlock || type == kHeaders) {
-        if (!gather(m_down.block, m_down.inBlock, m_down.blockStream, m_down.blockFlags, type, flags, stream,
-                    payload, len, &failure))
+        if (!gather(m_down.blockRaw, m_down.block, m_down.inBlock, m_down.blockStream, m_down.blockFlags,
+                    type, flags, stream, payload, len, &failure))
             return;
         HeaderList list;
         if (!inflate(m_down, m_down.block, &list)) {
@@ -283,28 +287,33 @@ void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderLis
 {
     if (auto it = m_streams.find(stream); it != m_streams.end()) {
         Stream &st = it->second;
-        if (st.swallowUp) return;
+        if (st.swallowUp) {
+            m_up.rewriting = true; // the server's table never gets this block
+            return;
+        }
         if (st.holdUpUntil) {
+            m_up.rewriting = true; // blocks of other streams may pass it
             st.heldUp.push_back({{}, true, stream, endStream, std::move(list)});
             return;
         }
-        writeHeaders(true, stream, endStream, list);
+        passHeaders(true, stream, endStream, list);
         return;
     }
     if (!(stream & 1) || stream <= m_lastClientStream) { // not a new stream: passed on as it is
-        writeHeaders(true, stream, endStream, list);
+        passHeaders(true, stream, endStream, list);
         return;
     }
     m_lastClientStream = stream;
     if (m_goawayLast >= 0 && stream > std::uint32_t(m_goawayLast)) {
         // Opened after our GOAWAY (it crossed it): refused, as the server would have.
         m_streams[stream].swallowUp = true;
+        m_up.rewriting = true;
         writeRst(false, stream, kRefusedStream);
         return;
     }
     size_t index = 0;
     if (!choose(list, now, &index)) {
-        writeHeaders(true, stream, endStream, list);
+        passHeaders(true, stream, endStream, list);
         m_lastForwarded = stream;
         return;
     }
@@ -317,7 +326,7 @@ void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderLis
         if (!r.beforeServer) {
             // Noted when it acts, once the server has answered.
             st.abortAfter = true;
-            writeHeaders(true, stream, endStream, list);
+            passHeaders(true, stream, endStream, list);
             m_lastForwarded = stream;
             return;
         }
@@ -336,7 +345,7 @@ void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderLis
             last = m_lastForwarded;
             st.swallowUp = true; // unprocessed: the client retries it elsewhere
         } else {
-            writeHeaders(true, stream, endStream, list);
+            passHeaders(true, stream, endStream, list);
             m_lastForwarded = stream;
         }
         writeGoaway(last);
@@ -347,7 +356,7 @@ void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderLis
     }
     case FaultAction::Delay: {
         const std::int64_t by = delayOf(r);
-        writeHeaders(true, stream, endStream, list);
+        passHeaders(true, stream, endStream, list);
         m_lastForwarded = stream;
         if (r.delayResponse) {
             st.holdDownBy = by;
@@ -366,6 +375,7 @@ void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderLis
     default:
         return;
     }
+    if (st.swallowUp) m_up.rewriting = true;
     note(stream, index, what);
 }
 
@@ -373,15 +383,19 @@ void StreamFaults::serverHeaders(std::uint32_t stream, bool endStream, HeaderLis
 {
     auto it = m_streams.find(stream);
     if (it == m_streams.end()) {
-        writeHeaders(false, stream, endStream, list);
+        passHeaders(false, stream, endStream, list);
         return;
     }
     Stream &st = it->second;
-    if (st.swallowDown) return;
+    if (st.swallowDown) {
+        m_down.rewriting = true;
+        return;
+    }
     if (st.abortAfter) {
         // The server has answered (its side effects happened); the client gets the rule's status instead.
         st.abortAfter = false;
         st.swallowDown = st.swallowUp = true;
+        m_down.rewriting = true;
         const FaultRule &r = m_rules->rules[st.rule];
         trailersOnly(stream, r);
         if (!endStream) writeRst(true, stream, kCancel);
@@ -394,10 +408,11 @@ void StreamFaults::serverHeaders(std::uint32_t stream, bool endStream, HeaderLis
         m_holding.push_back(stream);
     }
     if (st.holdDownUntil) {
+        m_down.rewriting = true;
         st.heldDown.push_back({{}, true, stream, endStream, std::move(list)});
         return;
     }
-    writeHeaders(false, stream, endStream, list);
+    passHeaders(false, stream, endStream, list);
 }
 
 bool StreamFaults::choose(const HeaderList &list, std::int64_t now, size_t *rule)
@@ -472,9 +487,24 @@ bool StreamFaults::inflate(Side &side, const std::string &block, HeaderList *out
     }
 }
 
+void StreamFaults::passHeaders(bool server, std::uint32_t stream, bool endStream, const HeaderList &list)
+{
+    Side &from = server ? m_up : m_down;
+    if (from.rewriting)
+        writeHeaders(server, stream, endStream, list);
+    else
+        (server ? toServer : toClient) += from.blockRaw;
+}
+
 void StreamFaults::writeHeaders(bool server, std::uint32_t stream, bool endStream, const HeaderList &list)
 {
-    nghttp2_hd_deflater *deflater = server ? m_up.deflater : m_down.deflater;
+    writeBlock(server ? m_up.deflater : m_down.deflater, server ? toServer : toClient, stream, endStream,
+               list);
+}
+
+void StreamFaults::writeBlock(nghttp2_hd_deflater *deflater, std::string &out, std::uint32_t stream,
+                              bool endStream, const HeaderList &list)
+{
     std::vector<nghttp2_nv> nva;
     nva.reserve(list.fields.size());
     for (const Field &f : list.fields)
@@ -488,7 +518,6 @@ void StreamFaults::writeHeaders(bool server, std::uint32_t stream, bool endStrea
         failure = "could not encode a header block (HPACK)";
         return;
     }
-    std::string &out = server ? toServer : toClient;
     size_t off = 0;
     bool first = true;
     do {
@@ -532,7 +561,13 @@ void StreamFaults::trailersOnly(std::uint32_t stream, const FaultRule &rule)
     l.fields.push_back({"grpc-status", std::to_string(rule.status), 0});
     if (!rule.message.empty()) l.fields.push_back({"grpc-message", percentEncoded(rule.message), 0});
     if (rule.pushbackMs) l.fields.push_back({"grpc-retry-pushback-ms", std::to_string(*rule.pushbackMs), 0});
-    writeHeaders(false, stream, true, l);
+    if (m_down.rewriting) {
+        writeHeaders(false, stream, true, l);
+        return;
+    }
+    for (Field &f : l.fields)
+        f.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    writeBlock(m_literal, toClient, stream, true, l);
 }
 
 void StreamFaults::settings(bool fromClient, const std::uint8_t *payload, size_t len)

@@ -98,8 +98,14 @@ private:
         std::uint32_t blockStream = 0;
         std::uint8_t blockFlags = 0;
         std::string block;
+        std::string blockRaw;                    // its frames as they came
         nghttp2_hd_inflater *inflater = nullptr; // in step with this side's sender
         nghttp2_hd_deflater *deflater = nullptr; // ours, toward the other side
+        // Header blocks go on re-encoded with `deflater` (else as they came). Set at the first block this
+        // side must not pass on in order (swallowed or held), for good: the receiver's table then follows
+        // ours. Until then the bytes go on unchanged, so a connection no rule acts on is relayed byte for
+        // byte.
+        bool rewriting = false;
     };
 
     void frames(bool fromClient, std::int64_t now);
@@ -111,6 +117,10 @@ private:
     void serverHeaders(std::uint32_t stream, bool endStream, HeaderList &&list, std::int64_t now);
     bool inflate(Side &side, const std::string &block, HeaderList *out);
     void writeHeaders(bool toServer, std::uint32_t stream, bool endStream, const HeaderList &list);
+    void writeBlock(nghttp2_hd_deflater *deflater, std::string &out, std::uint32_t stream, bool endStream,
+                    const HeaderList &list);
+    // A block as it came, or re-encoded once the side is rewriting.
+    void passHeaders(bool toServer, std::uint32_t stream, bool endStream, const HeaderList &list);
     void writeRst(bool toServer, std::uint32_t stream, std::uint32_t code);
     void writeWindowUpdate(bool toServer, std::uint32_t increment);
     void writeGoaway(std::uint32_t lastStream);
@@ -127,8 +137,11 @@ private:
     std::string m_hop;
     std::int64_t m_origin = 0;
     std::mt19937_64 m_random;
-    Side m_up;                  // client -> server
-    Side m_down;                // server -> client
+    Side m_up;   // client -> server
+    Side m_down; // server -> client
+    // Encodes what we answer the client while its side is not rewriting: literals that are never indexed, so
+    // the client's table stays as the server's encoder knows it (this encoder's own table stays empty).
+    nghttp2_hd_deflater *m_literal = nullptr;
     bool m_preface = false;     // the client's connection preface has been passed on
     bool m_passthrough = false; // not HTTP/2 after all: bytes go on as they came
     std::uint32_t m_lastClientStream = 0;

@@ -13,6 +13,8 @@
 # RPCSCOPE_CLI or --cli PATH picks another rpcscope-cli to measure.
 # --burst sends 2,000,000 ingested events (--burst --quick: 200,000) to the real window, offscreen: event-loop
 # stalls, SIGINT to exit, peak RSS and events/s applied, against the idle window (--gui PATH: another build).
+# --faults compares a relay without fault rules, with rules for other hops only, and with a stream rule that
+# matches nothing: unary latency and streaming throughput, with their ratios (--faults --quick).
 set -euo pipefail
 # Build output goes to stderr, so stdout is the table alone.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" >&2
@@ -40,6 +42,10 @@ fi
 if [ "${1:-}" = "--burst" ]; then
   shift
   exec "$BUILD_DIR/tests/bench/rpcscope-burstbench" "$@"
+fi
+if [ "${1:-}" = "--faults" ]; then
+  shift
+  exec "$BUILD_DIR/tests/bench/rpcscope-faultbench" "$@"
 fi
 if [ "${1:-}" = "--views" ]; then
   shift

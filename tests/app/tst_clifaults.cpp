@@ -28,6 +28,7 @@ private slots:
     void refusesBadRules();
     void helpListsTheRules();
     void closeIsNotedAndCounted();
+    void streamAbortIsRetried();
 };
 
 void TestCliFaults::refusesBadRules_data()
@@ -117,6 +118,50 @@ void TestCliFaults::closeIsNotedAndCounted()
     const QJsonObject first = connections.first().toObject();
     QCOMPARE(first.value("notes").toArray().first().toString(), QStringLiteral("fault: close (rule 1)"));
     QCOMPARE(first.value("close_reason").toString(), QStringLiteral("fault: close (rule 1)"));
+}
+
+void TestCliFaults::streamAbortIsRetried()
+{
+    rpcscope::lab::LabServer server;
+    std::string error;
+    QVERIFY2(server.start(&error), error.c_str());
+    QTemporaryDir dir;
+    const QString out = dir.filePath("abort.json");
+    QProcess p;
+    p.start(QStringLiteral(RPCSCOPE_CLI),
+            {"capture", "--target", QStringLiteral("127.0.0.1:%1").arg(server.port()), "--out", out,
+             "--fault", "abort status=UNAVAILABLE attempt=1"});
+    QVERIFY(p.waitForStarted());
+    QString printed;
+    QDeadlineTimer deadline(10000);
+    while (!printed.contains('\n') && !deadline.hasExpired() && p.state() == QProcess::Running) {
+        p.waitForReadyRead(100);
+        printed += QString::fromUtf8(p.readAllStandardOutput());
+    }
+    const auto m = QRegularExpression(R"(listening on 127\.0\.0\.1:(\d+))").match(printed);
+    QVERIFY2(m.hasMatch(), qPrintable(printed));
+    {
+        const std::string config =
+            R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],"retryPolicy":{"maxAttempts":3,)"
+            R"("initialBackoff":"0.01s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})";
+        rpcscope::lab::LabClient client("127.0.0.1:" + m.captured(1).toStdString(), config);
+        rpcscope::lab::CallRequest req;
+        req.set_call_id("cli-abort-1");
+        QCOMPARE(client.call(req, std::chrono::seconds(10)).code, 0);
+    }
+    // The server saw the call once, as its second attempt.
+    const auto arrivals = server.arrivalsFor("cli-abort-1");
+    QCOMPARE(arrivals.size(), size_t(1));
+    QCOMPARE(arrivals[0].previousAttempts.value_or(0), 1);
+    p.terminate();
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitCode(), 0);
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.contains("fault rule 1 (abort status=UNAVAILABLE attempt=1): 1 hit"), qPrintable(err));
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY2(f.readAll().contains("fault: abort UNAVAILABLE before the server (rule 1)"),
+             "no injection note");
 }
 
 QTEST_GUILESS_MAIN(TestCliFaults)

@@ -1,6 +1,7 @@
 // The relay's stream fault rules against a real grpc++ client (with a retry policy) and a real server: what
 // the client gets, what the server sees, and that neither peer ever sees a broken HTTP/2 connection.
 
+#include "clock.h"
 #include "faultrule.h"
 #include "faultset.h"
 #include "labclient.h"
@@ -9,8 +10,11 @@
 #include "timelinemodel.h"
 
 #include <QtTest>
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
+#include <thread>
 
 using namespace rpcscope;
 
@@ -31,47 +35,6 @@ lab::CallRequest request(const std::string &id)
     r.set_call_id(id);
     return r;
 }
-
-// A relay with fault rules, its events collected on its decoder thread.
-struct FaultyProxy
-{
-    mutable std::mutex mu;
-    EventBatch events;
-    std::shared_ptr<FaultSet> faults;
-    Relay relay;
-    bool ok = false;
-    std::string error;
-
-    FaultyProxy(std::uint16_t port, const std::vector<std::string> &rules)
-    {
-        std::vector<FaultRule> parsed;
-        for (const std::string &text : rules) {
-            FaultRule r;
-            if (!parseFaultRule(text, &r, &error)) return;
-            parsed.push_back(std::move(r));
-        }
-        faults = std::make_shared<FaultSet>(std::move(parsed));
-        relay.setFaults(faults);
-        ok = relay.start(
-            {"127.0.0.1", 0}, {"127.0.0.1", port},
-            [this](EventBatch &&b) {
-                std::lock_guard lk(mu);
-                events.insert(events.end(), b.begin(), b.end());
-            },
-            &error);
-    }
-    std::string address() const { return relay.listenAddress().toString(); }
-    EventBatch copy() const
-    {
-        std::lock_guard lk(mu);
-        return events;
-    }
-    template <typename Pred> size_t count(Pred pred) const
-    {
-        std::lock_guard lk(mu);
-        return size_t(std::count_if(events.begin(), events.end(), pred));
-    }
-};
 
 bool isInjection(const WireEvent &e)
 {
@@ -105,6 +68,59 @@ bool brokenWire(const WireEvent &e, std::string *why)
     }
     return false;
 }
+
+// A relay with fault rules, its events collected on its decoder thread.
+struct FaultyProxy
+{
+    mutable std::mutex mu;
+    EventBatch events;
+    std::shared_ptr<FaultSet> faults;
+    Relay relay;
+    bool ok = false;
+    std::string error;
+
+    // Counted as events come (every run); kept only when `keep` (the invariant run keeps none).
+    std::atomic<std::uint64_t> broken{0}, injections{0}, requests{0};
+    std::string firstBroken; // under mu
+
+    FaultyProxy(std::uint16_t port, const std::vector<std::string> &rules, bool keep = true)
+    {
+        std::vector<FaultRule> parsed;
+        for (const std::string &text : rules) {
+            FaultRule r;
+            if (!parseFaultRule(text, &r, &error)) return;
+            parsed.push_back(std::move(r));
+        }
+        faults = std::make_shared<FaultSet>(std::move(parsed));
+        relay.setFaults(faults);
+        ok = relay.start(
+            {"127.0.0.1", 0}, {"127.0.0.1", port},
+            [this, keep](EventBatch &&b) {
+                std::lock_guard lk(mu);
+                for (const WireEvent &e : b) {
+                    std::string why;
+                    if (brokenWire(e, &why) && broken++ == 0) firstBroken = why;
+                    if (e.kind == EventKind::Notice && e.injection()) ++injections;
+                    if (e.kind == EventKind::Headers && e.dir == Direction::ClientToServer &&
+                        !e.grpc.path.empty())
+                        ++requests;
+                }
+                if (keep) events.insert(events.end(), b.begin(), b.end());
+            },
+            &error);
+    }
+    std::string address() const { return relay.listenAddress().toString(); }
+    EventBatch copy() const
+    {
+        std::lock_guard lk(mu);
+        return events;
+    }
+    template <typename Pred> size_t count(Pred pred) const
+    {
+        std::lock_guard lk(mu);
+        return size_t(std::count_if(events.begin(), events.end(), pred));
+    }
+};
 
 std::string firstBroken(const EventBatch &events)
 {
@@ -221,6 +237,198 @@ private slots:
         QCOMPARE(client.call(request("sf-stop"), std::chrono::seconds(10)).code, 14);
         QCOMPARE(proxy.faults->hits(0), std::uint64_t(1));
         QCOMPARE(m_server.arrivalsFor("sf-stop").size(), size_t(0));
+    }
+
+    void resetCancelFailsTheCall()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"reset code=CANCEL nth=1"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        lab::LabClient client(proxy.address(), retryConfig());
+        QCOMPARE(client.call(request("sf-reset-cancel"), std::chrono::seconds(10)).code, 1); // CANCELLED
+        QCOMPARE(m_server.arrivalsFor("sf-reset-cancel").size(), size_t(0));
+        // The connection is still sound for the next call.
+        QCOMPARE(client.call(request("sf-reset-after"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(proxy.faults->hits(0), std::uint64_t(1));
+        proxy.relay.stop();
+        QVERIFY2(firstBroken(proxy.copy()).empty(), firstBroken(proxy.copy()).c_str());
+        QCOMPARE(proxy.count([](const WireEvent &e) {
+            return e.kind == EventKind::Frame && e.frameType == FrameRstStream &&
+                   e.dir == Direction::ServerToClient && e.errorCode == 8;
+        }),
+                 size_t(1));
+    }
+
+    void resetRefusedIsRetried()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"reset code=REFUSED_STREAM nth=1"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        // C-core fails a refused stream UNAVAILABLE, which its retry policy retries.
+        lab::LabClient client(proxy.address(), retryConfig());
+        QCOMPARE(client.call(request("sf-refused"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(m_server.arrivalsFor("sf-refused").size(), size_t(1));
+        QCOMPARE(proxy.faults->hits(0), std::uint64_t(1));
+        proxy.relay.stop();
+        QVERIFY2(firstBroken(proxy.copy()).empty(), firstBroken(proxy.copy()).c_str());
+    }
+
+    void goawayBelowIsRetriedOnANewConnection()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"goaway last-stream=below nth=2"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        lab::LabClient client(proxy.address(), {});
+        QCOMPARE(client.call(request("sf-goaway-1"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(client.call(request("sf-goaway-2"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(client.call(request("sf-goaway-3"), std::chrono::seconds(10)).code, 0);
+        for (const char *id : {"sf-goaway-1", "sf-goaway-2", "sf-goaway-3"})
+            QCOMPARE(m_server.arrivalsFor(id).size(), size_t(1));
+        QCOMPARE(proxy.faults->hits(0), std::uint64_t(1));
+        proxy.relay.stop();
+        const EventBatch events = proxy.copy();
+        QVERIFY2(firstBroken(events).empty(), firstBroken(events).c_str());
+        const auto opened = std::count_if(events.begin(), events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::ConnectionOpened;
+        });
+        QCOMPARE(opened, 2); // the second call went on a new connection
+        QVERIFY(std::any_of(events.begin(), events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::Frame && e.frameType == FrameGoaway &&
+                   e.dir == Direction::ServerToClient && e.lastStreamId == 1;
+        }));
+    }
+
+    void goawayAboveLetsTheStreamFinish()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"goaway last-stream=above nth=1"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        lab::LabClient client(proxy.address(), {});
+        QCOMPARE(client.call(request("sf-goaway-above-1"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(client.call(request("sf-goaway-above-2"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(m_server.arrivalsFor("sf-goaway-above-1").size(), size_t(1));
+        QCOMPARE(m_server.arrivalsFor("sf-goaway-above-2").size(), size_t(1));
+        proxy.relay.stop();
+        const EventBatch events = proxy.copy();
+        QVERIFY2(firstBroken(events).empty(), firstBroken(events).c_str());
+        QVERIFY(std::any_of(events.begin(), events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::Frame && e.frameType == FrameGoaway &&
+                   e.dir == Direction::ServerToClient && e.lastStreamId == 1;
+        }));
+    }
+
+    void abortAfterTheServerAnswered()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"abort status=UNAVAILABLE when=after attempt=1"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        lab::LabClient client(proxy.address(), retryConfig());
+        QCOMPARE(client.call(request("sf-after-1"), std::chrono::seconds(10)).code, 0);
+        QCOMPARE(client.call(request("sf-after-2"), std::chrono::seconds(10)).code, 0);
+        // The server answered the first attempt too (its side effect happened); the client never saw that.
+        const auto arrivals = m_server.arrivalsFor("sf-after-2");
+        QCOMPARE(arrivals.size(), size_t(2));
+        QCOMPARE(arrivals[1].previousAttempts.value_or(0), 1);
+        QCOMPARE(proxy.faults->hits(0), std::uint64_t(2));
+        proxy.relay.stop();
+        const EventBatch events = proxy.copy();
+        QVERIFY2(firstBroken(events).empty(), firstBroken(events).c_str());
+        TimelineModel model;
+        model.appendBatch(events);
+        const Call *call = findCall(model, "sf-after-2");
+        QVERIFY(call);
+        QCOMPARE(call->attempts.size(), size_t(2));
+        QCOMPARE(call->attempts[0].status.value_or(-1), 14);
+        QCOMPARE(call->attempts[1].status.value_or(-1), 0);
+    }
+
+    void delayHoldsOnlyItsStream()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"delay by=600ms method=/rpcscope.lab.Lab/Call"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        lab::LabClient client(proxy.address(), {});
+        // Warm: the connection is up, so the held call and the other share it.
+        QCOMPARE(client.call(request("sf-delay-warm"), std::chrono::seconds(10), {}, true).code, 0);
+        const std::int64_t t0 = steadyNowNs();
+        auto held = std::async(std::launch::async, [&] {
+            return client.call(request("sf-delay-held"), std::chrono::seconds(10)).code;
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(proxy.faults->hits(0) == 1, 5000);
+        // Another stream on the same connection goes through at once.
+        QCOMPARE(client.call(request("sf-delay-other"), std::chrono::seconds(10), {}, true).code, 0);
+        const std::int64_t other = steadyNowNs() - t0;
+        QCOMPARE(held.get(), 0);
+        const auto arrivals = m_server.arrivalsFor("sf-delay-held");
+        QCOMPARE(arrivals.size(), size_t(1));
+        QVERIFY2(arrivals[0].tNs - t0 >= 590 * ms,
+                 qPrintable(QString("held request arrived after %1 ms").arg((arrivals[0].tNs - t0) / ms)));
+        QVERIFY2(other < 500 * ms, qPrintable(QString("the other call took %1 ms").arg(other / ms)));
+        proxy.relay.stop();
+        QVERIFY2(firstBroken(proxy.copy()).empty(), firstBroken(proxy.copy()).c_str());
+    }
+
+    void delayTheResponse()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()), {"delay by=400ms on=response"});
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        lab::LabClient client(proxy.address(), {});
+        QCOMPARE(client.call(request("sf-delay-resp"), std::chrono::seconds(10)).code, 0);
+        const std::int64_t done = steadyNowNs();
+        const auto arrivals = m_server.arrivalsFor("sf-delay-resp");
+        QCOMPARE(arrivals.size(), size_t(1));
+        QVERIFY2(done - arrivals[0].tNs >= 390 * ms,
+                 qPrintable(QString("answered %1 ms after arrival").arg((done - arrivals[0].tNs) / ms)));
+        proxy.relay.stop();
+        QVERIFY2(firstBroken(proxy.copy()).empty(), firstBroken(proxy.copy()).c_str());
+    }
+
+    // The invariant run: 10,000 calls with about 30% of attempts injected (abort before and after the
+    // server, refused streams), and not one protocol, compression or flow-control error from either side.
+    void tenThousandCallsStayValid()
+    {
+        FaultyProxy proxy(std::uint16_t(m_server.port()),
+                          {"abort status=UNAVAILABLE percent=10",
+                           "abort status=UNAVAILABLE when=after percent=11.2",
+                           "reset code=REFUSED_STREAM percent=12.5"},
+                          false);
+        QVERIFY2(proxy.ok, proxy.error.c_str());
+        constexpr int kCalls = 10000;
+        constexpr int kClients = 4;
+        std::atomic<int> next{0}, failed{0}, badStatus{0};
+        std::mutex whyMu;
+        std::string why;
+        const std::int64_t t0 = steadyNowNs();
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kClients; ++t)
+            threads.emplace_back([&] {
+                lab::LabClient client(proxy.address(), retryConfig("0.001s", 5));
+                for (int i = next++; i < kCalls; i = next++) {
+                    const auto r =
+                        client.call(request("sf-inv-" + std::to_string(i)), std::chrono::seconds(20));
+                    if (r.code == 0) continue;
+                    ++failed;
+                    // Retries can run out (UNAVAILABLE); anything else is the client finding the wire broken.
+                    if (r.code != 14) {
+                        ++badStatus;
+                        std::lock_guard lk(whyMu);
+                        why = std::to_string(r.code) + " " + r.message;
+                    }
+                }
+            });
+        for (auto &t : threads)
+            t.join();
+        const double elapsed = double(steadyNowNs() - t0) / 1e9;
+        proxy.relay.stop();
+        std::uint64_t injected = 0, attempts = 0;
+        for (size_t i = 0; i < 3; ++i)
+            injected += proxy.faults->hits(i);
+        attempts = proxy.requests.load();
+        std::printf("invariant run: %d calls, %llu attempts, %llu injected (%.1f%%), %d calls failed "
+                    "(retries used up), %llu wire errors, %d bad statuses, %.1f s\n",
+                    kCalls, (unsigned long long)attempts, (unsigned long long)injected,
+                    attempts ? 100.0 * double(injected) / double(attempts) : 0.0, failed.load(),
+                    (unsigned long long)proxy.broken.load(), badStatus.load(), elapsed);
+        QVERIFY2(proxy.broken == 0, proxy.firstBroken.c_str());
+        QVERIFY2(badStatus == 0, why.c_str());
+        QVERIFY(attempts >= std::uint64_t(kCalls));
+        const double share = double(injected) / double(attempts);
+        QVERIFY2(share > 0.25 && share < 0.35, qPrintable(QString::number(share)));
+        QCOMPARE(proxy.injections.load(), injected);
     }
 };
 
