@@ -3,9 +3,11 @@
 #include "clock.h"
 #include "commands.h"
 #include "labsession.h"
+#include "modelpolicycheck.h"
 #include "modelsink.h"
 #include "options.h"
 #include "output.h"
+#include "retryserviceconfig.h"
 #include "timelinemodel.h"
 
 #include <QCoreApplication>
@@ -48,8 +50,12 @@ int cmdRun(const std::vector<std::string> &args)
         return 2;
     }
 
+    // A scenario that hands its client a service config (verify-policy) is judged against it, as
+    // `rpcscope-cli check` judges a capture; the user-agents come from the kept headers.
+    const std::string &serviceConfig = params.text("service_config");
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
+    if (!serviceConfig.empty()) model.setKeepHeaders(true);
     lab::LabSession lab;
     if (!lab.start(queuedSinkTo(&model), &error)) {
         std::fprintf(stderr, "rpcscope-cli: could not start the lab: %s\n", error.c_str());
@@ -67,12 +73,26 @@ int cmdRun(const std::vector<std::string> &args)
         return 1;
     }
     std::printf("%s: %s\n", scenario->name.c_str(), result.summary.c_str());
+    bool conforms = true;
+    if (!serviceConfig.empty()) {
+        const auto config = RetryServiceConfig::parse(QByteArray::fromStdString(serviceConfig), &error);
+        if (config) { // resolveParams() checked it
+            const PolicyCheck check = policyCheckOf(model, *config);
+            std::fputs(check.text().c_str(), stdout);
+            conforms = check.allConform();
+            if (!conforms)
+                std::fprintf(stderr,
+                             "rpcscope-cli: %s: %llu of %llu calls do not conform to the service config\n",
+                             scenario->name.c_str(), static_cast<unsigned long long>(check.violations()),
+                             static_cast<unsigned long long>(check.calls()));
+        }
+    }
     if (!result.expectationHeld) {
         std::fprintf(stderr, "rpcscope-cli: %s: expected outcome did not hold: %s\n", scenario->name.c_str(),
                      result.summary.c_str());
         return 1;
     }
-    return 0;
+    return conforms ? 0 : 1;
 }
 
 } // namespace rpcscope

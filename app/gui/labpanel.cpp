@@ -1,6 +1,7 @@
 #include "labpanel.h"
 
 #include "labsession.h"
+#include "scenariotextedit.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -151,7 +152,16 @@ void LabPanel::showScenario(int index)
     while (m_paramForm->rowCount() > 0)
         m_paramForm->removeRow(0);
     m_paramEdits.clear();
+    m_textEdits.clear();
     for (const lab::ScenarioParam &p : s->params) {
+        if (p.isText()) {
+            auto *edit = new ScenarioTextEdit(p);
+            // The label above the editor: the text needs the dock's whole width.
+            m_paramForm->addRow(new QLabel(QString::fromStdString(p.key)));
+            m_paramForm->addRow(edit);
+            m_textEdits.emplace_back(p.key, edit);
+            continue;
+        }
         auto *edit = new QLineEdit(QString::fromStdString(p.defaultValue));
         edit->setToolTip(QString::fromStdString(p.description));
         // Never shorter than it wants to be, whatever the dock's height.
@@ -171,6 +181,8 @@ void LabPanel::runScenario()
     std::map<std::string, std::string> overrides;
     for (const auto &[key, edit] : m_paramEdits)
         overrides[key] = edit->text().trimmed().toStdString();
+    for (const auto &[key, edit] : m_textEdits)
+        overrides[key] = edit->text().toStdString();
     m_comparison.reset();
     startRun(m_scenario.toStdString(), overrides, m_scenario, m_repeat->value());
 }
@@ -207,6 +219,10 @@ bool LabPanel::startRun(const std::string &scenario, const std::map<std::string,
         return false;
     }
     if (m_beforeRun && !m_beforeRun(label)) return false;
+    QMap<QString, QString> values;
+    for (const lab::ScenarioParam &p : s->params)
+        values[QString::fromStdString(p.key)] = QString::fromStdString(params.text(p.key));
+    emit runStarting(label, values);
     m_runLabel = label;
     m_runAction->setEnabled(false);
     m_stopAction->setEnabled(true);

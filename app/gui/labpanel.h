@@ -2,6 +2,7 @@
 
 #include "labcomparison.h"
 
+#include <QMap>
 #include <QString>
 #include <QWidget>
 #include <atomic>
@@ -21,6 +22,8 @@ class QSpinBox;
 class QToolButton;
 
 namespace rpcscope {
+
+class ScenarioTextEdit;
 
 namespace lab {
 class LabSession;
@@ -68,6 +71,8 @@ signals:
     void runFinished();
     // For the window's status bar.
     void statusMessage(const QString &text);
+    // On the GUI thread, as a run starts: the scenario (or comparison side) and its parameters' values.
+    void runStarting(const QString &label, const QMap<QString, QString> &values);
     // Both runs of runComparison() ended: the window's last two runs are A and B.
     void comparisonFinished(const QString &name, const QString &labelA, const QString &labelB);
 
@@ -93,6 +98,7 @@ private:
     QLabel *m_hints;
     QFormLayout *m_paramForm;
     std::vector<std::pair<std::string, QLineEdit *>> m_paramEdits;
+    std::vector<std::pair<std::string, ScenarioTextEdit *>> m_textEdits; // service configs, fault rules
     QSpinBox *m_repeat;
     QLabel *m_result;
     // The last result, shown in colours that read on the current palette (light or dark).

@@ -1,6 +1,7 @@
 // MainWindow: the Policy check dock (issue 19), a tab beside the Calls dock once shown, and its "Retry
 // policy…" dialog.
 
+#include "labpanel.h"
 #include "mainwindow.h"
 #include "policydock.h"
 
@@ -52,6 +53,19 @@ void MainWindow::buildPolicy(QDockWidget *beside)
         m_policy->editPolicy();
     });
     addAction(m_retryPolicyAction);
+
+    // A scenario that hands its client a service config (verify-policy) is judged against that config.
+    connect(m_labPanel, &LabPanel::runStarting, this,
+            [this](const QString &, const QMap<QString, QString> &values) {
+                const auto config = values.find(QStringLiteral("service_config"));
+                if (config == values.end()) return;
+                QString error;
+                if (!m_policy->setServiceConfig(*config, &error)) {
+                    statusBar()->showMessage(error, 8000);
+                    return;
+                }
+                showPolicyCheck(true);
+            });
 }
 
 void MainWindow::showPolicyCheck(bool roomy)

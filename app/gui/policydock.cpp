@@ -1,9 +1,8 @@
 #include "policydock.h"
 
-#include "headerlog.h"
+#include "modelpolicycheck.h"
 #include "retrypolicydialog.h"
 #include "timelinemodel.h"
-#include "useragentindex.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -14,7 +13,6 @@
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
-#include <set>
 
 namespace rpcscope {
 
@@ -142,31 +140,7 @@ void PolicyDock::refresh(bool force)
         fill();
         return;
     }
-    // The user-agent of each call's connection, from the header log (the store keeps no headers).
-    UserAgentIndex agents;
-    if (const HeaderLog *log = m_model->headerLog()) {
-        std::set<std::uint32_t> seen;
-        for (const Call &call : store.calls()) {
-            if (call.attempts.empty()) continue;
-            const Attempt &a = call.attempts.front();
-            if (!seen.insert(a.connection).second) continue;
-            if (const auto *blocks = log->blocks(a.connection, a.stream)) {
-                EventBatch batch;
-                for (const HeaderLog::Block &b : *blocks) {
-                    WireEvent e;
-                    e.kind = EventKind::Headers;
-                    e.connection = a.connection;
-                    e.dir = b.dir;
-                    e.headers = b.headers;
-                    batch.push_back(std::move(e));
-                }
-                agents.record(batch);
-            } else {
-                seen.erase(a.connection); // forgotten by the log: another call on it may still be there
-            }
-        }
-    }
-    m_check = PolicyCheck::run(store, *m_config, agents);
+    m_check = policyCheckOf(*m_model, *m_config);
     fill();
 }
 

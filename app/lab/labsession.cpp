@@ -52,16 +52,21 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
         e.grpc.callId = callId;
         m_sink({std::move(e)});
     };
-    ctx.openHop = [this](const std::string &label, const std::string &target,
-                         std::string *error) -> std::string {
+    ctx.openFaultHop = [this](const std::string &label, const std::string &target,
+                              std::shared_ptr<FaultSet> faults, std::string *error) -> std::string {
         HostPort to;
         if (!parseHostPort(target, &to, error)) return {};
         auto relay = std::make_unique<Relay>();
         relay->setLabel(label);
+        relay->setFaults(std::move(faults));
         if (!relay->start({"127.0.0.1", 0}, to, m_sink, error)) return {};
         const std::string address = relay->listenAddress().toString();
         m_hops.push_back(std::move(relay));
         return address;
+    };
+    ctx.openHop = [open = ctx.openFaultHop](const std::string &label, const std::string &target,
+                                            std::string *error) {
+        return open(label, target, nullptr, error);
     };
     ScenarioResult result = scenario.run(ctx, params);
     for (auto &hop : m_hops)

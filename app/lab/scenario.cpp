@@ -1,5 +1,7 @@
 #include "scenario.h"
 
+#include "retryserviceconfig.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -37,8 +39,55 @@ const std::string &ScenarioParams::text(const std::string &key) const
     return it == m_values.end() ? empty : it->second;
 }
 
+bool parseFaultRuleList(const std::string &text, std::vector<FaultRule> *out, std::string *error)
+{
+    // A quoted message may hold ';' or a new line, so split only outside quotes.
+    std::vector<std::string> parts(1);
+    char quote = 0;
+    for (char ch : text) {
+        if (quote) {
+            quote = ch == quote ? 0 : quote;
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (ch == ';' || ch == '\n') {
+            parts.emplace_back();
+            continue;
+        }
+        parts.back() += ch;
+    }
+    std::vector<FaultRule> rules;
+    int number = 0;
+    for (const std::string &part : parts) {
+        if (part.find_first_not_of(" \t\r") == std::string::npos) continue;
+        ++number;
+        FaultRule rule;
+        std::string why;
+        if (!parseFaultRule(part, &rule, &why)) {
+            *error = "fault rule " + std::to_string(number) + ": " + why;
+            return false;
+        }
+        rules.push_back(std::move(rule));
+    }
+    *out = std::move(rules);
+    return true;
+}
+
 bool ScenarioParam::accepts(const std::string &value, std::string *error) const
 {
+    if (isText()) {
+        if (value.size() > size_t(max)) {
+            *error = "parameter " + key + " is at most " + std::to_string(max) + " characters, got " +
+                     std::to_string(value.size());
+            return false;
+        }
+        std::string why;
+        std::vector<FaultRule> rules;
+        const bool ok = kind == Kind::ServiceConfig
+                            ? RetryServiceConfig::parse(QByteArray::fromStdString(value), &why).has_value()
+                            : parseFaultRuleList(value, &rules, &why);
+        if (!ok) *error = "parameter " + key + ": " + why;
+        return ok;
+    }
     // Reject text early rather than fail mid-run. Everything but a percentage is read with integer(), so
     // "1e3" or "1.5" is refused rather than read as 1.
     const bool percent = kind == Kind::Percent;

@@ -1,11 +1,17 @@
 #pragma once
 
+#include "faultrule.h"
 #include "labclient.h"
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace rpcscope {
+class FaultSet;
+} // namespace rpcscope
 
 namespace rpcscope::lab {
 
@@ -21,7 +27,11 @@ struct ScenarioParam
     {
         Count,
         Milliseconds,
-        Percent
+        Percent,
+        // Text, at most `max` characters: a gRPC service config JSON, read as retryserviceconfig.h reads it,
+        ServiceConfig,
+        // and fault rules in the compact syntax (faultrule.h), separated by ';' or new lines; may be empty.
+        FaultRules
     };
     std::string key;
     std::string defaultValue;
@@ -31,7 +41,12 @@ struct ScenarioParam
 
     // Whether `value` is one this parameter takes; if not, says why in *error.
     bool accepts(const std::string &value, std::string *error) const;
+    bool isText() const { return kind == Kind::ServiceConfig || kind == Kind::FaultRules; }
 };
+
+// The rules of a FaultRules parameter, split on ';' and new lines outside quotes; false with the first bad
+// rule's reason (numbered from 1) in *error.
+bool parseFaultRuleList(const std::string &text, std::vector<FaultRule> *out, std::string *error);
 
 class ScenarioParams
 {
@@ -60,6 +75,10 @@ struct ScenarioContext
     // Empty on failure, with the reason in *error.
     std::function<std::string(const std::string &label, const std::string &target, std::string *error)>
         openHop;
+    // The same with fault rules acting on the hop's connections (the rules for its label, or for any hop).
+    std::function<std::string(const std::string &label, const std::string &target,
+                              std::shared_ptr<FaultSet> faults, std::string *error)>
+        openFaultHop;
 };
 
 // One call the scenario made, and what C-core 1.51 should do with it (grpc-core-retry-behaviour.md).
@@ -105,5 +124,7 @@ const Scenario *findScenario(const std::string &name);
 void appendRetryScenarios(std::vector<Scenario> &out);
 void appendChainScenarios(std::vector<Scenario> &out);
 void appendGovernanceScenarios(std::vector<Scenario> &out);
+// Issue 19's "verify your policy": a retry policy judged through injected faults (scenarios_policy.cpp).
+void appendPolicyScenarios(std::vector<Scenario> &out);
 
 } // namespace rpcscope::lab

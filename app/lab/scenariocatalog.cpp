@@ -16,6 +16,7 @@ const std::vector<Scenario> &allScenarios()
         appendRetryScenarios(list);
         appendChainScenarios(list);
         appendGovernanceScenarios(list);
+        appendPolicyScenarios(list);
         std::vector<ScenarioText> texts;
         std::string error;
         // The data is compiled in, so a problem here is a broken build, not a user's mistake: stop at once

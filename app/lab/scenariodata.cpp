@@ -75,10 +75,14 @@ public:
         static const std::map<QString, ScenarioParam::Kind> kinds = {
             {"count", ScenarioParam::Kind::Count},
             {"milliseconds", ScenarioParam::Kind::Milliseconds},
-            {"percent", ScenarioParam::Kind::Percent}};
+            {"percent", ScenarioParam::Kind::Percent},
+            {"service-config", ScenarioParam::Kind::ServiceConfig},
+            {"fault-rules", ScenarioParam::Kind::FaultRules}};
         const auto kind = kinds.find(o.value("kind").toString());
         if (kind == kinds.end())
-            fail("parameter " + p.key + ": \"kind\" must be \"count\", \"milliseconds\" or \"percent\"");
+            fail("parameter " + p.key +
+                 ": \"kind\" must be \"count\", \"milliseconds\", \"percent\", \"service-config\" or "
+                 "\"fault-rules\"");
         else
             p.kind = kind->second;
         const QJsonValue max = o.value("max");

@@ -3,6 +3,7 @@
 // gets back.
 
 #include "connectproxy.h"
+#include "goclientbuild.h"
 #include "labclient.h"
 #include "labserver.h"
 #include "relay.h"
@@ -357,23 +358,9 @@ print('ok')
     {
         // grpc-go reads HTTPS_PROXY, but not for a loopback target: it then dials directly. A target on
         // another address of this machine (a relay listening there, in front of the lab server) goes through.
-        QTemporaryDir dir;
-        QProcess go;
-        QProcessEnvironment goEnv = QProcessEnvironment::systemEnvironment();
-        goEnv.insert("GO111MODULE", "off");
-        goEnv.insert("GOPATH", "/usr/share/gocode"); // where Debian's golang-*-dev packages put sources
-        goEnv.insert("GOCACHE", QStringLiteral(RPCSCOPE_GOCACHE));
-        goEnv.insert("GOFLAGS", "");
-        go.setProcessEnvironment(goEnv);
-        const QString client = dir.filePath("goclient");
-        go.start("go", {"build", "-o", client, QStringLiteral(RPCSCOPE_GOCLIENT)});
-        if (!go.waitForStarted()) QFAIL("go is not installed: golang-go (scripts/setup.sh installs it)");
-        QVERIFY2(go.waitForFinished(240000), "go build did not finish");
-        QVERIFY2(
-            go.exitCode() == 0,
-            qPrintable("building the grpc-go client failed (golang-google-grpc-dev missing? scripts/setup.sh "
-                       "installs it): " +
-                       QString::fromLocal8Bit(go.readAllStandardError())));
+        QString goError;
+        const QString client = goclient::build(&goError);
+        QVERIFY2(!client.isEmpty(), qPrintable(goError));
 
         lab::LabServer server;
         std::string error;

@@ -20,6 +20,7 @@ std::vector<lab::Scenario> registered()
     lab::appendRetryScenarios(list);
     lab::appendChainScenarios(list);
     lab::appendGovernanceScenarios(list);
+    lab::appendPolicyScenarios(list);
     return list;
 }
 
@@ -144,6 +145,48 @@ private slots:
                    {"key": "n", "default": "1", "kind": "count", "max": 5, "description": "d"},
                    {"key": "n", "default": "2", "kind": "count", "max": 5, "description": "d"}]}]})"
             << "parameter n is there twice";
+        QTest::newRow("service config default not a config")
+            << R"({"scenarios": [{"name": "a", "title": "A", "explanation": ["x."], "params": [
+                   {"key": "c", "default": "[3]", "kind": "service-config", "max": 100,
+                    "description": "d"}]}]})"
+            << "the default of parameter c: ";
+        QTest::newRow("fault rules default with a bad rule")
+            << R"({"scenarios": [{"name": "a", "title": "A", "explanation": ["x."], "params": [
+                   {"key": "f", "default": "abort percent=40; explode", "kind": "fault-rules", "max": 100,
+                    "description": "d"}]}]})"
+            << "the default of parameter f: fault rule 2: ";
+    }
+
+    // verify-policy's text parameters: a service config and fault rules, each checked as the run would
+    // read it, with the reason in the words the Scenario dock shows under the box.
+    void textParameters()
+    {
+        const lab::Scenario *s = lab::findScenario("verify-policy");
+        QVERIFY(s);
+        lab::ScenarioParams params;
+        std::string error;
+        QVERIFY2(s->resolveParams({}, &params, &error), error.c_str());
+        std::vector<FaultRule> rules;
+        QVERIFY2(lab::parseFaultRuleList(params.text("faults"), &rules, &error), error.c_str());
+        QCOMPARE(rules.size(), size_t(2));
+        QCOMPARE(rules[0].pushbackMs.value_or(0), std::int64_t(300));
+        QCOMPARE(rules[1].percent, 40.0);
+
+        QVERIFY(!s->resolveParams(
+            {{"service_config", R"({"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":"x"}}]})"}},
+            &params, &error));
+        QVERIFY2(error.starts_with("parameter service_config: methodConfig[0].retryPolicy.maxAttempts"),
+                 error.c_str());
+        QVERIFY(!s->resolveParams({{"faults", "abort status=14; abort status=99"}}, &params, &error));
+        QVERIFY2(error.starts_with("parameter faults: fault rule 2: "), error.c_str());
+        QVERIFY(!s->resolveParams({{"service_config", std::string(30'000, ' ')}}, &params, &error));
+        QVERIFY2(error.find("at most 20000 characters") != std::string::npos, error.c_str());
+        // Separators inside quotes belong to the rule; empty lines are no rules.
+        QVERIFY2(lab::parseFaultRuleList("abort message='a;b'\n\n ;abort status=UNAVAILABLE", &rules, &error),
+                 error.c_str());
+        QCOMPARE(rules.size(), size_t(2));
+        QCOMPARE(rules[0].message, std::string("a;b"));
+        QVERIFY2(lab::parseFaultRuleList("", &rules, &error) && rules.empty(), error.c_str());
     }
 
     void refusesMalformedData()

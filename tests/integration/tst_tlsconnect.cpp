@@ -5,6 +5,7 @@
 // intercepting hop.
 
 #include "connectproxy.h"
+#include "goclientbuild.h"
 #include "lab.grpc.pb.h"
 #include "labclient.h"
 #include "labserver.h"
@@ -359,23 +360,9 @@ print('ok')
     void grpcGoTlsOnADirectHop()
     {
         // grpc-go with a cert pool of its own holding the rpcscope CA, pointed at an intercepting hop.
-        QTemporaryDir dir;
-        QProcess go;
-        QProcessEnvironment goEnv = QProcessEnvironment::systemEnvironment();
-        goEnv.insert("GO111MODULE", "off");
-        goEnv.insert("GOPATH", "/usr/share/gocode"); // where Debian's golang-*-dev packages put sources
-        goEnv.insert("GOCACHE", QStringLiteral(RPCSCOPE_GOCACHE));
-        goEnv.insert("GOFLAGS", "");
-        go.setProcessEnvironment(goEnv);
-        const QString client = dir.filePath("goclient");
-        go.start("go", {"build", "-o", client, QStringLiteral(RPCSCOPE_GOCLIENT)});
-        if (!go.waitForStarted()) QFAIL("go is not installed: golang-go (scripts/setup.sh installs it)");
-        QVERIFY2(go.waitForFinished(240000), "go build did not finish");
-        QVERIFY2(
-            go.exitCode() == 0,
-            qPrintable("building the grpc-go client failed (golang-google-grpc-dev missing? scripts/setup.sh "
-                       "installs it): " +
-                       QString::fromLocal8Bit(go.readAllStandardError())));
+        QString goError;
+        const QString client = goclient::build(&goError);
+        QVERIFY2(!client.isEmpty(), qPrintable(goError));
 
         Captured cap;
         Relay relay;
