@@ -133,46 +133,6 @@ void LatencyRecorder::fold() const
     m_pendingRemove.clear();
 }
 
-namespace {
-// What glibc's malloc takes for a block of n bytes: an 8-byte header, 16-byte steps, 32 at least.
-size_t heapBlock(size_t n)
-{
-    return n ? std::max<size_t>(32, (n + 8 + 15) & ~size_t(15)) : 0;
-}
-} // namespace
-
-size_t LatencyRecorder::memoryBytes() const
-{
-    size_t n = heapBlock(m_octaves.capacity() * sizeof(Octave)) +
-               heapBlock(m_pendingAdd.capacity() * sizeof(std::int64_t)) +
-               heapBlock(m_pendingRemove.capacity() * sizeof(std::int64_t));
-    for (const Octave &o : m_octaves)
-        n += heapBlock(o.bins.capacity() * sizeof(Bin));
-    return n;
-}
-
-size_t CallStats::memoryBytes() const
-{
-    // What every call kept adds (a record each, in a deque's 512-byte blocks), the stragglers' hash nodes,
-    // and the rows with their latency bins: a timeline of many calls in flight holds mostly the first.
-    const size_t perBlock = std::max<size_t>(1, 512 / sizeof(Contribution));
-    size_t n =
-        m_byCall.size() * sizeof(Contribution) + (m_byCall.size() / perBlock + 1) * (16 + sizeof(void *)) +
-        m_stragglers.size() * heapBlock(sizeof(void *) + sizeof(std::uint64_t) + sizeof(Contribution) + 8) +
-        m_stragglers.bucket_count() * sizeof(void *);
-    auto row = [&n](const StatsRow &r) {
-        n += heapBlock(sizeof(StatsRow) + 32) + r.callLatency.memoryBytes() + r.attemptLatency.memoryBytes() +
-             heapBlock(r.attemptsPerCall.capacity() * sizeof(std::uint64_t)) +
-             (r.key.capacity() > 15 ? heapBlock(r.key.capacity() + 1) : 0);
-    };
-    row(m_total);
-    for (const auto &[key, r] : m_methods)
-        row(r);
-    for (const auto &[key, r] : m_hops)
-        row(r);
-    return n;
-}
-
 void LatencyRecorder::clear()
 {
     *this = LatencyRecorder();

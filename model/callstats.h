@@ -60,8 +60,6 @@ public:
         return m_buckets;
     }
     void clear();
-    // Its bins and pending values, as the allocator counts them.
-    size_t memoryBytes() const;
 
     static constexpr int kSubBits = 8;
     static constexpr std::int64_t kMaxValueNs = std::int64_t(1) << 50; // about 13 days; longer counts as this
@@ -160,9 +158,6 @@ public:
     // their counts stay. Then afterEviction() once the store has evicted them.
     void forget(const TimelineStore &store, const std::vector<size_t> &calls);
     void afterEviction(const TimelineStore &store);
-    // What the statistics hold, as the allocator counts it: a record per call kept, and the rows' bins.
-    // O(rows). A session's memory budget counts it (TimelineModel::memoryBytes).
-    size_t memoryBytes() const;
     void clear();
 
     const StatsRow &total() const { return m_total; }

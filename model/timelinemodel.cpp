@@ -1,7 +1,6 @@
 #include "timelinemodel.h"
 
 #include "clientoutcome.h"
-#include "stallprobe.h"
 
 #include <QDateTime>
 
@@ -191,23 +190,11 @@ void TimelineModel::appendBatch(const EventBatch &batch)
 
 StoreChanges TimelineModel::take(const EventBatch &batch)
 {
+    if (m_headers) m_headers->record(batch);
     StoreChanges ch;
-    {
-        StallProbe probe("append: headers");
-        if (m_headers) m_headers->record(batch);
-    }
-    {
-        StallProbe probe("append: store");
-        m_store.apply(batch, &ch);
-    }
-    {
-        StallProbe probe("append: event log");
-        m_log.append(batch);
-    }
-    {
-        StallProbe probe("append: stats");
-        m_stats.update(m_store, ch);
-    }
+    m_store.apply(batch, &ch);
+    m_log.append(batch);
+    m_stats.update(m_store, ch);
     return ch;
 }
 
@@ -242,11 +229,7 @@ void TimelineModel::applyBatch(const EventBatch &batch)
             m_publishedAttempts.push_back(int(m_store.calls()[i].attempts.size()));
         endInsertRows();
     }
-    {
-        StallProbe probe("append: retention");
-        checkRetention();
-    }
-    StallProbe probe("append: timelineChanged");
+    checkRetention();
     emit timelineChanged();
 }
 
@@ -294,7 +277,7 @@ bool TimelineModel::enforceRetention()
         // the store its share of what the others leave. Evict from 95% of the budget on, so the calls
         // arriving between two checks still fit in it.
         const size_t limit = m_retention.maxBytes / 20 * 19;
-        const size_t others = otherBytes() + m_stats.memoryBytes();
+        const size_t others = otherBytes();
         const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.memoryBytes();
@@ -328,21 +311,11 @@ bool TimelineModel::enforceRetention()
         endRemoveRows();
     }
     TimelineStore::Evicted gone;
-    {
-        StallProbe probe("retention: stats forget");
-        m_stats.forget(m_store, evicted);
-    }
-    {
-        StallProbe probe("retention: store evict");
-        m_store.evict(evicted, &gone, ageCut);
-    }
-    {
-        StallProbe probe("retention: stats after");
-        m_stats.afterEviction(m_store);
-    }
+    m_stats.forget(m_store, evicted);
+    m_store.evict(evicted, &gone, ageCut);
+    m_stats.afterEviction(m_store);
     m_removedRuns.clear();
     const size_t logBytes = m_log.memoryBytes();
-    StallProbe logProbe("retention: event log evict");
     m_log.evict(gone.streams, gone.keys, gone.keepFromNs, std::max(m_store.retentionCutNs(), gone.untilNs),
                 gone.pinnedKept, gone.framesBeforeNs);
     if (ageCut != INT64_MIN)

@@ -84,10 +84,7 @@ public:
     bool enforceRetention();
     // Everything the session holds, as the allocator counts it: the store, the event log, the inspector's
     // kept messages, and what setExternalBytes() reports. Retention (maxBytes) budgets all of it.
-    size_t memoryBytes() const
-    {
-        return m_store.approxBytes() + m_log.memoryBytes() + m_stats.memoryBytes() + otherBytes();
-    }
+    size_t memoryBytes() const { return m_store.approxBytes() + m_log.memoryBytes() + otherBytes(); }
     // What others hold for this session and count against its budget: the batches queued on their way to the
     // model (app/core's sink), say. Retention cannot evict those, so it leaves the store and the log less
     // room. Called on the model's thread whenever memory is checked; an empty function counts nothing.
