@@ -85,6 +85,33 @@ bool filterEncoded(const std::string &batch, Drop drop, std::string *out, size_t
     return true;
 }
 
+// A lab event's call id (in its gRPC fields), or empty, read without decoding the event: a cut through a
+// burst of ingested events decoded each one whole and took 50 ms of CPU on the GUI thread.
+std::string labCallId(const std::uint8_t *data, int len)
+{
+    CodedInputStream in(data, len);
+    while (const std::uint32_t tag = in.ReadTag()) {
+        if (WireFormatLite::GetTagFieldNumber(tag) == capture::Event::kGrpcFieldNumber &&
+            WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+            std::uint32_t n = 0;
+            if (!in.ReadVarint32(&n)) return {};
+            const auto limit = in.PushLimit(int(n));
+            while (const std::uint32_t inner = in.ReadTag()) {
+                if (WireFormatLite::GetTagFieldNumber(inner) == capture::GrpcFields::kCallIdFieldNumber &&
+                    WireFormatLite::GetTagWireType(inner) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+                    std::string id;
+                    return WireFormatLite::ReadString(&in, &id) ? id : std::string();
+                }
+                if (!WireFormatLite::SkipField(&in, inner)) return {};
+            }
+            in.PopLimit(limit);
+            continue;
+        }
+        if (!WireFormatLite::SkipField(&in, tag)) break;
+    }
+    return {};
+}
+
 } // namespace
 
 size_t EventLog::heapBytes(const std::string &s)
@@ -155,7 +182,7 @@ EventBatch EventLog::batch(size_t i) const
 
 EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events)
 {
-    Batch b{std::move(encoded), events.size(), INT64_MAX, INT64_MIN, false, true};
+    Batch b{std::move(encoded), events.size(), INT64_MAX, INT64_MIN, false, true, true};
     for (const WireEvent &e : events) {
         b.minNs = std::min(b.minNs, e.tNs);
         b.maxNs = std::max(b.maxNs, e.tNs);
@@ -163,6 +190,7 @@ EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events
                             e.kind == EventKind::DecodeError || e.kind == EventKind::Notice;
         b.mustKeep = b.mustKeep || always || e.kind == EventKind::LabEvent;
         b.onlyKept = b.onlyKept && always;
+        b.callFreeLabOnly = b.callFreeLabOnly && e.kind == EventKind::LabEvent && e.grpc.callId.empty();
     }
     return b;
 }
@@ -186,10 +214,9 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
         case EventKind::Notice:
             return false;
         case EventKind::LabEvent: {
-            // Rare enough to decode whole for its call id.
-            capture::Event event;
-            const std::string callId =
-                event.ParseFromArray(bytes, len) ? event.grpc().call_id() : std::string();
+            // Its call id, decoded only when it has one: a burst of ingested events has none, and decoding
+            // each whole made a cut through a million of them stall the GUI thread.
+            const std::string callId = labCallId(bytes, len);
             return (e.tNs < std::max(keepFromNs, framesBeforeNs) && callId.empty()) || keyGone(callId);
         }
         case EventKind::FlowStallBegin:
@@ -226,7 +253,9 @@ void EventLog::evict(const std::vector<std::uint64_t> &streams, const std::vecto
             continue;
         }
         // Wholly older than everything kept, and nothing in it that always stays: dropped without decoding.
-        if (m_batches[i].maxNs < keepFromNs && !m_batches[i].mustKeep && !pinnedKept) {
+        // So is a batch of lab events tied to no call wholly before the cut (an ingestion burst's).
+        if ((m_batches[i].maxNs < keepFromNs && !m_batches[i].mustKeep && !pinnedKept) ||
+            (m_batches[i].callFreeLabOnly && m_batches[i].maxNs < std::max(keepFromNs, framesBeforeNs))) {
             m_events -= m_batches[i].events;
             m_encodedBytes -= m_batches[i].encoded.size();
             m_heapBytes -= heapBytes(m_batches[i].encoded);

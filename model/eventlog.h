@@ -67,6 +67,7 @@ private:
         std::int64_t maxNs = 0; // its latest
         bool mustKeep = false;  // holds events retention always keeps (connections, notices, lab events)
         bool onlyKept = false;  // holds nothing else (connections, notices): retention never rewrites it
+        bool callFreeLabOnly = false; // lab events of no call alone: past the cut it goes whole
     };
     static Batch describe(std::string encoded, const EventBatch &events);
     std::vector<Batch> m_batches;

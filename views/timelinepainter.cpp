@@ -5,6 +5,7 @@
 #include "markerspass.h"
 #include "paintkit.h"
 #include "ratestrippass.h"
+#include "stallprobe.h"
 #include "timelinestyle.h"
 
 #include <QPainter>
@@ -241,7 +242,10 @@ void TimelinePainter::paintLanes(QPainter *p, const PaintContext &ctx)
 
 void TimelinePainter::paintCached(QPainter *p, const QRectF &rect, qreal dpr)
 {
-    m_index.refresh();
+    {
+        StallProbe probe("paint: index refresh");
+        m_index.refresh();
+    }
     const ImageKey key{m_store->generation(), rangeStart(), rangeEnd(), scrollY(), rect.size().toSize(), dpr};
     if (m_imageKey != key || m_index.layoutDirty()) {
         const QSize px = (rect.size() * dpr).toSize();
@@ -249,10 +253,12 @@ void TimelinePainter::paintCached(QPainter *p, const QRectF &rect, qreal dpr)
         m_image.setDevicePixelRatio(dpr);
         QPainter ip(&m_image);
         ip.setFont(p->font());
+        StallProbe probe("paint: image");
         paint(&ip, QRectF(QPointF(0, 0), rect.size()));
         m_imageKey = key;
     }
     p->drawImage(rect.topLeft(), m_image);
+    StallProbe probe("paint: overlay");
     MarkersPass::paintOverlay(p, context(rect));
     if (m_rateHover)
         if (const QRectF strip = rateStripRect(rect); !strip.isEmpty())

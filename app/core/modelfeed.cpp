@@ -1,11 +1,13 @@
 #include "modelfeed.h"
 
 #include "heapbytes.h"
+#include "stallprobe.h"
 #include "timelinemodel.h"
 
 #include <QThread>
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -163,7 +165,7 @@ ModelFeed::ModelFeed(TimelineModel *model, const ModelFeedLimits &limits)
     m_q->ownerThread = thread();
     m_q->budgetBytes = model->retention().maxBytes;
     // What waits here is memory the capture holds: the model's budget counts it.
-    model->setExternalBytes([q = m_q] {
+    model->addExternalBytes([q = m_q] {
         std::lock_guard lk(q->mu);
         return q->bytes;
     });
@@ -273,6 +275,9 @@ void ModelFeed::schedule()
 
 bool ModelFeed::drainOnce()
 {
+    QElapsedTimer whole;
+    whole.start();
+    const long long cpu = StallProbe::threadCpuNs();
     EventBatch merged;
     size_t takenBytes = 0;
     bool more = false;
@@ -317,10 +322,13 @@ bool ModelFeed::drainOnce()
         QElapsedTimer took;
         took.start();
         m_model->appendBatch(merged);
-        const qint64 ms = took.elapsed();
         m_sinceAppend.start();
         const size_t n = merged.size();
-        merged = {};
+        {
+            StallProbe probe("feed: free the applied batch");
+            merged = {}; // freeing the events is part of the append's cost
+        }
+        const qint64 ns = took.nsecsElapsed();
         {
             std::lock_guard lk(m_q->mu);
             m_q->events -= std::min(m_q->events, n);
@@ -330,17 +338,42 @@ bool ModelFeed::drainOnce()
             if (m_q->belowHalf()) m_q->gaveUp = false;
         }
         m_q->room.notify_all();
-        // About one frame interval of work per append, whatever an event costs the model right now.
-        const qint64 interval = std::max<qint64>(1, m_q->limits.interval.count());
-        const size_t most = m_q->limits.maxEventsPerAppend;
-        if (ms > interval && n >= m_perAppend / 2)
-            m_perAppend = std::max<size_t>(256, size_t(double(m_perAppend) * double(interval) / double(ms)));
-        else if (ms < interval / 2 && n >= m_perAppend)
-            m_perAppend = std::min(most, m_perAppend * 2);
-        emit appended(qint64(n));
+        resize(n, ns);
+        {
+            StallProbe probe("feed: appended signal");
+            emit appended(qint64(n));
+        }
+        if (StallProbe::threshold() >= 0 && whole.elapsed() >= StallProbe::threshold())
+            std::fprintf(stderr,
+                         "rpcscope: stall: feed: %zu events took %lld ms (%lld on the CPU; append %lld ms), "
+                         "next %zu\n",
+                         n, static_cast<long long>(whole.elapsed()),
+                         (StallProbe::threadCpuNs() - cpu) / 1000000, static_cast<long long>(ns / 1000000),
+                         m_perAppend);
     }
     if (more) m_timer.start(int(m_q->limits.interval.count()));
     return any;
+}
+
+void ModelFeed::resize(size_t applied, qint64 ns)
+{
+    // About half a frame interval of work per append, whatever an event costs the model right now, so an
+    // append and a repaint fit in one interval. The cost per event is smoothed: on a busy machine one append
+    // may take five times the next, and sizing each from the last alone let a lucky fast one double the next
+    // into a stall. Growth is gradual too, and only after a full append (a short queue says nothing).
+    if (!applied) return;
+    const double perEvent = double(std::max<qint64>(ns, 1)) / double(applied);
+    m_nsPerEvent =
+        m_nsPerEvent > 0 ? 0.7 * m_nsPerEvent + 0.3 * std::max(perEvent, m_nsPerEvent * 0.25) : perEvent;
+    const double intervalNs = double(std::max<qint64>(1, m_q->limits.interval.count())) * 1e6;
+    const double want = intervalNs / 2 / std::max(m_nsPerEvent, perEvent);
+    size_t next = m_perAppend;
+    if (want < double(m_perAppend))
+        next = size_t(want);
+    else if (applied >= m_perAppend)
+        next = size_t(std::min(want, double(m_perAppend) * 1.5));
+    const size_t most = std::max<size_t>(1, m_q->limits.maxEventsPerAppend);
+    m_perAppend = std::clamp<size_t>(next, std::min<size_t>(256, most), most);
 }
 
 void ModelFeed::drainAll()

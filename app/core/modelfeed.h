@@ -98,12 +98,14 @@ signals:
 private:
     Q_INVOKABLE void schedule(); // on the model's thread: a push asked for a drain
     bool drainOnce();
+    void resize(size_t applied, qint64 ns); // the next append's size, from what this one cost
 
     TimelineModel *m_model;
     std::shared_ptr<ModelFeedQueue> m_q;
     QTimer m_timer;
     QElapsedTimer m_sinceAppend;
     size_t m_perAppend;
+    double m_nsPerEvent = 0; // smoothed
 };
 
 } // namespace rpcscope

@@ -8,8 +8,10 @@
 #include "modelfeed.h"
 #include "modelsink.h"
 #include "policydock.h"
+#include "stallprobe.h"
 #include "statsdock.h"
 #include "swimlaneview.h"
+#include "timedapplication.h"
 #include "timelinemodel.h"
 
 #include <QApplication>
@@ -65,6 +67,17 @@ void onQuitSignal(int)
     [[maybe_unused]] const ssize_t n = write(g_signalPipe[1], &byte, 1);
 }
 
+// The process's resident memory (RSS), from /proc; 0 when it cannot be read.
+size_t residentBytes()
+{
+    long pages = 0, resident = 0;
+    FILE *f = std::fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    const bool ok = std::fscanf(f, "%ld %ld", &pages, &resident) == 2;
+    std::fclose(f);
+    return ok ? size_t(resident) * size_t(sysconf(_SC_PAGESIZE)) : 0;
+}
+
 bool haveDisplay()
 {
     const QByteArray platform = qgetenv("QT_QPA_PLATFORM");
@@ -76,6 +89,12 @@ bool haveDisplay()
 int main(int argc, char **argv)
 {
     routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
+    // Two arenas, not one per thread that ever allocated (gRPC's, the relays', the decoders'): events made on
+    // those threads are freed on this one, and every arena keeps its own free memory at its own high-water
+    // mark. Blocks of 4 MiB and more (merged appends) get pages of their own, given back when freed, as in
+    // rpcscope-cli capture.
+    mallopt(M_ARENA_MAX, 2);
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
     QString scenario = QStringLiteral("retry-basic");
     QString screenshot;
     bool withLab = true;
@@ -141,7 +160,7 @@ int main(int argc, char **argv)
         return 3;
     }
 
-    QApplication app(argc, argv);
+    TimedApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("rpcscope"));
     QApplication::setOrganizationName(QStringLiteral("rpcscope"));
 
@@ -164,14 +183,59 @@ int main(int argc, char **argv)
     model.setOrigin(steadyNowNs(), wallNowNs());
     model.setKeepHeaders(true); // the inspector's header blocks and messages
     // Retention frees what it cuts, but the allocator keeps the freed blocks of millions of small records
-    // (an ingestion burst) mapped: give them back after a cut, at most once a second, so RSS follows the
+    // (an ingestion burst) mapped: give them back after a cut, at most twice a second, so RSS follows the
     // budget rather than the high-water mark.
     QElapsedTimer sinceTrim;
-    QObject::connect(&model, &TimelineModel::callsEvicted, &model, [&sinceTrim] {
-        if (sinceTrim.isValid() && sinceTrim.elapsed() < 1000) return;
+    QTimer trimLater;
+    trimLater.setSingleShot(true);
+    auto trim = [&sinceTrim] {
+        StallProbe probe("malloc_trim");
         ::malloc_trim(0);
         sinceTrim.start();
+    };
+    QObject::connect(&trimLater, &QTimer::timeout, &model, trim);
+    // A cut right after a trim is trimmed after it too, later: the burst may end with it, and its memory
+    // would stay with the allocator until the next cut.
+    QObject::connect(&model, &TimelineModel::callsEvicted, &model, [&sinceTrim, &trimLater, trim] {
+        if (!sinceTrim.isValid() || sinceTrim.elapsed() >= 500)
+            trim();
+        else if (!trimLater.isActive())
+            trimLater.start(int(500 - sinceTrim.elapsed()));
     });
+    // Retention's budget is what the window takes, as the system counts it: what the model counts of itself
+    // is most of it, but not the window's own baseline (libraries, fonts, the views' indices) nor the free
+    // memory the allocator has not given back yet. Without that, 2 M ingested events kept 512 MB of timeline
+    // in a 640 MB process. The rest of RSS counts too, refreshed at most every 200 ms (reading it is a
+    // syscall, the model's own count a walk), and at most half the budget: should the allocator hold on to
+    // freed memory, retention must not chase it down to an empty timeline.
+    model.addExternalBytes([&model, guard = false, at = QElapsedTimer(), uncounted = size_t(0)]() mutable {
+        if (guard) return size_t(0);
+        if (at.isValid() && at.elapsed() < 200) return uncounted;
+        at.start();
+        guard = true;
+        const size_t counted = model.memoryBytes();
+        guard = false;
+        const size_t rss = residentBytes();
+        uncounted = std::min(rss > counted ? rss - counted : 0, model.retention().maxBytes / 2);
+        return uncounted;
+    });
+    // With RPCSCOPE_STALLS: once a second, what the model counts against what the allocator and the kernel
+    // say, to find memory that lingers or is not counted.
+    QTimer memoryReport;
+    if (StallProbe::threshold() >= 0) {
+        QObject::connect(&memoryReport, &QTimer::timeout, &model, [&model] {
+            const struct mallinfo2 mi = ::mallinfo2();
+            const long rssKb = long(residentBytes() / 1024);
+            std::fprintf(stderr,
+                         "rpcscope: stall: memory: rss %ld MB; model %zu MB (store %zu, log %zu); malloc in "
+                         "use %zu MB, "
+                         "free %zu MB, mmapped %zu MB; %zu lab events\n",
+                         rssKb / 1024, model.memoryBytes() >> 20, model.store().approxBytes() >> 20,
+                         model.eventLog().memoryBytes() >> 20, (mi.uordblks + mi.hblkhd) >> 20,
+                         mi.fordblks >> 20, mi.hblkhd >> 20, model.store().labEvents().size());
+        });
+        memoryReport.start(1000);
+    }
     const Relay::Sink sink = queuedSinkTo(&model);
     lab::LabSession labSession;
     if (withLab) {

