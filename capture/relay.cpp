@@ -19,7 +19,7 @@ struct Relay::Impl
 {
     DecoderLimits limits;
     bool decoding = true;
-    bool kernelTimes = true;
+    bool kernelTimes = false;
     std::string label;
     std::shared_ptr<FaultSet> faults;
     HostPort listenAddr;

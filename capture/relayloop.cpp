@@ -210,6 +210,7 @@ void RelayLoop::takeAdopted()
         ++m_open;
         const std::int64_t now = steadyNowNs();
         m_decoder.push(RelayChunk::open(c.id, now, std::move(a.peer), m_target.toString()));
+        c.up.lastNs = c.down.lastNs = now; // bytes the kernel stamped before the accept count from the open
         if (m_faults) chooseFault(c, now); // a tunnel is a connection of its target's hop
         if (!a.early.empty()) {
             m_bytes += a.early.size();
@@ -251,6 +252,7 @@ void RelayLoop::acceptAll()
         ++m_open;
         const std::int64_t now = steadyNowNs();
         m_decoder.push(RelayChunk::open(c.id, now, peerName(ss), m_target.toString()));
+        c.up.lastNs = c.down.lastNs = now; // bytes the kernel stamped before the accept count from the open
         if (m_faults) chooseFault(c, now);
         startConnect(c);
     }
@@ -540,7 +542,8 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     const std::int64_t readNs = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
     const std::uint64_t stampedBefore = m_rxTime.stamped();
-    const std::int64_t t = m_kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs;
+    const std::int64_t t = half.lastNs =
+        std::max(half.lastNs, m_kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs);
     (m_rxTime.stamped() != stampedBefore ? m_kernelStamped : m_readTimed)
         .fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
@@ -583,7 +586,7 @@ bool RelayLoop::spliceSide(Conn &c, bool fromClient)
     const int src = fromClient ? c.cfd : c.sfd;
     const ssize_t n =
         splice(src, nullptr, half.pipe[1], nullptr, half.pipeCapacity, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    const std::int64_t t = steadyNowNs();
+    const std::int64_t t = half.lastNs = std::max(half.lastNs, steadyNowNs());
     if (n <= 0) return readEnded(c, fromClient, n);
     half.inPipe = size_t(n);
     half.splicing = size_t(n) >= kCopyBelow;

@@ -71,6 +71,9 @@ private:
     // the other.
     struct HalfConnection
     {
+        // The time given to this side's last read: times never go back within a direction, though a kernel
+        // receive time (copied reads) and a read time (spliced reads) may come out of order.
+        std::int64_t lastNs = 0;
         bool eof = false; // the source side sent EOF
         // The source side reset while the relay was still connecting: the reset's error was taken by
         // SO_ERROR, so the EOF that follows what it had sent is that reset.

@@ -224,7 +224,11 @@ private slots:
         QCOMPARE(view.grpcMessages, messages);
         // Every other frame type too.
         for (const auto &[type, n] : recorded)
-            QCOMPARE(view.frameTypes[type], n);
+            QVERIFY2(view.frameTypes[type] == n,
+                     qPrintable(QStringLiteral("frame type %1: tshark %2, rpcscope %3")
+                                    .arg(type)
+                                    .arg(view.frameTypes[type])
+                                    .arg(n)));
         QVERIFY(view.headerValues.contains(QStringLiteral("/rpcscope.lab.Lab/Call")) ||
                 view.headerValues.join(' ').contains(QStringLiteral("/rpcscope.lab.Lab/")));
     }

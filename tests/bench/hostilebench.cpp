@@ -8,6 +8,7 @@
 // own quiet round. The floods come from tests/common/hostileflood.h, each bounded by a count and a time.
 
 #include "benchtable.h"
+#include "benchtext.h"
 #include "captureprocess.h"
 #include "clock.h"
 #include "hostileflood.h"
@@ -57,27 +58,11 @@ hostile::FloodLimits limitsFor(const Plan &plan, hostile::Flood flood)
     return hostile::paced(count, plan.floodSeconds);
 }
 
-void progress(const char *fmt, auto... args)
-{
-    std::fprintf(stderr, "rpcscope-hostilebench: ");
-    std::fprintf(stderr, fmt, args...);
-    std::fprintf(stderr, "\n");
-}
+using benchtext::progress;
 
-std::string fmt(const char *format, double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
+using benchtext::fmt;
 
-std::string loadAverage()
-{
-    std::ifstream f("/proc/loadavg");
-    std::string a, b, c;
-    f >> a >> b >> c;
-    return a + " " + b + " " + c;
-}
+using benchtext::loadAverage;
 
 std::string mb(double bytes)
 {

@@ -24,6 +24,7 @@
 //   Payload bytes are otherwise never read, so the rate is bounded by memory bandwidth (~9-12 GB/s here).
 
 #include "benchtable.h"
+#include "benchtext.h"
 #include "clock.h"
 #include "decoderbench.h"
 #include "lab.pb.h"
@@ -87,27 +88,11 @@ struct Plan
     }
 };
 
-void progress(const char *fmt, auto... args)
-{
-    std::fprintf(stderr, "rpcscope-bench: ");
-    std::fprintf(stderr, fmt, args...);
-    std::fprintf(stderr, "\n");
-}
+using benchtext::progress;
 
-std::string loadAverage()
-{
-    std::ifstream f("/proc/loadavg");
-    std::string a, b, c;
-    f >> a >> b >> c;
-    return a + " " + b + " " + c;
-}
+using benchtext::loadAverage;
 
-std::string fmt(const char *format, double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
+using benchtext::fmt;
 
 // User + system CPU of this whole process so far.
 double processCpuSeconds()

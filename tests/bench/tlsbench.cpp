@@ -10,6 +10,7 @@
 // time per byte: (1/rpcscope - 1/direct) / (1/nghttpx - 1/direct).
 
 #include "benchtable.h"
+#include "benchtext.h"
 #include "clock.h"
 #include "lab.grpc.pb.h"
 #include "nghttpxproxy.h"
@@ -61,27 +62,11 @@ struct Plan
     }
 };
 
-void progress(const char *fmt, auto... args)
-{
-    std::fprintf(stderr, "rpcscope-tlsbench: ");
-    std::fprintf(stderr, fmt, args...);
-    std::fprintf(stderr, "\n");
-}
+using benchtext::progress;
 
-std::string fmt(const char *format, double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
+using benchtext::fmt;
 
-std::string loadAverage()
-{
-    std::ifstream f("/proc/loadavg");
-    std::string a, b, c;
-    f >> a >> b >> c;
-    return a + " " + b + " " + c;
-}
+using benchtext::loadAverage;
 
 std::string pem(X509 *cert, EVP_PKEY *key)
 {

@@ -12,6 +12,7 @@
 // The machine is shared and noisy: every comparison alternates its configurations within one run.
 
 #include "benchtable.h"
+#include "benchtext.h"
 #include "captureprocess.h"
 #include "clock.h"
 #include "lab.pb.h"
@@ -49,27 +50,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-void progress(const char *fmt, auto... args)
-{
-    std::fprintf(stderr, "rpcscope-userbench: ");
-    std::fprintf(stderr, fmt, args...);
-    std::fprintf(stderr, "\n");
-}
+using benchtext::progress;
 
-std::string fmt(const char *format, double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
+using benchtext::fmt;
 
-std::string loadAverage()
-{
-    std::ifstream f("/proc/loadavg");
-    std::string a, b, c;
-    f >> a >> b >> c;
-    return a + " " + b + " " + c;
-}
+using benchtext::loadAverage;
 
 std::string selfPath()
 {
@@ -473,6 +458,7 @@ int main(int argc, char **argv)
         EventSink readSink, kernelSink;
         Relay readTimed, kernelTimed;
         readTimed.setKernelTimestamps(false);
+        kernelTimed.setKernelTimestamps(true);
         if (!readTimed.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, readSink.sink(), &error) ||
             !kernelTimed.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, kernelSink.sink(), &error)) {
             std::fprintf(stderr, "rpcscope-userbench: relay: %s\n", error.c_str());

@@ -16,6 +16,7 @@
 // shows the cost does not grow with the trace) and next to the floor of any repaint: blitting one 1920x1080
 // image.
 
+#include "benchtext.h"
 #include "clock.h"
 #include "stats.h"
 #include "timelinepainter.h"
@@ -50,13 +51,7 @@ const char *const kMethods[] = {"/shop.Cart/Add",       "/shop.Cart/Get",       
                                 "/shop.Catalog/Lookup", "/shop.Payments/Charge", "/shop.Payments/Refund",
                                 "/shop.Users/Get",      "/rpcscope.lab.Lab/Call"};
 
-std::string loadAverage()
-{
-    std::ifstream f("/proc/loadavg");
-    std::string a, b, c;
-    f >> a >> b >> c;
-    return a + " " + b + " " + c;
-}
+using benchtext::loadAverage;
 
 size_t heapInUse()
 {

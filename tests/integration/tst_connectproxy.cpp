@@ -6,6 +6,7 @@
 #include "goclientbuild.h"
 #include "labclient.h"
 #include "labserver.h"
+#include "proxyenv.h"
 #include "relay.h"
 #include "serviceconfig.h"
 #include "timelinemodel.h"
@@ -46,24 +47,6 @@ struct Collector
     {
         std::lock_guard lk(mu);
         return std::move(events);
-    }
-};
-
-// The proxy variables of the test's environment, set for one scope: C-core reads them when a channel is made.
-class ProxyEnv
-{
-public:
-    explicit ProxyEnv(const std::string &proxy, const char *noProxy = nullptr)
-    {
-        for (const char *name : {"grpc_proxy", "https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
-            unsetenv(name);
-        setenv("grpc_proxy", ("http://" + proxy).c_str(), 1);
-        if (noProxy) setenv("no_grpc_proxy", noProxy, 1);
-    }
-    ~ProxyEnv()
-    {
-        unsetenv("grpc_proxy");
-        unsetenv("no_grpc_proxy");
     }
 };
 

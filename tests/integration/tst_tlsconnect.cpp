@@ -4,11 +4,13 @@
 // without interception. Python grpcio goes through it with TLS too, and grpc-go speaks TLS to a direct
 // intercepting hop.
 
+#include "capturedevents.h"
 #include "connectproxy.h"
 #include "goclientbuild.h"
 #include "lab.grpc.pb.h"
 #include "labclient.h"
 #include "labserver.h"
+#include "proxyenv.h"
 #include "relay.h"
 #include "rpcscopeca.h"
 #include "serviceconfig.h"
@@ -34,47 +36,7 @@ using namespace tlstest;
 
 namespace {
 
-struct Captured
-{
-    std::mutex mutex;
-    EventBatch events;
-    ConnectProxy::Sink sink()
-    {
-        return [this](EventBatch &&b) {
-            std::lock_guard lk(mutex);
-            for (WireEvent &e : b)
-                events.push_back(std::move(e));
-        };
-    }
-    TimelineStore store()
-    {
-        std::lock_guard lk(mutex);
-        TimelineStore s;
-        s.apply(events);
-        return s;
-    }
-    std::string notes()
-    {
-        std::lock_guard lk(mutex);
-        std::string all;
-        for (const WireEvent &e : events)
-            if (e.kind == EventKind::Notice || e.kind == EventKind::DecodeError) all += e.reason + "\n";
-        return all;
-    }
-};
-
-// The proxy variables, set for one scope: C-core reads them when a channel is made.
-class ProxyEnv
-{
-public:
-    explicit ProxyEnv(const std::string &proxy)
-    {
-        for (const char *name : {"grpc_proxy", "https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
-            unsetenv(name);
-        setenv("grpc_proxy", ("http://" + proxy).c_str(), 1);
-    }
-    ~ProxyEnv() { unsetenv("grpc_proxy"); }
-};
+using Captured = CapturedEvents;
 
 const char kRetry[] = R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
     "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,

@@ -3,6 +3,7 @@
 // timeline shows them (retries grouped) as with h2c; a client that does not trust the CA, a target whose
 // certificate does not verify and a plaintext client each end in a note that names the fix.
 
+#include "capturedevents.h"
 #include "lab.grpc.pb.h"
 #include "relay.h"
 #include "rpcscopeca.h"
@@ -29,34 +30,7 @@ using namespace tlstest;
 
 namespace {
 
-struct Captured
-{
-    std::mutex mutex;
-    EventBatch events;
-    Relay::Sink sink()
-    {
-        return [this](EventBatch &&b) {
-            std::lock_guard lk(mutex);
-            for (WireEvent &e : b)
-                events.push_back(std::move(e));
-        };
-    }
-    TimelineStore store()
-    {
-        std::lock_guard lk(mutex);
-        TimelineStore s;
-        s.apply(events);
-        return s;
-    }
-    std::string notes()
-    {
-        std::lock_guard lk(mutex);
-        std::string all;
-        for (const WireEvent &e : events)
-            if (e.kind == EventKind::Notice || e.kind == EventKind::DecodeError) all += e.reason + "\n";
-        return all;
-    }
-};
+using Captured = CapturedEvents;
 
 std::shared_ptr<grpc::Channel> tlsChannel(std::uint16_t port, const std::string &roots, bool retry)
 {
