@@ -242,6 +242,9 @@ private:
     QDockWidget *m_statsDock = nullptr;
     QAction *m_statsAction = nullptr; // Ctrl+Shift+T, in the View menu
     PolicyDock *m_policy = nullptr;
+    // The Policy check's config came from a scenario's run (verify-policy), not from the user: another
+    // scenario's run drops it rather than judge that scenario's client against a config it was never given.
+    bool m_policyFromScenario = false;
     QDockWidget *m_policyDock = nullptr;
     QAction *m_policyAction = nullptr;      // Ctrl+Shift+V, in the View menu
     QAction *m_retryPolicyAction = nullptr; // Ctrl+Shift+G, in the View menu

@@ -50,7 +50,9 @@ void MainWindow::buildPolicy(QDockWidget *beside)
         QStringLiteral("Paste the service config the client was given, to judge its calls (Ctrl+Shift+G)"));
     connect(m_retryPolicyAction, &QAction::triggered, this, [this] {
         showPolicyCheck();
+        const QString before = m_policy->serviceConfigText();
         m_policy->editPolicy();
+        if (m_policy->serviceConfigText() != before) m_policyFromScenario = false;
     });
     addAction(m_retryPolicyAction);
 
@@ -58,12 +60,17 @@ void MainWindow::buildPolicy(QDockWidget *beside)
     connect(m_labPanel, &LabPanel::runStarting, this,
             [this](const QString &, const QMap<QString, QString> &values) {
                 const auto config = values.find(QStringLiteral("service_config"));
-                if (config == values.end()) return;
+                if (config == values.end()) {
+                    if (m_policyFromScenario) m_policy->clearServiceConfig();
+                    m_policyFromScenario = false;
+                    return;
+                }
                 QString error;
                 if (!m_policy->setServiceConfig(*config, &error)) {
                     statusBar()->showMessage(error, 8000);
                     return;
                 }
+                m_policyFromScenario = true;
                 showPolicyCheck(true);
             });
 }

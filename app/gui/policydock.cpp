@@ -122,6 +122,13 @@ bool PolicyDock::setServiceConfig(const QString &json, QString *error)
     return true;
 }
 
+void PolicyDock::clearServiceConfig()
+{
+    m_json.clear();
+    m_config.reset();
+    refresh(true);
+}
+
 void PolicyDock::editPolicy()
 {
     RetryPolicyDialog dialog(m_json, this);

@@ -31,6 +31,8 @@ public:
 
     // Parses and applies a service config; false with the one-line reason, the current one kept.
     bool setServiceConfig(const QString &json, QString *error);
+    // Back to no policy: the calls are not judged until one is given.
+    void clearServiceConfig();
     const QString &serviceConfigText() const { return m_json; }
     bool hasConfig() const { return m_config.has_value(); }
     const PolicyCheck &check() const { return m_check; }
