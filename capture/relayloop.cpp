@@ -705,10 +705,11 @@ void RelayLoop::loop()
         // Connections are listed in the order of their ids (each is appended when it gets the next one), so
         // one walk hands each its events. A tag of a connection already gone matches nothing.
         std::sort(events.begin(), events.end());
-        auto next = events.begin();
+        // Looked up per connection rather than walked in step with m_conns: adopted tunnels take their ids
+        // on the proxy's threads, so the list need not be in id order.
         for (Conn &c : m_conns) {
-            while (next != events.end() && (next->first >> 1) < c.id)
-                ++next;
+            auto next = std::lower_bound(events.begin(), events.end(), std::uint64_t(c.id) << 1,
+                                         [](const auto &e, std::uint64_t tag) { return e.first < tag; });
             for (; next != events.end() && (next->first >> 1) == c.id; ++next)
                 (next->first & 1 ? c.sEvents : c.cEvents) |= next->second;
         }
