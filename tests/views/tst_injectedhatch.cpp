@@ -216,6 +216,10 @@ private slots:
             inspector.tree()->findItems(QStringLiteral("duration"), Qt::MatchExactly | Qt::MatchRecursive, 0);
         QCOMPARE(rows.size(), 1);
         QCOMPARE(rows[0]->text(1), QStringLiteral("0 µs — answered by the proxy before the server saw it"));
+        if (const QString dir = qEnvironmentVariable("RPCSCOPE_TEST_PNG_DIR"); !dir.isEmpty()) {
+            inspector.resize(700, 500);
+            inspector.grab().save(QDir(dir).filePath(QStringLiteral("instant-inspector.png")));
+        }
         QVERIFY2(TimelineToolTips::attempt(model.store(), 0, 0)
                      .contains(QStringLiteral("took 0 µs — answered by the proxy before the server saw it")),
                  qPrintable(TimelineToolTips::attempt(model.store(), 0, 0)));
