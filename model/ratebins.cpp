@@ -3,6 +3,7 @@
 #include "clientoutcome.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace rpcscope {
 
@@ -41,6 +42,12 @@ RateBins::Record RateBins::recordOf(const Call &call, const TimelineStore &store
     r.attempts = std::uint32_t(call.attempts.size());
     for (size_t k = 1; k < std::min<size_t>(call.attempts.size(), 64); ++k)
         if (call.transparentRetry(k)) r.transparentMask |= std::uint64_t(1) << k;
+    // Attempts that failed before the last one: retried, so the client's outcome never shows them.
+    for (size_t k = 0; k + 1 < std::min<size_t>(call.attempts.size(), 64); ++k) {
+        const Attempt &a = call.attempts[k];
+        const bool replaced = (r.transparentMask >> (k + 1)) & 1;
+        if (a.ended() && a.status.value_or(-1) != 0 && !replaced) r.failMask |= std::uint64_t(1) << k;
+    }
     const ClientOutcome outcome = clientOutcome(call, store);
     if (outcome.source != ClientOutcome::Source::InFlight) {
         const std::int64_t end = outcome.atNs.value_or(call.endNs().value_or(call.attempts.back().startNs));
@@ -83,7 +90,16 @@ void RateBins::contribute(const Record &r, const Call &call, int sign)
             end.flightDelta -= sign;
             end.flightNs -= sign * (binEnd(r.end) - r.end);
         }
-        if (r.fail != kNone) binAt(level, r.fail).failures += sign;
+        if (r.fail != kNone) {
+            Bin &fail = binAt(level, r.fail);
+            fail.failures += sign;
+            fail.failedCalls += sign;
+        }
+        for (std::uint64_t mask = r.failMask; mask; mask &= mask - 1) {
+            const size_t k = size_t(std::countr_zero(mask));
+            if (k < call.attempts.size() && call.attempts[k].endNs)
+                binAt(level, *call.attempts[k].endNs).failures += sign;
+        }
         for (size_t k = 1; k < r.attempts && k < call.attempts.size(); ++k) {
             Bin &b = binAt(level, call.attempts[k].startNs);
             if (k < 64 && (r.transparentMask >> k) & 1)
@@ -225,6 +241,7 @@ std::vector<RateBins::Bucket> RateBins::buckets(std::int64_t fromNs, std::int64_
             const Bin x = bin(level, i);
             b.calls += x.calls;
             b.failures += x.failures;
+            b.failedCalls += x.failedCalls;
             b.retries += x.retries;
             b.transparent += x.transparent;
             flightNs += double(x.flightNs) + double(x.flightDelta) * double(endRel - (i + 1) * binNs);

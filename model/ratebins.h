@@ -18,8 +18,12 @@ namespace rpcscope {
 //
 // What is counted, per call:
 // - a call: at its first attempt's start;
-// - a failure: when the client got a status other than OK (clientoutcome.h), or its call ended without any
-//   status; counted at the moment the client got it;
+// - a failure: every attempt that failed, the server's own failure and one the capturing proxy injected alike
+//   (a retry storm or a policy check fails attempts while every call still ends OK). An attempt before the
+//   last one counts at its end when it ended without OK, unless a transparent retry replaced it (the client
+//   never saw that one, see below); the last attempt counts when the client got a status other than OK
+//   (clientoutcome.h) or its call ended without any status, at the moment the client got it;
+// - a failed call: the last of those, once a call (what the client saw fail);
 // - a retry: every attempt after the first, at its start; transparent retries (Call::transparentRetry, a
 //   stream the server never saw) are counted apart and are not retries;
 // - in flight: from the call's start to when the client got its outcome (open calls stay in flight).
@@ -39,7 +43,7 @@ public:
     // needs only the calls in flight at its start.
     struct Bin
     {
-        std::int32_t calls = 0, failures = 0, retries = 0, transparent = 0, flightDelta = 0;
+        std::int32_t calls = 0, failures = 0, retries = 0, transparent = 0, flightDelta = 0, failedCalls = 0;
         std::int64_t flightNs = 0;
         bool operator==(const Bin &) const = default;
     };
@@ -48,7 +52,7 @@ public:
     struct Bucket
     {
         std::int64_t startNs = 0, widthNs = 0; // absolute steady ns
-        std::int64_t calls = 0, failures = 0, retries = 0, transparent = 0;
+        std::int64_t calls = 0, failures = 0, retries = 0, transparent = 0, failedCalls = 0;
         double inFlight = 0;
         double perSecond(std::int64_t n) const { return widthNs > 0 ? double(n) * 1e9 / double(widthNs) : 0; }
     };
@@ -87,6 +91,8 @@ private:
         std::int64_t start = kNone, end = kNone, fail = kNone;
         std::uint32_t attempts = 0;
         std::uint64_t transparentMask = 0; // bit k: attempt k (k < 64) was a transparent retry
+        // Bit k: attempt k (k < 64, not the last) failed and counts at its end, which never moves once set.
+        std::uint64_t failMask = 0;
         bool operator==(const Record &) const = default;
     };
     using Chunk = std::array<Bin, kChunk>;

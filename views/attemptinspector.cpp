@@ -1,5 +1,6 @@
 #include "attemptinspector.h"
 
+#include "attemptduration.h"
 #include "clientoutcome.h"
 #include "headerlog.h"
 #include "messagedecoder.h"
@@ -199,7 +200,7 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
     if (a.responseHeadersNs)
         row(timing, QStringLiteral("response headers"),
             QStringLiteral("+") + formatDuration(*a.responseHeadersNs - a.startNs));
-    if (a.endNs) row(timing, QStringLiteral("duration"), formatDuration(*a.endNs - a.startNs));
+    if (a.endNs) row(timing, QStringLiteral("duration"), attemptDurationText(a));
     if (a.timeoutNs) row(timing, QStringLiteral("grpc-timeout"), formatDuration(*a.timeoutNs));
     if (const auto d = call.deadlineNs())
         row(timing, QStringLiteral("call deadline"),

@@ -239,10 +239,9 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         }
 
         // The bar: every item gets at least 3 px so a sub-millisecond attempt stays visible and clickable
-        // when the view spans seconds.
-        const qint64 end = a.endNs.value_or(ctx.store.latestNs());
-        double x1 = ax.timeToX(a.startNs);
-        double x2 = std::max(ax.timeToX(end), x1 + 3);
+        // when the view spans seconds; an injected or instant failure more, so its hatch shows.
+        auto [x1, x2] = ctx.attemptSpan(call, k);
+        const bool widened = PaintContext::widenedMark(a);
         x1 = std::max(x1, ax.left);
         if (x2 > ax.left && x1 < right) {
             const QColor c = statusColor(a);
@@ -257,9 +256,10 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 injectedHatch(p, bar, m.scale);
                 ctx.mark(kUseInjected);
             }
-            if (bar.width() >= 12 && !ctx.store.frames().empty())
+            // A widened mark's width is not its duration: no phases on it.
+            if (bar.width() >= 12 && !widened && !ctx.store.frames().empty())
                 paintPhases(p, ctx, a, bar);
-            else if (bar.width() >= 12 && a.responseHeadersNs) {
+            else if (bar.width() >= 12 && !widened && a.responseHeadersNs) {
                 const double hx = ax.timeToX(*a.responseHeadersNs);
                 p->fillRect(
                     QRectF(hx, bar.bottom() - barH * 0.3, std::max(1.0, bar.right() - hx), barH * 0.3),
@@ -505,7 +505,11 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
                 ctx.mark(kUseExpected);
             }
-            const double g1 = ax.timeToX(gapStart), g2 = ax.timeToX(a.startNs);
+            double g1 = ax.timeToX(gapStart);
+            const double g2 = ax.timeToX(a.startNs);
+            // After a widened mark the bracket starts where the mark ends, not under it.
+            if (PaintContext::widenedMark(call.attempts[k - 1]))
+                g1 = std::max(g1, ctx.attemptSpan(call, k - 1).second);
             const bool outside =
                 expected && (gap < expected->first - kGapSlackNs || gap > expected->second + kGapSlackNs);
             const QColor gapColor = outside ? th.deadline : th.gap;
@@ -541,9 +545,8 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             }
         }
 
-        const qint64 end = a.endNs.value_or(ctx.store.latestNs());
-        double x1 = ax.timeToX(a.startNs);
-        double x2 = std::max(ax.timeToX(end), x1 + 3);
+        auto [x1, x2] = ctx.attemptSpan(call, k);
+        const bool widened = PaintContext::widenedMark(a);
         x1 = std::max(x1, ax.left);
         if (x2 > ax.left && x1 < right) {
             const QColor c = statusColor(a);
@@ -558,7 +561,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 injectedHatch(p, bar, m.scale);
                 ctx.mark(kUseInjected);
             }
-            if (bar.width() >= 12 && !ctx.store.frames().empty()) paintPhases(p, ctx, a, bar);
+            if (bar.width() >= 12 && !widened && !ctx.store.frames().empty()) paintPhases(p, ctx, a, bar);
             // A failure after response headers: where the call committed.
             if (a.responseHeadersNs && !a.trailersOnly && a.status.value_or(0) != 0) {
                 const double hx = ax.timeToX(*a.responseHeadersNs);

@@ -11,6 +11,7 @@
 #include <QFont>
 #include <QRectF>
 #include <cstdint>
+#include <utility>
 
 namespace rpcscope {
 
@@ -53,6 +54,13 @@ struct PaintContext
     double laneY(size_t call) const;
     // The bar of an attempt in this geometry (empty when its lane is filtered out).
     QRectF attemptRect(size_t call, size_t attempt) const;
+    // Where attempt k's bar starts and ends in x (before clipping to the lanes): at least 3 px, and a
+    // widened mark (widenedMark) at least kMinMarkPx at the scale, short of the next attempt's start.
+    std::pair<double, double> attemptSpan(const Call &call, size_t k) const;
+    // An injected attempt, or a failed one that took no time (a proxy's abort before the server saw it is
+    // both): its hatch and failure colour need more than the 3 px a short attempt gets to be seen at all.
+    static bool widenedMark(const Attempt &a);
+    static constexpr double kMinMarkPx = 10;
     // The whole row of an attempt across the picture (a call on one row: that row), in this geometry.
     QRectF attemptRowRect(size_t call, size_t attempt) const;
 };

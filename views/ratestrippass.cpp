@@ -102,7 +102,9 @@ QString RateStripPass::toolTip(const PaintContext &ctx, double x)
         return QStringLiteral(
             "Rates over the visible range, each row scaled to its own peak:\n"
             "calls/s: calls started\n"
-            "failures/s: calls that ended without OK, when the client got the failure\n"
+            "failures/s: attempts that ended without OK, the server's own and those injected by a fault rule "
+            "alike, at their end (a call's last one when the client got the failure); a refusal the client "
+            "replayed transparently is not counted\n"
             "retries/s: attempts after the first; transparent retries (a stream the server never saw) are "
             "not counted\n"
             "avg in flight: calls started and not yet ended, on average over each span\n"
@@ -117,7 +119,10 @@ QString RateStripPass::toolTip(const PaintContext &ctx, double x)
                        .arg(formatDuration(b->startNs - origin),
                             formatDuration(b->startNs + b->widthNs - origin), formatDuration(b->widthNs));
     text += line(QStringLiteral("calls started"), b->calls) + QLatin1Char('\n');
-    text += line(QStringLiteral("failures"), b->failures) + QLatin1Char('\n');
+    // Failed attempts are what the row draws; the calls among them that failed for the client are what a
+    // retry did not hide.
+    text += line(QStringLiteral("failed attempts"), b->failures) +
+            QStringLiteral(", calls failed: %1").arg(b->failedCalls) + QLatin1Char('\n');
     text += line(QStringLiteral("retries"), b->retries);
     if (b->transparent > 0) text += QStringLiteral(" + %1 transparent, not counted").arg(b->transparent);
     text += QStringLiteral("\nin flight: %1 on average").arg(formatValue(b->inFlight));

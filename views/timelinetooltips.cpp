@@ -1,5 +1,6 @@
 #include "timelinetooltips.h"
 
+#include "attemptduration.h"
 #include "clientoutcome.h"
 #include "timeformat.h"
 #include "tlssummary.h"
@@ -50,7 +51,7 @@ QString TimelineToolTips::attempt(const TimelineStore &store, size_t callIndex, 
                     .arg(a.faultRule)
                     .arg(QString::fromStdString(a.faultRuleText).toHtmlEscaped());
     html += QStringLiteral("<br>start %1").arg(formatDuration(a.startNs - origin));
-    if (a.endNs) html += QStringLiteral(" · took %1").arg(formatDuration(*a.endNs - a.startNs));
+    if (a.endNs) html += QStringLiteral(" · took %1").arg(attemptDurationText(a).toHtmlEscaped());
     if (a.responseHeadersNs)
         html += QStringLiteral("<br>response headers after %1")
                     .arg(formatDuration(*a.responseHeadersNs - a.startNs));

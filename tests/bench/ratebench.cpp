@@ -116,6 +116,6 @@ int main(int argc, char **argv)
     const double binsMb = double(end / RateBins::kBaseNs) * 1.1111 * sizeof(RateBins::Bin) / 1e6;
     std::printf("  memory: bins ~%.1f MB (%lld s of 1 ms bins and the coarser levels), records %.1f MB\n",
                 binsMb, static_cast<long long>(end / 1'000'000'000),
-                double(rates.recordedCalls()) * 48 / 1e6);
+                double(rates.recordedCalls()) * 56 / 1e6);
     return 0;
 }

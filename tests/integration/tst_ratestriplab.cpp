@@ -1,6 +1,7 @@
 // The rates strip's counts on real lab runs: the widget's index follows the capture batch by batch and ends
 // with what a rebuild from the store counts, and the totals are the scenario's (retry-storm: 20 calls, 60
-// retries, 20 failures; transparent-retry: the replayed stream counted apart from the retries).
+// retries, 80 failed attempts of which 20 failed calls; transparent-retry: the replayed stream counted apart
+// from the retries).
 #include "clock.h"
 #include "labsession.h"
 #include "modelsink.h"
@@ -18,7 +19,7 @@ using namespace rpcscope;
 namespace {
 struct Totals
 {
-    std::int64_t calls = 0, failures = 0, retries = 0, transparent = 0;
+    std::int64_t calls = 0, failures = 0, retries = 0, transparent = 0, failedCalls = 0;
 };
 
 Totals totals(const RateBins &rates, const TimelineStore &store)
@@ -28,6 +29,7 @@ Totals totals(const RateBins &rates, const TimelineStore &store)
     for (const RateBins::Bucket &b : rates.buckets(store.originNs() - 10 * s, store.latestNs() + 10 * s, s)) {
         t.calls += b.calls;
         t.failures += b.failures;
+        t.failedCalls += b.failedCalls;
         t.retries += b.retries;
         t.transparent += b.transparent;
     }
@@ -106,11 +108,14 @@ private slots:
         QCOMPARE(attempts, size_t(80));
         QCOMPARE(followed.calls, 20);
         QCOMPARE(followed.retries, 60);
-        QCOMPARE(followed.failures, 20);
+        // Every attempt failed (the downstream is dead): each is a failure, and each call a failed call.
+        QCOMPARE(followed.failures, 80);
+        QCOMPARE(followed.failedCalls, 20);
         QCOMPARE(followed.transparent, 0);
         QCOMPARE(rebuilt.calls, followed.calls);
         QCOMPARE(rebuilt.retries, followed.retries);
         QCOMPARE(rebuilt.failures, followed.failures);
+        QCOMPARE(rebuilt.failedCalls, followed.failedCalls);
     }
 
     void transparentRetryIsNotARetry()

@@ -3,7 +3,9 @@
 
 #include "attemptinspector.h"
 #include "faultevents.h"
+#include "paintcontext.h"
 #include "renderfixture.h"
+#include "swimlaneview.h"
 #include "timelinetooltips.h"
 
 #include <QDir>
@@ -23,6 +25,16 @@ EventBatch twoFailures()
     EventBatch b{opened(1), req(1, 10 * ms, std::nullopt, "injected-1", 5000 * ms), end(1, 50 * ms, 14),
                  req(3, 10 * ms, std::nullopt, "server-1", 5000 * ms), end(3, 50 * ms, 14)};
     b.push_back(testev::injectedNotice(1, 1, 50 * ms, 2, kRule));
+    return b;
+}
+
+// A verify-policy call: its first attempt aborted by a fault rule before the server saw it, which takes no
+// time (request and injected answer at 10 ms), then its retry at retryAt, OK 40 ms later.
+EventBatch instantAbort(std::int64_t retryAt)
+{
+    EventBatch b{opened(1), req(1, 10 * ms, std::nullopt, "abort-1", 5000 * ms), end(1, 10 * ms, 14),
+                 req(3, retryAt, 1, "abort-1", 4000 * ms), end(3, retryAt + 40 * ms, 0)};
+    b.push_back(testev::injectedNotice(1, 1, 10 * ms, 1, kRule));
     return b;
 }
 
@@ -91,6 +103,132 @@ private slots:
             QVERIFY2(darkerThan(img, third, gray) > third.width() * third.height() / 10,
                      qPrintable(QStringLiteral("no stripes in part %1 of the injected bar").arg(part)));
         }
+    }
+
+    void zeroLengthInjectedAttemptIsWidened_data()
+    {
+        QTest::addColumn<bool>("dark");
+        QTest::addColumn<bool>("workshop");
+        QTest::addColumn<bool>("comfortable");
+        for (const bool comfortable : {true, false}) {
+            const char *density = comfortable ? "comfortable" : "compact";
+            QTest::addRow("light %s", density) << false << false << comfortable;
+            QTest::addRow("dark %s", density) << true << false << comfortable;
+            QTest::addRow("workshop %s", density) << false << true << comfortable;
+        }
+    }
+    void zeroLengthInjectedAttemptIsWidened()
+    {
+        // Zoomed out over 2 s (a few ms a pixel), the abort takes no time: it still gets a mark wide enough
+        // for its hatch and its failure colour to show, and the pointer finds it across that width.
+        QFETCH(bool, dark);
+        QFETCH(bool, workshop);
+        QFETCH(bool, comfortable);
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(instantAbort(300 * ms));
+        const Attempt &abort = model.store().calls()[0].attempts[0];
+        QVERIFY(abort.injected());
+        QCOMPARE(*abort.endNs, abort.startNs);
+
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options options;
+        options.dark = dark;
+        options.workshop = workshop;
+        options.density = comfortable ? LaneDensity::Comfortable : LaneDensity::Compact;
+        painter.setOptions(options);
+        painter.setRange(0, 2000 * ms);
+        const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
+        const QImage img = render(painter, rect);
+        if (const QString dir = qEnvironmentVariable("RPCSCOPE_TEST_PNG_DIR"); !dir.isEmpty())
+            img.save(
+                QDir(dir).filePath(QStringLiteral("instant-%1.png")
+                                       .arg(QString::fromLatin1(QTest::currentDataTag()).replace(' ', '-'))));
+
+        const double scale = workshop ? TimelinePainter::kWorkshopScale : 1.0;
+        const QRectF mark = painter.attemptRect(0, 0, rect);
+        QVERIFY2(mark.width() >= PaintContext::kMinMarkPx * scale - 0.01,
+                 qPrintable(QStringLiteral("the mark is %1 px wide").arg(mark.width())));
+        // Hatch stripes and the failure colour in both halves of the widened mark, not only in its first
+        // 3 px.
+        const QColor orange = TimelinePainter::statusColor(abort);
+        const int gray = qGray(orange.rgb()) - 40;
+        const QRect inner = mark.toRect().adjusted(0, 1, 0, -1);
+        const int half = inner.width() / 2;
+        for (const QRect part :
+             {QRect(inner.left(), inner.top(), half, inner.height()),
+              QRect(inner.left() + half, inner.top(), inner.width() - half, inner.height())}) {
+            QVERIFY2(darkerThan(img, part, gray) > 0,
+                     qPrintable(QStringLiteral("no hatch in x %1..%2").arg(part.left()).arg(part.right())));
+            QVERIFY2(countColor(img, part, orange) > 0,
+                     qPrintable(
+                         QStringLiteral("no failure colour in x %1..%2").arg(part.left()).arg(part.right())));
+        }
+        // The pointer over the widened part (beyond the few pixels of slack a 3 px bar had) hits the attempt.
+        const QPointF over(mark.right() - 1, mark.center().y());
+        const TimelinePainter::Hit hit = painter.hitTest(over, rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::Attempt);
+        QCOMPARE(hit.call, size_t(0));
+        QCOMPARE(hit.attempt, size_t(0));
+
+        // Its retry just after it: the mark stops 2 px short of the retry's bar, never over it.
+        TimelineModel close;
+        close.setOrigin(0, 0);
+        close.appendBatch(instantAbort(10 * ms + 25 * ms));
+        TimelinePainter near(&close.store());
+        near.setOptions(options);
+        near.setRange(0, 2000 * ms);
+        const QRectF nearRect(0, 0, 1000, near.contentHeight(1000));
+        const QRectF first = near.attemptRect(0, 0, nearRect), second = near.attemptRect(0, 1, nearRect);
+        QVERIFY2(first.right() <= second.left() - 2 + 0.01,
+                 qPrintable(QStringLiteral("%1 > %2").arg(first.right()).arg(second.left())));
+        QVERIFY(first.width() >= 3);
+        QVERIFY(first.width() < PaintContext::kMinMarkPx * scale);
+    }
+
+    void clickOnTheWidenedMarkOpensIt()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(instantAbort(300 * ms));
+        SwimlaneView view(&model);
+        view.resize(1200, 500);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.setRange(0, 2000 * ms);
+        QSignalSpy selected(&view, &SwimlaneView::attemptSelected);
+        const QRectF mark = view.timelinePainter().attemptRect(0, 0, view.canvas());
+        QVERIFY(mark.width() >= PaintContext::kMinMarkPx - 0.01);
+        QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(int(mark.right() - 1), int(mark.center().y())));
+        QVERIFY(!selected.isEmpty());
+        QCOMPARE(selected.last().at(0).toInt(), 0);
+        QCOMPARE(selected.last().at(1).toInt(), 0);
+    }
+
+    void inspectorSaysWhyItTookNoTime()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(instantAbort(300 * ms));
+        AttemptInspector inspector(&model.store(), nullptr);
+        inspector.showAttempt(0, 0);
+        const auto rows =
+            inspector.tree()->findItems(QStringLiteral("duration"), Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QCOMPARE(rows.size(), 1);
+        QCOMPARE(rows[0]->text(1), QStringLiteral("0 µs — answered by the proxy before the server saw it"));
+        if (const QString dir = qEnvironmentVariable("RPCSCOPE_TEST_PNG_DIR"); !dir.isEmpty()) {
+            inspector.resize(700, 500);
+            inspector.grab().save(QDir(dir).filePath(QStringLiteral("instant-inspector.png")));
+        }
+        QVERIFY2(TimelineToolTips::attempt(model.store(), 0, 0)
+                     .contains(QStringLiteral("took 0 µs — answered by the proxy before the server saw it")),
+                 qPrintable(TimelineToolTips::attempt(model.store(), 0, 0)));
+        // The server's own answer keeps the usual format.
+        inspector.showAttempt(0, 1);
+        const auto retry =
+            inspector.tree()->findItems(QStringLiteral("duration"), Qt::MatchExactly | Qt::MatchRecursive, 0);
+        QCOMPARE(retry.size(), 1);
+        QCOMPARE(retry[0]->text(1), QStringLiteral("40.0 ms"));
     }
 
     void tooltipAndInspectorNameTheRule()

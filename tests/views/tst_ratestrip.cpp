@@ -1,6 +1,7 @@
 // The rates strip: exact counts from RateBins at a few bucket widths, incremental counting against a rebuild
 // (after batches and after retention evicted calls), a drag across the strip zooming the view, and the strip
 // in a PNG and an SVG export.
+#include "faultevents.h"
 #include "ratebins.h"
 #include "ratestrippass.h"
 #include "renderfixture.h"
@@ -24,10 +25,11 @@ WireEvent rst(std::uint32_t stream, std::int64_t t, std::uint32_t code)
 
 // Known calls, in the batches a capture would deliver them in:
 // - a: 1.2 ms to 5 ms, OK;
-// - b: starts at 3.5 ms, UNAVAILABLE at 12.5 ms, retried at 15 ms (a retry), UNAVAILABLE at 20 ms (a
-// failure);
+// - b: starts at 3.5 ms, UNAVAILABLE at 12.5 ms (a failure), retried at 15 ms (a retry), UNAVAILABLE at
+// 20 ms (a failure, and a failed call);
 // - c: starts at 25 ms and stays in flight;
-// - d: starts at 30 ms, refused (REFUSED_STREAM) at 30.5 ms, replayed transparently at 31 ms, OK at 40 ms.
+// - d: starts at 30 ms, refused (REFUSED_STREAM) at 30.5 ms, replayed transparently at 31 ms (neither a
+// failure nor a retry: the client never saw the refusal), OK at 40 ms.
 std::vector<EventBatch> batches()
 {
     return {{opened(1), req(1, 1200 * us, std::nullopt, "a", 5000 * ms)},
@@ -91,6 +93,73 @@ class TestRateStrip : public QObject
 {
     Q_OBJECT
 private slots:
+    void failedAttemptsCountWhenTheCallEndsOk()
+    {
+        // A verify-policy call: its first attempt aborted by a fault rule before the server saw it (zero
+        // length, at 10 ms), its second failed by the server (at 30 ms), its third OK. The client got OK, but
+        // the strip's failures/s must still show the two failures a retry hid, or a retry storm reads as
+        // calm.
+        const EventBatch batch{opened(1),
+                               req(1, 10 * ms, std::nullopt, "p-1", 5000 * ms),
+                               end(1, 10 * ms, 14),
+                               testev::injectedNotice(1, 1, 10 * ms, 1, "abort status=14 before"),
+                               req(3, 20 * ms, 1, "p-1", 4990 * ms),
+                               end(3, 30 * ms, 14),
+                               req(5, 40 * ms, 2, "p-1", 4970 * ms),
+                               end(5, 45 * ms, 0)};
+        TimelineStore store;
+        store.setOrigin(0, 0);
+        store.apply(batch);
+        QCOMPARE(store.calls().size(), size_t(1));
+        QVERIFY(store.calls()[0].attempts[0].injected());
+        RateBins rates;
+        rates.sync(store);
+        const auto fine = rates.buckets(0, 50 * ms, 1 * ms);
+        std::int64_t failures = 0, failedCalls = 0;
+        for (size_t i = 0; i < fine.size(); ++i) {
+            QCOMPARE(fine[i].failures, (i == 10 || i == 30) ? 1 : 0);
+            failures += fine[i].failures;
+            failedCalls += fine[i].failedCalls;
+        }
+        QCOMPARE(failures, 2);
+        QCOMPARE(failedCalls, 0);
+
+        // Followed batch by batch, the same counts: each attempt's failure at its end, once.
+        TimelineStore live;
+        live.setOrigin(0, 0);
+        RateBins followed;
+        for (const WireEvent &e : batch) {
+            StoreChanges changes;
+            live.apply({e}, &changes);
+            followed.sync(live, &changes);
+        }
+        compareBins(followed, rates);
+
+        // The strip draws it, and its tooltip tells the failures from the calls that failed.
+        TimelinePainter::Options options;
+        options.title = QStringLiteral("failed attempts");
+        options.rates = true;
+        const QImage img = TimelinePainter::renderImage(store, 1400, options);
+        if (!qEnvironmentVariableIsEmpty("RPCSCOPE_SHOT_DIR"))
+            img.save(QDir(qEnvironmentVariable("RPCSCOPE_SHOT_DIR"))
+                         .filePath(QStringLiteral("failed-attempts.png")));
+        TimelinePainter painter(&store);
+        painter.setOptions(options);
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect(0, 0, img.width(), img.height());
+        const QRectF strip = painter.rateStripRect(rect);
+        const TimeAxis ax = painter.axis(rect);
+        const double rowH = strip.height() / 4;
+        const QRect failuresRow(int(ax.left), int(strip.top() + rowH), int(rect.width() - ax.left),
+                                int(rowH * 0.6));
+        QVERIFY2(pixels(img, failuresRow, painter.theme().rateFailures) > 10, "no failures drawn");
+        const PaintContext ctx = painter.context(rect);
+        const QString tip = RateStripPass::toolTip(ctx, ax.timeToX(10 * ms + ms / 2));
+        QVERIFY2(tip.contains(QStringLiteral("failed attempts: 1")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("calls failed: 0")), qPrintable(tip));
+    }
+
     void exactCountsAtSeveralWidths()
     {
         const std::vector<EventBatch> list = batches();
@@ -107,7 +176,8 @@ private slots:
         for (size_t i = 0; i < fine.size(); ++i) {
             QCOMPARE(fine[i].startNs, qint64(i) * ms);
             QCOMPARE(fine[i].calls, (i == 1 || i == 3 || i == 25 || i == 30) ? 1 : 0);
-            QCOMPARE(fine[i].failures, i == 20 ? 1 : 0);
+            QCOMPARE(fine[i].failures, (i == 12 || i == 20) ? 1 : 0);
+            QCOMPARE(fine[i].failedCalls, i == 20 ? 1 : 0);
             QCOMPARE(fine[i].retries, i == 15 ? 1 : 0);
             QCOMPARE(fine[i].transparent, i == 31 ? 1 : 0);
         }
@@ -125,11 +195,14 @@ private slots:
         QCOMPARE(five[0].calls, 2);
         QCOMPARE(five[0].inFlight, (3.8 + 1.5) / 5);
         QCOMPARE(five[3].retries, 1);
+        QCOMPARE(five[2].failures, 1);
+        QCOMPARE(five[2].failedCalls, 0);
         QCOMPARE(five[4].failures, 1);
+        QCOMPARE(five[4].failedCalls, 1);
         QCOMPARE(five[6].transparent, 1);
         const auto ten = rates.buckets(0, 50 * ms, 10 * ms);
         QCOMPARE(ten.size(), size_t(5));
-        const std::int64_t calls10[] = {2, 0, 1, 1, 0}, failures10[] = {0, 0, 1, 0, 0},
+        const std::int64_t calls10[] = {2, 0, 1, 1, 0}, failures10[] = {0, 1, 1, 0, 0},
                            retries10[] = {0, 1, 0, 0, 0}, transparent10[] = {0, 0, 0, 1, 0};
         const double flight10[] = {(3.8 + 6.5) / 10, 1.0, 0.5, 2.0, 1.0};
         for (size_t i = 0; i < ten.size(); ++i) {
@@ -145,6 +218,7 @@ private slots:
         QCOMPARE(twenty.size(), size_t(2));
         QCOMPARE(twenty[0].calls, 2);
         QCOMPARE(twenty[0].retries, 1);
+        QCOMPARE(twenty[0].failures, 1);
         QCOMPARE(twenty[1].calls, 2);
         QCOMPARE(twenty[1].failures, 1);
         QVERIFY(qAbs(twenty[1].inFlight - (0.5 + 2.0) / 2) < 1e-9);
@@ -338,14 +412,15 @@ private slots:
         const TimelineTheme &th = painter.theme();
         const double rowH = strip.height() / 4;
         const TimeAxis ax = painter.axis(rect);
-        // Each row draws its series' line in its colour over the time axis; failures only from b's end on.
+        // Each row draws its series' line in its colour over the time axis; failures only from b's first
+        // attempt's end on.
         const QColor colors[] = {th.rateCalls, th.rateFailures, th.rateRetries, th.rateInFlight};
         for (int row = 0; row < 4; ++row) {
             const QRect plot(int(ax.left), int(strip.top() + row * rowH), int(rect.width() - ax.left),
                              int(rowH));
             QVERIFY2(pixels(with, plot, colors[row]) > 100, qPrintable(QString::number(row)));
         }
-        const QRect failuresBeforeB(int(ax.left), int(strip.top() + rowH), int(ax.timeToX(19 * ms) - ax.left),
+        const QRect failuresBeforeB(int(ax.left), int(strip.top() + rowH), int(ax.timeToX(11 * ms) - ax.left),
                                     int(rowH * 0.6));
         QCOMPARE(pixels(with, failuresBeforeB, th.rateFailures), 0);
         // The label column names the rows in their colours.
