@@ -49,11 +49,9 @@ void RelayLoop::refreshFaultRules()
     if (!m_faults || (m_faultRules && m_faultRules->version == m_faults->version())) return;
     m_faultRules = m_faults->snapshot();
     m_connectionRules.clear();
-    m_streamRules = false;
+    m_streamRules = m_faultRules->framesHop(m_faultHop);
     for (size_t i = 0; i < m_faultRules->rules.size(); ++i) {
         const FaultRule &r = m_faultRules->rules[i];
-        // A rule switched off now may be switched on while a channel keeps its connection.
-        if (!isConnectionAction(r.action) && (r.hop.empty() || r.hop == m_faultHop)) m_streamRules = true;
         if (m_faultRules->enabled[i] && isConnectionAction(r.action) &&
             (r.hop.empty() || r.hop == m_faultHop))
             m_connectionRules.push_back(i);
