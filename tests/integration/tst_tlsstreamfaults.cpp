@@ -1,0 +1,346 @@
+// Stream fault rules on TLS-intercepted hops: a real grpc++ TLS server, a grpc++ client with a retry policy
+// that trusts the rpcscope CA, and a hop that decrypts, frames the HTTP/2 and injects, as tst_streamfaults
+// does on a plain hop. What the client gets, what the server sees, the attempts marked injected on the
+// timeline, and no broken HTTP/2 on either side. One case goes through a CONNECT tunnel intercepted the same
+// way.
+
+#include "brokenwire.h"
+#include "capturedevents.h"
+#include "clock.h"
+#include "connectproxy.h"
+#include "faultrule.h"
+#include "faultset.h"
+#include "lab.grpc.pb.h"
+#include "proxyenv.h"
+#include "relay.h"
+#include "rpcscopeca.h"
+#include "timelinestore.h"
+#include "tlstestserver.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <grpcpp/grpcpp.h>
+
+using namespace rpcscope;
+using namespace tlstest;
+using testev::firstBroken;
+
+namespace {
+constexpr std::int64_t ms = 1'000'000;
+
+const char kRetry[] = R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
+    "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,
+    "retryableStatusCodes":["UNAVAILABLE"]}}]})";
+
+std::shared_ptr<grpc::Channel> tlsChannel(std::uint16_t port, const std::string &roots, bool retry)
+{
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = roots;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    if (retry) args.SetServiceConfigJSON(kRetry);
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
+}
+
+grpc::Status call(const std::shared_ptr<grpc::Channel> &channel, const std::string &id)
+{
+    auto stub = rpcscope::lab::Lab::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.AddMetadata("rpcscope-call-id", id); // the timeline's key for the call, as the lab client sends it
+    rpcscope::lab::CallRequest req;
+    req.set_call_id(id);
+    rpcscope::lab::CallReply reply;
+    return stub->Call(&ctx, req, &reply);
+}
+
+std::shared_ptr<FaultSet> rulesOf(const std::vector<std::string> &texts, std::string *error)
+{
+    std::vector<FaultRule> rules;
+    for (const std::string &text : texts) {
+        FaultRule r;
+        if (!parseFaultRule(text, &r, error)) return nullptr;
+        rules.push_back(std::move(r));
+    }
+    return std::make_shared<FaultSet>(std::move(rules));
+}
+
+const Call *findCall(const TimelineStore &store, const std::string &key)
+{
+    const auto &calls = store.calls();
+    auto it = std::find_if(calls.begin(), calls.end(), [&](const Call &c) { return c.key == key; });
+    return it == calls.end() ? nullptr : &*it;
+}
+
+size_t injections(CapturedEvents &cap)
+{
+    std::lock_guard lk(cap.mutex);
+    return size_t(std::count_if(cap.events.begin(), cap.events.end(), [](const WireEvent &e) {
+        return e.kind == EventKind::Notice && e.injection();
+    }));
+}
+
+// A TLS-intercepting hop to the test's server with fault rules, its events kept.
+struct FaultyTlsHop
+{
+    CapturedEvents cap;
+    std::shared_ptr<FaultSet> faults;
+    Relay relay;
+    bool ok = false;
+    std::string error;
+
+    FaultyTlsHop(const TlsInterceptOptions &tls, std::uint16_t port, const std::vector<std::string> &rules)
+    {
+        faults = rulesOf(rules, &error);
+        if (!faults) return;
+        relay.setFaults(faults);
+        relay.setTlsIntercept(tls);
+        ok = relay.start({"127.0.0.1", 0}, {"localhost", port}, cap.sink(), &error);
+    }
+    std::uint16_t port() const { return relay.listenAddress().port; }
+    // Stops the hop (every close reaches the events) and says what broke, if anything did.
+    std::string stopAndCheck()
+    {
+        relay.stop();
+        std::lock_guard lk(cap.mutex);
+        return firstBroken(cap.events);
+    }
+};
+} // namespace
+
+class TstTlsStreamFaults : public QObject
+{
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    TlsServer m_server;
+    std::string m_proxyCaPem;
+    TlsInterceptOptions m_tls;
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QVERIFY(m_server.start(m_dir.path().toStdString()));
+        m_tls.enabled = true;
+        m_tls.caDirectory = m_dir.filePath("rpcscope").toStdString();
+        m_tls.targetCaFile = m_server.caFile;
+        RpcscopeCa ca;
+        std::string error;
+        QVERIFY2(ca.open(m_tls.caDirectory, false, &error), error.c_str());
+        m_proxyCaPem = ca.certPem();
+        // The tunnel's client uses the default roots, as an unchanged client does: the rpcscope CA's.
+        setenv("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", ca.certPath().c_str(), 1);
+    }
+
+    void abortBeforeTheServerIsRetried()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port),
+                         {"abort status=UNAVAILABLE attempt=1 message='injected by rule 1'"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
+        // Two calls on one connection: the second's header blocks follow a faulted stream's.
+        for (const char *id : {"tsf-abort-1", "tsf-abort-2"}) {
+            const grpc::Status s = call(channel, id);
+            QVERIFY2(s.ok(), s.error_message().c_str());
+            // The server never saw the first attempt: the call arrived once, as its second attempt.
+            const auto arrivals = m_server.service.arrivalsFor(id);
+            QCOMPARE(arrivals.size(), size_t(1));
+            QCOMPARE(arrivals[0].previousAttempts, 1);
+        }
+        QCOMPARE(hop.faults->hits(0), std::uint64_t(2));
+        QTRY_COMPARE_WITH_TIMEOUT(injections(hop.cap), size_t(2), 5000);
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+
+        // The timeline shows each call as the client saw it: the injected UNAVAILABLE, marked, then the
+        // retry.
+        const TimelineStore store = hop.cap.store();
+        for (const char *id : {"tsf-abort-1", "tsf-abort-2"}) {
+            const Call *c = findCall(store, id);
+            QVERIFY2(c, id);
+            QCOMPARE(c->attempts.size(), size_t(2));
+            QCOMPARE(c->attempts[0].status.value_or(-1), 14);
+            QVERIFY(c->attempts[0].injected());
+            QCOMPARE(c->attempts[0].faultRule, 1u);
+            QCOMPARE(c->attempts[1].status.value_or(-1), 0);
+            QVERIFY(!c->attempts[1].injected());
+        }
+        QCOMPARE(store.connections().size(), size_t(1));
+        QVERIFY2(store.connections().front().decodeError.empty(),
+                 store.connections().front().decodeError.c_str());
+        QVERIFY2(hop.cap.notes().find("fault: abort UNAVAILABLE before the server (rule 1)") !=
+                     std::string::npos,
+                 hop.cap.notes().c_str());
+    }
+
+    void abortAfterTheServerAnswered()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port),
+                         {"abort status=UNAVAILABLE when=after attempt=1"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
+        const grpc::Status s = call(channel, "tsf-after");
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        // The server answered both attempts (its side effect happened); the client saw the first fail.
+        const auto arrivals = m_server.service.arrivalsFor("tsf-after");
+        QCOMPARE(arrivals.size(), size_t(2));
+        QCOMPARE(arrivals[1].previousAttempts, 1);
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        const Call *c = findCall(hop.cap.store(), "tsf-after");
+        QVERIFY(c);
+        QCOMPARE(c->attempts.size(), size_t(2));
+        QVERIFY(c->attempts[0].injected());
+        QCOMPARE(c->attempts[0].status.value_or(-1), 14);
+    }
+
+    void resetRefusedIsRetried()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"reset code=REFUSED_STREAM nth=1"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
+        const grpc::Status s = call(channel, "tsf-refused");
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        QCOMPARE(m_server.service.arrivalsFor("tsf-refused").size(), size_t(1));
+        QCOMPARE(hop.faults->hits(0), std::uint64_t(1));
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        const Call *c = findCall(hop.cap.store(), "tsf-refused");
+        QVERIFY(c);
+        QCOMPARE(c->attempts.size(), size_t(2));
+        QVERIFY(c->attempts[0].injected());
+    }
+
+    void resetCancelFailsTheCall()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"reset code=CANCEL nth=1"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
+        QCOMPARE(call(channel, "tsf-cancel").error_code(), grpc::StatusCode::CANCELLED);
+        QCOMPARE(m_server.service.arrivalsFor("tsf-cancel").size(), size_t(0));
+        // The connection is still sound for the next call.
+        const grpc::Status s = call(channel, "tsf-cancel-after");
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        std::lock_guard lk(hop.cap.mutex);
+        QVERIFY(std::any_of(hop.cap.events.begin(), hop.cap.events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::Frame && e.frameType == FrameRstStream &&
+                   e.dir == Direction::ServerToClient && e.errorCode == 8;
+        }));
+    }
+
+    void goawayBelowIsRetriedOnANewConnection()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"goaway last-stream=below nth=2"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
+        for (const char *id : {"tsf-goaway-1", "tsf-goaway-2", "tsf-goaway-3"}) {
+            const grpc::Status s = call(channel, id);
+            QVERIFY2(s.ok(), s.error_message().c_str());
+            QCOMPARE(m_server.service.arrivalsFor(id).size(), size_t(1));
+        }
+        QCOMPARE(hop.faults->hits(0), std::uint64_t(1));
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        std::lock_guard lk(hop.cap.mutex);
+        const EventBatch &events = hop.cap.events;
+        const auto opened = std::count_if(events.begin(), events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::ConnectionOpened;
+        });
+        QCOMPARE(opened, 2); // the second call went on a new connection, with a TLS handshake of its own
+        QVERIFY(std::any_of(events.begin(), events.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::Frame && e.frameType == FrameGoaway &&
+                   e.dir == Direction::ServerToClient && e.lastStreamId == 1;
+        }));
+    }
+
+    void delayHoldsOnlyItsStream()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"delay by=600ms nth=2"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
+        // Warm: the connection is up, so the held call and the other share it.
+        QVERIFY(call(channel, "tsf-delay-warm").ok());
+        const std::int64_t t0 = steadyNowNs();
+        auto held = std::async(std::launch::async, [&] { return call(channel, "tsf-delay-held").ok(); });
+        QTRY_VERIFY_WITH_TIMEOUT(hop.faults->hits(0) == 1, 5000);
+        // Another stream on the same connection goes through at once.
+        QVERIFY(call(channel, "tsf-delay-other").ok());
+        const std::int64_t other = steadyNowNs() - t0;
+        QVERIFY(held.get());
+        const auto arrivals = m_server.service.arrivalsFor("tsf-delay-held");
+        QCOMPARE(arrivals.size(), size_t(1));
+        QVERIFY2(arrivals[0].tNs - t0 >= 590 * ms,
+                 qPrintable(QString("held request arrived after %1 ms").arg((arrivals[0].tNs - t0) / ms)));
+        QVERIFY2(other < 500 * ms, qPrintable(QString("the other call took %1 ms").arg(other / ms)));
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        QCOMPARE(hop.cap.store().connections().size(), size_t(1));
+    }
+
+    void delayTheResponse()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"delay by=400ms on=response"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
+        QVERIFY(call(channel, "tsf-delay-resp").ok());
+        const std::int64_t done = steadyNowNs();
+        const auto arrivals = m_server.service.arrivalsFor("tsf-delay-resp");
+        QCOMPARE(arrivals.size(), size_t(1));
+        QVERIFY2(done - arrivals[0].tNs >= 390 * ms,
+                 qPrintable(QString("answered %1 ms after arrival").arg((done - arrivals[0].tNs) / ms)));
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+    }
+
+    // TLS inside a CONNECT tunnel: the rule names the tunnel's hop (its target's authority).
+    void abortThroughAConnectTunnel()
+    {
+        const std::string target = "localhost:" + std::to_string(m_server.port);
+        std::string error;
+        auto faults = rulesOf({"abort status=UNAVAILABLE attempt=1 hop=" + target}, &error);
+        QVERIFY2(faults, error.c_str());
+        CapturedEvents cap;
+        ConnectProxy proxy;
+        proxy.setFaults(faults);
+        proxy.setTlsIntercept(m_tls);
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, cap.sink(), &error), error.c_str());
+        {
+            const ProxyEnv env(proxy.listenAddress().toString());
+            grpc::ChannelArguments args;
+            args.SetServiceConfigJSON(kRetry);
+            auto channel = grpc::CreateCustomChannel(target, grpc::SslCredentials({}), args);
+            const grpc::Status s = call(channel, "tsf-tunnel");
+            QVERIFY2(s.ok(), s.error_message().c_str());
+        }
+        proxy.stop();
+        const auto arrivals = m_server.service.arrivalsFor("tsf-tunnel");
+        QCOMPARE(arrivals.size(), size_t(1));
+        QCOMPARE(arrivals[0].previousAttempts, 1);
+        QCOMPARE(faults->hits(0), std::uint64_t(1));
+        {
+            std::lock_guard lk(cap.mutex);
+            QVERIFY2(firstBroken(cap.events).empty(), firstBroken(cap.events).c_str());
+        }
+        const Call *c = findCall(cap.store(), "tsf-tunnel");
+        QVERIFY(c);
+        QCOMPARE(c->attempts.size(), size_t(2));
+        QVERIFY(c->attempts[0].injected());
+        QCOMPARE(c->attempts[1].status.value_or(-1), 0);
+        QVERIFY2(cap.notes().find("TLS intercepted") != std::string::npos, cap.notes().c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TstTlsStreamFaults)
+#include "tst_tlsstreamfaults.moc"
