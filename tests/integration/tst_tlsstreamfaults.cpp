@@ -20,9 +20,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <grpcpp/grpcpp.h>
+#include <mutex>
+#include <thread>
 
 using namespace rpcscope;
 using namespace tlstest;
@@ -35,17 +38,18 @@ const char kRetry[] = R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"
     "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,
     "retryableStatusCodes":["UNAVAILABLE"]}}]})";
 
-std::shared_ptr<grpc::Channel> tlsChannel(std::uint16_t port, const std::string &roots, bool retry)
+std::shared_ptr<grpc::Channel> tlsChannel(std::uint16_t port, const std::string &roots, bool retry,
+                                          const char *serviceConfig = kRetry)
 {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = roots;
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride("localhost");
-    if (retry) args.SetServiceConfigJSON(kRetry);
+    if (retry) args.SetServiceConfigJSON(serviceConfig);
     return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
 }
 
-grpc::Status call(const std::shared_ptr<grpc::Channel> &channel, const std::string &id)
+grpc::Status call(const std::shared_ptr<grpc::Channel> &channel, const std::string &id, size_t payload = 0)
 {
     auto stub = rpcscope::lab::Lab::NewStub(channel);
     grpc::ClientContext ctx;
@@ -53,6 +57,7 @@ grpc::Status call(const std::shared_ptr<grpc::Channel> &channel, const std::stri
     ctx.AddMetadata("rpcscope-call-id", id); // the timeline's key for the call, as the lab client sends it
     rpcscope::lab::CallRequest req;
     req.set_call_id(id);
+    req.set_payload(std::string(payload, 'p'));
     rpcscope::lab::CallReply reply;
     return stub->Call(&ctx, req, &reply);
 }
@@ -192,7 +197,8 @@ private slots:
         channel.reset();
         const std::string broken = hop.stopAndCheck();
         QVERIFY2(broken.empty(), broken.c_str());
-        const Call *c = findCall(hop.cap.store(), "tsf-after");
+        const TimelineStore store = hop.cap.store();
+        const Call *c = findCall(store, "tsf-after");
         QVERIFY(c);
         QCOMPARE(c->attempts.size(), size_t(2));
         QVERIFY(c->attempts[0].injected());
@@ -211,7 +217,8 @@ private slots:
         channel.reset();
         const std::string broken = hop.stopAndCheck();
         QVERIFY2(broken.empty(), broken.c_str());
-        const Call *c = findCall(hop.cap.store(), "tsf-refused");
+        const TimelineStore store = hop.cap.store();
+        const Call *c = findCall(store, "tsf-refused");
         QVERIFY(c);
         QCOMPARE(c->attempts.size(), size_t(2));
         QVERIFY(c->attempts[0].injected());
@@ -304,6 +311,52 @@ private slots:
         QVERIFY2(broken.empty(), broken.c_str());
     }
 
+    // Many calls, some with requests of several TLS records and flow-control windows, about a third of the
+    // attempts injected: neither side ever finds the other's HTTP/2 broken, and the client sees only the
+    // statuses the rules give (or success).
+    void manyCallsStayValid()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port),
+                         {"abort status=UNAVAILABLE percent=12",
+                          "abort status=UNAVAILABLE when=after percent=12",
+                          "reset code=REFUSED_STREAM percent=12"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        constexpr int kThreads = 4, kCalls = 60;
+        const char config[] = R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
+            "retryPolicy":{"maxAttempts":5,"initialBackoff":"0.001s","maxBackoff":"0.01s","backoffMultiplier":2,
+            "retryableStatusCodes":["UNAVAILABLE"]}}]})";
+        std::atomic<int> badStatus{0};
+        std::mutex whyMutex;
+        std::string why;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t)
+            threads.emplace_back([&, t] {
+                auto channel = tlsChannel(hop.port(), m_proxyCaPem, true, config);
+                for (int i = 0; i < kCalls; ++i) {
+                    const std::string id = "tsf-many-" + std::to_string(t) + "-" + std::to_string(i);
+                    const grpc::Status s = call(channel, id, i % 3 == 0 ? 200 * 1024 : 0);
+                    if (s.ok() || s.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
+                    ++badStatus;
+                    std::lock_guard lk(whyMutex);
+                    why = id + ": " + std::to_string(s.error_code()) + " " + s.error_message();
+                }
+            });
+        for (auto &t : threads)
+            t.join();
+        QVERIFY2(badStatus == 0, why.c_str());
+        std::uint64_t hits = 0;
+        for (size_t i = 0; i < 3; ++i) {
+            QVERIFY(hop.faults->hits(i) > 0);
+            hits += hop.faults->hits(i);
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(injections(hop.cap), size_t(hits), 5000);
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        const TimelineStore store = hop.cap.store();
+        for (const Connection &c : store.connections())
+            QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
+    }
+
     // TLS inside a CONNECT tunnel: the rule names the tunnel's hop (its target's authority).
     void abortThroughAConnectTunnel()
     {
@@ -333,7 +386,8 @@ private slots:
             std::lock_guard lk(cap.mutex);
             QVERIFY2(firstBroken(cap.events).empty(), firstBroken(cap.events).c_str());
         }
-        const Call *c = findCall(cap.store(), "tsf-tunnel");
+        const TimelineStore store = cap.store();
+        const Call *c = findCall(store, "tsf-tunnel");
         QVERIFY(c);
         QCOMPARE(c->attempts.size(), size_t(2));
         QVERIFY(c->attempts[0].injected());
