@@ -15,6 +15,7 @@
 #include "relay.h"
 #include "rpcscopeca.h"
 #include "timelinestore.h"
+#include "tlstestclient.h"
 #include "tlstestserver.h"
 
 #include <QTemporaryDir>
@@ -33,34 +34,6 @@ using testev::firstBroken;
 
 namespace {
 constexpr std::int64_t ms = 1'000'000;
-
-const char kRetry[] = R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
-    "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,
-    "retryableStatusCodes":["UNAVAILABLE"]}}]})";
-
-std::shared_ptr<grpc::Channel> tlsChannel(std::uint16_t port, const std::string &roots, bool retry,
-                                          const char *serviceConfig = kRetry)
-{
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = roots;
-    grpc::ChannelArguments args;
-    args.SetSslTargetNameOverride("localhost");
-    if (retry) args.SetServiceConfigJSON(serviceConfig);
-    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
-}
-
-grpc::Status call(const std::shared_ptr<grpc::Channel> &channel, const std::string &id, size_t payload = 0)
-{
-    auto stub = rpcscope::lab::Lab::NewStub(channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    ctx.AddMetadata("rpcscope-call-id", id); // the timeline's key for the call, as the lab client sends it
-    rpcscope::lab::CallRequest req;
-    req.set_call_id(id);
-    req.set_payload(std::string(payload, 'p'));
-    rpcscope::lab::CallReply reply;
-    return stub->Call(&ctx, req, &reply);
-}
 
 std::shared_ptr<FaultSet> rulesOf(const std::vector<std::string> &texts, std::string *error)
 {
@@ -148,7 +121,7 @@ private slots:
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
         // Two calls on one connection: the second's header blocks follow a faulted stream's.
         for (const char *id : {"tsf-abort-1", "tsf-abort-2"}) {
-            const grpc::Status s = call(channel, id);
+            const grpc::Status s = labCall(channel, id);
             QVERIFY2(s.ok(), s.error_message().c_str());
             // The server never saw the first attempt: the call arrived once, as its second attempt.
             const auto arrivals = m_server.service.arrivalsFor(id);
@@ -188,7 +161,7 @@ private slots:
                          {"abort status=UNAVAILABLE when=after attempt=1"});
         QVERIFY2(hop.ok, hop.error.c_str());
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
-        const grpc::Status s = call(channel, "tsf-after");
+        const grpc::Status s = labCall(channel, "tsf-after");
         QVERIFY2(s.ok(), s.error_message().c_str());
         // The server answered both attempts (its side effect happened); the client saw the first fail.
         const auto arrivals = m_server.service.arrivalsFor("tsf-after");
@@ -210,7 +183,7 @@ private slots:
         FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"reset code=REFUSED_STREAM nth=1"});
         QVERIFY2(hop.ok, hop.error.c_str());
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
-        const grpc::Status s = call(channel, "tsf-refused");
+        const grpc::Status s = labCall(channel, "tsf-refused");
         QVERIFY2(s.ok(), s.error_message().c_str());
         QCOMPARE(m_server.service.arrivalsFor("tsf-refused").size(), size_t(1));
         QCOMPARE(hop.faults->hits(0), std::uint64_t(1));
@@ -229,10 +202,10 @@ private slots:
         FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"reset code=CANCEL nth=1"});
         QVERIFY2(hop.ok, hop.error.c_str());
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
-        QCOMPARE(call(channel, "tsf-cancel").error_code(), grpc::StatusCode::CANCELLED);
+        QCOMPARE(labCall(channel, "tsf-cancel").error_code(), grpc::StatusCode::CANCELLED);
         QCOMPARE(m_server.service.arrivalsFor("tsf-cancel").size(), size_t(0));
         // The connection is still sound for the next call.
-        const grpc::Status s = call(channel, "tsf-cancel-after");
+        const grpc::Status s = labCall(channel, "tsf-cancel-after");
         QVERIFY2(s.ok(), s.error_message().c_str());
         channel.reset();
         const std::string broken = hop.stopAndCheck();
@@ -250,7 +223,7 @@ private slots:
         QVERIFY2(hop.ok, hop.error.c_str());
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
         for (const char *id : {"tsf-goaway-1", "tsf-goaway-2", "tsf-goaway-3"}) {
-            const grpc::Status s = call(channel, id);
+            const grpc::Status s = labCall(channel, id);
             QVERIFY2(s.ok(), s.error_message().c_str());
             QCOMPARE(m_server.service.arrivalsFor(id).size(), size_t(1));
         }
@@ -276,12 +249,12 @@ private slots:
         QVERIFY2(hop.ok, hop.error.c_str());
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
         // Warm: the connection is up, so the held call and the other share it.
-        QVERIFY(call(channel, "tsf-delay-warm").ok());
+        QVERIFY(labCall(channel, "tsf-delay-warm").ok());
         const std::int64_t t0 = steadyNowNs();
-        auto held = std::async(std::launch::async, [&] { return call(channel, "tsf-delay-held").ok(); });
+        auto held = std::async(std::launch::async, [&] { return labCall(channel, "tsf-delay-held").ok(); });
         QTRY_VERIFY_WITH_TIMEOUT(hop.faults->hits(0) == 1, 5000);
         // Another stream on the same connection goes through at once.
-        QVERIFY(call(channel, "tsf-delay-other").ok());
+        QVERIFY(labCall(channel, "tsf-delay-other").ok());
         const std::int64_t other = steadyNowNs() - t0;
         QVERIFY(held.get());
         const auto arrivals = m_server.service.arrivalsFor("tsf-delay-held");
@@ -300,7 +273,7 @@ private slots:
         FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"delay by=400ms on=response"});
         QVERIFY2(hop.ok, hop.error.c_str());
         auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
-        QVERIFY(call(channel, "tsf-delay-resp").ok());
+        QVERIFY(labCall(channel, "tsf-delay-resp").ok());
         const std::int64_t done = steadyNowNs();
         const auto arrivals = m_server.service.arrivalsFor("tsf-delay-resp");
         QCOMPARE(arrivals.size(), size_t(1));
@@ -334,7 +307,7 @@ private slots:
                 auto channel = tlsChannel(hop.port(), m_proxyCaPem, true, config);
                 for (int i = 0; i < kCalls; ++i) {
                     const std::string id = "tsf-many-" + std::to_string(t) + "-" + std::to_string(i);
-                    const grpc::Status s = call(channel, id, i % 3 == 0 ? 200 * 1024 : 0);
+                    const grpc::Status s = labCall(channel, id, i % 3 == 0 ? 200 * 1024 : 0);
                     if (s.ok() || s.error_code() == grpc::StatusCode::UNAVAILABLE) continue;
                     ++badStatus;
                     std::lock_guard lk(whyMutex);
@@ -371,10 +344,9 @@ private slots:
         QVERIFY2(proxy.start({"127.0.0.1", 0}, cap.sink(), &error), error.c_str());
         {
             const ProxyEnv env(proxy.listenAddress().toString());
-            grpc::ChannelArguments args;
-            args.SetServiceConfigJSON(kRetry);
-            auto channel = grpc::CreateCustomChannel(target, grpc::SslCredentials({}), args);
-            const grpc::Status s = call(channel, "tsf-tunnel");
+            // A client as its own code has it: only grpc_proxy and the roots file send it through rpcscope.
+            auto channel = unchangedClient(target);
+            const grpc::Status s = labCall(channel, "tsf-tunnel");
             QVERIFY2(s.ok(), s.error_message().c_str());
         }
         proxy.stop();
