@@ -832,12 +832,11 @@ void TlsRelayLoop::relay(Conn &c)
         }
         if (halves[0].shut && halves[1].shut) return;
         if (progress) continue;
-        pollfd fds[3] = {{c.cfd, short(want[0] | POLLIN), 0},
-                         {c.sfd, short(want[1] | POLLIN), 0},
+        // POLLIN on a side at EOF, or whose bytes wait for a destination that cannot take them, would spin:
+        // only asked for when that side is to be read or a TLS write wants it.
+        pollfd fds[3] = {{c.cfd, short(want[0] | (halves[0].readable() ? POLLIN : 0)), 0},
+                         {c.sfd, short(want[1] | (halves[1].readable() ? POLLIN : 0)), 0},
                          {m_wakePipe[0], POLLIN, 0}};
-        // POLLIN on a side already at EOF would spin: only asked for when something wants it.
-        if (halves[0].eof && !(want[0] & POLLIN)) fds[0].events &= ~POLLIN;
-        if (halves[1].eof && !(want[1] & POLLIN)) fds[1].events &= ~POLLIN;
         const int timeout = c.streams ? c.streams->pollTimeout(steadyNowNs()) : -1;
         if (poll(fds, 3, timeout) < 0 && errno != EINTR) return;
         if (m_stopping) return;
