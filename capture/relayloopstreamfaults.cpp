@@ -17,16 +17,16 @@ namespace rpcscope {
 bool RelayLoop::streamRead(Conn &c, bool fromClient)
 {
     size_t limit = m_readBuffer.size();
-    const bool throttled = c.fault && c.fault->applied;
+    const bool throttled = c.fault && c.fault->applied();
     if (throttled) {
-        limit = std::min(limit, faultReadAllowance(c, fromClient, steadyNowNs()));
+        limit = std::min(limit, c.fault->readAllowance(fromClient, steadyNowNs()));
         if (limit == 0) return true;
     }
     char *buf = m_readBuffer.data();
     const ssize_t n = recv(fromClient ? c.cfd : c.sfd, buf, limit, 0);
     const std::int64_t t = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
-    if (throttled) faultSpent(c, fromClient, size_t(n));
+    if (throttled) c.fault->spent(fromClient, size_t(n));
     m_bytes += std::uint64_t(n);
     const auto *bytes = reinterpret_cast<const std::uint8_t *>(buf);
     if (fromClient) {

@@ -1,6 +1,7 @@
 #include "tlsrelayloop.h"
 
 #include "clock.h"
+#include "connectionfault.h"
 #include "relayloop.h"
 #include "rpcscopeca.h"
 #include "streamfaultoutput.h"
@@ -189,6 +190,9 @@ struct TlsRelayLoop::Conn
     // Null unless the hop has a stream fault rule: then the plaintext of both directions is framed and
     // rewritten by it instead of relayed as it came.
     std::unique_ptr<StreamFaults> streams;
+    // Null unless a connection fault rule chose this connection (when it opened, at openedAt).
+    std::unique_ptr<ConnectionFault> fault;
+    std::int64_t openedAt = 0;
     std::string closeReason; // set by relay() when it ends the connection itself
 };
 
@@ -614,7 +618,8 @@ void TlsRelayLoop::serve(Incoming in)
     c.id = RelayLoop::newConnectionId();
     c.cfd = cfd;
     c.decode = m_decoding;
-    push(RelayChunk::open(c.id, steadyNowNs(), in.peer, m_target.toString()));
+    c.openedAt = steadyNowNs();
+    push(RelayChunk::open(c.id, c.openedAt, in.peer, m_target.toString()));
     int one = 1;
     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setTimeouts(cfd, kHandshakeTimeoutMs);
@@ -709,13 +714,15 @@ void TlsRelayLoop::relay(Conn &c)
 {
     setNonBlocking(c.cfd);
     setNonBlocking(c.sfd);
-    if (m_faults && m_faults->snapshot()->framesHop(m_faultHop)) {
-        std::uint64_t seed = 0;
-        {
-            std::lock_guard lk(m_randomMutex);
-            seed = m_faultRandom();
-        }
-        c.streams = std::make_unique<StreamFaults>(m_faults, m_faultHop, m_faultOrigin, seed);
+    if (m_faults) {
+        const std::shared_ptr<const FaultSet::Rules> rules = m_faults->snapshot();
+        std::lock_guard lk(m_randomMutex);
+        if (rules->framesHop(m_faultHop))
+            c.streams = std::make_unique<StreamFaults>(m_faults, m_faultHop, m_faultOrigin, m_faultRandom());
+        // The rule's `after` counts from when the client connected, as on the plain relay, the handshakes
+        // included.
+        c.fault = ConnectionFault::choose(*m_faults, *rules, ConnectionFault::rulesFor(*rules, m_faultHop),
+                                          m_faultOrigin, c.openedAt, m_faultRandom);
     }
     struct Half
     {
@@ -763,6 +770,7 @@ void TlsRelayLoop::relay(Conn &c)
             short &w = want[fd == c.cfd ? 0 : 1];
             w |= sslError == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
         };
+        if (c.fault && !c.fault->applied() && !startFault(c)) return;
         if (c.streams) {
             // A delay's time has come: what it held goes out now.
             const std::int64_t now = steadyNowNs();
@@ -785,12 +793,17 @@ void TlsRelayLoop::relay(Conn &c)
                 wantFor(h.dstFd, e);
                 break;
             }
-            if (h.readable()) {
-                const int n = SSL_read(h.src, h.buf.get(), int(kReadSize));
+            const bool fromClient = h.dir == Direction::ClientToServer;
+            // bandwidth counts the decrypted bytes (what the peers' HTTP/2 carries), read in measured
+            // amounts.
+            const size_t allowance = c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
+            if (h.readable() && allowance > 0) {
+                const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
                     const std::int64_t t = steadyNowNs();
                     m_bytes += size_t(n);
                     progress = true;
+                    if (c.fault) c.fault->spent(fromClient, size_t(n));
                     // As in the plain relay: past DecoderLimits::maxDecoderHeldBytes the decoder is too far
                     // behind and the connection is only relayed.
                     if (c.decode && m_decoder.overHeldLimit()) {
@@ -822,7 +835,8 @@ void TlsRelayLoop::relay(Conn &c)
                         return; // reset, or a TLS error: both sides close
                 }
             }
-            if (h.eof && h.pending() == 0 && !h.shut) {
+            if (h.eof && h.pending() == 0 && !h.shut &&
+                !(c.fault && c.fault->holdsClose(fromClient, steadyNowNs()))) {
                 // The close_notify, then the TCP half-close, as the peer sent them.
                 SSL_shutdown(h.dst);
                 shutdown(h.dstFd, SHUT_WR);
@@ -834,11 +848,78 @@ void TlsRelayLoop::relay(Conn &c)
         if (progress) continue;
         // POLLIN on a side at EOF, or whose bytes wait for a destination that cannot take them, would spin:
         // only asked for when that side is to be read or a TLS write wants it.
-        pollfd fds[3] = {{c.cfd, short(want[0] | (halves[0].readable() ? POLLIN : 0)), 0},
-                         {c.sfd, short(want[1] | (halves[1].readable() ? POLLIN : 0)), 0},
+        bool clientIn = halves[0].readable(), serverIn = halves[1].readable();
+        int timeout = c.streams ? c.streams->pollTimeout(steadyNowNs()) : -1;
+        if (c.fault) c.fault->poll(steadyNowNs(), clientIn, serverIn, true, true, timeout);
+        pollfd fds[3] = {{c.cfd, short(want[0] | (clientIn ? POLLIN : 0)), 0},
+                         {c.sfd, short(want[1] | (serverIn ? POLLIN : 0)), 0},
                          {m_wakePipe[0], POLLIN, 0}};
-        const int timeout = c.streams ? c.streams->pollTimeout(steadyNowNs()) : -1;
         if (poll(fds, 3, timeout) < 0 && errno != EINTR) return;
+        if (m_stopping) return;
+    }
+}
+
+bool TlsRelayLoop::startFault(Conn &c)
+{
+    std::string what;
+    if (!c.fault->start(*m_faults, steadyNowNs(), &what)) return true;
+    note(c.id, what);
+    switch (c.fault->action()) {
+    case FaultAction::Close:
+        // A clean close of both TLS sessions (close_notify), then of both TCP connections (FIN).
+        SSL_shutdown(c.cs);
+        SSL_shutdown(c.ss);
+        c.closeReason = what;
+        return false;
+    case FaultAction::TcpReset: {
+        const linger abort{1, 0};
+        for (int fd : {c.cfd, c.sfd})
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        c.closeReason = what;
+        return false;
+    }
+    case FaultAction::Blackhole:
+        blackhole(c);
+        return false;
+    default:
+        return true; // bandwidth and slow-close act as the relay goes on
+    }
+}
+
+void TlsRelayLoop::blackhole(Conn &c)
+{
+    // Nothing more reaches either side, whatever was on its way included. Both are still read (and what they
+    // send dropped), so neither is held up by a full window; the decoder still sees what the client sent into
+    // the hole, so the timeline shows the calls the server never got. It ends when the client gives up.
+    const auto buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
+    bool serverOpen = true;
+    for (;;) {
+        short events[2] = {POLLIN, short(serverOpen ? POLLIN : 0)};
+        for (int side = 0; side < 2; ++side) {
+            SSL *ssl = side == 0 ? c.cs : c.ss;
+            const Direction dir = side == 0 ? Direction::ClientToServer : Direction::ServerToClient;
+            while (side == 0 || serverOpen) {
+                const int n = SSL_read(ssl, buf.get(), int(kReadSize));
+                if (n > 0) {
+                    // A framed connection's decoder gets what the client is given, which from now is nothing.
+                    if (c.decode && (side == 0 || !c.streams))
+                        push(copiedBytes(c.id, dir, steadyNowNs(), buf.get(), size_t(n)));
+                    continue;
+                }
+                const int e = SSL_get_error(ssl, n);
+                if (e == SSL_ERROR_WANT_WRITE) events[side] = POLLOUT;
+                if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+                if (side == 0) { // the client gave up: the connection is over
+                    c.closeReason =
+                        e == SSL_ERROR_ZERO_RETURN ? "closed by client" : "client reset the connection";
+                    return;
+                }
+                serverOpen = false; // the server went away; the client, in the hole, is not told
+                events[1] = 0;
+            }
+        }
+        pollfd fds[3] = {{c.cfd, events[0], 0}, {c.sfd, events[1], 0}, {m_wakePipe[0], POLLIN, 0}};
+        if (poll(fds, 3, -1) < 0 && errno != EINTR) return;
         if (m_stopping) return;
     }
 }

@@ -54,9 +54,10 @@ public:
     void setPlainHandoff(PlainHandoff handoff) { m_plainHandoff = std::move(handoff); }
     void adopt(int clientFd, int serverFd, std::string clientPeer, std::string early = {},
                std::int64_t earlyAt = 0);
-    // The stream fault rules of `faults` for the hop `hopLabel` act on the decrypted HTTP/2 of connections
-    // served after this, as on the plain relay's (streamfaults.h); their time windows count from now.
-    // Connection rules do not act here. Before run().
+    // The fault rules of `faults` for the hop `hopLabel` act on connections served after this, as on the
+    // plain relay's; their time windows count from now. Stream rules act on the decrypted HTTP/2
+    // (streamfaults.h); connection rules on both TCP connections (connectionfault.h), a bandwidth limit
+    // counting decrypted bytes. Before run().
     void setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel);
     // Ends every connection (their close events go to the decoder) and joins the threads.
     void stop();
@@ -96,6 +97,10 @@ private:
     void relay(Conn &c);
     // With stream fault rules: hands on what the connection's StreamFaults wrote; false when it must end.
     bool streamOutput(Conn &c, std::int64_t t, std::string &toServer, std::string &toClient);
+    // A connection fault rule's time has come: it starts; false when it has ended the connection.
+    bool startFault(Conn &c);
+    // blackhole: drops whatever either side sends until the client leaves (or the capture stops).
+    void blackhole(Conn &c);
     void push(RelayChunk &&chunk);
     void note(std::uint32_t conn, std::string text);
     void keylog(const char *line);
