@@ -45,18 +45,21 @@ inline std::shared_ptr<grpc::Channel> unchangedClient(const std::string &target)
     return grpc::CreateCustomChannel(target, grpc::SslCredentials({}), args);
 }
 
-// One Lab/Call with a 10 s deadline. A non-empty `id` is sent as rpcscope-call-id (the timeline's key for the
-// call, as the lab client sends it); `payload` bytes go in the request.
+// One Lab/Call with a deadline (10 s unless given). A non-empty `id` is sent as rpcscope-call-id (the
+// timeline's key for the call, as the lab client sends it); `payload` bytes go in the request; the server
+// takes `delayMs` to answer.
 inline grpc::Status labCall(const std::shared_ptr<grpc::Channel> &channel, const std::string &id = {},
-                            size_t payload = 0)
+                            size_t payload = 0, int delayMs = 0,
+                            std::chrono::milliseconds deadline = std::chrono::seconds(10))
 {
     auto stub = rpcscope::lab::Lab::NewStub(channel);
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
     if (!id.empty()) ctx.AddMetadata("rpcscope-call-id", id);
     rpcscope::lab::CallRequest req;
     req.set_call_id(id);
     if (payload) req.set_payload(std::string(payload, 'p'));
+    req.set_delay_ms(delayMs);
     rpcscope::lab::CallReply reply;
     return stub->Call(&ctx, req, &reply);
 }

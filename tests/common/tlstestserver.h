@@ -15,6 +15,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tlstest {
@@ -68,6 +69,9 @@ public:
                                       std::chrono::steady_clock::now().time_since_epoch())
                                       .count()});
         }
+        // The server's processing time: a connection fault can then strike while the call is in flight.
+        if (request->delay_ms() > 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(request->delay_ms()));
         if (m_flaky && md.find("grpc-previous-rpc-attempts") == md.end())
             return grpc::Status(grpc::StatusCode::UNAVAILABLE, "first attempt fails");
         return grpc::Status::OK;

@@ -61,6 +61,14 @@ size_t injections(CapturedEvents &cap)
     }));
 }
 
+std::vector<const WireEvent *> eventsOf(const EventBatch &events, EventKind kind)
+{
+    std::vector<const WireEvent *> found;
+    for (const WireEvent &e : events)
+        if (e.kind == kind) found.push_back(&e);
+    return found;
+}
+
 // A TLS-intercepting hop to the test's server with fault rules, its events kept.
 struct FaultyTlsHop
 {
@@ -328,6 +336,133 @@ private slots:
         const TimelineStore store = hop.cap.store();
         for (const Connection &c : store.connections())
             QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
+    }
+
+    // Connection actions act on both TCP connections of an intercepted hop, as on a plain one. A close or a
+    // reset while a call is in flight fails its attempt UNAVAILABLE, marked injected by the close; the retry
+    // goes on a new connection, which the rule (nth=1) leaves alone.
+    void closeAndResetFailTheAttempt_data()
+    {
+        QTest::addColumn<QString>("rule");
+        QTest::addColumn<QString>("what");
+        QTest::newRow("close") << "close after=300ms nth=1"
+                               << "fault: close (rule 1)";
+        QTest::newRow("tcp-reset") << "tcp-reset after=300ms nth=1"
+                                   << "fault: tcp-reset (rule 1)";
+    }
+    void closeAndResetFailTheAttempt()
+    {
+        QFETCH(QString, rule);
+        QFETCH(QString, what);
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {rule.toStdString()});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, true);
+        const std::string id = "tsf-conn-" + what.section(' ', 1, 1).toStdString();
+        // The server takes 600 ms: the rule strikes 300 ms after the connection opened, while it works.
+        const grpc::Status s = labCall(channel, id, 0, 600);
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        const auto arrivals = m_server.service.arrivalsFor(id);
+        QCOMPARE(arrivals.size(), size_t(2));
+        QCOMPARE(arrivals[1].previousAttempts, 1);
+        QCOMPARE(hop.faults->hits(0), std::uint64_t(1));
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        QVERIFY2(hop.cap.notes().find(what.toStdString()) != std::string::npos, hop.cap.notes().c_str());
+        {
+            std::lock_guard lk(hop.cap.mutex);
+            QCOMPARE(eventsOf(hop.cap.events, EventKind::ConnectionOpened).size(), size_t(2));
+            const auto closes = eventsOf(hop.cap.events, EventKind::ConnectionClosed);
+            QVERIFY(!closes.empty());
+            QCOMPARE(QString::fromStdString(closes.front()->reason), what);
+        }
+        const TimelineStore store = hop.cap.store();
+        const Call *c = findCall(store, id);
+        QVERIFY(c);
+        QCOMPARE(c->attempts.size(), size_t(2));
+        QCOMPARE(c->attempts[0].faultRule, 1u);
+        QVERIFY(c->attempts[0].connection != c->attempts[1].connection);
+        QCOMPARE(c->attempts[1].status.value_or(-1), 0);
+        QVERIFY(!c->attempts[1].injected());
+    }
+
+    // blackhole: once the hole opens nothing more reaches either side, and the connection stays open, so a
+    // call with a deadline ends DEADLINE_EXCEEDED without the server ever seeing it; the timeline still has
+    // it.
+    void blackholeTimesTheCallOut()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"blackhole after=300ms"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
+        QVERIFY(labCall(channel, "tsf-hole-warm").ok());
+        QTRY_COMPARE_WITH_TIMEOUT(hop.faults->hits(0), std::uint64_t(1), 5000);
+        const std::int64_t t0 = steadyNowNs();
+        const grpc::Status s = labCall(channel, "tsf-hole", 0, 0, std::chrono::milliseconds(800));
+        QCOMPARE(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+        QVERIFY(steadyNowNs() - t0 >= 790 * ms);
+        QCOMPARE(m_server.service.arrivalsFor("tsf-hole").size(), size_t(0));
+        QVERIFY2(hop.cap.notes().find("fault: blackhole (rule 1)") != std::string::npos,
+                 hop.cap.notes().c_str());
+        {
+            // Still open: the client was never told.
+            std::lock_guard lk(hop.cap.mutex);
+            QCOMPARE(eventsOf(hop.cap.events, EventKind::ConnectionClosed).size(), size_t(0));
+        }
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+        const TimelineStore store = hop.cap.store();
+        QVERIFY(findCall(store, "tsf-hole"));
+        QCOMPARE(store.connections().size(), size_t(1));
+    }
+
+    // bandwidth counts decrypted bytes: a 1 MiB request at 2 MiB/s takes about half a second, less the first
+    // bucket (a 20th of the rate), and not much more.
+    void bandwidthLimitsTheRequest()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"bandwidth rate=2m dir=up"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
+        QVERIFY(labCall(channel, "tsf-bw-warm").ok()); // the handshakes are not part of the measure
+        const std::int64_t t0 = steadyNowNs();
+        const grpc::Status s = labCall(channel, "tsf-bw", 1 << 20);
+        const double seconds = double(steadyNowNs() - t0) / 1e9;
+        QVERIFY2(s.ok(), s.error_message().c_str());
+        QVERIFY2(seconds >= 0.45, qPrintable(QString::number(seconds)));
+        QVERIFY2(seconds < 1.5, qPrintable(QString::number(seconds)));
+        QCOMPARE(hop.faults->hits(0), std::uint64_t(1));
+        QVERIFY2(hop.cap.notes().find("fault: bandwidth (rule 1)") != std::string::npos,
+                 hop.cap.notes().c_str());
+        channel.reset();
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
+    }
+
+    // slow-close: the client's close reaches the server only after `by`, and the server's close the client
+    // after `by` again; the connection ends late.
+    void slowCloseDelaysTheClose()
+    {
+        FaultyTlsHop hop(m_tls, std::uint16_t(m_server.port), {"slow-close by=400ms"});
+        QVERIFY2(hop.ok, hop.error.c_str());
+        auto channel = tlsChannel(hop.port(), m_proxyCaPem, false);
+        QVERIFY(labCall(channel, "tsf-slowclose").ok());
+        const std::int64_t t0 = steadyNowNs();
+        channel.reset(); // the client closes its connection
+        std::int64_t closedAt = 0;
+        auto closed = [&] {
+            std::lock_guard lk(hop.cap.mutex);
+            const auto closes = eventsOf(hop.cap.events, EventKind::ConnectionClosed);
+            if (!closes.empty()) closedAt = closes.front()->tNs;
+            return closedAt != 0;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(closed(), 5000);
+        QVERIFY2(closedAt - t0 >= 390 * ms,
+                 qPrintable(QString("closed after %1 ms").arg((closedAt - t0) / ms)));
+        QCOMPARE(hop.faults->hits(0), std::uint64_t(1));
+        QVERIFY2(hop.cap.notes().find("fault: slow-close (rule 1)") != std::string::npos,
+                 hop.cap.notes().c_str());
+        const std::string broken = hop.stopAndCheck();
+        QVERIFY2(broken.empty(), broken.c_str());
     }
 
     // TLS inside a CONNECT tunnel: the rule names the tunnel's hop (its target's authority).
