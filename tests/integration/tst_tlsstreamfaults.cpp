@@ -1,8 +1,9 @@
 // Stream fault rules on TLS-intercepted hops: a real grpc++ TLS server, a grpc++ client with a retry policy
 // that trusts the rpcscope CA, and a hop that decrypts, frames the HTTP/2 and injects, as tst_streamfaults
 // does on a plain hop. What the client gets, what the server sees, the attempts marked injected on the
-// timeline, and no broken HTTP/2 on either side. One case goes through a CONNECT tunnel intercepted the same
-// way.
+// timeline, and no broken HTTP/2 on either side. The connection actions (close, tcp-reset, blackhole,
+// bandwidth, slow-close) as tst_faultrules checks them on a plain hop. Two cases go through a CONNECT tunnel
+// intercepted the same way.
 
 #include "brokenwire.h"
 #include "capturedevents.h"
@@ -465,12 +466,25 @@ private slots:
         QVERIFY2(broken.empty(), broken.c_str());
     }
 
-    // TLS inside a CONNECT tunnel: the rule names the tunnel's hop (its target's authority).
-    void abortThroughAConnectTunnel()
+    // TLS inside a CONNECT tunnel: the rule names the tunnel's hop (its target's authority). A stream action,
+    // and a connection action that resets the tunnel's connections while the server works on the call.
+    void faultThroughAConnectTunnel_data()
     {
+        QTest::addColumn<QString>("rule");
+        QTest::addColumn<int>("delayMs");
+        QTest::addColumn<int>("arrivals");
+        QTest::newRow("abort") << "abort status=UNAVAILABLE attempt=1" << 0 << 1;
+        QTest::newRow("tcp-reset") << "tcp-reset after=300ms nth=1" << 600 << 2;
+    }
+    void faultThroughAConnectTunnel()
+    {
+        QFETCH(QString, rule);
+        QFETCH(int, delayMs);
+        QFETCH(int, arrivals);
+        const std::string id = "tsf-tunnel-" + rule.section(' ', 0, 0).toStdString();
         const std::string target = "localhost:" + std::to_string(m_server.port);
         std::string error;
-        auto faults = rulesOf({"abort status=UNAVAILABLE attempt=1 hop=" + target}, &error);
+        auto faults = rulesOf({rule.toStdString() + " hop=" + target}, &error);
         QVERIFY2(faults, error.c_str());
         CapturedEvents cap;
         ConnectProxy proxy;
@@ -481,20 +495,20 @@ private slots:
             const ProxyEnv env(proxy.listenAddress().toString());
             // A client as its own code has it: only grpc_proxy and the roots file send it through rpcscope.
             auto channel = unchangedClient(target);
-            const grpc::Status s = labCall(channel, "tsf-tunnel");
+            const grpc::Status s = labCall(channel, id, 0, delayMs);
             QVERIFY2(s.ok(), s.error_message().c_str());
         }
         proxy.stop();
-        const auto arrivals = m_server.service.arrivalsFor("tsf-tunnel");
-        QCOMPARE(arrivals.size(), size_t(1));
-        QCOMPARE(arrivals[0].previousAttempts, 1);
+        const auto arrived = m_server.service.arrivalsFor(id);
+        QCOMPARE(arrived.size(), size_t(arrivals));
+        QCOMPARE(arrived.back().previousAttempts, 1);
         QCOMPARE(faults->hits(0), std::uint64_t(1));
         {
             std::lock_guard lk(cap.mutex);
             QVERIFY2(firstBroken(cap.events).empty(), firstBroken(cap.events).c_str());
         }
         const TimelineStore store = cap.store();
-        const Call *c = findCall(store, "tsf-tunnel");
+        const Call *c = findCall(store, id);
         QVERIFY(c);
         QCOMPARE(c->attempts.size(), size_t(2));
         QVERIFY(c->attempts[0].injected());
