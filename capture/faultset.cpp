@@ -1,5 +1,6 @@
 #include "faultset.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace rpcscope {
@@ -11,6 +12,13 @@ FaultSet::FaultSet(std::vector<FaultRule> rules) : m_counters(std::make_unique<C
     first->enabled.assign(rules.size(), 1);
     first->rules = std::move(rules);
     m_rules = std::move(first);
+}
+
+bool FaultSet::Rules::framesHop(const std::string &hop) const
+{
+    return std::any_of(rules.begin(), rules.end(), [&](const FaultRule &r) {
+        return !isConnectionAction(r.action) && (r.hop.empty() || r.hop == hop);
+    });
 }
 
 std::shared_ptr<const FaultSet::Rules> FaultSet::snapshot() const

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace rpcscope {
@@ -27,6 +28,9 @@ public:
         std::vector<FaultRule> rules;
         std::vector<char> enabled; // one per rule
         std::uint64_t version = 0;
+        // A stream rule, switched on or not, acts on the hop `hop`: its connections are to be framed (a rule
+        // switched off now may be switched on while a channel keeps its connection).
+        bool framesHop(const std::string &hop) const;
     };
 
     explicit FaultSet(std::vector<FaultRule> rules = {});

@@ -131,6 +131,7 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
         }
         d->tlsLoop = std::move(tls);
         d->decoder.start(std::move(sink), d->limits, d->label);
+        d->tlsLoop->setFaults(d->faults, d->label);
         d->tlsLoop->run();
         return true;
     }
@@ -170,6 +171,7 @@ bool Relay::startTunnels(const HostPort &target, Sink sink, std::string *error)
             d->loop.adopt(cfd, sfd, std::move(peer), std::move(early), at);
         });
         d->tlsLoop = std::move(tls);
+        d->tlsLoop->setFaults(d->faults, d->label);
         d->tlsLoop->run();
     }
     return true;

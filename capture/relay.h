@@ -38,7 +38,8 @@ public:
     void setLabel(const std::string &label);
     // Fault rules: those for this relay's hop (by its label) act on its connections; null, none. Applies to
     // the next start(), from which their time windows count. Each time a rule acts it is counted in `faults`
-    // and noted on the connection ("fault: blackhole (rule 2)").
+    // and noted on the connection ("fault: blackhole (rule 2)"). With TLS interception only the stream rules
+    // act (on the decrypted HTTP/2).
     void setFaults(std::shared_ptr<FaultSet> faults);
     // TLS interception (tlsrelayloop.h) instead of the byte-for-byte relay. Applies from the next start().
     void setTlsIntercept(const TlsInterceptOptions &options);

@@ -512,12 +512,12 @@ bool RelayLoop::readSide(Conn &c, bool fromClient)
     if (half.inPipe > 0) return spliceSide(c, fromClient);
     if (c.streams) return streamRead(c, fromClient);
     // A faulted connection (bandwidth) is read in measured amounts, so always by copy.
-    if (c.fault && c.fault->applied) {
-        const size_t allowance = faultReadAllowance(c, fromClient, steadyNowNs());
+    if (c.fault && c.fault->applied()) {
+        const size_t allowance = c.fault->readAllowance(fromClient, steadyNowNs());
         if (allowance == 0) return true;
         size_t got = 0;
         const bool ok = copySide(c, fromClient, allowance, &got);
-        faultSpent(c, fromClient, got);
+        c.fault->spent(fromClient, got);
         return ok;
     }
     if (half.queued.size() > half.queuedOff || !half.splicing) return copySide(c, fromClient);
@@ -771,12 +771,12 @@ void RelayLoop::loop()
             }
             // Half-close: pass an EOF on once everything before it has been delivered.
             if (c.up.eof && !c.up.shut && !c.up.pending() && !c.connecting &&
-                !(c.fault && faultHoldsClose(c, true, steadyNowNs()))) {
+                !(c.fault && c.fault->holdsClose(true, steadyNowNs()))) {
                 shutdown(c.sfd, SHUT_WR);
                 c.up.shut = true;
             }
             if (c.down.eof && !c.down.shut && !c.down.pending() &&
-                !(c.fault && faultHoldsClose(c, false, steadyNowNs()))) {
+                !(c.fault && c.fault->holdsClose(false, steadyNowNs()))) {
                 shutdown(c.cfd, SHUT_WR);
                 c.down.shut = true;
             }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "connectionfault.h"
 #include "decoderthread.h"
 #include "faultset.h"
 #include "hostport.h"
@@ -93,18 +94,6 @@ private:
         bool wantsRead() const;
     };
 
-    // A connection fault rule that chose a connection (relayloopfaults.cpp).
-    struct ConnFault
-    {
-        size_t rule = 0; // index into the FaultSet
-        FaultAction action = FaultAction::Blackhole;
-        std::int64_t at = 0; // when it starts
-        bool applied = false;
-        double tokens[2] = {0, 0}; // bandwidth: bytes that may be read now, client side [0], server side [1]
-        std::int64_t refilledAt = 0;      // bandwidth: when tokens were last added
-        std::int64_t closeAt[2] = {0, 0}; // slow-close: when the side's EOF may be passed on (0: not seen)
-    };
-
     struct Conn
     {
         std::uint32_t id = 0;
@@ -126,7 +115,7 @@ private:
         size_t addressIndex = 0;     // which of the target's addresses is being tried
         std::string closeReason;     // set where the connection's end is first noticed
         int lastConnectError = 0;
-        std::unique_ptr<ConnFault> fault; // null unless a fault rule chose this connection
+        std::unique_ptr<ConnectionFault> fault; // null unless a fault rule chose this connection
         // What the loop's epoll set watches for on each socket (0: not in the set), and on which descriptor:
         // a socket closed elsewhere left the set with its file, so a changed descriptor means nothing is
         // registered for it.
@@ -173,11 +162,6 @@ private:
     void faultPoll(Conn &c, std::int64_t now, short &ce, short &se, int &timeout);
     // Starts the rule when its time has come; true when it dealt with the connection's events itself.
     bool faultEvents(Conn &c, short cr, short sr, std::int64_t now);
-    // bandwidth: how much may be read now (SIZE_MAX: no limit).
-    size_t faultReadAllowance(Conn &c, bool fromClient, std::int64_t now);
-    void faultSpent(Conn &c, bool fromClient, size_t n);
-    // slow-close: true while the side's EOF must wait.
-    bool faultHoldsClose(Conn &c, bool fromClient, std::int64_t now);
     void blackholeRead(Conn &c, bool fromClient);
     // Stream fault rules (relayloopstreamfaults.cpp), only for a connection with c.streams.
     bool streamRead(Conn &c, bool fromClient);

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "relayloop.h"
+#include "streamfaultoutput.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,26 +17,20 @@ namespace rpcscope {
 bool RelayLoop::streamRead(Conn &c, bool fromClient)
 {
     size_t limit = m_readBuffer.size();
-    const bool throttled = c.fault && c.fault->applied;
+    const bool throttled = c.fault && c.fault->applied();
     if (throttled) {
-        limit = std::min(limit, faultReadAllowance(c, fromClient, steadyNowNs()));
+        limit = std::min(limit, c.fault->readAllowance(fromClient, steadyNowNs()));
         if (limit == 0) return true;
     }
     char *buf = m_readBuffer.data();
     const ssize_t n = recv(fromClient ? c.cfd : c.sfd, buf, limit, 0);
     const std::int64_t t = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
-    if (throttled) faultSpent(c, fromClient, size_t(n));
+    if (throttled) c.fault->spent(fromClient, size_t(n));
     m_bytes += std::uint64_t(n);
     const auto *bytes = reinterpret_cast<const std::uint8_t *>(buf);
     if (fromClient) {
-        if (c.decode) {
-            RelayChunk chunk = RelayChunk::bytes(c.id, Direction::ClientToServer, t);
-            chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
-            chunk.size = size_t(n);
-            std::memcpy(chunk.data.get(), buf, size_t(n));
-            toDecoder(c, std::move(chunk));
-        }
+        if (c.decode) toDecoder(c, copiedBytes(c.id, Direction::ClientToServer, t, buf, size_t(n)));
         c.streams->fromClient(bytes, size_t(n), t);
     } else {
         c.streams->fromServer(bytes, size_t(n), t);
@@ -53,32 +48,10 @@ void RelayLoop::streamEarly(Conn &c, std::string early, std::int64_t at)
 bool RelayLoop::streamOutput(Conn &c, std::int64_t t)
 {
     StreamFaults &s = *c.streams;
-    for (StreamFaults::Injection &i : s.injections) {
-        RelayChunk chunk = RelayChunk::note(c.id, t, std::move(i.what));
-        chunk.dir = Direction::ServerToClient;
-        chunk.stream = i.stream;
-        chunk.faultRule = std::uint32_t(i.rule + 1);
-        chunk.faultText = std::move(i.text);
-        m_decoder.push(std::move(chunk));
-    }
-    s.injections.clear();
-    if (!s.toClient.empty()) {
-        // What the client gets, injected frames and re-encoded header blocks included, is what is decoded.
-        if (c.decode) {
-            RelayChunk chunk = RelayChunk::bytes(c.id, Direction::ServerToClient, t);
-            chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(s.toClient.size());
-            chunk.size = s.toClient.size();
-            std::memcpy(chunk.data.get(), s.toClient.data(), chunk.size);
-            toDecoder(c, std::move(chunk));
-        }
-        c.down.queued += s.toClient;
-        s.toClient.clear();
-    }
-    if (!s.toServer.empty()) {
-        c.up.queued += s.toServer;
-        s.toServer.clear();
-    }
-    if (!s.failure.empty()) {
+    const auto note = [this](RelayChunk &&chunk) { m_decoder.push(std::move(chunk)); };
+    const auto decode = [this, &c](RelayChunk &&chunk) { toDecoder(c, std::move(chunk)); };
+    if (!takeStreamOutput(s, c.id, t, c.up.queued, c.down.queued, note,
+                          c.decode ? std::function<void(RelayChunk &&)>(decode) : nullptr)) {
         c.reset = true;
         closeConn(c, "fault rules: " + s.failure);
         return false;
@@ -91,10 +64,8 @@ bool RelayLoop::streamOutput(Conn &c, std::int64_t t)
 void RelayLoop::streamPoll(Conn &c, std::int64_t now, int &timeout)
 {
     if (c.draining || c.connecting) return;
-    const std::int64_t at = c.streams->nextTime();
-    if (!at) return;
-    const int ms = at <= now ? 0 : int(std::min<std::int64_t>((at - now + 999'999) / 1'000'000, 60'000));
-    if (timeout < 0 || ms < timeout) timeout = ms;
+    const int ms = c.streams->pollTimeout(now);
+    if (ms >= 0 && (timeout < 0 || ms < timeout)) timeout = ms;
 }
 
 bool RelayLoop::streamTimers(Conn &c, std::int64_t now)

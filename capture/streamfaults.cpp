@@ -631,4 +631,11 @@ std::int64_t StreamFaults::nextTime() const
     return next;
 }
 
+int StreamFaults::pollTimeout(std::int64_t now) const
+{
+    const std::int64_t at = nextTime();
+    if (!at) return -1;
+    return at <= now ? 0 : int(std::min<std::int64_t>((at - now + 999'999) / 1'000'000, 60'000));
+}
+
 } // namespace rpcscope

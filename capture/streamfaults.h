@@ -47,6 +47,9 @@ public:
     void onTime(std::int64_t now);
     // When onTime() next has something to do (0: nothing held).
     std::int64_t nextTime() const;
+    // The same as a poll timeout from `now`: whole milliseconds, rounded up, at most a minute; -1 nothing
+    // held.
+    int pollTimeout(std::int64_t now) const;
 
     // Filled by the calls above and taken (cleared) by the relay.
     std::string toServer;

@@ -1,11 +1,14 @@
 #include "tlsrelayloop.h"
 
 #include "clock.h"
+#include "connectionfault.h"
 #include "relayloop.h"
 #include "rpcscopeca.h"
+#include "streamfaultoutput.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -184,6 +187,13 @@ struct TlsRelayLoop::Conn
     std::vector<std::string> clientAlpn;
     std::string failure; // why the target's side failed, said to the client with an alert
     bool decode = true;
+    // Null unless the hop has a stream fault rule: then the plaintext of both directions is framed and
+    // rewritten by it instead of relayed as it came.
+    std::unique_ptr<StreamFaults> streams;
+    // Null unless a connection fault rule chose this connection (when it opened, at openedAt).
+    std::unique_ptr<ConnectionFault> fault;
+    std::int64_t openedAt = 0;
+    std::string closeReason; // set by relay() when it ends the connection itself
 };
 
 TlsRelayLoop::TlsRelayLoop(DecoderThread &decoder) : m_decoder(decoder) {}
@@ -273,6 +283,13 @@ bool TlsRelayLoop::open(int listenFd, const HostPort &target, std::vector<sockad
     }
     m_listenFd = listenFd;
     return true;
+}
+
+void TlsRelayLoop::setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel)
+{
+    m_faults = std::move(faults);
+    m_faultHop = hopLabel;
+    m_faultOrigin = steadyNowNs();
 }
 
 void TlsRelayLoop::run()
@@ -601,7 +618,8 @@ void TlsRelayLoop::serve(Incoming in)
     c.id = RelayLoop::newConnectionId();
     c.cfd = cfd;
     c.decode = m_decoding;
-    push(RelayChunk::open(c.id, steadyNowNs(), in.peer, m_target.toString()));
+    c.openedAt = steadyNowNs();
+    push(RelayChunk::open(c.id, c.openedAt, in.peer, m_target.toString()));
     int one = 1;
     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setTimeouts(cfd, kHandshakeTimeoutMs);
@@ -651,7 +669,7 @@ void TlsRelayLoop::serve(Incoming in)
                            SSL_get_cipher_name(c.ss) + ", certificate " + subjectOf(serverCert) +
                            (m_options.targetInsecure ? " (not verified: --target-insecure)" : ""));
             relay(c);
-            closeReason = "closed";
+            closeReason = c.closeReason.empty() ? "closed" : c.closeReason;
         } else if (!c.failure.empty()) {
             fail(c.failure);
         } else {
@@ -683,10 +701,29 @@ void TlsRelayLoop::serve(Incoming in)
     push(RelayChunk::close(c.id, steadyNowNs(), closeReason));
 }
 
+bool TlsRelayLoop::streamOutput(Conn &c, std::int64_t t, std::string &toServer, std::string &toClient)
+{
+    const std::function<void(RelayChunk &&)> chunk = [this](RelayChunk &&ch) { push(std::move(ch)); };
+    if (takeStreamOutput(*c.streams, c.id, t, toServer, toClient, chunk, c.decode ? chunk : nullptr))
+        return true;
+    c.closeReason = "fault rules: " + c.streams->failure;
+    return false;
+}
+
 void TlsRelayLoop::relay(Conn &c)
 {
     setNonBlocking(c.cfd);
     setNonBlocking(c.sfd);
+    if (m_faults) {
+        const std::shared_ptr<const FaultSet::Rules> rules = m_faults->snapshot();
+        std::lock_guard lk(m_randomMutex);
+        if (rules->framesHop(m_faultHop))
+            c.streams = std::make_unique<StreamFaults>(m_faults, m_faultHop, m_faultOrigin, m_faultRandom());
+        // The rule's `after` counts from when the client connected, as on the plain relay, the handshakes
+        // included.
+        c.fault = ConnectionFault::choose(*m_faults, *rules, ConnectionFault::rulesFor(*rules, m_faultHop),
+                                          m_faultOrigin, c.openedAt, m_faultRandom);
+    }
     struct Half
     {
         SSL *src;
@@ -699,9 +736,33 @@ void TlsRelayLoop::relay(Conn &c)
         size_t len = 0;
         bool eof = false;
         bool shut = false;
+        // With stream faults, what dst is to get, as StreamFaults wrote it (the read buffer is handed to it
+        // whole at once). OpenSSL takes a retried write from a moved buffer
+        // (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+        bool framed = false;
+        std::string out = {};
+        size_t outOff = 0;
+        size_t pending() const { return framed ? out.size() - outOff : len; }
+        const unsigned char *next() const
+        {
+            return framed ? reinterpret_cast<const unsigned char *>(out.data()) + outOff : buf.get() + off;
+        }
+        void wrote(size_t n)
+        {
+            if (!framed) {
+                off += n;
+                len -= n;
+            } else if ((outOff += n) == out.size()) {
+                out.clear();
+                outOff = 0;
+            }
+        }
+        // A framed direction reads on while its destination has less than a read's worth waiting.
+        bool readable() const { return !eof && (framed ? pending() < kReadSize : len == 0); }
     };
     Half halves[2] = {{c.cs, c.ss, c.cfd, c.sfd, Direction::ClientToServer},
                       {c.ss, c.cs, c.sfd, c.cfd, Direction::ServerToClient}};
+    halves[0].framed = halves[1].framed = c.streams != nullptr;
     for (;;) {
         bool progress = false;
         short want[2] = {0, 0}; // poll events for cfd, sfd
@@ -709,12 +770,21 @@ void TlsRelayLoop::relay(Conn &c)
             short &w = want[fd == c.cfd ? 0 : 1];
             w |= sslError == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
         };
+        if (c.fault && !c.fault->applied() && !startFault(c)) return;
+        if (c.streams) {
+            // A delay's time has come: what it held goes out now.
+            const std::int64_t now = steadyNowNs();
+            const std::int64_t at = c.streams->nextTime();
+            if (at && at <= now) {
+                c.streams->onTime(now);
+                if (!streamOutput(c, now, halves[0].out, halves[1].out)) return;
+            }
+        }
         for (Half &h : halves) {
-            while (h.len > 0) {
-                const int n = SSL_write(h.dst, h.buf.get() + h.off, int(h.len));
+            while (h.pending() > 0) {
+                const int n = SSL_write(h.dst, h.next(), int(std::min<size_t>(h.pending(), INT_MAX)));
                 if (n > 0) {
-                    h.off += size_t(n);
-                    h.len -= size_t(n);
+                    h.wrote(size_t(n));
                     progress = true;
                     continue;
                 }
@@ -723,26 +793,37 @@ void TlsRelayLoop::relay(Conn &c)
                 wantFor(h.dstFd, e);
                 break;
             }
-            if (h.len == 0 && !h.eof) {
-                const int n = SSL_read(h.src, h.buf.get(), int(kReadSize));
+            const bool fromClient = h.dir == Direction::ClientToServer;
+            // bandwidth counts the decrypted bytes (what the peers' HTTP/2 carries), read in measured
+            // amounts.
+            const size_t allowance = c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
+            if (h.readable() && allowance > 0) {
+                const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
                     const std::int64_t t = steadyNowNs();
                     m_bytes += size_t(n);
-                    h.off = 0;
-                    h.len = size_t(n);
                     progress = true;
+                    if (c.fault) c.fault->spent(fromClient, size_t(n));
                     // As in the plain relay: past DecoderLimits::maxDecoderHeldBytes the decoder is too far
                     // behind and the connection is only relayed.
                     if (c.decode && m_decoder.overHeldLimit()) {
                         c.decode = false;
                         push(RelayChunk::error(c.id, h.dir, t, m_decoder.overHeldLimitReason()));
                     }
-                    if (c.decode) {
-                        RelayChunk chunk = RelayChunk::bytes(c.id, h.dir, t);
-                        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
-                        std::memcpy(chunk.data.get(), h.buf.get(), size_t(n));
-                        chunk.size = size_t(n);
-                        push(std::move(chunk));
+                    // With stream faults the decoder gets what the client sent and what it is given, as the
+                    // plain relay's.
+                    if (c.decode && (!c.streams || h.dir == Direction::ClientToServer))
+                        push(copiedBytes(c.id, h.dir, t, h.buf.get(), size_t(n)));
+                    if (!c.streams) {
+                        h.off = 0;
+                        h.len = size_t(n);
+                    } else {
+                        const auto *bytes = reinterpret_cast<const std::uint8_t *>(h.buf.get());
+                        if (h.dir == Direction::ClientToServer)
+                            c.streams->fromClient(bytes, size_t(n), t);
+                        else
+                            c.streams->fromServer(bytes, size_t(n), t);
+                        if (!streamOutput(c, t, halves[0].out, halves[1].out)) return;
                     }
                 } else {
                     const int e = SSL_get_error(h.src, n);
@@ -754,7 +835,8 @@ void TlsRelayLoop::relay(Conn &c)
                         return; // reset, or a TLS error: both sides close
                 }
             }
-            if (h.eof && h.len == 0 && !h.shut) {
+            if (h.eof && h.pending() == 0 && !h.shut &&
+                !(c.fault && c.fault->holdsClose(fromClient, steadyNowNs()))) {
                 // The close_notify, then the TCP half-close, as the peer sent them.
                 SSL_shutdown(h.dst);
                 shutdown(h.dstFd, SHUT_WR);
@@ -764,12 +846,79 @@ void TlsRelayLoop::relay(Conn &c)
         }
         if (halves[0].shut && halves[1].shut) return;
         if (progress) continue;
-        pollfd fds[3] = {{c.cfd, short(want[0] | POLLIN), 0},
-                         {c.sfd, short(want[1] | POLLIN), 0},
+        // POLLIN on a side at EOF, or whose bytes wait for a destination that cannot take them, would spin:
+        // only asked for when that side is to be read or a TLS write wants it.
+        bool clientIn = halves[0].readable(), serverIn = halves[1].readable();
+        int timeout = c.streams ? c.streams->pollTimeout(steadyNowNs()) : -1;
+        if (c.fault) c.fault->poll(steadyNowNs(), clientIn, serverIn, true, true, timeout);
+        pollfd fds[3] = {{c.cfd, short(want[0] | (clientIn ? POLLIN : 0)), 0},
+                         {c.sfd, short(want[1] | (serverIn ? POLLIN : 0)), 0},
                          {m_wakePipe[0], POLLIN, 0}};
-        // POLLIN on a side already at EOF would spin: only asked for when something wants it.
-        if (halves[0].eof && !(want[0] & POLLIN)) fds[0].events &= ~POLLIN;
-        if (halves[1].eof && !(want[1] & POLLIN)) fds[1].events &= ~POLLIN;
+        if (poll(fds, 3, timeout) < 0 && errno != EINTR) return;
+        if (m_stopping) return;
+    }
+}
+
+bool TlsRelayLoop::startFault(Conn &c)
+{
+    std::string what;
+    if (!c.fault->start(*m_faults, steadyNowNs(), &what)) return true;
+    note(c.id, what);
+    switch (c.fault->action()) {
+    case FaultAction::Close:
+        // A clean close of both TLS sessions (close_notify), then of both TCP connections (FIN).
+        SSL_shutdown(c.cs);
+        SSL_shutdown(c.ss);
+        c.closeReason = what;
+        return false;
+    case FaultAction::TcpReset: {
+        const linger abort{1, 0};
+        for (int fd : {c.cfd, c.sfd})
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        c.closeReason = what;
+        return false;
+    }
+    case FaultAction::Blackhole:
+        blackhole(c);
+        return false;
+    default:
+        return true; // bandwidth and slow-close act as the relay goes on
+    }
+}
+
+void TlsRelayLoop::blackhole(Conn &c)
+{
+    // Nothing more reaches either side, whatever was on its way included. Both are still read (and what they
+    // send dropped), so neither is held up by a full window; the decoder still sees what the client sent into
+    // the hole, so the timeline shows the calls the server never got. It ends when the client gives up.
+    const auto buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
+    bool serverOpen = true;
+    for (;;) {
+        short events[2] = {POLLIN, short(serverOpen ? POLLIN : 0)};
+        for (int side = 0; side < 2; ++side) {
+            SSL *ssl = side == 0 ? c.cs : c.ss;
+            const Direction dir = side == 0 ? Direction::ClientToServer : Direction::ServerToClient;
+            while (side == 0 || serverOpen) {
+                const int n = SSL_read(ssl, buf.get(), int(kReadSize));
+                if (n > 0) {
+                    // A framed connection's decoder gets what the client is given, which from now is nothing.
+                    if (c.decode && (side == 0 || !c.streams))
+                        push(copiedBytes(c.id, dir, steadyNowNs(), buf.get(), size_t(n)));
+                    continue;
+                }
+                const int e = SSL_get_error(ssl, n);
+                if (e == SSL_ERROR_WANT_WRITE) events[side] = POLLOUT;
+                if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+                if (side == 0) { // the client gave up: the connection is over
+                    c.closeReason =
+                        e == SSL_ERROR_ZERO_RETURN ? "closed by client" : "client reset the connection";
+                    return;
+                }
+                serverOpen = false; // the server went away; the client, in the hole, is not told
+                events[1] = 0;
+            }
+        }
+        pollfd fds[3] = {{c.cfd, events[0], 0}, {c.sfd, events[1], 0}, {m_wakePipe[0], POLLIN, 0}};
         if (poll(fds, 3, -1) < 0 && errno != EINTR) return;
         if (m_stopping) return;
     }

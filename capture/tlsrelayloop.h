@@ -1,6 +1,7 @@
 #pragma once
 
 #include "decoderthread.h"
+#include "faultset.h"
 #include "hostport.h"
 #include "tlsintercept.h"
 
@@ -11,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <sys/socket.h>
@@ -52,6 +54,11 @@ public:
     void setPlainHandoff(PlainHandoff handoff) { m_plainHandoff = std::move(handoff); }
     void adopt(int clientFd, int serverFd, std::string clientPeer, std::string early = {},
                std::int64_t earlyAt = 0);
+    // The fault rules of `faults` for the hop `hopLabel` act on connections served after this, as on the
+    // plain relay's; their time windows count from now. Stream rules act on the decrypted HTTP/2
+    // (streamfaults.h); connection rules on both TCP connections (connectionfault.h), a bandwidth limit
+    // counting decrypted bytes. Before run().
+    void setFaults(std::shared_ptr<FaultSet> faults, const std::string &hopLabel);
     // Ends every connection (their close events go to the decoder) and joins the threads.
     void stop();
     bool running() const { return m_thread.joinable(); }
@@ -88,6 +95,12 @@ private:
     bool connectTarget(Conn &c);
     bool handshakeTarget(Conn &c);
     void relay(Conn &c);
+    // With stream fault rules: hands on what the connection's StreamFaults wrote; false when it must end.
+    bool streamOutput(Conn &c, std::int64_t t, std::string &toServer, std::string &toClient);
+    // A connection fault rule's time has come: it starts; false when it has ended the connection.
+    bool startFault(Conn &c);
+    // blackhole: drops whatever either side sends until the client leaves (or the capture stops).
+    void blackhole(Conn &c);
     void push(RelayChunk &&chunk);
     void note(std::uint32_t conn, std::string text);
     void keylog(const char *line);
@@ -123,6 +136,11 @@ private:
     std::mutex m_fdMutex;
     std::set<int> m_fds; // connection sockets, shut down by stop() to end their threads' blocking calls
     std::list<std::unique_ptr<Worker>> m_workers; // the accept thread's
+    std::shared_ptr<FaultSet> m_faults;
+    std::string m_faultHop;
+    std::int64_t m_faultOrigin = 0;
+    std::mutex m_randomMutex; // connection threads seed their StreamFaults from it
+    std::mt19937_64 m_faultRandom{std::random_device{}()};
 };
 
 } // namespace rpcscope

@@ -230,14 +230,6 @@ int cmdCapture(std::vector<std::string> args)
                          "rpcscope-cli: warning: fault rule %zu names the hop '%s', but capture has one "
                          "unnamed hop: it never applies\n",
                          i + 1, faults->rule(i).hop.c_str());
-    // A TLS-intercepted hop is relayed by its own loop, which frames no streams.
-    for (size_t i = 0; faults && tls.enabled && i < faults->size(); ++i)
-        if (!isConnectionAction(faults->rule(i).action))
-            std::fprintf(
-                stderr,
-                "rpcscope-cli: warning: fault rule %zu is a stream action, which does not act on the "
-                "TLS-intercepted --target hop\n",
-                i + 1);
     // An .rpcscope output is written as the capture goes: it gets every call whatever --keep drops from
     // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
     const QString out = QString::fromStdString(opts["--out"]);

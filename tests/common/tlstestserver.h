@@ -6,12 +6,17 @@
 #include "lab.grpc.pb.h"
 #include "rpcscopeca.h"
 
+#include <chrono>
+#include <cstdint>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 #include <memory>
+#include <mutex>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace tlstest {
 
@@ -37,19 +42,54 @@ inline std::string pemOf(EVP_PKEY *key)
     return s;
 }
 
+// An attempt that reached the server: its call id, its grpc-previous-rpc-attempts, when (steady clock, ns).
+struct TlsArrival
+{
+    std::string callId;
+    int previousAttempts = 0;
+    std::int64_t tNs = 0;
+};
+
 // Fails the first attempt of every call with UNAVAILABLE, so that a retry policy makes a second one.
 class FlakyLab final : public rpcscope::lab::Lab::Service
 {
 public:
-    grpc::Status Call(grpc::ServerContext *context, const rpcscope::lab::CallRequest *,
+    grpc::Status Call(grpc::ServerContext *context, const rpcscope::lab::CallRequest *request,
                       rpcscope::lab::CallReply *) override
     {
         const auto &md = context->client_metadata();
+        {
+            const auto previous = md.find("grpc-previous-rpc-attempts");
+            std::lock_guard lk(m_mutex);
+            m_arrivals.push_back({request->call_id(),
+                                  previous == md.end() ? 0
+                                                       : std::stoi(std::string(previous->second.data(),
+                                                                               previous->second.size())),
+                                  std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now().time_since_epoch())
+                                      .count()});
+        }
+        // The server's processing time: a connection fault can then strike while the call is in flight.
+        if (request->delay_ms() > 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(request->delay_ms()));
         if (m_flaky && md.find("grpc-previous-rpc-attempts") == md.end())
             return grpc::Status(grpc::StatusCode::UNAVAILABLE, "first attempt fails");
         return grpc::Status::OK;
     }
     bool m_flaky = false;
+
+    std::vector<TlsArrival> arrivalsFor(const std::string &callId) const
+    {
+        std::lock_guard lk(m_mutex);
+        std::vector<TlsArrival> found;
+        for (const TlsArrival &a : m_arrivals)
+            if (a.callId == callId) found.push_back(a);
+        return found;
+    }
+
+private:
+    mutable std::mutex m_mutex;
+    std::vector<TlsArrival> m_arrivals;
 };
 
 // A grpc++ TLS server whose certificate (for localhost) comes from its own CA, made here with OpenSSL.

@@ -1,6 +1,7 @@
 // The relay's stream fault rules against a real grpc++ client (with a retry policy) and a real server: what
 // the client gets, what the server sees, and that neither peer ever sees a broken HTTP/2 connection.
 
+#include "brokenwire.h"
 #include "clock.h"
 #include "faultrule.h"
 #include "faultset.h"
@@ -41,33 +42,8 @@ bool isInjection(const WireEvent &e)
     return e.kind == EventKind::Notice && e.injection();
 }
 
-// An HTTP/2 error that says one side found the other broken: the thing stream faults must never cause.
-bool brokenWire(const WireEvent &e, std::string *why)
-{
-    auto bad = [](std::uint32_t code) {
-        return code == 1 || code == 3 || code == 9;
-    }; // PROTOCOL, FLOW, COMPRESSION
-    if (e.kind == EventKind::DecodeError) {
-        *why = "decode error: " + e.reason;
-        return true;
-    }
-    if (e.kind == EventKind::Notice && e.violation()) {
-        *why = "violation: " + e.reason;
-        return true;
-    }
-    if (e.kind == EventKind::Frame && (e.frameType == FrameRstStream || e.frameType == FrameGoaway) &&
-        bad(e.errorCode)) {
-        *why = std::string(e.frameType == FrameGoaway ? "GOAWAY " : "RST_STREAM ") +
-               h2ErrorName(e.errorCode) +
-               (e.dir == Direction::ClientToServer ? " from the client" : " to the client");
-        return true;
-    }
-    if (e.kind == EventKind::ConnectionClosed && e.reason.find("fault rules:") != std::string::npos) {
-        *why = e.reason;
-        return true;
-    }
-    return false;
-}
+using testev::brokenWire;
+using testev::firstBroken;
 
 // A relay with fault rules, its events collected on its decoder thread.
 struct FaultyProxy
@@ -121,14 +97,6 @@ struct FaultyProxy
         return size_t(std::count_if(events.begin(), events.end(), pred));
     }
 };
-
-std::string firstBroken(const EventBatch &events)
-{
-    std::string why;
-    for (const WireEvent &e : events)
-        if (brokenWire(e, &why)) return why;
-    return {};
-}
 
 const Call *findCall(const TimelineModel &model, const std::string &key)
 {

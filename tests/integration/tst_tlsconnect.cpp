@@ -16,6 +16,7 @@
 #include "serviceconfig.h"
 #include "testnet.h"
 #include "timelinestore.h"
+#include "tlstestclient.h"
 #include "tlstestserver.h"
 
 #include <QFile>
@@ -37,29 +38,6 @@ using namespace tlstest;
 namespace {
 
 using Captured = CapturedEvents;
-
-const char kRetry[] = R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
-    "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,
-    "retryableStatusCodes":["UNAVAILABLE"]}}]})";
-
-// A TLS client as its own code has it: the server's name and the default roots. Only the environment (the
-// process's roots file, grpc_proxy) sends it through rpcscope.
-std::shared_ptr<grpc::Channel> unchangedClient(const std::string &target)
-{
-    grpc::ChannelArguments args;
-    args.SetServiceConfigJSON(kRetry);
-    return grpc::CreateCustomChannel(target, grpc::SslCredentials({}), args);
-}
-
-grpc::Status call(const std::shared_ptr<grpc::Channel> &channel)
-{
-    auto stub = rpcscope::lab::Lab::NewStub(channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    rpcscope::lab::CallRequest req;
-    rpcscope::lab::CallReply reply;
-    return stub->Call(&ctx, req, &reply);
-}
 
 QString python()
 {
@@ -116,7 +94,7 @@ private slots:
             const ProxyEnv env(proxy.listenAddress().toString());
             auto channel = unchangedClient(serverTarget());
             for (int i = 0; i < 3; ++i) {
-                const grpc::Status s = call(channel);
+                const grpc::Status s = labCall(channel);
                 QVERIFY2(s.ok(), s.error_message().c_str());
             }
         }
@@ -186,7 +164,7 @@ private slots:
             const ProxyEnv env(proxy.listenAddress().toString());
             grpc::SslCredentialsOptions ssl;
             ssl.pem_root_certs = m_server.caPem; // the server's CA only: the minted certificate is refused
-            const grpc::Status s = call(grpc::CreateChannel(serverTarget(), grpc::SslCredentials(ssl)));
+            const grpc::Status s = labCall(grpc::CreateChannel(serverTarget(), grpc::SslCredentials(ssl)));
             QCOMPARE(s.error_code(), grpc::StatusCode::UNAVAILABLE);
         }
         QTRY_VERIFY_WITH_TIMEOUT(
@@ -196,7 +174,7 @@ private slots:
         // The proxy goes on serving others.
         {
             const ProxyEnv env(proxy.listenAddress().toString());
-            const grpc::Status s = call(unchangedClient(serverTarget()));
+            const grpc::Status s = labCall(unchangedClient(serverTarget()));
             QVERIFY2(s.ok(), s.error_message().c_str());
         }
         proxy.stop();
@@ -215,7 +193,7 @@ private slots:
         QVERIFY(startProxy(proxy, cap, tls));
         {
             const ProxyEnv env(proxy.listenAddress().toString());
-            const grpc::Status s = call(unchangedClient(serverTarget()));
+            const grpc::Status s = labCall(unchangedClient(serverTarget()));
             QCOMPARE(s.error_code(), grpc::StatusCode::UNAVAILABLE); // an alert, not a call
         }
         QTRY_VERIFY_WITH_TIMEOUT(
@@ -377,7 +355,7 @@ print('ok')
             const ProxyEnv proxyEnv(m.captured(1).toStdString());
             auto channel = unchangedClient(serverTarget());
             for (int i = 0; i < 3; ++i) {
-                const grpc::Status s = call(channel);
+                const grpc::Status s = labCall(channel);
                 QVERIFY2(s.ok(), s.error_message().c_str());
             }
         }

@@ -9,6 +9,7 @@
 #include "rpcscopeca.h"
 #include "testnet.h"
 #include "timelinestore.h"
+#include "tlstestclient.h"
 #include "tlstestserver.h"
 
 #include <QFile>
@@ -31,29 +32,6 @@ using namespace tlstest;
 namespace {
 
 using Captured = CapturedEvents;
-
-std::shared_ptr<grpc::Channel> tlsChannel(std::uint16_t port, const std::string &roots, bool retry)
-{
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = roots;
-    grpc::ChannelArguments args;
-    args.SetSslTargetNameOverride("localhost");
-    if (retry)
-        args.SetServiceConfigJSON(R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
-            "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,
-            "retryableStatusCodes":["UNAVAILABLE"]}}]})");
-    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
-}
-
-grpc::Status call(const std::shared_ptr<grpc::Channel> &channel)
-{
-    auto stub = rpcscope::lab::Lab::NewStub(channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    rpcscope::lab::CallRequest req;
-    rpcscope::lab::CallReply reply;
-    return stub->Call(&ctx, req, &reply);
-}
 
 } // namespace
 
@@ -98,7 +76,7 @@ private slots:
         QVERIFY(startRelay(relay, cap, m_tls));
         auto channel = tlsChannel(relay.listenAddress().port, m_proxyCaPem, true);
         for (int i = 0; i < 3; ++i) {
-            const grpc::Status s = call(channel);
+            const grpc::Status s = labCall(channel);
             QVERIFY2(s.ok(), s.error_message().c_str());
         }
         channel.reset();
@@ -135,7 +113,7 @@ private slots:
         Relay relay;
         QVERIFY(startRelay(relay, cap, m_tls));
         // Trusts the server's CA only: the minted certificate is rejected.
-        const grpc::Status s = call(tlsChannel(relay.listenAddress().port, m_server.caPem, false));
+        const grpc::Status s = labCall(tlsChannel(relay.listenAddress().port, m_server.caPem, false));
         QCOMPARE(s.error_code(), grpc::StatusCode::UNAVAILABLE);
         QTRY_VERIFY_WITH_TIMEOUT(
             cap.notes().find("client does not trust the rpcscope CA: see `rpcscope-cli ca`") !=
@@ -157,7 +135,7 @@ private slots:
         Captured cap;
         Relay relay;
         QVERIFY(startRelay(relay, cap, tls));
-        const grpc::Status s = call(tlsChannel(relay.listenAddress().port, m_proxyCaPem, false));
+        const grpc::Status s = labCall(tlsChannel(relay.listenAddress().port, m_proxyCaPem, false));
         QCOMPARE(s.error_code(), grpc::StatusCode::UNAVAILABLE); // the client got an alert, not a call
         QTRY_VERIFY_WITH_TIMEOUT(
             cap.notes().find("the target's certificate failed verification") != std::string::npos, 10000);
@@ -169,7 +147,7 @@ private slots:
         Captured insecure;
         Relay relay2;
         QVERIFY(startRelay(relay2, insecure, tls));
-        const grpc::Status ok = call(tlsChannel(relay2.listenAddress().port, m_proxyCaPem, false));
+        const grpc::Status ok = labCall(tlsChannel(relay2.listenAddress().port, m_proxyCaPem, false));
         QVERIFY2(ok.ok(), ok.error_message().c_str());
         relay2.stop();
         QVERIFY2(insecure.notes().find("not verified: --target-insecure") != std::string::npos,
@@ -196,7 +174,7 @@ private slots:
                 std::string::npos,
             10000);
         // The hop goes on serving TLS clients.
-        const grpc::Status s = call(tlsChannel(relay.listenAddress().port, m_proxyCaPem, false));
+        const grpc::Status s = labCall(tlsChannel(relay.listenAddress().port, m_proxyCaPem, false));
         QVERIFY2(s.ok(), s.error_message().c_str());
         relay.stop();
     }
@@ -230,7 +208,7 @@ private slots:
                                       "dumpcap did not start", 10000);
             if (capture.state() == QProcess::NotRunning)
                 QSKIP("dumpcap cannot capture on the loopback interface here (needs capture rights)");
-            const grpc::Status s = call(tlsChannel(proxyPort, m_proxyCaPem, false));
+            const grpc::Status s = labCall(tlsChannel(proxyPort, m_proxyCaPem, false));
             QVERIFY2(s.ok(), s.error_message().c_str());
             QTest::qWait(2000 * round);
             capture.terminate();
@@ -264,7 +242,7 @@ private slots:
         QVERIFY2(
             relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(m_server.port)}, cap.sink(), &error),
             error.c_str());
-        const grpc::Status s = call(tlsChannel(relay.listenAddress().port, m_server.caPem, false));
+        const grpc::Status s = labCall(tlsChannel(relay.listenAddress().port, m_server.caPem, false));
         QVERIFY2(s.ok(), s.error_message().c_str());
         relay.stop();
         const std::string notes = cap.notes();

@@ -10,6 +10,7 @@
 #include "mainwindow.h"
 #include "rpcscopeca.h"
 #include "timelinemodel.h"
+#include "tlstestclient.h"
 #include "tlstestserver.h"
 
 #include <QFile>
@@ -27,28 +28,6 @@
 using namespace tlstest;
 
 namespace {
-
-std::shared_ptr<grpc::Channel> tlsChannel(const QString &address, const std::string &roots)
-{
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = roots;
-    grpc::ChannelArguments args;
-    args.SetSslTargetNameOverride("localhost");
-    args.SetServiceConfigJSON(R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],
-        "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,
-        "retryableStatusCodes":["UNAVAILABLE"]}}]})");
-    return grpc::CreateCustomChannel(address.toStdString(), grpc::SslCredentials(ssl), args);
-}
-
-grpc::Status call(const std::shared_ptr<grpc::Channel> &channel)
-{
-    auto stub = rpcscope::lab::Lab::NewStub(channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    rpcscope::lab::CallRequest req;
-    rpcscope::lab::CallReply reply;
-    return stub->Call(&ctx, req, &reply);
-}
 
 QJsonObject readJson(const QString &path)
 {
@@ -186,9 +165,9 @@ private slots:
                 10000);
             QVERIFY2(m.hasMatch(), proxy.readAllStandardError().constData());
             {
-                auto channel = tlsChannel(m.captured(1), m_proxyCaPem);
+                auto channel = tlsChannelTo(m.captured(1).toStdString(), m_proxyCaPem);
                 for (int i = 0; i < 3; ++i) {
-                    const grpc::Status s = call(channel);
+                    const grpc::Status s = labCall(channel);
                     QVERIFY2(s.ok(), s.error_message().c_str());
                 }
             }
