@@ -84,8 +84,20 @@ class TestPcapngOrder : public QObject
 {
     Q_OBJECT
 private slots:
-    void eventsOutOfTimeOrderAcrossDirections()
+    void eventsOutOfTimeOrder_data()
     {
+        QTest::addColumn<bool>("sideGoesBack");
+        // The reads of the two directions out of time order only: the old numbering had the server's segment
+        // acknowledge the client's PING before the file showed it, and tshark took the PING for a spurious
+        // retransmission and left it undissected.
+        QTest::newRow("across directions") << false;
+        // Also a side's own later read timed earlier (a spliced read's time against a kernel time).
+        QTest::newRow("and a side going back") << true;
+    }
+
+    void eventsOutOfTimeOrder()
+    {
+        QFETCH(bool, sideGoesBack);
         constexpr std::int64_t ms = 1'000'000;
         CaptureData data;
         data.info.hasOrigin = true;
@@ -105,9 +117,10 @@ private slots:
         b.push_back(frame(s2c, 1'004 * ms, FrameSettings, FlagAck));
         b.push_back(frame(c2s, 1'006 * ms, FrameSettings, FlagAck));
         b.push_back(frame(s2c, 1'007 * ms, FramePing, FlagAck, 7));
-        // A read time from a direction's later read may also come out earlier than its previous one.
-        b.push_back(frame(s2c, 1'003 * ms, FramePing, 0, 9));
-        b.push_back(frame(c2s, 1'008 * ms, FramePing, FlagAck, 9));
+        if (sideGoesBack) {
+            b.push_back(frame(s2c, 1'003 * ms, FramePing, 0, 9));
+            b.push_back(frame(c2s, 1'008 * ms, FramePing, FlagAck, 9));
+        }
         WireEvent closed;
         closed.kind = EventKind::ConnectionClosed;
         closed.connection = 1;
@@ -116,7 +129,7 @@ private slots:
         data.batches.push_back(b);
 
         const std::vector<Tcp> all = packets(captureToPcapng(data), 50051);
-        QVERIFY(all.size() >= 12);
+        QVERIFY(all.size() >= 10);
         // Bytes seen so far per direction, as a dissector follows them: [client, server].
         std::uint32_t next[2] = {0, 0};
         bool started[2] = {false, false};
@@ -156,7 +169,7 @@ private slots:
         }
         QCOMPARE(fins, 2);
         QCOMPARE(frames[FrameSettings], 4);
-        QCOMPARE(frames[FramePing], 4);
+        QCOMPARE(frames[FramePing], sideGoesBack ? 4 : 2);
     }
 };
 
