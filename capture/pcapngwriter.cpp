@@ -76,6 +76,17 @@ struct Packet
     std::string bytes;
 };
 
+// A TCP segment before it gets its sequence and acknowledgement numbers, which depend on where it lands in
+// the file.
+struct Segment
+{
+    std::int64_t tNs;
+    std::uint32_t conn;
+    int from; // 0 client, 1 server
+    std::uint8_t tcpFlags;
+    std::string payload;
+};
+
 struct Deflater
 {
     nghttp2_hd_deflater *d = nullptr;
@@ -104,6 +115,10 @@ struct Conn
 {
     Endpoint ends[2]; // client, server
     std::uint32_t seq[2] = {0, 0};
+    // The time of the latest segment each side has sent so far, in the order the events came.
+    std::int64_t lastNs[2] = {0, 0};
+    std::int64_t openNs = 0; // the handshake's time
+    std::uint32_t id = 0;
     bool open = false;
     bool closed = false;
     std::unique_ptr<Deflater> deflaters[2];
@@ -134,8 +149,16 @@ public:
         collect();
         for (size_t i = 0; i < m_events.size(); ++i)
             emit(i);
-        std::stable_sort(m_packets.begin(), m_packets.end(),
-                         [](const Packet &a, const Packet &b) { return a.tNs < b.tNs; });
+        // Events come in the order the relay read them, which across the two directions of a connection need
+        // not be their time order (kernel receive times can put the bytes of a later read first). Numbering
+        // segments in that order and sorting them by time afterwards left a segment acknowledging bytes the
+        // file shows only later, which Wireshark takes for a spurious retransmission of them, and then drops
+        // an HTTP/2 frame from its reassembly. So each side's segments keep their order, the file is in time
+        // order, and sequence and acknowledgement numbers are given in file order.
+        std::stable_sort(m_segments.begin(), m_segments.end(),
+                         [](const Segment &a, const Segment &b) { return a.tNs < b.tNs; });
+        for (const Segment &g : m_segments)
+            packet(g);
         return file();
     }
 
@@ -182,6 +205,7 @@ private:
         auto [it, fresh] = m_conns.try_emplace(id);
         Conn &c = it->second;
         if (fresh) {
+            c.id = id;
             const WireEvent *opened = m_opened.count(id) ? m_opened[id] : nullptr;
             // Stand-ins: 10.0.0.1 -> 10.0.0.2, a client port per connection.
             c.ends[0] = parseEndpoint(opened && opened->peers() ? opened->peers()->client : std::string(),
@@ -199,9 +223,22 @@ private:
         return c;
     }
 
+    // Queues a segment from side `from`, no earlier than what that side sent before it, nor than the
+    // connection's handshake, so that the stable sort by time keeps each side's bytes in order.
     void segment(Conn &c, int from, std::int64_t t, std::uint8_t tcpFlags, const char *payload, size_t len)
     {
-        const int to = 1 - from;
+        t = std::max({t, c.lastNs[from], c.openNs});
+        c.lastNs[from] = t;
+        m_segments.push_back({t, c.id, from, tcpFlags, std::string(payload ? payload : "", len)});
+    }
+
+    void packet(const Segment &g)
+    {
+        Conn &c = m_conns.at(g.conn);
+        const int from = g.from, to = 1 - from;
+        const std::uint8_t tcpFlags = g.tcpFlags;
+        const char *payload = g.payload.data();
+        const size_t len = g.payload.size();
         std::string p;
         p.reserve(54 + len);
         // Ethernet: locally administered addresses, one per side.
@@ -244,13 +281,14 @@ private:
         p[tcp + 17] = char(tcpSum & 0xFF);
 
         c.seq[from] += std::uint32_t(len) + ((tcpFlags & 0x03) ? 1 : 0); // SYN and FIN count one
-        m_packets.push_back({t, std::move(p)});
+        m_packets.push_back({g.tNs, std::move(p)});
     }
 
     void handshake(Conn &c, std::int64_t t)
     {
         if (c.open) return;
         c.open = true;
+        c.openNs = t;
         segment(c, 0, t, 0x02, nullptr, 0); // SYN
         segment(c, 1, t, 0x12, nullptr, 0); // SYN+ACK
         segment(c, 0, t, 0x10, nullptr, 0); // ACK
@@ -291,9 +329,11 @@ private:
             Conn &c = conn(e.connection);
             if (c.open && !c.closed) {
                 c.closed = true;
-                segment(c, 0, e.tNs, 0x11, nullptr, 0); // FIN+ACK
-                segment(c, 1, e.tNs, 0x11, nullptr, 0);
-                segment(c, 0, e.tNs, 0x10, nullptr, 0);
+                // After the last bytes of either side, so nothing follows a FIN.
+                const std::int64_t t = std::max({e.tNs, c.lastNs[0], c.lastNs[1]});
+                segment(c, 0, t, 0x11, nullptr, 0); // FIN+ACK
+                segment(c, 1, t, 0x11, nullptr, 0);
+                segment(c, 0, t, 0x10, nullptr, 0);
             }
             return;
         }
@@ -436,6 +476,7 @@ private:
     std::map<StreamKey, size_t> m_cursor;
     std::map<std::uint32_t, const WireEvent *> m_opened;
     std::map<std::uint32_t, Conn> m_conns;
+    std::vector<Segment> m_segments;
     std::vector<Packet> m_packets;
 };
 

@@ -19,7 +19,7 @@ struct Relay::Impl
 {
     DecoderLimits limits;
     bool decoding = true;
-    bool kernelTimes = false;
+    bool kernelTimes = true;
     std::string label;
     std::shared_ptr<FaultSet> faults;
     HostPort listenAddr;

@@ -44,9 +44,8 @@ public:
     // TLS interception (tlsrelayloop.h) instead of the byte-for-byte relay. Applies from the next start().
     void setTlsIntercept(const TlsInterceptOptions &options);
 
-    // Wire times from the kernel's receive timestamps (kernelrxtime.h) or, off (the default until a pcapng
-    // export made with them agrees with tshark on every frame), from when the relay thread read. Applies from
-    // the next start().
+    // Wire times from the kernel's receive timestamps (on by default; kernelrxtime.h) or, off, from when the
+    // relay thread read. Applies from the next start().
     void setKernelTimestamps(bool on);
 
     // Binds and listens before returning, so the port is accepting when this returns true.

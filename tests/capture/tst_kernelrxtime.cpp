@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -76,6 +77,7 @@ private slots:
     void noStampFallsBackToTheReadTime();
     void relayTimesReadsFromTheKernel();
     void relayWithoutTimestampsTimesReadsWhenRead();
+    void aRelayTimesReadsFromTheKernelByDefault();
 };
 
 void TestKernelRxTime::aLateReadKeepsTheArrivalTime()
@@ -135,14 +137,15 @@ void TestKernelRxTime::noStampFallsBackToTheReadTime()
     close(client);
 }
 
-static void relayOnce(bool kernelTimes, std::uint64_t *stamped, std::uint64_t *readTimed,
+// kernelTimes: what to set; none, the relay's default.
+static void relayOnce(std::optional<bool> kernelTimes, std::uint64_t *stamped, std::uint64_t *readTimed,
                       std::vector<WireEvent> *frames, std::int64_t *sentAt, std::int64_t *arrivedAt)
 {
     const int target = listenLoopback();
     QVERIFY(target >= 0);
     Events events;
     Relay relay;
-    relay.setKernelTimestamps(kernelTimes);
+    if (kernelTimes) relay.setKernelTimestamps(*kernelTimes);
     std::string error;
     QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", localPort(target)}, events.sink(), &error),
              error.c_str());
@@ -170,7 +173,8 @@ static void relayOnce(bool kernelTimes, std::uint64_t *stamped, std::uint64_t *r
     };
     QVERIFY(exchange(prefaceAndSettings()));
     const std::string ping("\0\0\x08\x06\0\0\0\0\0pingpong", 17);
-    for (int i = 0; i < 3 || (kernelTimes && relay.kernelStampedReads() == 0 && i < 100); ++i) {
+    for (int i = 0; i < 3 || (kernelTimes.value_or(true) && relay.kernelStampedReads() == 0 && i < 100);
+         ++i) {
         QVERIFY(exchange(ping));
         if (i >= 2 && relay.kernelStampedReads() == 0) std::this_thread::sleep_for(10ms);
     }
@@ -211,6 +215,17 @@ void TestKernelRxTime::relayWithoutTimestampsTimesReadsWhenRead()
     QVERIFY(readTimed >= 1);
     QCOMPARE(frames.size(), size_t(1));
     QVERIFY(frames[0].tNs >= sent && frames[0].tNs <= arrived);
+}
+
+// Every place that runs a relay (CLI capture, GUI, lab, CONNECT tunnels) constructs it without choosing.
+void TestKernelRxTime::aRelayTimesReadsFromTheKernelByDefault()
+{
+    std::uint64_t stamped = 0, readTimed = 0;
+    std::vector<WireEvent> frames;
+    std::int64_t sent = 0, arrived = 0;
+    relayOnce(std::nullopt, &stamped, &readTimed, &frames, &sent, &arrived);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY2(stamped >= 1, "a relay left at its default timed no read by the kernel");
 }
 
 QTEST_GUILESS_MAIN(TestKernelRxTime)

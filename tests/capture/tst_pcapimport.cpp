@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 
 using namespace rpcscope;
@@ -467,8 +468,8 @@ private slots:
     }
 
     // Debian's tshark captures loopback while a lab scenario runs through rpcscope's relay; importing its
-    // file gives the same calls, attempts and gaps as the live capture, within 1 ms (the median; each within
-    // 5 ms).
+    // file gives the same calls, attempts and gaps as the live capture, within 0.2 ms (the median; each
+    // within 1 ms).
     void tsharkCaptureMatchesLive()
     {
         const QString tshark = QStandardPaths::findExecutable(QStringLiteral("tshark"));
@@ -484,7 +485,7 @@ private slots:
                      },
                      &error),
                  error.c_str());
-        const int proxyPort = session.proxyAddress().port;
+        const int proxyPort = session.proxyAddress().port, serverPort = session.serverAddress().port;
         // A second port in the filter lets the test see that capturing has begun without touching the proxy.
         const int marker = testnet::listenLoopback();
         const std::uint16_t markerPort = testnet::localPort(marker);
@@ -492,8 +493,11 @@ private slots:
         QProcess cap;
         cap.setProcessChannelMode(QProcess::MergedChannels);
         cap.start(tshark, {"-i", "lo", "-f",
-                           QStringLiteral("tcp port %1 or tcp port %2").arg(proxyPort).arg(markerPort), "-w",
-                           file, "-P", "-l"});
+                           QStringLiteral("tcp port %1 or tcp port %2 or tcp port %3")
+                               .arg(proxyPort)
+                               .arg(markerPort)
+                               .arg(serverPort),
+                           "-w", file, "-P", "-l"});
         if (!cap.waitForStarted(10000)) QSKIP("tshark could not start");
         QString output;
         bool capturing = false;
@@ -545,11 +549,17 @@ private slots:
         cap.terminate();
         QVERIFY(cap.waitForFinished(10000));
 
-        PcapImportResult r;
-        QVERIFY2(importPcap(file.toStdString(), {}, &r, &error), error.c_str());
+        // Both legs: the client's (to the relay) and the server's (from it).
+        PcapImportResult r, rs;
+        PcapImportOptions clientLeg, serverLeg;
+        clientLeg.serverPort = std::uint16_t(proxyPort);
+        serverLeg.serverPort = std::uint16_t(serverPort);
+        QVERIFY2(importPcap(file.toStdString(), clientLeg, &r, &error), error.c_str());
         QCOMPARE(int(r.serverPort), proxyPort);
-        TimelineStore imported, liveStore;
+        QVERIFY2(importPcap(file.toStdString(), serverLeg, &rs, &error), error.c_str());
+        TimelineStore imported, upstream, liveStore;
         imported.apply(r.events);
+        upstream.apply(rs.events);
         {
             std::lock_guard lk(mu);
             liveStore.apply(live);
@@ -557,13 +567,14 @@ private slots:
         const auto want = shapes(liveStore), got = shapes(imported);
         QCOMPARE(got.size(), want.size());
         QVERIFY(!got.empty());
-        // tshark stamps a segment as it passes the loopback device; the relay stamps it when its thread reads
-        // it, so the two differ by the relay's wake-up. Quiet, that is tens of microseconds; with both cores
-        // busy, one of the three attempts once started 1.8 ms apart, and on CI one gap came out 3.2 ms apart.
-        // One late wake-up moves a start and both gaps around it, and retry-basic has only two gaps, so their
-        // median is their maximum. The median of all five differences (starts and gaps) must meet the 1 ms
-        // goal and every single one must stay within 5 ms, which still catches a wrong clock, origin or
-        // unit.
+        // The relay times what it reads by the kernel's receive time: a request when it came in from the
+        // client (the client leg's time), a response when it came in from the server (the server leg's). So a
+        // gap is the client leg's next start less the server leg's end. Against the client leg alone, a relay
+        // late to forward a response (24.5 ms once, with both cores spinning and a build running) shortened
+        // tshark's gap by that much. Compared so, starts and gaps agreed within 2 us in 28 runs, 18 of them
+        // with a build or two spinning processes keeping both cores busy. The median of all five differences
+        // must meet the 0.2 ms goal and every single one must stay within 1 ms: the kernel's one time for
+        // writes it merged before a late relay read them can still move a frame.
         std::vector<std::int64_t> startDiffs, gapDiffs;
         for (size_t i = 0; i < got.size(); ++i) {
             QCOMPARE(got[i].key, want[i].key);
@@ -571,23 +582,34 @@ private slots:
             QCOMPARE(got[i].startsNs.size(), want[i].startsNs.size());
             for (size_t a = 0; a < got[i].startsNs.size(); ++a) {
                 const std::int64_t diff = std::llabs(got[i].startsNs[a] - want[i].startsNs[a]);
-                QVERIFY2(diff <= 5 * ms, qPrintable(QStringLiteral("%1 attempt %2 starts %3 us apart")
-                                                        .arg(QString::fromStdString(got[i].key))
-                                                        .arg(a + 1)
-                                                        .arg(diff / 1000)));
+                qInfo("%s attempt %zu: live start - tshark's %.3f ms", got[i].key.c_str(), a + 1,
+                      double(want[i].startsNs[a] - got[i].startsNs[a]) / ms);
+                QVERIFY2(diff <= ms, qPrintable(QStringLiteral("%1 attempt %2 starts %3 us apart")
+                                                    .arg(QString::fromStdString(got[i].key))
+                                                    .arg(a + 1)
+                                                    .arg(diff / 1000)));
                 startDiffs.push_back(diff);
             }
-            const auto gotGaps = imported.calls()[i].gapsNs(), wantGaps = liveStore.calls()[i].gapsNs();
+            const auto wantGaps = liveStore.calls()[i].gapsNs();
+            QVERIFY(i < upstream.calls().size());
+            const Call &clientCall = imported.calls()[i], &serverCall = upstream.calls()[i];
+            QCOMPARE(serverCall.key, clientCall.key);
+            QCOMPARE(serverCall.attempts.size(), clientCall.attempts.size());
+            std::vector<std::optional<std::int64_t>> gotGaps;
+            for (size_t a = 1; a < clientCall.attempts.size(); ++a) {
+                const auto &end = serverCall.attempts[a - 1].endNs;
+                gotGaps.push_back(end ? std::optional(clientCall.attempts[a].startNs - *end) : std::nullopt);
+            }
             QCOMPARE(gotGaps.size(), wantGaps.size());
             for (size_t g = 0; g < gotGaps.size(); ++g) {
                 QVERIFY(gotGaps[g] && wantGaps[g]);
                 qInfo("%s gap %zu: live %.3f ms, tshark %.3f ms", got[i].key.c_str(), g + 1,
                       double(*wantGaps[g]) / ms, double(*gotGaps[g]) / ms);
                 const std::int64_t diff = std::llabs(*gotGaps[g] - *wantGaps[g]);
-                QVERIFY2(diff <= 5 * ms, qPrintable(QStringLiteral("%1 gap %2 differs by %3 us")
-                                                        .arg(QString::fromStdString(got[i].key))
-                                                        .arg(g + 1)
-                                                        .arg(diff / 1000)));
+                QVERIFY2(diff <= ms, qPrintable(QStringLiteral("%1 gap %2 differs by %3 us")
+                                                    .arg(QString::fromStdString(got[i].key))
+                                                    .arg(g + 1)
+                                                    .arg(diff / 1000)));
                 gapDiffs.push_back(diff);
             }
         }
@@ -601,7 +623,7 @@ private slots:
               double(median(startDiffs)) / ms, startDiffs.size(), double(median(gapDiffs)) / ms);
         std::vector<std::int64_t> all = startDiffs;
         all.insert(all.end(), gapDiffs.begin(), gapDiffs.end());
-        QVERIFY2(median(all) <= ms,
+        QVERIFY2(median(all) <= ms / 5,
                  qPrintable(
                      QStringLiteral("median difference %1 us over starts and gaps").arg(median(all) / 1000)));
     }
