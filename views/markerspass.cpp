@@ -19,49 +19,42 @@ bool suppressedRetry(const LabEventRecord *e)
 }
 } // namespace
 
-std::vector<MarkersPass::Cluster> MarkersPass::clusters(const std::vector<const LabEventRecord *> &events,
-                                                        const TimeAxis &ax, double scale, double left,
-                                                        double right, bool inOrder)
+MarkersPass::Clusters MarkersPass::clusters(const std::vector<const LabEventRecord *> &events,
+                                            const TimeAxis &ax, double scale, double left, double right,
+                                            bool inOrder)
 {
     const auto earlier = [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; };
     // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
     const double apart = 2 * radius(scale) + 2;
-    std::vector<Cluster> out;
+    Clusters out;
     // Reported events mostly come in time order and without suppressed retries (those stay in lane headers):
     // then the markers in view and each cluster's end are found by bisection, so a burst of a million events
-    // costs a paint one pass to check and a copy of the pointers in view, not a walk placing each one.
+    // costs a paint a few bisections per cluster drawn, not a walk placing each one.
     bool plain = true;
     for (size_t i = 0; i < events.size() && plain && !inOrder; ++i)
         plain = !suppressedRetry(events[i]) && (i == 0 || !earlier(events[i], events[i - 1]));
-    if (plain) {
-        auto it = std::partition_point(events.begin(), events.end(),
-                                       [&](const LabEventRecord *e) { return ax.timeToX(e->tNs) < left; });
-        while (it != events.end()) {
-            const double x = ax.timeToX((*it)->tNs);
-            if (x > right) break;
-            const auto end = std::partition_point(it, events.end(), [&](const LabEventRecord *e) {
-                const double ex = ax.timeToX(e->tNs);
-                return ex - x < apart && ex <= right;
-            });
-            out.push_back({x, std::vector<const LabEventRecord *>(it, end)});
-            it = end;
+    const std::vector<const LabEventRecord *> *list = &events;
+    if (!plain) {
+        out.m_sorted.reserve(events.size());
+        for (const LabEventRecord *e : events) {
+            if (suppressedRetry(e)) continue;
+            const double x = ax.timeToX(e->tNs);
+            if (x >= left && x <= right) out.m_sorted.push_back(e);
         }
-        return out;
+        std::stable_sort(out.m_sorted.begin(), out.m_sorted.end(), earlier);
+        list = &out.m_sorted;
     }
-    std::vector<const LabEventRecord *> sorted;
-    sorted.reserve(events.size());
-    for (const LabEventRecord *e : events) {
-        if (suppressedRetry(e)) continue;
-        const double x = ax.timeToX(e->tNs);
-        if (x >= left && x <= right) sorted.push_back(e);
-    }
-    std::stable_sort(sorted.begin(), sorted.end(), earlier);
-    for (const LabEventRecord *e : sorted) {
-        const double x = ax.timeToX(e->tNs);
-        if (!out.empty() && x - out.back().x < apart)
-            out.back().events.push_back(e);
-        else
-            out.push_back({x, {e}});
+    auto it = std::partition_point(list->begin(), list->end(),
+                                   [&](const LabEventRecord *e) { return ax.timeToX(e->tNs) < left; });
+    while (it != list->end()) {
+        const double x = ax.timeToX((*it)->tNs);
+        if (x > right) break;
+        const auto end = std::partition_point(it, list->end(), [&](const LabEventRecord *e) {
+            const double ex = ax.timeToX(e->tNs);
+            return ex - x < apart && ex <= right;
+        });
+        out.m_list.push_back({x, std::span<const LabEventRecord *const>(&*it, size_t(end - it))});
+        it = end;
     }
     return out;
 }

@@ -5,6 +5,7 @@
 
 #include <QRectF>
 #include <QString>
+#include <span>
 #include <vector>
 
 class QFont;
@@ -22,18 +23,41 @@ class MarkersPass
 {
 public:
     // Markers closer than a diamond's width are drawn as one, with a count ("×7"): a cluster.
+    // A cluster views its markers where they are (the index's list, or Clusters' own sorted copy): a burst
+    // of a million markers zoomed out is a few clusters, and copying each one's pointers cost a paint as
+    // much as the burst had events.
     struct Cluster
     {
         double x = 0; // of its first marker
-        std::vector<const LabEventRecord *> events;
+        std::span<const LabEventRecord *const> events;
+    };
+    // The clusters, and the sorted copy of markers they view when the list was not in time order. Moved,
+    // never copied, so the views stay valid.
+    class Clusters
+    {
+    public:
+        Clusters() = default;
+        Clusters(Clusters &&) = default;
+        Clusters &operator=(Clusters &&) = default;
+        Clusters(const Clusters &) = delete;
+        Clusters &operator=(const Clusters &) = delete;
+        auto begin() const { return m_list.begin(); }
+        auto end() const { return m_list.end(); }
+        size_t size() const { return m_list.size(); }
+        bool empty() const { return m_list.empty(); }
+        const Cluster &operator[](size_t i) const { return m_list[i]; }
+
+    private:
+        friend class MarkersPass;
+        std::vector<Cluster> m_list;
+        std::vector<const LabEventRecord *> m_sorted;
     };
     // The markers in [left, right] grouped the way they are drawn. Lane markers exclude suppressed retries
     // (those are words in the lane header).
     // `inOrder`: the caller knows the events are in time order without suppressed retries (the index's band
     // markers), so they are not checked again.
-    static std::vector<Cluster> clusters(const std::vector<const LabEventRecord *> &events,
-                                         const TimeAxis &ax, double scale, double left, double right,
-                                         bool inOrder = false);
+    static Clusters clusters(const std::vector<const LabEventRecord *> &events, const TimeAxis &ax,
+                             double scale, double left, double right, bool inOrder = false);
     // A diamond's half-width at this scale.
     static double radius(double scale) { return 4 * scale; }
     // The word beside a marker or a cluster.

@@ -41,7 +41,7 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
                 hit.labEvent = c.events.front();
             } else {
                 hit.kind = Hit::MarkerCluster;
-                hit.events = c.events;
+                hit.events.assign(c.events.begin(), c.events.end());
             }
             hit.rect = where;
             return true;

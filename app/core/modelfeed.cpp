@@ -169,6 +169,7 @@ ModelFeed::ModelFeed(TimelineModel *model, const ModelFeedLimits &limits)
         std::lock_guard lk(q->mu);
         return q->bytes;
     });
+    m_timer.setObjectName(QStringLiteral("model feed")); // named in RPCSCOPE_STALLS lines
     m_timer.setSingleShot(true);
     m_timer.setTimerType(Qt::PreciseTimer); // a coarse timer may fire 5% early, inside the interval
     connect(&m_timer, &QTimer::timeout, this, [this] { drainOnce(); });

@@ -1,6 +1,7 @@
 #include "loopwatch.h"
 
 #include "modelfeed.h"
+#include "stallprobe.h"
 
 #include <QEvent>
 #include <QWidget>
@@ -14,9 +15,23 @@ LoopWatch::LoopWatch(QWidget *watched, ModelFeed *feed, QObject *parent) : QObje
         m_updatePending = true;
     });
     m_beat.setTimerType(Qt::PreciseTimer);
+    m_beat.setObjectName(QStringLiteral("loop watch"));
     connect(&m_beat, &QTimer::timeout, this, [this] {
-        if (m_sinceBeat.isValid()) m_longestBeatGap = std::max(m_longestBeatGap, m_sinceBeat.elapsed() - 5);
+        const long long cpu = StallProbe::threadCpuNs();
+        if (m_sinceBeat.isValid()) {
+            const qint64 gap = m_sinceBeat.elapsed() - 5;
+            const qint64 gapCpu = (cpu - m_cpuAtBeat) / 1'000'000;
+            if (gap > m_longestBeatGap) {
+                m_longestBeatGap = gap;
+                m_longestGapCpu = gapCpu;
+            }
+            if (gapCpu > m_mostCpu) {
+                m_mostCpu = gapCpu;
+                m_mostCpuGap = gap;
+            }
+        }
         m_sinceBeat.start();
+        m_cpuAtBeat = cpu;
     });
     m_beat.start(5);
     watched->installEventFilter(this);
@@ -35,10 +50,15 @@ bool LoopWatch::eventFilter(QObject *watched, QEvent *event)
 
 QString LoopWatch::report() const
 {
-    return QStringLiteral("longest event-loop gap %1 ms, longest wait for a repaint %2 ms, %3 repaints")
+    return QStringLiteral(
+               "longest event-loop gap %1 ms, longest wait for a repaint %2 ms, %3 repaints; "
+               "%4 ms of that gap on the CPU; most CPU between two turns %5 ms (in a gap of %6 ms)")
         .arg(m_longestBeatGap)
         .arg(m_longestPaintGap)
-        .arg(m_paints);
+        .arg(m_paints)
+        .arg(m_longestGapCpu)
+        .arg(m_mostCpu)
+        .arg(m_mostCpuGap);
 }
 
 } // namespace rpcscope

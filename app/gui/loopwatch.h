@@ -10,7 +10,8 @@ class ModelFeed;
 
 // How well the GUI thread keeps answering (RPCSCOPE_LOOP_REPORT=1, for scripts/bench.sh --burst): the longest
 // gap between turns of its event loop (a 5 ms timer that fires late by that much) and from an append to
-// the model to the next repaint of the timeline. The numbers are only gathered; report() says them.
+// the model to the next repaint of the timeline, each gap's wall time beside the GUI thread's CPU time in it.
+// The numbers are only gathered; report() says them.
 class LoopWatch : public QObject
 {
     Q_OBJECT
@@ -26,6 +27,10 @@ private:
     QTimer m_beat;
     QElapsedTimer m_sinceBeat, m_sincePaint;
     qint64 m_longestBeatGap = 0, m_longestPaintGap = 0, m_paints = 0;
+    // On a shared machine a gap's wall time is the scheduler's as much as the window's: the GUI thread's CPU
+    // time in the longest gap, and the gap in which it spent the most.
+    long long m_cpuAtBeat = 0;
+    qint64 m_longestGapCpu = 0, m_mostCpu = 0, m_mostCpuGap = 0;
     bool m_updatePending = false;
     QElapsedTimer m_sinceUpdate;
 };

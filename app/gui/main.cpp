@@ -21,6 +21,7 @@
 #include <QTimer>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <malloc.h>
@@ -187,6 +188,7 @@ int main(int argc, char **argv)
     // budget rather than the high-water mark.
     QElapsedTimer sinceTrim;
     QTimer trimLater;
+    trimLater.setObjectName(QStringLiteral("malloc trim"));
     trimLater.setSingleShot(true);
     auto trim = [&sinceTrim] {
         StallProbe probe("malloc_trim");
@@ -219,20 +221,28 @@ int main(int argc, char **argv)
         uncounted = std::min(rss > counted ? rss - counted : 0, model.retention().maxBytes / 2);
         return uncounted;
     });
-    // With RPCSCOPE_STALLS: once a second, what the model counts against what the allocator and the kernel
-    // say, to find memory that lingers or is not counted.
+    // With RPCSCOPE_STALLS: once a second, what the model counts against what the kernel says, to find memory
+    // that lingers or is not counted. What the allocator says only with RPCSCOPE_STALLS_MALLOC=1: mallinfo2
+    // walks every free block while it holds the allocator's lock, some 50 ms of the GUI thread's CPU a second
+    // after a burst's evictions, so the report would be the largest stall it reports.
     QTimer memoryReport;
+    memoryReport.setObjectName(QStringLiteral("memory report"));
     if (StallProbe::threshold() >= 0) {
-        QObject::connect(&memoryReport, &QTimer::timeout, &model, [&model] {
-            const struct mallinfo2 mi = ::mallinfo2();
+        const bool withMalloc = qEnvironmentVariableIntValue("RPCSCOPE_STALLS_MALLOC") > 0;
+        QObject::connect(&memoryReport, &QTimer::timeout, &model, [&model, withMalloc] {
+            char allocator[160] = "";
+            if (withMalloc) {
+                const struct mallinfo2 mi = ::mallinfo2();
+                std::snprintf(allocator, sizeof allocator,
+                              "; malloc in use %zu MB, free %zu MB, mmapped %zu MB",
+                              (mi.uordblks + mi.hblkhd) >> 20, mi.fordblks >> 20, mi.hblkhd >> 20);
+            }
             const long rssKb = long(residentBytes() / 1024);
             std::fprintf(stderr,
-                         "rpcscope: stall: memory: rss %ld MB; model %zu MB (store %zu, log %zu); malloc in "
-                         "use %zu MB, "
-                         "free %zu MB, mmapped %zu MB; %zu lab events\n",
+                         "rpcscope: stall: memory: rss %ld MB; model %zu MB (store %zu, log %zu)%s; %zu lab "
+                         "events\n",
                          rssKb / 1024, model.memoryBytes() >> 20, model.store().approxBytes() >> 20,
-                         model.eventLog().memoryBytes() >> 20, (mi.uordblks + mi.hblkhd) >> 20,
-                         mi.fordblks >> 20, mi.hblkhd >> 20, model.store().labEvents().size());
+                         model.eventLog().memoryBytes() >> 20, allocator, model.store().labEvents().size());
         });
         memoryReport.start(1000);
     }
@@ -346,5 +356,13 @@ int main(int argc, char **argv)
         }
     }
     labSession.stop();
+    if (g_quitBySignal) {
+        // The window is gone, its capture file closed. Freeing a full timeline (millions of small records
+        // after a burst) block by block took seconds on a busy machine, past the 2 s a signal may take to
+        // quit: the system takes the memory back at once.
+        std::fflush(stdout);
+        std::fflush(stderr);
+        std::_Exit(rc);
+    }
     return rc;
 }

@@ -4,6 +4,7 @@
 
 #include <QElapsedTimer>
 #include <QEvent>
+#include <QTimer>
 #include <cstdio>
 
 namespace rpcscope {
@@ -23,11 +24,21 @@ bool TimedApplication::notify(QObject *receiver, QEvent *event)
     ++m_depth;
     const int type = int(event->type());
     const char *cls = receiver->metaObject()->className();
+    // A timer says which one it is (its name, else its interval): "event 1 to QTimer" named none of them.
+    QByteArray which;
+    if (const auto *timer = qobject_cast<QTimer *>(receiver)) {
+        which = timer->objectName().isEmpty()
+                    ? QByteArray(" every ") + QByteArray::number(timer->interval()) + " ms"
+                    : " '" + timer->objectName().toUtf8() + "'";
+        if (const QObject *parent = timer->parent())
+            which += QByteArray(" of ") + parent->metaObject()->className();
+    }
     const bool handled = QApplication::notify(receiver, event);
     --m_depth;
     if (const qint64 ms = t.elapsed(); ms >= m_thresholdMs)
-        std::fprintf(stderr, "rpcscope: stall: event %d to %s took %lld ms (%lld ms on the CPU)\n", type, cls,
-                     static_cast<long long>(ms), (StallProbe::threadCpuNs() - cpu) / 1000000);
+        std::fprintf(stderr, "rpcscope: stall: event %d to %s%s took %lld ms (%lld ms on the CPU)\n", type,
+                     cls, which.constData(), static_cast<long long>(ms),
+                     (StallProbe::threadCpuNs() - cpu) / 1000000);
     return handled;
 }
 

@@ -170,6 +170,16 @@ private slots:
         TimeAxis close = ax;
         close.nsPerPx = 1000;
         QCOMPARE(int(MarkersPass::clusters(band, close, 1.0, -1e9, 1e9).size()), 13);
+        // Out of time order, the clusters view their own sorted copy, which moves with them: the same
+        // clusters, their markers in time order.
+        std::vector<const LabEventRecord *> reversed(band.rbegin(), band.rend());
+        MarkersPass::Clusters moved;
+        moved = MarkersPass::clusters(reversed, ax, 1.0, ax.left, rect.right());
+        QCOMPARE(int(moved.size()), 2);
+        QCOMPARE(int(moved[0].events.size()), 12);
+        QCOMPARE(moved[0].events.front(), band.front());
+        QCOMPARE(moved[0].events.back(), band[11]);
+        QCOMPARE(moved[1].events.front()->kind, std::string("health"));
 
         // The band's cluster is one target listing what it holds.
         const auto hit = painter.hitTest(QPointF(ax.timeToX(25 * ms) + 1, bandMid(painter)), rect);
