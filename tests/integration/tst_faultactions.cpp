@@ -291,7 +291,23 @@ class TestFaultActions : public QObject
         // The second attempt's 800 ms at the server, after a first one cut at least 100 ms in (the close
         // comes 200 ms after the connection opened; grpc-go dials before its call starts).
         QVERIFY2(r.outcomes[0].elapsedMs >= 800 + 100, qPrintable(QString::number(r.outcomes[0].elapsedMs)));
-        QVERIFY2(nonConforming(r).empty(), nonConforming(r).c_str());
+        if (const std::string why = nonConforming(r); !why.empty()) {
+            // RetryJudge counts the whole gap as backoff, but a retry after a lost connection also waits for
+            // a new connection: grpc-go's reconnect took up to 89 ms on a loaded machine, past the envelope's
+            // slack. Only that is forgiven: the retry was the first stream of the new connection, sent as
+            // soon as that was up.
+            const auto fresh =
+                std::find_if(r.connections.begin(), r.connections.end(),
+                             [&](const Connection &k) { return k.id == c.attempts[1].connection; });
+            QVERIFY2(fresh != r.connections.end(), why.c_str());
+            const double setupMs = double(c.attempts[1].startNs - fresh->openedNs) / 1e6;
+            qInfo(
+                "%s; the new connection opened %.1f ms after the old one ended and carried the retry %.1f ms "
+                "later",
+                why.c_str(), double(fresh->openedNs - *c.attempts[0].endNs) / 1e6, setupMs);
+            QCOMPARE(c.attempts[1].stream, 1u);
+            QVERIFY2(setupMs <= 50 * (1 + RetryJudge::kLateFraction) + RetryJudge::kLateMs, why.c_str());
+        }
     }
 
 private slots:
@@ -602,10 +618,17 @@ private slots:
         QCOMPARE(int(r.connections.size()), 1);
         QVERIFY(r.connections[0].closedNs);
         const double held = double(*r.connections[0].closedNs - *r.call(0).attempts[0].endNs) / 1e6;
-        // Each side's close is held in turn: the client's FIN reaches the server 500 ms late, and the
-        // server's FIN in answer reaches the client 500 ms after that.
-        QVERIFY2(held >= 2 * 500 - kEarlyMs, qPrintable(QString::number(held)));
-        QCOMPARE(r.connections[0].closeReason, std::string("closed by client"));
+        const std::string &reason = r.connections[0].closeReason;
+        if (reason == "closed by client") {
+            // Each side's close is held in turn: the client's FIN reaches the server 500 ms late, and the
+            // server's FIN in answer reaches the client 500 ms after that.
+            QVERIFY2(held >= 2 * 500 - kEarlyMs, qPrintable(QStringLiteral("%1 ms").arg(held)));
+        } else {
+            // A grpc-go client exiting with unread bytes on its socket resets it instead (about one run in
+            // five): a reset is passed on at once, never held.
+            QVERIFY2(reason.find("client reset the connection") != std::string::npos, reason.c_str());
+            QVERIFY2(held < 500, qPrintable(QStringLiteral("%1 ms").arg(held)));
+        }
     }
 };
 
