@@ -60,6 +60,7 @@ void TimelineStore::clear()
     m_recentEnded.clear();
     m_recentEndedOrder.clear();
     m_pendingInjections.clear();
+    m_blackholed.clear();
     m_callsByKey.clear();
     m_traces.clear();
     m_callBase = 0;
@@ -210,6 +211,22 @@ void TimelineStore::onFaultInjection(const WireEvent &e, const FaultInjection &f
     if (m_pendingInjections.size() < kMaxPendingInjections) m_pendingInjections.insert_or_assign(key, f);
 }
 
+void TimelineStore::onConnectionFaultNote(const WireEvent &e, StoreChanges &ch)
+{
+    // Only a blackhole fails the streams of a connection that stays open; close and tcp-reset mark them by
+    // the close reason, and bandwidth and slow-close fail nothing.
+    const FaultInjection f = connectionFault(e.reason);
+    if (f.rule == 0 || f.text != "blackhole") return;
+    for (const auto &[key, ref] : m_openStreams)
+        if ((key >> 32) == e.connection) {
+            Attempt &a = m_calls[ref.call].attempts[ref.attempt];
+            a.faultRule = f.rule;
+            a.faultRuleText = f.text;
+            markChanged(ch, ref.call);
+        }
+    m_blackholed.insert_or_assign(e.connection, f);
+}
+
 int TimelineStore::nestingDepth(size_t call) const
 {
     int depth = 0;
@@ -353,6 +370,11 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
             call.attempts.back().faultRuleText = std::move(it->second.text);
             m_pendingInjections.erase(it);
         }
+    if (!m_blackholed.empty())
+        if (auto it = m_blackholed.find(e.connection); it != m_blackholed.end()) {
+            call.attempts.back().faultRule = it->second.rule;
+            call.attempts.back().faultRuleText = it->second.text;
+        }
     if (call.traceId.empty()) return;
     if (call.attempts.size() == 1) {
         std::vector<size_t> &members = m_traces[call.traceId];
@@ -432,6 +454,7 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
                 }
                 endAttempt(ref, e.tNs, ch);
             }
+            m_blackholed.erase(e.connection);
             markWatchedClose(e.connection, ch);
             // A stall ends with its connection: nothing waits for a window any more.
             for (auto it = m_openStalls.lower_bound({e.connection, Direction::ClientToServer, 0});
@@ -454,6 +477,8 @@ void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
             }
             if (const FaultInjection *f = e.injection(); f && e.stream != 0 && f->rule != 0)
                 onFaultInjection(e, *f, ch);
+            else if (e.stream == 0)
+                onConnectionFaultNote(e, ch);
             ch.connectionsChanged = true;
             break;
         case EventKind::LabEvent: {

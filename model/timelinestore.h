@@ -196,6 +196,10 @@ private:
     // The rule of a connection closed by a connection fault rule, from its close reason; rule 0 otherwise.
     static FaultInjection connectionFault(const std::string &reason);
     void onFaultInjection(const WireEvent &e, const FaultInjection &f, StoreChanges &ch);
+    // A connection rule's note ("fault: blackhole (rule 2)"): a blackhole marks the attempts open on its
+    // connection and every attempt started on it later, none of which gets an answer.
+    void onConnectionFaultNote(const WireEvent &e, StoreChanges &ch);
+    std::unordered_map<std::uint32_t, FaultInjection> m_blackholed; // connection -> its rule
     static constexpr size_t kMaxRecentEnded = 1024, kMaxPendingInjections = 256;
     std::unordered_map<std::uint64_t, std::uint64_t> m_recentEnded; // (conn, stream) -> call serial
     std::deque<std::uint64_t> m_recentEndedOrder;                   // oldest first

@@ -1,10 +1,11 @@
 // Issue 19: a client library cannot tell a failure the proxy injected from one the server made. A grpc++
 // (C-core) client and a grpc-go client, each under the same retry service config, make the same calls twice
 // through `rpcscope-cli capture`: once against a lab server told to fail the first attempts (with
-// UNAVAILABLE, or with UNAVAILABLE and a retry pushback), once against a healthy lab server while the proxy's
-// abort rule fails those attempts before the server sees them. Both runs must make the same attempts per
-// call, with every backoff gap in that client's envelope (model/retryjudge.h) and the pushback honoured the
-// same, and `rpcscope-cli check` must find every call conforming.
+// UNAVAILABLE, with UNAVAILABLE and a retry pushback, with a code the policy does not retry, or with
+// UNAVAILABLE after doing the call's side effect), once against a healthy lab server while the proxy's abort
+// rule fails those attempts, before the server sees them or after it answered. Both runs must make the same
+// attempts per call, with every backoff gap in that client's envelope (model/retryjudge.h) and the pushback
+// honoured the same, and `rpcscope-cli check` must find every call conforming.
 
 #include "captureio.h"
 #include "captureprocess.h"
@@ -46,14 +47,18 @@ enum class Stack
 struct Case
 {
     const char *name;
-    int failFirst;    // attempts that fail, each call
-    int pushbackMs;   // 0: none
-    const char *rule; // the proxy's equivalent
+    int failFirst;      // attempts that fail, each call
+    int pushbackMs;     // 0: none
+    const char *rule;   // the proxy's equivalent
+    int code = 14;      // the failures' status; the policy retries only UNAVAILABLE
+    bool after = false; // the server does the call's side effect first (the rule acts when=after)
 };
 
 const Case kCases[] = {
     {"unavailable", 2, 0, "abort status=UNAVAILABLE attempt=1-2"},
     {"pushback", 1, kPushbackMs, "abort status=UNAVAILABLE pushback=250 attempt=1"},
+    {"not-retryable", 1, 0, "abort status=INTERNAL attempt=1", 13},
+    {"after-the-server", 1, 0, "abort status=UNAVAILABLE when=after attempt=1", 14, true},
 };
 
 struct Run
@@ -102,7 +107,8 @@ class TestInjectedVsReal : public QObject
             lab::CallRequest r;
             r.set_call_id(tag.toStdString() + "-" + std::to_string(i + 1));
             r.set_fail_first_n(injected ? 0 : c.failFirst);
-            r.set_fail_code(14);
+            r.set_fail_code(c.code);
+            r.set_side_effect(c.after);
             if (!injected && c.pushbackMs > 0) r.set_pushback_ms(c.pushbackMs); // optional: 0 would be sent
             r.set_payload(std::string(100, 'q'));
             r.set_response_size(100);
@@ -212,6 +218,10 @@ private slots:
         QVERIFY(runCase(Stack(stack), c, true, server, &injected));
         const ClientStack::Kind want =
             stack == int(Stack::Cpp) ? ClientStack::Kind::CCore : ClientStack::Kind::Go;
+        // A code the policy retries: the failures, then one success. Any other: the first failure ends it.
+        const bool retried = c.code == 14;
+        const int attempts = retried ? c.failFirst + 1 : 1;
+        const int finalCode = retried ? 0 : c.code;
 
         for (const Run *run : {&real, &injected}) {
             const char *side = run == &real ? "server's failures" : "injected failures";
@@ -219,18 +229,18 @@ private slots:
             QCOMPARE(int(run->codes.size()), kCalls);
             for (int i = 0; i < kCalls; ++i) {
                 const Call &call = run->calls[size_t(i)];
-                QVERIFY2(run->codes[size_t(i)] == 0, qPrintable(QStringLiteral("%1: call %2 ended %3")
-                                                                    .arg(side)
-                                                                    .arg(i + 1)
-                                                                    .arg(run->codes[size_t(i)])));
+                QVERIFY2(run->codes[size_t(i)] == finalCode, qPrintable(QStringLiteral("%1: call %2 ended %3")
+                                                                            .arg(side)
+                                                                            .arg(i + 1)
+                                                                            .arg(run->codes[size_t(i)])));
                 QCOMPARE(run->stacks[size_t(i)].kind(), want);
-                // Each client makes every attempt the failures imply: they fail, then one succeeds.
-                QVERIFY2(int(call.attempts.size()) == c.failFirst + 1,
+                // Each client makes every attempt the failures imply.
+                QVERIFY2(int(call.attempts.size()) == attempts,
                          qPrintable(QStringLiteral("%1: call %2 made %3 attempts, expected %4")
                                         .arg(side)
                                         .arg(i + 1)
                                         .arg(call.attempts.size())
-                                        .arg(c.failFirst + 1)));
+                                        .arg(attempts)));
                 const RetryVerdict v = RetryJudge::judge(call, policy, run->stacks[size_t(i)], {});
                 QVERIFY2(v.kind == RetryVerdict::Kind::Conforms,
                          qPrintable(QStringLiteral("%1: call %2: %3")
@@ -263,13 +273,18 @@ private slots:
                   run == &real ? "server's failures" : "injected",
                   qPrintable(gaps.join(QStringLiteral(", "))));
         }
-        // The injected failures reached no server: it saw only the attempts that succeeded.
+        // Failures injected before the server reached no server: it saw only the attempts that succeeded.
+        // After it, the server did the work of every attempt, as when it failed them itself.
         for (int i = 0; i < kCalls; ++i) {
             const std::string id = injected.calls[size_t(i)].key;
-            QCOMPARE(int(server.arrivalsFor(id).size()), 1);
+            QCOMPARE(int(server.arrivalsFor(id).size()), c.after ? attempts : (retried ? 1 : 0));
+            if (c.after) {
+                QCOMPARE(server.sideEffectsFor(id), attempts);
+                QCOMPARE(server.sideEffectsFor(real.calls[size_t(i)].key), attempts);
+            }
         }
         // C-core waits exactly initialBackoff before its first retry, under either failure.
-        if (stack == int(Stack::Cpp) && c.pushbackMs == 0)
+        if (stack == int(Stack::Cpp) && c.pushbackMs == 0 && retried)
             for (const Run *run : {&real, &injected})
                 for (const Call &call : run->calls) {
                     const double gapMs = double(call.attempts[1].startNs - *call.attempts[0].endNs) / 1e6;

@@ -139,6 +139,42 @@ private slots:
         QVERIFY(!store.calls()[2].attempts[0].injected());
     }
 
+    void blackholeMarksOpenAndLaterAttempts()
+    {
+        using namespace testev;
+        EventBatch b{opened(1, t0), faultRequest(1, 1, t0 + 1 * ms, "a", 0), trailers(1, 1, t0 + 2 * ms, 0),
+                     faultRequest(1, 3, t0 + 3 * ms, "b", 0)};
+        WireEvent note = testev::event(EventKind::Notice, 1, 0, t0 + 4 * ms);
+        note.reason = "fault: blackhole (rule 2)";
+        b.push_back(note);
+        // Sent into the hole after it opened: no answer will come either.
+        b.push_back(faultRequest(1, 5, t0 + 5 * ms, "c", 0));
+        // Other connection notes and connections are not marked.
+        b.push_back(opened(2, t0 + 5 * ms));
+        b.push_back(faultRequest(2, 1, t0 + 6 * ms, "d", 0));
+        WireEvent other = testev::event(EventKind::Notice, 2, 0, t0 + 7 * ms);
+        other.reason = "fault: bandwidth (rule 1)";
+        b.push_back(other);
+        WireEvent closed = testev::event(EventKind::ConnectionClosed, 1, 0, t0 + 9 * ms);
+        closed.reason = "closed by client";
+        b.push_back(closed);
+        TimelineStore store;
+        store.apply(b);
+        QCOMPARE(store.calls().size(), size_t(4));
+        QVERIFY(!store.calls()[0].attempts[0].injected()); // answered before the hole opened
+        for (size_t i : {size_t(1), size_t(2)}) {
+            const Attempt &a = store.calls()[i].attempts[0];
+            QVERIFY(a.injected());
+            QCOMPARE(a.faultRule, 2u);
+            QCOMPARE(a.faultRuleText, std::string("blackhole"));
+        }
+        QVERIFY(!store.calls()[3].attempts[0].injected());
+        // A later connection with the same id (a store reused after clear) starts clean.
+        store.clear();
+        store.apply({opened(1, t0 + 20 * ms), faultRequest(1, 1, t0 + 21 * ms, "e", 0)});
+        QVERIFY(!store.calls()[0].attempts[0].injected());
+    }
+
     void memoryCountsTheRuleText()
     {
         const std::string longText(4000, 'x');

@@ -5,17 +5,20 @@
 //	    one call with an empty request (tst_connectproxy: grpc-go reads HTTPS_PROXY itself; the test sets it);
 //	    with CA_FILE it speaks TLS, trusting only that CA certificate (a cert pool of its own, as a grpc-go
 //	    client trusts the rpcscope CA); prints "call: <nil>" on success, or what failed.
-//	goclient -retry SERVICE_CONFIG_JSON TARGET CALL_ID REQUEST_HEX [CALL_ID REQUEST_HEX ...]
-//	    one channel with that service config, then one call after another, each with its id as
-//	    rpcscope-call-id metadata and a 10 s deadline (tst_injectedvsreal); prints "CALL_ID CODE" a line.
-//	    grpc-go of this era retries only with GRPC_GO_RETRY=on in the environment. REQUEST_HEX+N appends a
-//	    payload of N KiB (a later field 8 replaces an earlier one), for requests too long for an argument.
+//	goclient -retry [-deadline MS] [-timing] SERVICE_CONFIG_JSON TARGET CALL_ID REQUEST_HEX [...]
+//	    one channel with that service config (an empty one: none), then one call after another, each with
+//	    its id as rpcscope-call-id metadata and a deadline of MS (10000 unless given); prints "CALL_ID CODE"
+//	    a line (tst_injectedvsreal), or with -timing "CALL_ID CODE ELAPSED_MS MESSAGE", the time the call
+//	    took as the client saw it (tst_faultactions). grpc-go of this era retries only with GRPC_GO_RETRY=on
+//	    in the environment. REQUEST_HEX+N appends a payload of N KiB (a later field 8 replaces an earlier
+//	    one), for requests too long for an argument.
 package main
 
 import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -37,13 +40,24 @@ func (rawCodec) Unmarshal(data []byte, v interface{}) error { *(v.(*[]byte)) = d
 func (rawCodec) Name() string                               { return "proto" }
 
 func retryCalls(args []string) int {
-	if len(args) < 4 || len(args)%2 != 0 {
-		fmt.Fprintln(os.Stderr, "usage: goclient -retry SERVICE_CONFIG_JSON TARGET CALL_ID REQUEST_HEX ...")
+	flags := flag.NewFlagSet("retry", flag.ContinueOnError)
+	deadlineMs := flags.Int("deadline", 10000, "each call's deadline in ms")
+	timing := flags.Bool("timing", false, "print each call's time and status message")
+	if flags.Parse(args) != nil {
 		return 2
 	}
+	args = flags.Args()
+	if len(args) < 4 || len(args)%2 != 0 || *deadlineMs <= 0 {
+		fmt.Fprintln(os.Stderr,
+			"usage: goclient -retry [-deadline MS] [-timing] SERVICE_CONFIG_JSON TARGET CALL_ID REQUEST_HEX ...")
+		return 2
+	}
+	options := []grpc.DialOption{grpc.WithInsecure(), grpc.WithBlock()}
+	if args[0] != "" {
+		options = append(options, grpc.WithDefaultServiceConfig(args[0]))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	conn, err := grpc.DialContext(ctx, args[1], grpc.WithInsecure(), grpc.WithBlock(),
-		grpc.WithDefaultServiceConfig(args[0]))
+	conn, err := grpc.DialContext(ctx, args[1], options...)
 	cancel()
 	if err != nil {
 		fmt.Println("dial:", err)
@@ -67,12 +81,19 @@ func retryCalls(args []string) int {
 			in = binary.AppendUvarint(in, uint64(kib*1024))
 			in = append(in, make([]byte, kib*1024)...)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*deadlineMs)*time.Millisecond)
 		ctx = metadata.AppendToOutgoingContext(ctx, "rpcscope-call-id", args[i])
 		out := []byte{}
 		err = conn.Invoke(ctx, "/rpcscope.lab.Lab/Call", &in, &out)
+		elapsed := time.Since(start)
 		cancel()
-		fmt.Println(args[i], int(status.Code(err)))
+		if *timing {
+			message := strings.ReplaceAll(status.Convert(err).Message(), "\n", " ")
+			fmt.Printf("%s %d %.3f %s\n", args[i], int(status.Code(err)), elapsed.Seconds()*1000, message)
+		} else {
+			fmt.Println(args[i], int(status.Code(err)))
+		}
 	}
 	return 0
 }
