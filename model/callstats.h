@@ -60,6 +60,8 @@ public:
         return m_buckets;
     }
     void clear();
+    // Its bins and pending values, as the allocator counts them.
+    size_t memoryBytes() const;
 
     static constexpr int kSubBits = 8;
     static constexpr std::int64_t kMaxValueNs = std::int64_t(1) << 50; // about 13 days; longer counts as this
@@ -158,6 +160,16 @@ public:
     // their counts stay. Then afterEviction() once the store has evicted them.
     void forget(const TimelineStore &store, const std::vector<size_t> &calls);
     void afterEviction(const TimelineStore &store);
+    // What the statistics hold, as the allocator counts it: a record per call kept, and the rows' bins.
+    // O(rows). A session's memory budget counts it (TimelineModel::memoryBytes).
+    size_t memoryBytes() const { return callRecordBytes() + rowBytes(); }
+    // The records of the calls the store keeps: they go with their calls when retention evicts them, so the
+    // budget treats them as the store's. O(1).
+    size_t callRecordBytes() const;
+    // The rows and their latency bins: evicted calls stay counted, so retention cannot make these smaller.
+    // They grow with the methods and hops seen, and a row's bins with the octaves of latency it saw (4 KiB
+    // each). O(rows).
+    size_t rowBytes() const;
     void clear();
 
     const StatsRow &total() const { return m_total; }

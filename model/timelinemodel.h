@@ -82,9 +82,12 @@ public:
     const RetentionPolicy &retention() const { return m_retention; }
     // Applies the policy now; true when anything was evicted.
     bool enforceRetention();
-    // Everything the session holds, as the allocator counts it: the store, the event log, the inspector's
-    // kept messages, and what setExternalBytes() reports. Retention (maxBytes) budgets all of it.
-    size_t memoryBytes() const { return m_store.approxBytes() + m_log.memoryBytes() + otherBytes(); }
+    // Everything the session holds, as the allocator counts it: the store, the event log, the statistics, the
+    // inspector's kept messages, and what setExternalBytes() reports. Retention (maxBytes) budgets all of it.
+    size_t memoryBytes() const
+    {
+        return m_store.approxBytes() + m_log.memoryBytes() + callBytes() + m_stats.rowBytes() + otherBytes();
+    }
     // What others hold for this session and count against its budget: the batches queued on their way to the
     // model (app/core's sink), say. Retention cannot evict those, so it leaves the store and the log less
     // room. Called on the model's thread whenever memory is checked; an empty function counts nothing.
@@ -141,6 +144,9 @@ private:
         return (m_headers ? m_headers->messageBytes() : 0) + (m_externalBytes ? m_externalBytes() : 0);
     }
     std::vector<int> m_publishedAttempts; // per published call
+    // What the model keeps per call beside the store (its statistics record, its published row), freed with
+    // the call: retention counts it as the store's.
+    size_t callBytes() const;
     // Runs (first store index, count) of evicted rows already announced while the store still holds them.
     std::vector<std::pair<size_t, size_t>> m_removedRuns;
     size_t storeRow(int row) const;
