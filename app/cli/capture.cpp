@@ -15,6 +15,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QTimer>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -306,9 +307,20 @@ int cmdCapture(std::vector<std::string> args)
     bool evictedSinceTrim = false;
     std::int64_t nextTrim = 0;
     QObject::connect(&model, &TimelineModel::callsEvicted, [&] { evictedSinceTrim = true; });
+    // The figure a progress line reports is the most the capture held since the line before, looked at every
+    // kHeldSampleNs: what it holds swings within a second (the feed's queue fills while the model applies a
+    // batch, a batch is encoded for the file), and RSS keeps the peak of those swings, not the moment a line
+    // happens to be printed at. Each look is O(calls / 64), so not at every poll.
+    constexpr std::int64_t kHeldSampleNs = 100'000'000;
+    size_t heldSinceLine = 0;
+    std::int64_t nextHeldSample = 0;
     QTimer poll;
     QObject::connect(&poll, &QTimer::timeout, [&] {
         const std::int64_t now = steadyNowNs();
+        if (progress && now >= nextHeldSample) {
+            nextHeldSample = now + kHeldSampleNs;
+            heldSinceLine = std::max(heldSinceLine, model.memoryBytes());
+        }
         if (evictedSinceTrim && now >= nextTrim) {
             evictedSinceTrim = false;
             nextTrim = now + kTrimIntervalNs;
@@ -322,6 +334,8 @@ int cmdCapture(std::vector<std::string> args)
         tellFailure(fileError);
         if (!progress || now < nextProgress) return;
         nextProgress = now + 1'000'000'000;
+        const size_t held = std::max(heldSinceLine, model.memoryBytes());
+        heldSinceLine = 0;
         const size_t seen = model.store().calls().size() + model.store().evictedCalls();
         QString line = QStringLiteral("capturing %1 s: %2 %3 on %4 %5, %6 in memory")
                            .arg((now - startedAt) / 1'000'000'000)
@@ -329,7 +343,7 @@ int cmdCapture(std::vector<std::string> args)
                            .arg(seen == 1 ? "call" : "calls")
                            .arg(model.store().connections().size())
                            .arg(model.store().connections().size() == 1 ? "connection" : "connections")
-                           .arg(mb(double(model.memoryBytes())));
+                           .arg(mb(double(held)));
         if (recording)
             line += !fileError.isEmpty()
                         ? QStringLiteral(", file stopped")
