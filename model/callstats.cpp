@@ -86,11 +86,16 @@ void LatencyRecorder::change(std::int64_t ns, int sign)
         m_octaves.resize(size_t(octave) + 1);
     }
     Octave &o = m_octaves[size_t(octave)];
-    if (o.bins.empty()) {
+    if (o.blocks.empty()) {
         if (sign < 0) return;
-        o.bins.resize(size_t(1) << kSubBits);
+        o.blocks.resize((size_t(1) << kSubBits) / kBlockBins);
     }
-    Bin &b = o.bins[size_t(bin)];
+    std::vector<Bin> &block = o.blocks[size_t(bin / kBlockBins)];
+    if (block.empty()) {
+        if (sign < 0) return;
+        block.resize(kBlockBins);
+    }
+    Bin &b = block[size_t(bin % kBlockBins)];
     if (sign < 0 && b.count == 0) return; // never added: nothing to take out
     const std::int64_t offset = std::max<std::int64_t>(0, ns) - lower;
     if (sign > 0) {
@@ -146,8 +151,11 @@ size_t LatencyRecorder::memoryBytes() const
     size_t n = heapBlock(m_octaves.capacity() * sizeof(Octave)) +
                heapBlock(m_pendingAdd.capacity() * sizeof(std::int64_t)) +
                heapBlock(m_pendingRemove.capacity() * sizeof(std::int64_t));
-    for (const Octave &o : m_octaves)
-        n += heapBlock(o.bins.capacity() * sizeof(Bin));
+    for (const Octave &o : m_octaves) {
+        n += heapBlock(o.blocks.capacity() * sizeof(std::vector<Bin>));
+        for (const std::vector<Bin> &block : o.blocks)
+            n += heapBlock(block.capacity() * sizeof(Bin));
+    }
     return n;
 }
 
@@ -204,8 +212,13 @@ std::optional<std::int64_t> LatencyRecorder::percentile(double q) const
             seen += o.count;
             continue;
         }
-        for (size_t i = 0; i < o.bins.size(); ++i) {
-            const Bin &b = o.bins[i];
+        for (size_t i = 0; i < o.blocks.size() * kBlockBins; ++i) {
+            const std::vector<Bin> &block = o.blocks[i / kBlockBins];
+            if (block.empty()) {
+                i += kBlockBins - 1;
+                continue;
+            }
+            const Bin &b = block[i % kBlockBins];
             if (seen + b.count < rank) {
                 seen += b.count;
                 continue;
