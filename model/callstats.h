@@ -164,7 +164,7 @@ public:
     void forget(const TimelineStore &store, const std::vector<size_t> &calls);
     void afterEviction(const TimelineStore &store);
     // What the statistics hold, as the allocator counts it: a record per call kept, and the rows' bins.
-    // O(rows). A session's memory budget counts it (TimelineModel::memoryBytes).
+    // O(rows). A session's budget counts the records only (TimelineModel::memoryBytes says why).
     size_t memoryBytes() const { return callRecordBytes() + rowBytes(); }
     // The records of the calls the store keeps: they go with their calls when retention evicts them, so the
     // budget treats them as the store's. O(1).

@@ -277,8 +277,9 @@ bool TimelineModel::enforceRetention()
         // the store its share of what the others leave. Evict from 95% of the budget on, so the calls
         // arriving between two checks still fit in it.
         const size_t limit = m_retention.maxBytes / 20 * 19;
-        // The statistics' rows stay whatever is evicted; the records kept per call go with their calls.
-        const size_t others = otherBytes() + m_stats.rowBytes();
+        // The records the statistics keep per call go with their calls: they count as the store's.
+        const size_t external = m_externalBytes ? m_externalBytes() : 0;
+        const size_t others = otherBytes() - external + std::max(external, m_externalReserve);
         const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.memoryBytes() + callBytes();

@@ -216,6 +216,10 @@ int cmdCapture(std::vector<std::string> args)
     if (keepMb) {
         RetentionPolicy keep;
         keep.maxBytes = keepMb << 20;
+        // The decoders may hold a quarter of the budget and the feed's queue another (capturesession.cpp,
+        // modelfeed.cpp), beside a batch being written: the calls get the rest, so the capture stays within
+        // --keep while those fill under a flood.
+        model.setExternalReserve(keep.maxBytes / 2);
         model.setRetention(keep);
     }
     // The GUI's capture session, with one unnamed hop and no ingestion endpoint.
