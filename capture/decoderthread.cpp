@@ -17,6 +17,14 @@ namespace {
 // Decoded events are flushed to the sink at least this often (DESIGN.md: batches of <= 16 ms).
 constexpr std::int64_t kFlushIntervalNs = 16'000'000;
 constexpr size_t kFlushEvents = 4096;
+// Bytes are decoded in pieces of this many, and a batch full after a piece goes out before the next: a
+// chunk of a megabyte of tiny frames (a rapid reset) would otherwise decode into one batch of tens of
+// thousands of events, grown by doubling, uncounted until handed over and then written and encoded whole:
+// the capture's peak memory, never seen by its budget.
+constexpr size_t kReadBack = 64 * 1024;
+// A batch also goes out once what its events own passes this: a few hundred streams with 64 KiB header
+// lists each (an HPACK-heavy flood) are tens of MB in one batch, which the file's encoder then copies again.
+constexpr size_t kFlushBytes = 1 << 20;
 // The decoder thread is not woken for every read. While reads keep coming it decodes them every
 // kDecodeTickNs; only after a tick with nothing to do does it sleep until the relay wakes it. A busy relay
 // then wakes nobody per read: on a machine with few cores the client and the server need that time. Events
@@ -111,9 +119,9 @@ void DecoderThread::releaseHandoffPipe(const int pipe[2])
 // Reads a handoff pipe's c.size bytes into the decoder (none without one), in pieces of kReadBack so that a
 // long DATA frame spans them and the decoder can say how much of it it will not look at; that much is spliced
 // to /dev/null instead of read. False when the pipe held less than it should.
-bool DecoderThread::readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBatch &batch)
+bool DecoderThread::readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBatch &batch,
+                             const std::function<void()> &pieceDone)
 {
-    constexpr size_t kReadBack = 64 * 1024;
     if (!m_readBack) m_readBack = std::make_unique_for_overwrite<std::uint8_t[]>(kReadBack);
     if (m_devNull == -1 && (m_devNull = ::open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) m_devNull = -2;
     size_t left = c.size;
@@ -143,6 +151,7 @@ bool DecoderThread::readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBat
         }
         if (decoder) decoder->feed(c.dir, m_readBack.get(), want, c.t, batch);
         left -= want;
+        pieceDone();
     }
     return true;
 }
@@ -172,9 +181,11 @@ void DecoderThread::loop()
         m_sink(std::move(batch));
         m_batchBytes.store(0, std::memory_order_relaxed);
     };
+    size_t sized = 0, sizedBytes = 0; // the events of `batch` counted so far and what they own
     auto freshBatch = [&] {
         batch = EventBatch();
         batch.reserve(lastBatch);
+        sized = sizedBytes = 0;
     };
     auto measure = [&](bool now) {
         const std::int64_t t = steadyNowNs();
@@ -187,6 +198,18 @@ void DecoderThread::loop()
                  decoder->memoryBytes();
         m_stateBytes.store(n, std::memory_order_relaxed);
         m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+    };
+    const std::function<void()> flushIfFull = [&] {
+        for (; sized < batch.size(); ++sized)
+            sizedBytes += heapbytes::event(batch[sized]) - sizeof(WireEvent);
+        // Counted as it grows, not only every kMeasureIntervalNs.
+        m_batchBytes.store(heapbytes::block(batch.capacity() * sizeof(WireEvent)) + sizedBytes,
+                           std::memory_order_relaxed);
+        if (batch.size() < kFlushEvents && sizedBytes < kFlushBytes) return;
+        giveBackPipes(); // before a sink that may wait: the relay thread can splice with them meanwhile
+        measure(false);
+        handOver(); // may wait while the model is behind (app/modelsink.h)
+        freshBatch();
     };
     for (;;) {
         std::deque<RelayChunk> work;
@@ -230,12 +253,15 @@ void DecoderThread::loop()
                 auto it = decoders.find(c.conn);
                 ConnectionDecoder *decoder = it == decoders.end() ? nullptr : it->second.get();
                 if (c.pipe[0] < 0) {
-                    if (decoder) decoder->feed(c.dir, c.data.get(), c.size, c.t, batch);
+                    for (size_t at = 0; decoder && at < c.size; at += kReadBack) {
+                        decoder->feed(c.dir, c.data.get() + at, std::min(kReadBack, c.size - at), c.t, batch);
+                        flushIfFull();
+                    }
                     break;
                 }
                 // A spliced read's copy, read back here and then returned. Only what the decoder looks at is
                 // read: bytes it can skip (message bodies past the kept bytes) are discarded unread.
-                if (!readPipe(c, decoder, batch) && decoder) {
+                if (!readPipe(c, decoder, batch, flushIfFull) && decoder) {
                     decoders.erase(it);
                     WireEvent e;
                     e.kind = EventKind::DecodeError;
@@ -285,18 +311,12 @@ void DecoderThread::loop()
             m_chunkBytes.fetch_sub(kChunkOverhead(c), std::memory_order_relaxed);
             // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
             // come rather than as one batch of millions (a client opening streams as fast as it can).
-            if (batch.size() >= kFlushEvents) {
-                giveBackPipes(); // before a sink that may wait: the relay thread can splice with them
-                                 // meanwhile
-                measure(false);
-                handOver(); // may wait while the model is behind (app/modelsink.h)
-                freshBatch();
-            }
+            flushIfFull();
         }
         giveBackPipes();
         measure(!busy);
-        if (!batch.empty() &&
-            (stopping || batch.size() >= kFlushEvents || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
+        if (!batch.empty() && (stopping || batch.size() >= kFlushEvents || sizedBytes >= kFlushBytes ||
+                               steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             handOver();
             freshBatch();
         }

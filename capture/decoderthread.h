@@ -74,7 +74,9 @@ public:
 
 private:
     void loop();
-    bool readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBatch &batch);
+    // `pieceDone` after each piece fed to the decoder (it hands a full batch over).
+    bool readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBatch &batch,
+                  const std::function<void()> &pieceDone);
 
     Sink m_sink;
     DecoderLimits m_limits;

@@ -86,11 +86,16 @@ void LatencyRecorder::change(std::int64_t ns, int sign)
         m_octaves.resize(size_t(octave) + 1);
     }
     Octave &o = m_octaves[size_t(octave)];
-    if (o.bins.empty()) {
+    if (o.blocks.empty()) {
         if (sign < 0) return;
-        o.bins.resize(size_t(1) << kSubBits);
+        o.blocks.resize((size_t(1) << kSubBits) / kBlockBins);
     }
-    Bin &b = o.bins[size_t(bin)];
+    std::vector<Bin> &block = o.blocks[size_t(bin / kBlockBins)];
+    if (block.empty()) {
+        if (sign < 0) return;
+        block.resize(kBlockBins);
+    }
+    Bin &b = block[size_t(bin % kBlockBins)];
     if (sign < 0 && b.count == 0) return; // never added: nothing to take out
     const std::int64_t offset = std::max<std::int64_t>(0, ns) - lower;
     if (sign > 0) {
@@ -133,6 +138,58 @@ void LatencyRecorder::fold() const
     m_pendingRemove.clear();
 }
 
+namespace {
+// What glibc's malloc takes for a block of n bytes: an 8-byte header, 16-byte steps, 32 at least.
+size_t heapBlock(size_t n)
+{
+    return n ? std::max<size_t>(32, (n + 8 + 15) & ~size_t(15)) : 0;
+}
+} // namespace
+
+size_t LatencyRecorder::memoryBytes() const
+{
+    size_t n = heapBlock(m_octaves.capacity() * sizeof(Octave)) +
+               heapBlock(m_pendingAdd.capacity() * sizeof(std::int64_t)) +
+               heapBlock(m_pendingRemove.capacity() * sizeof(std::int64_t));
+    for (const Octave &o : m_octaves) {
+        n += heapBlock(o.blocks.capacity() * sizeof(std::vector<Bin>));
+        for (const std::vector<Bin> &block : o.blocks)
+            n += heapBlock(block.capacity() * sizeof(Bin));
+    }
+    return n;
+}
+
+size_t CallStats::callRecordBytes() const
+{
+    // A record per call kept, in a deque's 512-byte blocks (a block header and a map slot each), and the
+    // stragglers' hash nodes with their bucket array: a timeline of many calls in flight holds mostly these.
+    const size_t perBlock = std::max<size_t>(1, 512 / sizeof(Contribution));
+    return m_byCall.size() * sizeof(Contribution) + (m_byCall.size() / perBlock + 1) * (16 + sizeof(void *)) +
+           m_stragglers.size() *
+               heapBlock(sizeof(void *) + sizeof(std::uint64_t) + sizeof(Contribution) + sizeof(size_t)) +
+           heapBlock(m_stragglers.bucket_count() * sizeof(void *));
+}
+
+size_t CallStats::rowBytes() const
+{
+    size_t n = 0;
+    auto row = [&n](const StatsRow &r, bool node) {
+        // A map node: its links and colour (32 bytes) and the key-row pair.
+        n += (node ? heapBlock(32 + sizeof(std::string) + sizeof(StatsRow)) : 0) +
+             r.callLatency.memoryBytes() + r.attemptLatency.memoryBytes() +
+             heapBlock(r.attemptsPerCall.capacity() * sizeof(std::uint64_t)) +
+             (r.key.capacity() > 15 ? heapBlock(r.key.capacity() + 1) : 0);
+        // The map's key is a string of its own.
+        if (node && r.key.capacity() > 15) n += heapBlock(r.key.capacity() + 1);
+    };
+    row(m_total, false);
+    for (const auto &[key, r] : m_methods)
+        row(r, true);
+    for (const auto &[key, r] : m_hops)
+        row(r, true);
+    return n;
+}
+
 void LatencyRecorder::clear()
 {
     *this = LatencyRecorder();
@@ -155,8 +212,13 @@ std::optional<std::int64_t> LatencyRecorder::percentile(double q) const
             seen += o.count;
             continue;
         }
-        for (size_t i = 0; i < o.bins.size(); ++i) {
-            const Bin &b = o.bins[i];
+        for (size_t i = 0; i < o.blocks.size() * kBlockBins; ++i) {
+            const std::vector<Bin> &block = o.blocks[i / kBlockBins];
+            if (block.empty()) {
+                i += kBlockBins - 1;
+                continue;
+            }
+            const Bin &b = block[i % kBlockBins];
             if (seen + b.count < rank) {
                 seen += b.count;
                 continue;

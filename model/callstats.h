@@ -60,8 +60,11 @@ public:
         return m_buckets;
     }
     void clear();
+    // Its bins and pending values, as the allocator counts them.
+    size_t memoryBytes() const;
 
     static constexpr int kSubBits = 8;
+    static constexpr int kBlockBins = 16;
     static constexpr std::int64_t kMaxValueNs = std::int64_t(1) << 50; // about 13 days; longer counts as this
 
 private:
@@ -73,7 +76,9 @@ private:
     struct Octave
     {
         std::uint64_t count = 0;
-        std::vector<Bin> bins; // 1 << kSubBits, allocated on first use
+        // 1 << kSubBits bins in blocks of kBlockBins, each allocated on first use: a row that saw a few
+        // dozen calls spread over many octaves held 4 KiB an octave for them, which retention cannot evict.
+        std::vector<std::vector<Bin>> blocks;
     };
     static void locate(std::int64_t ns, int *octave, int *bin, std::int64_t *lower);
     void change(std::int64_t ns, int sign);
@@ -158,6 +163,16 @@ public:
     // their counts stay. Then afterEviction() once the store has evicted them.
     void forget(const TimelineStore &store, const std::vector<size_t> &calls);
     void afterEviction(const TimelineStore &store);
+    // What the statistics hold, as the allocator counts it: a record per call kept, and the rows' bins.
+    // O(rows). A session's budget counts the records only (TimelineModel::memoryBytes says why).
+    size_t memoryBytes() const { return callRecordBytes() + rowBytes(); }
+    // The records of the calls the store keeps: they go with their calls when retention evicts them, so the
+    // budget treats them as the store's. O(1).
+    size_t callRecordBytes() const;
+    // The rows and their latency bins: evicted calls stay counted, so retention cannot make these smaller.
+    // They grow with the methods and hops seen, and a row's bins with the latencies it saw (blocks of 16
+    // bins, 256 bytes each). O(rows).
+    size_t rowBytes() const;
     void clear();
 
     const StatsRow &total() const { return m_total; }

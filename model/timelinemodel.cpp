@@ -277,10 +277,12 @@ bool TimelineModel::enforceRetention()
         // the store its share of what the others leave. Evict from 95% of the budget on, so the calls
         // arriving between two checks still fit in it.
         const size_t limit = m_retention.maxBytes / 20 * 19;
-        const size_t others = otherBytes();
+        // The records the statistics keep per call go with their calls: they count as the store's.
+        const size_t external = m_externalBytes ? m_externalBytes() : 0;
+        const size_t others = otherBytes() - external + std::max(external, m_externalReserve);
         const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
-        const size_t total = storeBytes + m_log.memoryBytes();
+        const size_t total = storeBytes + m_log.memoryBytes() + callBytes();
         storePolicy.maxBytes = std::max<size_t>(
             1, size_t(double(room) * double(storeBytes) / double(std::max<size_t>(1, total))));
         // Check again before the limit can be reached: after half the calls that would fill the room left.
@@ -332,6 +334,14 @@ bool TimelineModel::enforceRetention()
     }
     if (!m_replaying) emit callsEvicted(evicted);
     return true;
+}
+
+size_t TimelineModel::callBytes() const
+{
+    const size_t published = m_publishedAttempts.capacity() * sizeof(int);
+    // As glibc's malloc counts a block: an 8-byte header, 16-byte steps.
+    return m_stats.callRecordBytes() +
+           (published ? std::max<size_t>(32, (published + 8 + 15) & ~size_t(15)) : 0);
 }
 
 void TimelineModel::setPinned(int callRow, bool pinned)

@@ -82,9 +82,15 @@ public:
     const RetentionPolicy &retention() const { return m_retention; }
     // Applies the policy now; true when anything was evicted.
     bool enforceRetention();
-    // Everything the session holds, as the allocator counts it: the store, the event log, the inspector's
-    // kept messages, and what setExternalBytes() reports. Retention (maxBytes) budgets all of it.
-    size_t memoryBytes() const { return m_store.approxBytes() + m_log.memoryBytes() + otherBytes(); }
+    // Everything the session holds, as the allocator counts it: the store, the event log, the statistics'
+    // record of each call kept, the inspector's kept messages, and what setExternalBytes() reports. Retention
+    // (maxBytes) budgets all of it. Not the statistics' rows (stats().rowBytes()): they keep evicted calls
+    // counted, so no eviction makes them smaller, and their latency bins appear when a view first reads them,
+    // after retention has looked; counted, they made a budget a third of a small file's impossible to meet.
+    size_t memoryBytes() const
+    {
+        return m_store.approxBytes() + m_log.memoryBytes() + callBytes() + otherBytes();
+    }
     // What others hold for this session and count against its budget: the batches queued on their way to the
     // model (app/core's sink), say. Retention cannot evict those, so it leaves the store and the log less
     // room. Called on the model's thread whenever memory is checked; an empty function counts nothing.
@@ -97,6 +103,10 @@ public:
         else
             m_externalBytes = std::move(bytes);
     }
+    // The most those others may come to hold between two checks (a queue's and the decoders' limits, say):
+    // retention leaves the store and the log room for that much, not only for what they hold now, so that the
+    // session stays within its budget while they fill. 0 by default.
+    void setExternalReserve(size_t bytes) { m_externalReserve = bytes; }
     // Keeps a call from eviction (and shows it as pinned).
     void setPinned(int callRow, bool pinned);
 
@@ -136,11 +146,15 @@ private:
     std::optional<HeaderLog> m_headers;
     std::function<bool(const rpcscope::EventBatch &)> m_divert;
     std::function<size_t()> m_externalBytes;
+    size_t m_externalReserve = 0;
     size_t otherBytes() const
     {
         return (m_headers ? m_headers->messageBytes() : 0) + (m_externalBytes ? m_externalBytes() : 0);
     }
     std::vector<int> m_publishedAttempts; // per published call
+    // What the model keeps per call beside the store (its statistics record, its published row), freed with
+    // the call: retention counts it as the store's.
+    size_t callBytes() const;
     // Runs (first store index, count) of evicted rows already announced while the store still holds them.
     std::vector<std::pair<size_t, size_t>> m_removedRuns;
     size_t storeRow(int row) const;

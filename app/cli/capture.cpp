@@ -15,6 +15,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QTimer>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -215,6 +216,10 @@ int cmdCapture(std::vector<std::string> args)
     if (keepMb) {
         RetentionPolicy keep;
         keep.maxBytes = keepMb << 20;
+        // The decoders may hold a quarter of the budget and the feed's queue another (capturesession.cpp,
+        // modelfeed.cpp), beside a batch being written: the calls get the rest, so the capture stays within
+        // --keep while those fill under a flood.
+        model.setExternalReserve(keep.maxBytes / 2);
         model.setRetention(keep);
     }
     // The GUI's capture session, with one unnamed hop and no ingestion endpoint.
@@ -298,9 +303,20 @@ int cmdCapture(std::vector<std::string> args)
     bool evictedSinceTrim = false;
     std::int64_t nextTrim = 0;
     QObject::connect(&model, &TimelineModel::callsEvicted, [&] { evictedSinceTrim = true; });
+    // The figure a progress line reports is the most the capture held since the line before, looked at every
+    // kHeldSampleNs: what it holds swings within a second (the feed's queue fills while the model applies a
+    // batch, a batch is encoded for the file), and RSS keeps the peak of those swings, not the moment a line
+    // happens to be printed at. Each look is O(calls / 64), so not at every poll.
+    constexpr std::int64_t kHeldSampleNs = 100'000'000;
+    size_t heldSinceLine = 0;
+    std::int64_t nextHeldSample = 0;
     QTimer poll;
     QObject::connect(&poll, &QTimer::timeout, [&] {
         const std::int64_t now = steadyNowNs();
+        if (progress && now >= nextHeldSample) {
+            nextHeldSample = now + kHeldSampleNs;
+            heldSinceLine = std::max(heldSinceLine, model.memoryBytes());
+        }
         if (evictedSinceTrim && now >= nextTrim) {
             evictedSinceTrim = false;
             nextTrim = now + kTrimIntervalNs;
@@ -314,6 +330,8 @@ int cmdCapture(std::vector<std::string> args)
         tellFailure(fileError);
         if (!progress || now < nextProgress) return;
         nextProgress = now + 1'000'000'000;
+        const size_t held = std::max(heldSinceLine, model.memoryBytes());
+        heldSinceLine = 0;
         const size_t seen = model.store().calls().size() + model.store().evictedCalls();
         QString line = QStringLiteral("capturing %1 s: %2 %3 on %4 %5, %6 in memory")
                            .arg((now - startedAt) / 1'000'000'000)
@@ -321,7 +339,7 @@ int cmdCapture(std::vector<std::string> args)
                            .arg(seen == 1 ? "call" : "calls")
                            .arg(model.store().connections().size())
                            .arg(model.store().connections().size() == 1 ? "connection" : "connections")
-                           .arg(mb(double(model.memoryBytes())));
+                           .arg(mb(double(held)));
         if (recording)
             line += !fileError.isEmpty()
                         ? QStringLiteral(", file stopped")

@@ -3,6 +3,7 @@
 #include "capturefile.h"
 #include "clock.h"
 #include "connectproxy.h"
+#include "heapbytes.h"
 #include "ingestserver.h"
 #include "modelsink.h"
 #include "relay.h"
@@ -41,14 +42,6 @@ CaptureSession::~CaptureSession()
 {
     stop();
     *m_self = nullptr;
-}
-
-size_t CaptureSession::relayMemoryBytes() const
-{
-    size_t n = 0;
-    for (const auto &r : m_relays)
-        n += r->memoryBytes();
-    return n;
 }
 
 HopCheck CaptureSession::check(const HopSpec &hop, bool allowRemote, int probeTimeoutMs)
@@ -131,7 +124,19 @@ struct CaptureSession::Recording
     std::atomic<std::int64_t> bytes{0};
     std::atomic<bool> failed{false};
     std::string error;
+    // While a batch is encoded and written: the encoder's message and the encoded copies beside the batch,
+    // counted at twice what the batch's events own (the message copies them; the encoded record and its
+    // framing are smaller each). The budget counts it (relayMemoryBytes).
+    std::atomic<size_t> encoding{0};
 };
+
+size_t CaptureSession::relayMemoryBytes() const
+{
+    size_t n = m_recording ? m_recording->encoding.load(std::memory_order_relaxed) : 0;
+    for (const auto &r : m_relays)
+        n += r->memoryBytes();
+    return n;
+}
 
 void CaptureSession::setRecordTo(const QString &path)
 {
@@ -214,7 +219,9 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         m_recording = recording;
         forward = [forward, recording](EventBatch &&batch) {
             std::lock_guard lk(recording->mu);
+            recording->encoding.store(2 * heapbytes::batch(batch), std::memory_order_relaxed);
             recording->file->append(batch); // after a failure it drops batches; recordingError() says why
+            recording->encoding.store(0, std::memory_order_relaxed);
             recording->bytes.store(recording->file->bytesWritten(), std::memory_order_relaxed);
             if (recording->file->failed() && !recording->failed.load(std::memory_order_relaxed)) {
                 recording->error = recording->file->error();
