@@ -45,6 +45,10 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
     RetryJudge::Options options;
     options.throttled = config.throttling().has_value();
     options.captureEndNs = store.latestNs();
+    options.connectionOpenedNs = [&store](std::uint32_t id) -> std::optional<std::int64_t> {
+        if (const Connection *c = store.findConnection(id)) return c->openedNs;
+        return std::nullopt;
+    };
     const auto &calls = store.calls();
     for (size_t i = 0; i < calls.size(); ++i) {
         const Call &call = calls[i];

@@ -137,13 +137,25 @@ RetryVerdict RetryJudge::judge(const Call &call, const std::optional<MethodRetry
                                               policy->backoffMultiplier, policy->maxBackoffMs);
         const double minOk = lo - kEarlyMs - lo * kEarlyFraction;
         const double maxOk = hi + kLateMs + hi * kLateFraction;
+        // The retry's connection opened after the attempt ended: the retry waited for it, and goes out once
+        // both its backoff and the connection are done.
+        std::optional<double> reconnectMs;
+        if (gapMs > maxOk && next.connection != a.connection && options.connectionOpenedNs)
+            if (const auto opened = options.connectionOpenedNs(next.connection);
+                opened && *opened >= *a.endNs)
+                reconnectMs = double(*opened - *a.endNs) / 1e6;
+        if (reconnectMs && gapMs <= std::max(hi, *reconnectMs) + kLateMs + hi * kLateFraction) continue;
         if (gapMs < minOk || gapMs > maxOk)
             return verdict(Kind::Gap, n,
                            "the gap before " + which + " was " + ms(gapMs) + "; " + stack.name() + " " +
                                stack.describeBackoff(sincePushback) + ": " +
                                (lo == hi ? ms(lo) : ms(lo) + " to " + ms(hi)) + " (" +
                                (gapMs < minOk ? "at least " + ms(minOk) : "at most " + ms(maxOk)) +
-                               " with the proxy's tolerance)");
+                               " with the proxy's tolerance" +
+                               (reconnectMs ? "; its new connection opened " + ms(*reconnectMs) +
+                                                  " after attempt " + std::to_string(n - 1) + " ended"
+                                            : std::string()) +
+                               ")");
     }
 
     // The last attempt the client counts: should another have followed?

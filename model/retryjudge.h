@@ -14,7 +14,8 @@
 //   timeout);
 // - attempts may not exceed min(maxAttempts, the client's clamp);
 // - the gap must lie in the client's backoff envelope (ClientStack::backoffMs, counted since the last
-//   pushback);
+//   pushback), or, for a retry that waited for a new connection after its attempt's connection was lost,
+//   follow that connection's opening promptly;
 // - and once the last attempt failed with a retryable code, uncommitted, without a stopping pushback, a
 //   client below its attempt limit whose next backoff ends before the deadline must have retried.
 
@@ -24,6 +25,7 @@
 #include "timeline.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace rpcscope {
@@ -57,6 +59,10 @@ public:
         // ...unless the client closed the last attempt's connection before that retry was due: it shut the
         // channel down, done with the call (the lab client does, right after its last call).
         std::optional<std::int64_t> clientClosedNs;
+        // When a connection opened (the capture's connection ids), if known. A retry that had to wait for a
+        // new connection (its attempt's connection was lost) goes out once that connection is up: its gap
+        // may run past the backoff by the reconnect, which is the client's channel, not its retry policy.
+        std::function<std::optional<std::int64_t>(std::uint32_t)> connectionOpenedNs;
     };
 
     // `policy` is nullopt when no methodConfig names the call's method.

@@ -258,7 +258,13 @@ class TestFaultActions : public QObject
     {
         for (size_t i = 0; i < run.calls.size(); ++i) {
             if (!run.calls[i]) return run.ids[i] + ": not captured";
-            const RetryVerdict v = RetryJudge::judge(run.call(i), retryPolicy(), stackOf(run, i), {});
+            RetryJudge::Options options; // as PolicyCheck judges a capture: the connections' openings known
+            options.connectionOpenedNs = [&run](std::uint32_t id) -> std::optional<std::int64_t> {
+                for (const Connection &k : run.connections)
+                    if (k.id == id) return k.openedNs;
+                return std::nullopt;
+            };
+            const RetryVerdict v = RetryJudge::judge(run.call(i), retryPolicy(), stackOf(run, i), options);
             if (v.kind != RetryVerdict::Kind::Conforms) return run.ids[i] + ": " + v.reason;
         }
         return {};
@@ -291,23 +297,10 @@ class TestFaultActions : public QObject
         // The second attempt's 800 ms at the server, after a first one cut at least 100 ms in (the close
         // comes 200 ms after the connection opened; grpc-go dials before its call starts).
         QVERIFY2(r.outcomes[0].elapsedMs >= 800 + 100, qPrintable(QString::number(r.outcomes[0].elapsedMs)));
-        if (const std::string why = nonConforming(r); !why.empty()) {
-            // RetryJudge counts the whole gap as backoff, but a retry after a lost connection also waits for
-            // a new connection: grpc-go's reconnect took up to 89 ms on a loaded machine, past the envelope's
-            // slack. Only that is forgiven: the retry was the first stream of the new connection, sent as
-            // soon as that was up.
-            const auto fresh =
-                std::find_if(r.connections.begin(), r.connections.end(),
-                             [&](const Connection &k) { return k.id == c.attempts[1].connection; });
-            QVERIFY2(fresh != r.connections.end(), why.c_str());
-            const double setupMs = double(c.attempts[1].startNs - fresh->openedNs) / 1e6;
-            qInfo(
-                "%s; the new connection opened %.1f ms after the old one ended and carried the retry %.1f ms "
-                "later",
-                why.c_str(), double(fresh->openedNs - *c.attempts[0].endNs) / 1e6, setupMs);
-            QCOMPARE(c.attempts[1].stream, 1u);
-            QVERIFY2(setupMs <= 50 * (1 + RetryJudge::kLateFraction) + RetryJudge::kLateMs, why.c_str());
-        }
+        // A retry after a lost connection also waits for the new one (grpc-go's reconnect took up to 89 ms
+        // on a loaded machine); RetryJudge allows for that when the connection's opening is known.
+        const std::string why = nonConforming(r);
+        QVERIFY2(why.empty(), why.c_str());
     }
 
 private slots:

@@ -261,6 +261,46 @@ private slots:
         QCOMPARE(judge(makeCall({14, 0}, {38.0}), labConfig(3), kCCore).kind, Kind::Gap);
     }
 
+    // A retry after its attempt's connection was lost waits for a new connection as well as its backoff
+    // (grpc-go's reconnect took 89 ms on a loaded machine, past a 50 ms backoff's envelope). It conforms when
+    // it followed that connection's opening promptly, and not otherwise: a gap past the envelope on the same
+    // connection, or long after the new connection was up, is still one.
+    void retryWaitsForANewConnection()
+    {
+        Call call = makeCall({14, 0}, {120.0});
+        call.attempts[1].connection = 2;
+        call.attempts[1].stream = 1;
+        const std::int64_t lostAt = *call.attempts[0].endNs;
+        std::int64_t openedAt = lostAt + 100 * kMs;
+        RetryJudge::Options options;
+        options.connectionOpenedNs = [&](std::uint32_t id) -> std::optional<std::int64_t> {
+            if (id == 2) return openedAt;
+            return std::nullopt;
+        };
+        const MethodRetryPolicy policy = policyOf(labConfig(3));
+        for (const char *ua : {kCCore, kGo, kNode}) {
+            const ClientStack stack = ClientStack::fromUserAgent(ua);
+            openedAt = lostAt + 100 * kMs; // the retry went 20 ms after its connection was up
+            RetryVerdict v = RetryJudge::judge(call, policy, stack, options);
+            QVERIFY2(v.kind == Kind::Conforms, v.reason.c_str());
+            // Without the connection's opening known, the same gap is out of the envelope.
+            QCOMPARE(RetryJudge::judge(call, policy, stack, {}).kind, Kind::Gap);
+            // The new connection was up 10 ms after the failure: the retry had no reason to wait 120 ms.
+            openedAt = lostAt + 10 * kMs;
+            v = RetryJudge::judge(call, policy, stack, options);
+            QCOMPARE(v.kind, Kind::Gap);
+            QVERIFY2(v.reason.find("new connection opened 10.0 ms after attempt 1") != std::string::npos,
+                     v.reason.c_str());
+            // A connection opened before the attempt ended was there to use all along.
+            openedAt = lostAt - 5 * kMs;
+            QCOMPARE(RetryJudge::judge(call, policy, stack, options).kind, Kind::Gap);
+        }
+        // The same late gap on the same connection is not forgiven.
+        Call same = makeCall({14, 0}, {120.0});
+        openedAt = *same.attempts[0].endNs + 100 * kMs;
+        QCOMPARE(RetryJudge::judge(same, policy, ClientStack::fromUserAgent(kGo), options).kind, Kind::Gap);
+    }
+
     // maxAttempts 10 is judged against the clamp: 5 attempts conform, 4 are too few, 6 too many.
     void clampedMaxAttempts()
     {
