@@ -3,6 +3,7 @@
 #include "clientoutcome.h"
 
 #include <QDateTime>
+#include <algorithm>
 
 namespace rpcscope {
 
@@ -200,6 +201,17 @@ StoreChanges TimelineModel::take(const EventBatch &batch)
 
 void TimelineModel::applyBatch(const EventBatch &batch)
 {
+    // A memory budget is checked between appends, so one large append (a feed that coalesced many batches of
+    // a flood, tens of thousands of new streams) could hold well past it before retention ran: large batches
+    // go in slices, each followed by the check.
+    constexpr size_t kSlice = 2048;
+    if (m_retention.maxBytes && batch.size() > kSlice) {
+        for (size_t from = 0; from < batch.size(); from += kSlice) {
+            const auto first = batch.begin() + std::ptrdiff_t(from);
+            applyBatch(EventBatch(first, first + std::ptrdiff_t(std::min(kSlice, batch.size() - from))));
+        }
+        return;
+    }
     // Before the rows are announced, so whoever reacts to them finds the headers already there.
     const StoreChanges ch = take(batch);
 
