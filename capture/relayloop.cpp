@@ -535,15 +535,18 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     const int src = fromClient ? c.cfd : c.sfd;
     std::int64_t kernelNs = 0;
     const size_t want = std::min(m_readBuffer.size(), limit);
+    // A connection a fault rule throttles holds bytes back in the kernel on purpose: they reach the peer, and
+    // the timeline, when read, not when they arrived.
+    const bool kernelTimes = m_kernelTimes && !(c.fault && c.fault->applied());
     const ssize_t n =
-        m_kernelTimes ? KernelRxTime::receive(src, buf, want, &kernelNs) : recv(src, buf, want, 0);
+        kernelTimes ? KernelRxTime::receive(src, buf, want, &kernelNs) : recv(src, buf, want, 0);
     // The event time: the kernel's receive time where it gave one, else the read time, taken before
     // forwarding so relaying cannot skew it.
     const std::int64_t readNs = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
     const std::uint64_t stampedBefore = m_rxTime.stamped();
     const std::int64_t t = half.lastNs =
-        std::max(half.lastNs, m_kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs);
+        std::max(half.lastNs, kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs);
     (m_rxTime.stamped() != stampedBefore ? m_kernelStamped : m_readTimed)
         .fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
