@@ -28,10 +28,11 @@ Q_DECLARE_METATYPE(hostile::Flood)
 namespace {
 
 constexpr int kKeepMb = 16;
-// The budget plus a half: a progress line reports the most the capture held since the line before (looked at
-// every 100 ms), which under a rapid reset includes the model's append of tens of thousands of streams before
-// retention runs after it (21.5 MB seen with --keep 16); a line's moment alone stayed within a quarter.
-constexpr double kReportedLimit = kKeepMb * 1.5 * (1 << 20);
+// The budget plus a quarter: a progress line reports the most the capture held since the line before (looked
+// at every 100 ms), up to one slice of an append (the model checks retention every 2048 events) past an
+// eviction. Before appends were sliced, a rapid reset's one append of tens of thousands of streams reached
+// 21.5 MB with --keep 16.
+constexpr double kReportedLimit = kKeepMb * 1.25 * (1 << 20);
 constexpr double kFloodSeconds = 3;
 
 // Normal unary calls through the proxy, one every 50 ms, on a thread of their own until stopped.
