@@ -81,6 +81,24 @@ std::string DecoderThread::overHeldLimitReason() const
     return "decoder fell behind (over " + amount + " waiting for it); relaying continues without decoding";
 }
 
+namespace {
+thread_local int t_deferDepth = 0;
+thread_local std::condition_variable *t_owedWake = nullptr;
+} // namespace
+
+DecoderThread::DeferWakes::DeferWakes()
+{
+    ++t_deferDepth;
+}
+
+DecoderThread::DeferWakes::~DeferWakes()
+{
+    if (--t_deferDepth == 0 && t_owedWake) {
+        t_owedWake->notify_one();
+        t_owedWake = nullptr;
+    }
+}
+
 void DecoderThread::push(RelayChunk &&c)
 {
     const size_t now = m_backlog += c.size;
@@ -98,7 +116,11 @@ void DecoderThread::push(RelayChunk &&c)
         m_queue.push_back(std::move(c));
         wake = urgent || m_asleep;
     }
-    if (wake) m_wake.notify_one();
+    if (!wake) return;
+    if (t_deferDepth > 0 && (!t_owedWake || t_owedWake == &m_wake))
+        t_owedWake = &m_wake;
+    else
+        m_wake.notify_one();
 }
 
 std::array<int, 2> DecoderThread::takeHandoffPipe()
