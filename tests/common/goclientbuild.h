@@ -60,4 +60,22 @@ inline QString build(QString *error)
     return program;
 }
 
+// Runs the client in its -retry mode with `args` (after -retry), retries switched on (grpc-go 1.33 retries
+// only when asked to), for at most a minute. Its output lines, one per call; what it printed to stderr goes
+// to *errors.
+inline QStringList runRetry(const QString &program, const QStringList &args, QByteArray *errors)
+{
+    QProcess go;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("GRPC_GO_RETRY", "on");
+    go.setProcessEnvironment(env);
+    go.start(program, QStringList{QStringLiteral("-retry")} + args);
+    if (!go.waitForFinished(60'000)) {
+        go.kill();
+        go.waitForFinished();
+    }
+    *errors = go.readAllStandardError();
+    return QString::fromLocal8Bit(go.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts);
+}
+
 } // namespace goclient

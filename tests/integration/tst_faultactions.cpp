@@ -171,28 +171,19 @@ class TestFaultActions : public QObject
                     {result.code, result.message, double(result.endNs - result.startNs) / 1e6});
             }
         } else {
-            QStringList args{QStringLiteral("-retry"),       QStringLiteral("-timing"),
-                             QStringLiteral("-deadline"),    QString::number(deadlineMs),
-                             QString::fromStdString(config), QString::fromStdString(target)};
+            QStringList args{QStringLiteral("-timing"), QStringLiteral("-deadline"),
+                             QString::number(deadlineMs), QString::fromStdString(config),
+                             QString::fromStdString(target)};
             for (const lab::CallRequest &r : requests)
                 args << QString::fromStdString(r.call_id()) << hexOf(r.SerializeAsString());
-            QProcess go;
-            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-            env.insert("GRPC_GO_RETRY", "on"); // grpc-go 1.33 retries only when asked to
-            go.setProcessEnvironment(env);
-            go.start(m_goClient, args);
-            if (!go.waitForFinished(60'000)) {
-                go.kill();
-                go.waitForFinished();
-            }
-            const QStringList lines =
-                QString::fromLocal8Bit(go.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts);
+            QByteArray errors;
+            const QStringList lines = goclient::runRetry(m_goClient, args, &errors);
             for (const QString &line : lines)
                 out->outcomes.push_back({line.section(' ', 1, 1).toInt(), line.section(' ', 3).toStdString(),
                                          line.section(' ', 2, 2).toDouble()});
             if (out->outcomes.size() != requests.size()) {
                 qWarning("%s: the grpc-go client said: %s %s", qPrintable(tag), qPrintable(lines.join(" | ")),
-                         go.readAllStandardError().constData());
+                         errors.constData());
                 capture.stop(20'000);
                 return false;
             }

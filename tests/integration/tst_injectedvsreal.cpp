@@ -119,25 +119,16 @@ class TestInjectedVsReal : public QObject
             for (const lab::CallRequest &r : requests)
                 out->codes.push_back(client.call(r, std::chrono::seconds(10)).code);
         } else {
-            QStringList args{QStringLiteral("-retry"), m_config, QString::fromStdString(target)};
+            QStringList args{m_config, QString::fromStdString(target)};
             for (const lab::CallRequest &r : requests)
                 args << QString::fromStdString(r.call_id()) << hexOf(r.SerializeAsString());
-            QProcess go;
-            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-            env.insert("GRPC_GO_RETRY", "on"); // grpc-go 1.33 retries only when asked to
-            go.setProcessEnvironment(env);
-            go.start(m_goClient, args);
-            if (!go.waitForFinished(60'000)) {
-                go.kill();
-                go.waitForFinished();
-            }
-            const QStringList lines =
-                QString::fromLocal8Bit(go.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts);
+            QByteArray errors;
+            const QStringList lines = goclient::runRetry(m_goClient, args, &errors);
             for (const QString &line : lines)
                 out->codes.push_back(line.section(' ', 1).toInt());
             if (int(out->codes.size()) != kCalls)
                 qWarning("%s: the grpc-go client said: %s %s", qPrintable(tag), qPrintable(lines.join(" | ")),
-                         go.readAllStandardError().constData());
+                         errors.constData());
         }
         const auto exit = capture.stop(20'000);
         if (!exit.exited || exit.code != 0) {
