@@ -29,11 +29,18 @@ bool takeStreamOutput(StreamFaults &s, std::uint32_t conn, std::int64_t t, std::
     if (!s.toClient.empty()) {
         if (decode)
             decode(copiedBytes(conn, Direction::ServerToClient, t, s.toClient.data(), s.toClient.size()));
-        toClient += s.toClient;
+        // Usually nothing waits for the peer: the buffers trade places instead of copying.
+        if (toClient.empty())
+            toClient.swap(s.toClient);
+        else
+            toClient += s.toClient;
         s.toClient.clear();
     }
     if (!s.toServer.empty()) {
-        toServer += s.toServer;
+        if (toServer.empty())
+            toServer.swap(s.toServer);
+        else
+            toServer += s.toServer;
         s.toServer.clear();
     }
     return s.failure.empty();

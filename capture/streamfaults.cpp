@@ -85,8 +85,8 @@ void StreamFaults::fromClient(const std::uint8_t *data, size_t size, std::int64_
         toServer.append(reinterpret_cast<const char *>(data), size);
         return;
     }
-    m_up.in.append(reinterpret_cast<const char *>(data), size);
     if (!m_preface) {
+        m_up.in.append(reinterpret_cast<const char *>(data), size);
         const size_t have = std::min(m_up.in.size(), kPrefaceLen);
         if (std::memcmp(m_up.in.data(), kPreface, have) != 0) {
             // Not HTTP/2 with prior knowledge: nothing here can be understood, so it goes on untouched.
@@ -99,10 +99,13 @@ void StreamFaults::fromClient(const std::uint8_t *data, size_t size, std::int64_
         }
         if (m_up.in.size() < kPrefaceLen) return;
         toServer.append(m_up.in, 0, kPrefaceLen);
-        m_up.inOff = kPrefaceLen;
         m_preface = true;
+        const std::string rest = m_up.in.substr(kPrefaceLen);
+        m_up.in.clear();
+        feed(true, reinterpret_cast<const std::uint8_t *>(rest.data()), rest.size(), now);
+        return;
     }
-    frames(true, now);
+    feed(true, data, size, now);
 }
 
 void StreamFaults::fromServer(const std::uint8_t *data, size_t size, std::int64_t now)
@@ -111,25 +114,26 @@ void StreamFaults::fromServer(const std::uint8_t *data, size_t size, std::int64_
         toClient.append(reinterpret_cast<const char *>(data), size);
         return;
     }
-    m_down.in.append(reinterpret_cast<const char *>(data), size);
-    frames(false, now);
+    feed(false, data, size, now);
 }
 
-void StreamFaults::frames(bool fromClient, std::int64_t now)
+void StreamFaults::feed(bool fromClient, const std::uint8_t *data, size_t size, std::int64_t now)
 {
     Side &s = fromClient ? m_up : m_down;
-    while (failure.empty()) {
-        const size_t avail = s.in.size() - s.inOff;
-        if (avail < kFrameHeaderLen) break;
-        const auto *p = reinterpret_cast<const std::uint8_t *>(s.in.data()) + s.inOff;
-        const std::uint32_t len = be24(p);
-        if (avail < kFrameHeaderLen + len) break;
-        s.inOff += kFrameHeaderLen + len; // the handlers never touch s.in, so p stays valid
-        if (fromClient)
-            clientFrame(p[3], p[4], frameStream(p), p, len, now);
-        else
-            serverFrame(p[3], p[4], frameStream(p), p, len, now);
+    if (s.in.size() == s.inOff) {
+        // Nothing left over from the last read: its whole frames are handled where they were read, and only
+        // a cut frame at its end is kept.
+        s.in.clear();
+        s.inOff = 0;
+        const size_t used = frames(fromClient, data, size, now);
+        if (failure.empty() && used < size)
+            s.in.assign(reinterpret_cast<const char *>(data) + used, size - used);
+        return;
     }
+    s.in.append(reinterpret_cast<const char *>(data), size);
+    // The handlers never touch s.in, so the frames stay where they are while they run.
+    s.inOff += frames(fromClient, reinterpret_cast<const std::uint8_t *>(s.in.data()) + s.inOff,
+                      s.in.size() - s.inOff, now);
     if (s.inOff == s.in.size()) {
         s.in.clear();
         s.inOff = 0;
@@ -139,40 +143,66 @@ void StreamFaults::frames(bool fromClient, std::int64_t now)
     }
 }
 
-// A HEADERS or CONTINUATION frame: its fragment joins the block; true once the block is whole.
-static bool gather(std::string &raw, std::string &block, bool &inBlock, std::uint32_t &blockStream,
-                   std::uint8_t &blockFlags, std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+size_t StreamFaults::frames(bool fromClient, const std::uint8_t *data, size_t size, std::int64_t now)
+{
+    size_t off = 0;
+    while (failure.empty()) {
+        const size_t avail = size - off;
+        if (avail < kFrameHeaderLen) break;
+        const std::uint8_t *p = data + off;
+        const std::uint32_t len = be24(p);
+        if (avail < kFrameHeaderLen + len) break;
+        off += kFrameHeaderLen + len;
+        if (fromClient)
+            clientFrame(p[3], p[4], frameStream(p), p, len, now);
+        else
+            serverFrame(p[3], p[4], frameStream(p), p, len, now);
+    }
+    return off;
+}
+
+// A HEADERS or CONTINUATION frame: its fragment joins the block; true once the block is whole (then
+// side.blockView and side.rawView hold it, into the frame itself when it came in one).
+static bool gather(auto &side, std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
                    const std::uint8_t *payload, size_t len, std::string *failure)
 {
-    if (inBlock) {
-        if (type != kContinuation || stream != blockStream) {
+    const char *frame = reinterpret_cast<const char *>(payload) - kFrameHeaderLen;
+    if (side.inBlock) {
+        if (type != kContinuation || stream != side.blockStream) {
             *failure = "a header block was interrupted by another frame; the fault rules cannot follow it";
             return false;
         }
-        block.append(reinterpret_cast<const char *>(payload), len);
-        raw.append(reinterpret_cast<const char *>(payload) - kFrameHeaderLen, kFrameHeaderLen + len);
-    } else {
-        size_t off = 0, end = len;
-        if (flags & kPadded) {
-            if (len < 1 || payload[0] >= len) {
-                *failure = "a HEADERS frame with bad padding";
-                return false;
-            }
-            off = 1;
-            end = len - payload[0];
-        }
-        if (flags & kPriorityFlag) off += 5;
-        if (off > end) {
-            *failure = "a HEADERS frame too short for its priority fields";
+        side.block.append(reinterpret_cast<const char *>(payload), len);
+        side.blockRaw.append(frame, kFrameHeaderLen + len);
+        side.inBlock = !(flags & kEndHeaders);
+        side.blockView = side.block;
+        side.rawView = side.blockRaw;
+        return !side.inBlock;
+    }
+    size_t off = 0, end = len;
+    if (flags & kPadded) {
+        if (len < 1 || payload[0] >= len) {
+            *failure = "a HEADERS frame with bad padding";
             return false;
         }
-        block.assign(reinterpret_cast<const char *>(payload) + off, end - off);
-        raw.assign(reinterpret_cast<const char *>(payload) - kFrameHeaderLen, kFrameHeaderLen + len);
-        blockStream = stream;
-        blockFlags = flags;
+        off = 1;
+        end = len - payload[0];
     }
-    inBlock = !(flags & kEndHeaders);
-    return !inBlock;
+    if (flags & kPriorityFlag) off += 5;
+    if (off > end) {
+        *failure = "a HEADERS frame too short for its priority fields";
+        return false;
+    }
+    side.blockStream = stream;
+    side.blockFlags = flags;
+    side.inBlock = !(flags & kEndHeaders);
+    side.blockView = std::string_view(reinterpret_cast<const char *>(payload) + off, end - off);
+    side.rawView = std::string_view(frame, kFrameHeaderLen + len);
+    if (side.inBlock) { // CONTINUATIONs follow, perhaps in a later read: the block is gathered
+        side.block.assign(side.blockView);
+        side.blockRaw.assign(side.rawView);
+    }
+    return !side.inBlock;
 }
 
 void StreamFaults::clientFrame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
@@ -180,15 +210,17 @@ void StreamFaults::clientFrame(std::uint8_t type, std::uint8_t flags, std::uint3
 {
     const std::uint8_t *payload = frame + kFrameHeaderLen;
     if (m_up.inBlock || type == kHeaders) {
-        if (!gather(m_up.blockRaw, m_up.block, m_up.inBlock, m_up.blockStream, m_up.blockFlags, type, flags,
-                    stream, payload, len, &failure))
-            return;
+        if (!gather(m_up, type, flags, stream, payload, len, &failure)) return;
+        // The fields are kept only where they may be written again: on a side being re-encoded, or for a
+        // stream a rule chose (a delay holds them). Else the block goes on as it came.
+        const bool keep = m_up.rewriting || m_streams.count(m_up.blockStream);
         HeaderList list;
-        if (!inflate(m_up, m_up.block, &list)) {
+        Picks picks;
+        if (!inflate(m_up, m_up.blockView, keep ? &list : nullptr, &picks)) {
             failure = "the client's header block does not decode (HPACK); the fault rules cannot go on";
             return;
         }
-        clientHeaders(m_up.blockStream, m_up.blockFlags & kEndStream, std::move(list), now);
+        clientHeaders(m_up.blockStream, m_up.blockFlags & kEndStream, std::move(list), picks, now);
         return;
     }
     const auto raw = [&] {
@@ -228,11 +260,10 @@ void StreamFaults::serverFrame(std::uint8_t type, std::uint8_t flags, std::uint3
 {
     const std::uint8_t *payload = frame + kFrameHeaderLen;
     if (m_down.inBlock || type == kHeaders) {
-        if (!gather(m_down.blockRaw, m_down.block, m_down.inBlock, m_down.blockStream, m_down.blockFlags,
-                    type, flags, stream, payload, len, &failure))
-            return;
+        if (!gather(m_down, type, flags, stream, payload, len, &failure)) return;
+        const bool keep = m_down.rewriting || m_streams.count(m_down.blockStream);
         HeaderList list;
-        if (!inflate(m_down, m_down.block, &list)) {
+        if (!inflate(m_down, m_down.blockView, keep ? &list : nullptr, nullptr)) {
             failure = "the server's header block does not decode (HPACK); the fault rules cannot go on";
             return;
         }
@@ -283,7 +314,8 @@ void StreamFaults::serverFrame(std::uint8_t type, std::uint8_t flags, std::uint3
     toClient.append(reinterpret_cast<const char *>(frame), kFrameHeaderLen + len);
 }
 
-void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderList &&list, std::int64_t now)
+void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderList &&list, const Picks &picks,
+                                 std::int64_t now)
 {
     if (auto it = m_streams.find(stream); it != m_streams.end()) {
         Stream &st = it->second;
@@ -312,7 +344,7 @@ void StreamFaults::clientHeaders(std::uint32_t stream, bool endStream, HeaderLis
         return;
     }
     size_t index = 0;
-    if (!choose(list, now, &index)) {
+    if (!choose(picks, now, &index)) {
         passHeaders(true, stream, endStream, list);
         m_lastForwarded = stream;
         return;
@@ -415,22 +447,11 @@ void StreamFaults::serverHeaders(std::uint32_t stream, bool endStream, HeaderLis
     passHeaders(false, stream, endStream, list);
 }
 
-bool StreamFaults::choose(const HeaderList &list, std::int64_t now, size_t *rule)
+bool StreamFaults::choose(const Picks &picks, std::int64_t now, size_t *rule)
 {
     if (m_faults->version() != m_rules->version) m_rules = m_faults->snapshot();
-    std::string_view path;
-    std::uint64_t attempt = 1;
-    for (const Field &f : list.fields) {
-        if (f.name == ":path") {
-            path = f.value;
-        } else if (f.name == "grpc-previous-rpc-attempts") {
-            std::uint64_t n = 0;
-            bool ok = !f.value.empty() && f.value.size() < 10;
-            for (char ch : f.value)
-                ok = ok && ch >= '0' && ch <= '9' && ((n = n * 10 + std::uint64_t(ch - '0')), true);
-            if (ok) attempt = n + 1;
-        }
-    }
+    const std::string_view path = picks.path;
+    const std::uint64_t attempt = picks.attempt;
     const std::int64_t since = now - m_origin;
     for (size_t i = 0; i < m_rules->rules.size(); ++i) {
         const FaultRule &r = m_rules->rules[i];
@@ -464,7 +485,7 @@ std::int64_t StreamFaults::delayOf(const FaultRule &rule)
     return std::max<std::int64_t>(by, 0);
 }
 
-bool StreamFaults::inflate(Side &side, const std::string &block, HeaderList *out)
+bool StreamFaults::inflate(Side &side, std::string_view block, HeaderList *out, Picks *picks)
 {
     const auto *in = reinterpret_cast<const std::uint8_t *>(block.data());
     size_t inlen = block.size();
@@ -475,10 +496,22 @@ bool StreamFaults::inflate(Side &side, const std::string &block, HeaderList *out
         if (rv < 0) return false;
         in += rv;
         inlen -= size_t(rv);
-        if (flags & NGHTTP2_HD_INFLATE_EMIT)
-            out->fields.push_back({std::string(reinterpret_cast<const char *>(nv.name), nv.namelen),
-                                   std::string(reinterpret_cast<const char *>(nv.value), nv.valuelen),
-                                   std::uint8_t(nv.flags & NGHTTP2_NV_FLAG_NO_INDEX)});
+        if (flags & NGHTTP2_HD_INFLATE_EMIT) {
+            const std::string_view name(reinterpret_cast<const char *>(nv.name), nv.namelen);
+            const std::string_view value(reinterpret_cast<const char *>(nv.value), nv.valuelen);
+            if (out)
+                out->fields.push_back({std::string(name), std::string(value),
+                                       std::uint8_t(nv.flags & NGHTTP2_NV_FLAG_NO_INDEX)});
+            if (picks && name == ":path") {
+                picks->path = value;
+            } else if (picks && name == "grpc-previous-rpc-attempts") {
+                std::uint64_t n = 0;
+                bool ok = !value.empty() && value.size() < 10;
+                for (char ch : value)
+                    ok = ok && ch >= '0' && ch <= '9' && ((n = n * 10 + std::uint64_t(ch - '0')), true);
+                if (ok) picks->attempt = n + 1;
+            }
+        }
         if (flags & NGHTTP2_HD_INFLATE_FINAL) {
             nghttp2_hd_inflate_end_headers(side.inflater);
             return true;
@@ -493,7 +526,7 @@ void StreamFaults::passHeaders(bool server, std::uint32_t stream, bool endStream
     if (from.rewriting)
         writeHeaders(server, stream, endStream, list);
     else
-        (server ? toServer : toClient) += from.blockRaw;
+        (server ? toServer : toClient) += from.rawView;
 }
 
 void StreamFaults::writeHeaders(bool server, std::uint32_t stream, bool endStream, const HeaderList &list)

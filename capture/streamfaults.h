@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -100,8 +101,12 @@ private:
         bool inBlock = false;
         std::uint32_t blockStream = 0;
         std::uint8_t blockFlags = 0;
-        std::string block;
-        std::string blockRaw;                    // its frames as they came
+        std::string block;    // a block of several frames, gathered
+        std::string blockRaw; // its frames as they came
+        // The whole block and its frames as they came: into the frame read when it came in one frame (the
+        // usual case, so nothing is copied), else into block and blockRaw.
+        std::string_view blockView;
+        std::string_view rawView;
         nghttp2_hd_inflater *inflater = nullptr; // in step with this side's sender
         nghttp2_hd_deflater *deflater = nullptr; // ours, toward the other side
         // Header blocks go on re-encoded with `deflater` (else as they came). Set at the first block this
@@ -111,14 +116,27 @@ private:
         bool rewriting = false;
     };
 
-    void frames(bool fromClient, std::int64_t now);
+    // What choose() needs of a request's header block.
+    struct Picks
+    {
+        std::string path;
+        std::uint64_t attempt = 1; // from grpc-previous-rpc-attempts
+    };
+
+    void feed(bool fromClient, const std::uint8_t *data, size_t size, std::int64_t now);
+    // Handles the whole frames at data; returns the bytes they took.
+    size_t frames(bool fromClient, const std::uint8_t *data, size_t size, std::int64_t now);
     void clientFrame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::uint8_t *frame,
                      size_t len, std::int64_t now);
     void serverFrame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::uint8_t *frame,
                      size_t len, std::int64_t now);
-    void clientHeaders(std::uint32_t stream, bool endStream, HeaderList &&list, std::int64_t now);
+    void clientHeaders(std::uint32_t stream, bool endStream, HeaderList &&list, const Picks &picks,
+                       std::int64_t now);
     void serverHeaders(std::uint32_t stream, bool endStream, HeaderList &&list, std::int64_t now);
-    bool inflate(Side &side, const std::string &block, HeaderList *out);
+    // Decodes a header block, keeping the decoder in step with its sender. The fields go to `out` and the
+    // request's path and attempt to `picks`, each only when given: a block passed on as it came is decoded
+    // for the table alone.
+    bool inflate(Side &side, std::string_view block, HeaderList *out, Picks *picks);
     void writeHeaders(bool toServer, std::uint32_t stream, bool endStream, const HeaderList &list);
     void writeBlock(nghttp2_hd_deflater *deflater, std::string &out, std::uint32_t stream, bool endStream,
                     const HeaderList &list);
@@ -130,7 +148,7 @@ private:
     void trailersOnly(std::uint32_t stream, const FaultRule &rule);
     void settings(bool fromClient, const std::uint8_t *payload, size_t len);
     // The stream rule that acts on a new stream, if any (its index), counted as it chooses.
-    bool choose(const HeaderList &list, std::int64_t now, size_t *rule);
+    bool choose(const Picks &picks, std::int64_t now, size_t *rule);
     void note(std::uint32_t stream, size_t rule, const std::string &what);
     std::int64_t delayOf(const FaultRule &rule);
     void release(std::vector<Held> &held, bool toServer);
