@@ -93,9 +93,11 @@ int main(int argc, char **argv)
     // Two arenas, not one per thread that ever allocated (gRPC's, the relays', the decoders'): events made on
     // those threads are freed on this one, and every arena keeps its own free memory at its own high-water
     // mark. Blocks of 4 MiB and more (merged appends) get pages of their own, given back when freed, as in
-    // rpcscope-cli capture.
+    // rpcscope-cli capture, and up to 4 MiB free at an arena's top stays mapped, also as there (a decoder
+    // thread's batches would otherwise fault their pages in anew every time).
     mallopt(M_ARENA_MAX, 2);
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 4 << 20);
     QString scenario = QStringLiteral("retry-basic");
     QString screenshot;
     bool withLab = true;

@@ -182,6 +182,7 @@ struct Lane
     pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
     std::vector<double> us;
     std::int64_t relayNs = 0;
+    std::int64_t decoderNs = 0; // of which the decoder thread's (it also encodes and writes the capture file)
     std::int64_t relaySwitches = 0;
     std::int64_t processNs = 0; // rpcscope: every thread of rpcscope-cli; socat: its per-connection processes
     pid_t socatPid = -1;
@@ -384,6 +385,8 @@ int main(int argc, char **argv)
                 Lane &l = lanes[(k + size_t(r)) % lanes.size()];
                 const std::int64_t cpu0 =
                     l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) : 0;
+                const std::int64_t dec0 =
+                    l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-decode"}) : 0;
                 const std::int64_t sw0 =
                     l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true)
                                      : 0;
@@ -394,6 +397,7 @@ int main(int argc, char **argv)
                 if (l.capturePid > 0) {
                     l.relayNs += threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}) - cpu0;
                     l.processNs += threadsRunNs(l.capturePid, {}) - all0;
+                    l.decoderNs += threadsRunNs(l.capturePid, {"rpcscope-decode"}) - dec0;
                     l.relaySwitches +=
                         threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true) - sw0;
                 } else if (l.socatPid > 0) {
@@ -454,6 +458,12 @@ int main(int argc, char **argv)
                      isNow && oldUs > 0 ? fmt("%.2f", us / oldUs) : "", isNow && oldUs > 0 ? "<= 0.50" : "",
                      isNow && oldUs > 0 ? (us / oldUs <= 0.5 ? "met" : "missed") : ""});
             }
+        for (const Lane &l : lanes)
+            if (l.capturePid > 0 && l.calls)
+                rows.push_back({"  " + l.name + " of which relay I/O thread / decoder thread",
+                                fmt("%.1f", double(l.relayNs - l.decoderNs) / 1e3 / l.calls) + " / " +
+                                    fmt("%.1f us", double(l.decoderNs) / 1e3 / l.calls),
+                                "", "", "", ""});
         // Rules that match nothing against none, same build, same rounds. Rounds of identical configurations
         // differ by several percent here, so within 10% counts as "as fast as without rules".
         const Lane *ruledLane = nullptr;
