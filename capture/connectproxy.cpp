@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "connectrequest.h"
 #include "faultset.h"
+#include "heapbytes.h"
 #include "relay.h"
 #include "relayloop.h"
 #include "tlsrelayloop.h"
@@ -152,6 +153,7 @@ struct ConnectProxy::Impl
     std::thread thread;
     std::atomic<size_t> pending{0};
     std::atomic<size_t> peakPending{0};
+    std::atomic<size_t> heldBytes{0}; // the handshakes, the notes and the loop's lists, each round
 
     mutable std::mutex relaysMutex; // the relays map: made on the proxy thread, counted from any thread
     std::map<std::string, std::unique_ptr<Relay>> relays;
@@ -296,6 +298,32 @@ size_t ConnectProxy::peakPendingHandshakes() const
 {
     return d->peakPending.load();
 }
+
+size_t ConnectProxy::memoryBytes() const
+{
+    size_t n = d->heldBytes.load(std::memory_order_relaxed);
+    std::lock_guard lk(d->relaysMutex);
+    for (const auto &[name, relay] : d->relays)
+        // The map's node, the name twice (the key, the order), and what the relay holds.
+        n += heapbytes::block(4 * sizeof(void *) + sizeof(std::string) + sizeof(relay)) +
+             2 * heapbytes::string(name) + relay->memoryBytes();
+    return n + heapbytes::block(d->order.capacity() * sizeof(std::string));
+}
+
+namespace {
+// A handshake in the proxy's list, as the allocator counts it.
+template <typename Pending> size_t handshakeBytes(const Pending &p)
+{
+    size_t n = heapbytes::block(2 * sizeof(void *) + sizeof(Pending)) + heapbytes::string(p.peer) +
+               heapbytes::string(p.head) + heapbytes::string(p.answer) + heapbytes::string(p.reason) +
+               heapbytes::string(p.request.authority) + heapbytes::string(p.request.target.host) +
+               heapbytes::string(p.request.reason) +
+               heapbytes::block(p.addrs.capacity() * sizeof(p.addrs[0]));
+    // A lookup in flight: the shared block with its control block (its addresses come when it is done).
+    if (p.lookup) n += heapbytes::block(2 * sizeof(long) + sizeof(*p.lookup));
+    return n;
+}
+} // namespace
 
 // A handshake that ended without a tunnel: a connection of its own on the timeline, opened when it was
 // accepted and closed with the reason, under the proxy's label.
@@ -636,7 +664,14 @@ void ConnectProxy::Impl::loop()
         }
         if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) acceptAll();
         handshakes.remove_if([](const Pending &p) { return p.done; });
+        // Counted before the notes go: a sink that waits for the model holds them all that time.
+        size_t held = heapbytes::block(fds.capacity() * sizeof(pollfd)) +
+                      heapbytes::block(owners.capacity() * sizeof(Pending *));
+        for (const Pending &p : handshakes)
+            held += handshakeBytes(p);
+        heldBytes.store(held + heapbytes::batch(notes), std::memory_order_relaxed);
         if (!notes.empty()) sink(std::exchange(notes, {}));
+        heldBytes.store(held, std::memory_order_relaxed);
         pending = handshakes.size();
         if (pending > peakPending) peakPending = pending.load();
     }
@@ -648,7 +683,9 @@ void ConnectProxy::Impl::loop()
     }
     handshakes.clear();
     pending = 0;
+    heldBytes.store(heapbytes::batch(notes), std::memory_order_relaxed);
     if (!notes.empty()) sink(std::exchange(notes, {}));
+    heldBytes.store(0, std::memory_order_relaxed);
 }
 
 } // namespace rpcscope

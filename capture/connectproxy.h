@@ -66,6 +66,11 @@ public:
     // Handshakes unfinished now and at most so far: what a flood of half-sent requests makes it hold.
     size_t pendingHandshakes() const;
     size_t peakPendingHandshakes() const;
+    // What the proxy holds, as the allocator counts it: each unfinished handshake (the request head read so
+    // far, its answer, the target's addresses), the notes not yet handed to the sink, and every target's
+    // relay with its tunnels (Relay::memoryBytes()). A capture's budget counts it, as it counts a direct
+    // hop's relay. Any thread; the handshakes' part is refreshed every round of the proxy's loop.
+    size_t memoryBytes() const;
 
 private:
     struct Impl;

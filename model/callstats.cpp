@@ -148,6 +148,7 @@ size_t heapBlock(size_t n)
 
 size_t LatencyRecorder::memoryBytes() const
 {
+    fold(); // what a read would allocate, counted now
     size_t n = heapBlock(m_octaves.capacity() * sizeof(Octave)) +
                heapBlock(m_pendingAdd.capacity() * sizeof(std::int64_t)) +
                heapBlock(m_pendingRemove.capacity() * sizeof(std::int64_t));
@@ -331,14 +332,21 @@ const StatsRow *CallStats::find(StatsRow::Kind kind, const std::string &key) con
     return it == rows.end() ? nullptr : &it->second;
 }
 
-StatsRow &CallStats::row(std::map<std::string, StatsRow> &rows, StatsRow::Kind kind, const std::string &key)
+StatsRow &CallStats::row(std::map<std::string, StatsRow> &rows, StatsRow::Kind kind, const std::string &key,
+                         bool *folded)
 {
-    auto [it, fresh] = rows.try_emplace(key);
+    auto it = rows.find(key);
+    if (it != rows.end()) return it->second;
+    const std::string other = kind == StatsRow::Kind::Hop ? kOtherHops : kOtherMethods;
+    const bool past = !key.empty() && key != other && rows.size() >= m_maxKeyedRows;
+    if (past && folded) *folded = true;
+    const std::string &k = past ? other : key;
+    auto [at, fresh] = rows.try_emplace(k);
     if (fresh) {
-        it->second.kind = kind;
-        it->second.key = key;
+        at->second.kind = kind;
+        at->second.key = k;
     }
-    return it->second;
+    return at->second;
 }
 
 void CallStats::clear()
@@ -350,6 +358,7 @@ void CallStats::clear()
     m_stragglers.clear();
     m_firstSerial = 0;
     m_labEventsSeen = 0;
+    m_foldedMethodCalls = m_foldedHopCalls = 0;
     ++m_generation;
 }
 
@@ -464,8 +473,11 @@ void CallStats::account(const TimelineStore &store, const Call &call)
     now.hop = c.hop;
     now.attemptsCounted = c.attemptsCounted;
     if (!now.method) {
-        now.method = &row(m_methods, StatsRow::Kind::Method, call.method);
-        now.hop = &row(m_hops, StatsRow::Kind::Hop, call.hop);
+        bool foldedMethod = false, foldedHop = false;
+        now.method = &row(m_methods, StatsRow::Kind::Method, call.method, &foldedMethod);
+        now.hop = &row(m_hops, StatsRow::Kind::Hop, call.hop, &foldedHop);
+        m_foldedMethodCalls += foldedMethod;
+        m_foldedHopCalls += foldedHop;
     }
     const ClientOutcome co = clientOutcome(call, store);
     now.category = categoryFrom(call, co);

@@ -8,6 +8,7 @@
 
 #include "timeline.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -170,10 +171,26 @@ public:
     // budget treats them as the store's. O(1).
     size_t callRecordBytes() const;
     // The rows and their latency bins: evicted calls stay counted, so retention cannot make these smaller.
-    // They grow with the methods and hops seen, and a row's bins with the latencies it saw (blocks of 16
-    // bins, 256 bytes each). O(rows).
+    // They grow with the methods and hops seen (at most maxKeyedRows() of each, below), and a row's bins with
+    // the latencies it saw (blocks of 16 bins, 256 bytes each). Values waiting to be binned are binned first,
+    // so that what a view's first read allocates is counted before it happens. O(rows).
     size_t rowBytes() const;
+    // Clears the counts; the row limit stays.
     void clear();
+
+    // A peer that names a new :path (or an ingested hop label) on every call would otherwise grow a row per
+    // call for as long as the session lasts, which no eviction frees. So there are at most this many method
+    // rows and as many hop rows (the rows keyed "" aside: calls never sent, the main proxy's hop); the calls
+    // of any method (hop) seen after that count in one row keyed kOtherMethods (kOtherHops). Rows already
+    // there stay when the limit is lowered.
+    static constexpr size_t kDefaultMaxKeyedRows = 1000;
+    static constexpr const char *kOtherMethods = "(other methods)";
+    static constexpr const char *kOtherHops = "(other hops)";
+    void setMaxKeyedRows(size_t rows) { m_maxKeyedRows = std::max<size_t>(1, rows); }
+    size_t maxKeyedRows() const { return m_maxKeyedRows; }
+    // Calls counted in the kOtherMethods (kOtherHops) row because their method (hop) came past the limit.
+    std::uint64_t foldedMethodCalls() const { return m_foldedMethodCalls; }
+    std::uint64_t foldedHopCalls() const { return m_foldedHopCalls; }
 
     const StatsRow &total() const { return m_total; }
     // By key. A call counts in one method row and one hop row.
@@ -204,7 +221,9 @@ private:
     };
     void account(const TimelineStore &store, const Call &call);
     void apply(const Contribution &c, int sign);
-    StatsRow &row(std::map<std::string, StatsRow> &rows, StatsRow::Kind kind, const std::string &key);
+    // The row of `key`, or past the limit the kind's other row (*folded set then).
+    StatsRow &row(std::map<std::string, StatsRow> &rows, StatsRow::Kind kind, const std::string &key,
+                  bool *folded = nullptr);
     void countFastFails(const TimelineStore &store);
 
     StatsRow m_total;
@@ -215,6 +234,8 @@ private:
     Contribution *slot(std::uint64_t serial);
     size_t m_labEventsSeen = 0;
     std::uint64_t m_generation = 0;
+    size_t m_maxKeyedRows = kDefaultMaxKeyedRows;
+    std::uint64_t m_foldedMethodCalls = 0, m_foldedHopCalls = 0;
 };
 
 } // namespace rpcscope

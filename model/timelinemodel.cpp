@@ -266,9 +266,17 @@ void TimelineModel::checkRetention()
         enforceRetention();
 }
 
+size_t TimelineModel::statsRowsFor(size_t maxBytes)
+{
+    if (!maxBytes) return CallStats::kDefaultMaxKeyedRows;
+    // A row that saw a few calls holds 3-4 KiB (its map node and two latency recorders' first bins).
+    return std::clamp<size_t>(maxBytes / 8 / 4096, 64, CallStats::kDefaultMaxKeyedRows);
+}
+
 void TimelineModel::setRetention(const RetentionPolicy &policy)
 {
     m_retention = policy;
+    m_stats.setMaxKeyedRows(statsRowsFor(policy.maxBytes));
     enforceRetention();
 }
 
@@ -289,9 +297,13 @@ bool TimelineModel::enforceRetention()
         // the store its share of what the others leave. Evict from 95% of the budget on, so the calls
         // arriving between two checks still fit in it.
         const size_t limit = m_retention.maxBytes / 20 * 19;
-        // The records the statistics keep per call go with their calls: they count as the store's.
+        // The records the statistics keep per call go with their calls: they count as the store's; their
+        // rows stay whatever goes. What others hold counts once: the reserve is the most they may come to
+        // hold, so what they hold now is part of it, not beside it. Asked once: asked twice (otherBytes()
+        // asks too), two looks at queues that fill meanwhile could differ by a batch.
         const size_t external = m_externalBytes ? m_externalBytes() : 0;
-        const size_t others = otherBytes() - external + std::max(external, m_externalReserve);
+        const size_t others = (m_headers ? m_headers->messageBytes() : 0) +
+                              std::max(external, m_externalReserve) + m_stats.rowBytes();
         const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.memoryBytes() + callBytes();

@@ -83,14 +83,20 @@ public:
     // Applies the policy now; true when anything was evicted.
     bool enforceRetention();
     // Everything the session holds, as the allocator counts it: the store, the event log, the statistics'
-    // record of each call kept, the inspector's kept messages, and what setExternalBytes() reports. Retention
-    // (maxBytes) budgets all of it. Not the statistics' rows (stats().rowBytes()): they keep evicted calls
-    // counted, so no eviction makes them smaller, and their latency bins appear when a view first reads them,
-    // after retention has looked; counted, they made a budget a third of a small file's impossible to meet.
+    // record of each call kept and their rows, the inspector's kept messages, and what setExternalBytes()
+    // reports. Retention (maxBytes) budgets all of it. The statistics' rows keep evicted calls counted, so no
+    // eviction makes them smaller: like the inspector's messages they are bounded by themselves (at most
+    // CallStats::maxKeyedRows() of each kind, which setRetention() sizes from the budget), and retention
+    // leaves them room.
     size_t memoryBytes() const
     {
-        return m_store.approxBytes() + m_log.memoryBytes() + callBytes() + otherBytes();
+        return m_store.approxBytes() + m_log.memoryBytes() + callBytes() + otherBytes() + m_stats.rowBytes();
     }
+    // The statistics' method and hop rows a budget of `maxBytes` allows (0: no budget): about an eighth of it
+    // at a few KiB a row, between 64 and CallStats::kDefaultMaxKeyedRows.
+    static size_t statsRowsFor(size_t maxBytes);
+    // Another limit than that, until the next setRetention().
+    void setStatsRowLimit(size_t rows) { m_stats.setMaxKeyedRows(rows); }
     // What others hold for this session and count against its budget: the batches queued on their way to the
     // model (app/core's sink), say. Retention cannot evict those, so it leaves the store and the log less
     // room. Called on the model's thread whenever memory is checked; an empty function counts nothing.

@@ -127,6 +127,12 @@ const StatsRow *StatsTableModel::statsRow(int r) const
     return m_stats->find(m_rows[size_t(r)].kind, m_rows[size_t(r)].key);
 }
 
+bool StatsTableModel::isOtherRow(StatsRow::Kind kind, const std::string &key)
+{
+    return (kind == StatsRow::Kind::Method && key == CallStats::kOtherMethods) ||
+           (kind == StatsRow::Kind::Hop && key == CallStats::kOtherHops);
+}
+
 QString StatsTableModel::rowLabel(StatsRow::Kind kind, const std::string &key)
 {
     switch (kind) {
@@ -147,6 +153,8 @@ QString StatsTableModel::filterTerms(int r) const
     if (row.kind == StatsRow::Kind::Total) return {};
     // Calls that never reached the wire have no method: the outcome is what sets them apart.
     if (row.kind == StatsRow::Kind::Method && row.key.empty()) return QStringLiteral("outcome:failed-fast");
+    // The calls of every method (hop) past the row limit: no one term names them.
+    if (isOtherRow(row.kind, row.key)) return {};
     const QString key = QString::fromStdString(row.key);
     bool ambiguous = row.key.empty() || key.contains(QLatin1Char(' '));
     for (size_t i = 1; i < m_rows.size() && !ambiguous; ++i)
@@ -244,6 +252,14 @@ QVariant StatsTableModel::data(const QModelIndex &index, int role) const
                     "bulkhead): no method on the wire, no lane");
             if (ref.kind == StatsRow::Kind::Hop && ref.key.empty())
                 return QStringLiteral("Calls through the main capture proxy (no hop label)");
+            if (isOtherRow(ref.kind, ref.key) && m_stats)
+                return QStringLiteral("Calls of the %1 seen after the first %2: the table keeps at most %2 "
+                                      "rows, so that a peer naming a new one on every call cannot grow it "
+                                      "without bound (%3 calls counted here)")
+                    .arg(ref.kind == StatsRow::Kind::Hop ? QStringLiteral("hops") : QStringLiteral("methods"))
+                    .arg(m_stats->maxKeyedRows())
+                    .arg(ref.kind == StatsRow::Kind::Hop ? m_stats->foldedHopCalls()
+                                                         : m_stats->foldedMethodCalls());
             return rowLabel(ref.kind, ref.key);
         }
         if (role == Qt::FontRole && ref.kind == StatsRow::Kind::Total) {

@@ -66,6 +66,8 @@ public:
     // How the rest of the window names a row: "Total", "/pkg.Svc/Method", "(never sent)" for the fast-failed
     // calls' method row "", "(main proxy)" for hop "".
     static QString rowLabel(StatsRow::Kind kind, const std::string &key);
+    // The row that counts the calls of every method (hop) past CallStats::maxKeyedRows().
+    static bool isOtherRow(StatsRow::Kind kind, const std::string &key);
     // The filter terms that keep a row's calls ("" for Total): "method:/a.B/C", "hop:edge", "hop:=". The key
     // is matched exactly when another key contains it, as method: and hop: match parts.
     QString filterTerms(int r) const;

@@ -61,6 +61,22 @@ void reportCaptured(const TimelineStore &store, size_t calls, const std::string 
                      wrong - kShown);
 }
 
+// Once, at the end: the statistics folded the calls of methods (hops) past their row limit into one row.
+void reportFoldedStats(const CallStats &stats)
+{
+    auto say = [&stats](std::uint64_t calls, const char *what, const char *row) {
+        if (calls)
+            std::fprintf(
+                stderr,
+                "rpcscope-cli: warning: more than %zu distinct %s: the %llu calls of those seen after "
+                "the first %zu count in one statistics row, \"%s\"\n",
+                stats.maxKeyedRows(), what, static_cast<unsigned long long>(calls), stats.maxKeyedRows(),
+                row);
+    };
+    say(stats.foldedMethodCalls(), "methods", CallStats::kOtherMethods);
+    say(stats.foldedHopCalls(), "hops", CallStats::kOtherHops);
+}
+
 // `--proxy [ADDR]`: its address is optional, so it is taken out before the other options are parsed.
 std::optional<std::string> takeProxyOption(std::vector<std::string> *args, std::string *error)
 {
@@ -390,6 +406,7 @@ int cmdCapture(std::vector<std::string> args)
             return rescued(stream->copyTo(rescue, &rescueError), error, calls, rescueError);
         }
         reportCaptured(model.store(), calls, opts["--out"]);
+        reportFoldedStats(model.stats());
         if (const std::uint64_t shed = ModelFeed::of(&model)->shedEvents())
             // The count above is the timeline's; the file was written before the feed and has every call.
             std::fprintf(
@@ -412,6 +429,7 @@ int cmdCapture(std::vector<std::string> args)
         return rescued(saved, error, model.store().calls().size(), rescueError);
     }
     reportCaptured(model.store(), model.store().calls().size(), opts["--out"]);
+    reportFoldedStats(model.stats());
     if (const std::uint64_t shed = ModelFeed::of(&model)->shedEvents())
         std::fprintf(stderr,
                      "rpcscope-cli: warning: %llu events did not reach the timeline while it fell behind; "

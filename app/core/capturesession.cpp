@@ -135,6 +135,9 @@ size_t CaptureSession::relayMemoryBytes() const
     size_t n = m_recording ? m_recording->encoding.load(std::memory_order_relaxed) : 0;
     for (const auto &r : m_relays)
         n += r->memoryBytes();
+    // A CONNECT proxy's tunnels are relays too, one a target, and its unfinished handshakes hold their heads.
+    for (const auto &p : m_proxies)
+        n += p->memoryBytes();
     return n;
 }
 

@@ -469,14 +469,22 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
         qInfo("--keep 2: kept the newest %lld of %d calls", qint64(calls.size()), kCalls);
-        // The budget also pays for what the relay's decoder and the model's feed hold (the capture keeps half
-        // of --keep for them, and counts what they hold at that moment), so how many calls it leaves room for
-        // swings with the machine's load: some, never none, never all. With --keep 1 that room was a few
-        // calls at times (3 of 4000 once), too close to none to tell.
-        QVERIFY2(calls.size() > 10 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
-        QCOMPARE(calls.size() + warned.captured(1).toInt(),
-                 kCalls); // every call either kept or counted as dropped
-        QCOMPARE(calls.last().toObject()["key"].toString(), QStringLiteral("k-%1").arg(kCalls - 1));
+        // The budget also pays for what the relay's decoder and the model's feed hold: the capture leaves
+        // them half of --keep or what they hold at that moment, whichever is more (counted once, not both),
+        // so how many calls it leaves room for swings with the machine's load: some, never none, never all.
+        // With --keep 1 that room was a few calls at times (3 of 4000 once), too close to none to tell.
+        // Every call either kept or counted as dropped. On a loaded machine the timeline may fall behind the
+        // relay and miss events, which the capture then says (captureFileKeepsEveryCallBeyondTheMemoryBudget
+        // allows it too): the calls they belonged to are then neither, and when they were the newest, what
+        // is left may be none.
+        const bool fellBehind = err.contains("did not reach the timeline while it fell behind");
+        if (!fellBehind) {
+            QVERIFY2(calls.size() > 10 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
+            QCOMPARE(calls.size() + warned.captured(1).toInt(), kCalls);
+            QCOMPARE(calls.last().toObject()["key"].toString(), QStringLiteral("k-%1").arg(kCalls - 1));
+        } else {
+            QVERIFY2(calls.size() + warned.captured(1).toInt() <= kCalls, qPrintable(err));
+        }
     }
 
     // An .rpcscope output is written as the capture goes. While it runs, its .partial file already opens with

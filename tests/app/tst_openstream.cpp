@@ -156,10 +156,15 @@ private slots:
         const QStringList all = describeAll(model.store());
         const QString allLast = lastAttempt(model.store());
         const size_t full = model.memoryBytes();
-        // The inspector's kept messages are bounded by themselves, not by retention: the budget leaves them
-        // room.
+        // The inspector's kept messages are bounded by themselves, not by retention, and so are the
+        // statistics' rows (a row per method and hop, up to a limit; evicted calls stay counted in them): the
+        // budget leaves them room, and a third of the rest.
         const size_t headers = model.headerLog() ? model.headerLog()->messageBytes() : 0;
-        const size_t budget = headers + (full - headers) / 3;
+        const size_t rows = model.stats().rowBytes();
+        const size_t budget = headers + rows + (full - headers - rows) / 3;
+        qInfo("%zu bytes held in all, %zu of them the inspector's messages and %zu the statistics' rows: a "
+              "budget of %zu",
+              full, headers, rows, budget);
 
         model.setRetention({budget, 0, 0});
         QVERIFY2(window.openFile(path, &error, true), qPrintable(error));

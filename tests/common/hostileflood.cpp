@@ -26,6 +26,7 @@ enum FrameType : std::uint8_t
     kGoaway = 0x7,
     kContinuation = 0x9,
 };
+constexpr std::uint8_t kEndStream = 0x1;
 constexpr std::uint8_t kEndHeaders = 0x4;
 constexpr std::uint8_t kAck = 0x1;
 constexpr std::uint32_t kCancel = 0x8;
@@ -87,13 +88,14 @@ void literal(std::string &out, const std::string &name, const std::string &value
     hpackString(out, value);
 }
 
-// A unary Lab/Call request's headers, without the body that would let the server answer.
-std::string requestBlock(std::uint16_t port)
+// A unary request's headers to `path` (Lab/Call's by default), without the body that would let the server
+// answer it.
+std::string requestBlock(std::uint16_t port, const std::string &path = "/rpcscope.lab.Lab/Call")
 {
     std::string b;
     b += char(0x83); // :method POST
     b += char(0x86); // :scheme http
-    literalIndexedName(b, 4, "/rpcscope.lab.Lab/Call");
+    literalIndexedName(b, 4, path);
     literalIndexedName(b, 1, "127.0.0.1:" + std::to_string(port));
     literalIndexedName(b, 31, "application/grpc");
     literal(b, "te", "trailers");
@@ -152,8 +154,8 @@ const char *errorCodeName(std::uint32_t code)
 
 std::vector<Flood> allFloods()
 {
-    return {Flood::Ping,       Flood::Settings,   Flood::Continuation,
-            Flood::HpackHeavy, Flood::RapidReset, Flood::OpenStreams};
+    return {Flood::Ping,       Flood::Settings,    Flood::Continuation, Flood::HpackHeavy,
+            Flood::RapidReset, Flood::OpenStreams, Flood::DistinctPaths};
 }
 
 const char *floodName(Flood flood)
@@ -171,6 +173,8 @@ const char *floodName(Flood flood)
         return "rapid-reset";
     case Flood::OpenStreams:
         return "open-streams";
+    case Flood::DistinctPaths:
+        return "distinct-paths";
     }
     return "?";
 }
@@ -207,6 +211,8 @@ double suiteRate(Flood flood)
         return 20'000;
     case Flood::OpenStreams:
         return 10'000;
+    case Flood::DistinctPaths:
+        return 2'000;
     }
     return 0;
 }
@@ -388,6 +394,14 @@ struct FloodClient::Impl
                 frame(c, kRstStream, 0, c.nextStream, be32(kCancel));
             else
                 ++c.streams; // reset streams do not count against the server's limit
+            c.nextStream += 2;
+            return true;
+        case Flood::DistinctPaths:
+            // The request ends with its headers: the server answers it (UNIMPLEMENTED) and the stream
+            // closes, so it holds no place against the server's stream limit.
+            if (c.nextStream > 0x7ffffffd) return false;
+            frame(c, kHeaders, kEndHeaders | kEndStream, c.nextStream,
+                  requestBlock(port, "/hostile.Paths/M" + std::to_string(unit)));
             c.nextStream += 2;
             return true;
         }

@@ -19,6 +19,7 @@ enum class Flood
     HpackHeavy,  // streams opened with ~16 KiB header blocks that grow through the dynamic table, never ended
     RapidReset,  // HEADERS then RST_STREAM(CANCEL), again and again (CVE-2023-44487)
     OpenStreams, // streams opened and left open, over more connections when the server limits them
+    DistinctPaths, // whole requests (END_STREAM), each to a :path never used before: a row each in statistics
 };
 
 std::vector<Flood> allFloods();
@@ -36,7 +37,8 @@ struct FloodLimits
 FloodLimits paced(std::uint64_t count, double seconds);
 // The suite's rate for a flood, units a second: enough to show a budget that does not hold within seconds,
 // little enough that an unbounded capture does not take the machine's memory with it (a PING flood as fast
-// as loopback goes reaches gigabytes in seconds). Open streams: 100,000 in 10 s.
+// as loopback goes reaches gigabytes in seconds). Open streams: 100,000 in 10 s. Distinct paths: 2,000 a
+// second, each answered by the server (UNIMPLEMENTED), so each is a call that ends.
 double suiteRate(Flood flood);
 
 struct FloodResult

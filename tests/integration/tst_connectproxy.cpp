@@ -547,6 +547,78 @@ print('ok')
         QVERIFY2(file.readAll().contains("fault: close (rule 1)"), "no fault note in the capture");
     }
 
+    // What the proxy holds is memory of the capture (CaptureSession counts it in the model's budget, as it
+    // counts a direct hop's relay): unfinished handshakes' heads and each target's relay with its tunnels.
+    // The count rises with what it holds and falls when that goes.
+    void memoryFollowsWhatItHolds()
+    {
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        Collector events;
+        ConnectProxy proxy;
+        QVERIFY2(proxy.start({"127.0.0.1", 0}, events.sink(), &error), error.c_str());
+        const std::uint16_t port = proxy.listenAddress().port;
+        const std::string target = "127.0.0.1:" + std::to_string(server.port());
+        auto waitFor = [&](const std::function<bool(size_t)> &done) {
+            QDeadlineTimer deadline(10000);
+            while (!done(proxy.memoryBytes()) && !deadline.hasExpired())
+                QTest::qWait(10);
+            return done(proxy.memoryBytes());
+        };
+        const size_t idle = proxy.memoryBytes();
+
+        // 64 clients each send 6,000 bytes of a request head and then wait: the proxy holds every byte.
+        constexpr int kClients = 64;
+        constexpr size_t kHead = 6000;
+        const std::string head = "CONNECT " + target + " HTTP/1.1\r\nX-Fill: " + std::string(kHead, 'a');
+        std::vector<int> clients;
+        for (int i = 0; i < kClients; ++i) {
+            const int fd = connectTo(port);
+            QVERIFY(fd >= 0);
+            QCOMPARE(send(fd, head.data(), head.size(), MSG_NOSIGNAL), ssize_t(head.size()));
+            clients.push_back(fd);
+        }
+        QVERIFY2(waitFor([&](size_t n) { return n >= idle + kClients * kHead; }),
+                 qPrintable(QStringLiteral("%1 bytes held with %2 heads of %3 bytes pending (idle: %4)")
+                                .arg(proxy.memoryBytes())
+                                .arg(kClients)
+                                .arg(kHead)
+                                .arg(idle)));
+        QCOMPARE(proxy.pendingHandshakes(), size_t(kClients));
+        const size_t holding = proxy.memoryBytes();
+        // Not far beyond them either: each head in a string of its own, with the handshake's record.
+        QVERIFY2(proxy.memoryBytes() <= idle + kClients * (2 * kHead + 2048),
+                 qPrintable(QString::number(proxy.memoryBytes())));
+        // The clients go: their handshakes with them.
+        for (int fd : clients)
+            close(fd);
+        QVERIFY2(waitFor([&](size_t n) { return n < idle + 16 * 1024; }),
+                 qPrintable(QString::number(proxy.memoryBytes())));
+        QCOMPARE(proxy.pendingHandshakes(), size_t(0));
+
+        // A tunnel: its target's relay (read buffer, connection, decoder) counts from then on.
+        const size_t before = proxy.memoryBytes();
+        {
+            const ProxyEnv env(proxy.listenAddress().toString());
+            lab::LabClient client(target, {});
+            lab::CallRequest r;
+            r.set_call_id("counted-1");
+            QCOMPARE(client.call(r, std::chrono::milliseconds(5000)).code, 0);
+            QCOMPARE(proxy.targets().size(), size_t(1));
+            QVERIFY2(proxy.memoryBytes() >= before + 16 * 1024,
+                     qPrintable(QStringLiteral("%1 bytes with a tunnel, %2 before")
+                                    .arg(proxy.memoryBytes())
+                                    .arg(before)));
+        }
+        qInfo(
+            "idle %zu bytes; %d heads of %zu bytes pending: %zu; after they closed: %zu; with a tunnel: %zu",
+            idle, kClients, kHead, holding, before, proxy.memoryBytes());
+        // Stopped, it holds nothing more.
+        proxy.stop();
+        QVERIFY2(proxy.memoryBytes() < 1024, qPrintable(QString::number(proxy.memoryBytes())));
+    }
+
     void floodOfHalfSentRequests()
     {
         lab::LabServer server;

@@ -11,7 +11,9 @@
 #include "lab.pb.h"
 #include "labclient.h"
 #include "labserver.h"
+#include "timelinemodel.h"
 
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <atomic>
@@ -167,15 +169,19 @@ void TestHostile::flood()
     const hostile::CaptureProcess::Exit exit = capture.stop(60000);
     const std::set<std::string> ok = caller.succeeded();
 
-    // The file: readable to the end, and holding every call that succeeded through the proxy.
+    // The file: readable to the end, and holding every call that succeeded through the proxy. Read into a
+    // timeline under the same budget, its statistics are what the capture's were.
     CaptureInfo info;
     std::set<std::string> inFile;
     size_t events = 0;
+    TimelineModel replayed;
+    replayed.setRetention({size_t(kKeepMb) << 20, 0, 0});
     const CaptureReadResult read = readCaptureFile(out, &info, [&](EventBatch &&batch) {
         events += batch.size();
         for (const WireEvent &e : batch)
             if (e.kind == EventKind::Headers && e.dir == Direction::ClientToServer && ok.count(e.grpc.callId))
                 inFile.insert(e.grpc.callId);
+        if (kind == hostile::Flood::DistinctPaths) replayed.appendBatch(batch);
     });
 
     // Figures, for the record only (the benchmark holds their goals).
@@ -211,6 +217,33 @@ void TestHostile::flood()
                             .arg(name, mb(reported))
                             .arg(kKeepMb)
                             .arg(mb(kReportedLimit))));
+    if (kind == hostile::Flood::DistinctPaths) {
+        // A statistics row each for thousands of paths would outlive every eviction: past the budget's row
+        // limit their calls count in one row, and the capture says so once.
+        const size_t maxRows = TimelineModel::statsRowsFor(size_t(kKeepMb) << 20);
+        QVERIFY2(fr.units > maxRows * 2, fr.summary().c_str());
+        const QString err = QString::fromStdString(capture.stderrText());
+        const QRegularExpressionMatch said =
+            QRegularExpression(
+                R"(more than (\d+) distinct methods: the (\d+) calls of those seen after the first)")
+                .match(err);
+        QVERIFY2(said.hasMatch(), qPrintable(err));
+        QCOMPARE(said.captured(1).toULongLong(), qulonglong(maxRows));
+        // Every request is a call the server answered, unless the capture shed decoding under the load.
+        QVERIFY2(said.captured(2).toULongLong() >= (fr.units - maxRows) / 2, qPrintable(said.captured(0)));
+        QCOMPARE(err.count(QStringLiteral("distinct methods")), 1);
+        const CallStats &stats = replayed.stats();
+        qInfo("%s: %zu method rows (%s) for %llu calls, %llu of them in \"%s\"", qPrintable(name),
+              stats.methods().size(), qPrintable(mb(double(stats.rowBytes()))),
+              static_cast<unsigned long long>(stats.total().calls),
+              static_cast<unsigned long long>(stats.foldedMethodCalls()), CallStats::kOtherMethods);
+        // Each kept method, the other methods, and "" (none here).
+        QVERIFY2(stats.methods().size() <= maxRows + 2, qPrintable(QString::number(stats.methods().size())));
+        const StatsRow *other = stats.find(StatsRow::Kind::Method, CallStats::kOtherMethods);
+        QVERIFY(other);
+        QCOMPARE(other->calls, stats.foldedMethodCalls());
+        QVERIFY2(other->calls >= (fr.units - maxRows) / 2, qPrintable(QString::number(other->calls)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestHostile)

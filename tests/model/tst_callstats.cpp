@@ -370,6 +370,56 @@ private slots:
         QCOMPARE(model.stats().total().callLatency.max().value(), 2000 * ms);
     }
 
+    // A peer that names a new method on every call: past the row limit their calls count in one row, said
+    // with a count, instead of a row each that no eviction would free. Rows already there keep counting, and
+    // the fast-failed calls' row "" is not held back by the limit.
+    void rowsPastTheLimitFoldIntoOne()
+    {
+        TimelineModel model;
+        model.setStatsRowLimit(3);
+        const CallStats &stats = model.stats();
+        EventBatch b{testev::opened(1, 0), testev::opened(2, 0)};
+        for (int i = 0; i < 10; ++i) {
+            const auto stream = std::uint32_t(2 * i + 1);
+            b.push_back(request(1, stream, i * ms, "m" + std::to_string(i), "/svc.S/M" + std::to_string(i)));
+            b.push_back(trailers(1, stream, i * ms + 5 * ms, kOk));
+        }
+        // A method seen before the limit was reached counts in its own row still.
+        b.push_back(request(2, 1, 20 * ms, "again", "/svc.S/M1"));
+        b.push_back(trailers(2, 1, 21 * ms, kOk));
+        b.push_back(labEvent(30 * ms, "fast-fail"));
+        model.appendBatch(b);
+        QCOMPARE(stats.total().calls, 12u);
+        QCOMPARE(stats.methods().size(), 5u); // M0, M1, M2, the other methods, ""
+        QCOMPARE(stats.methods().at("/svc.S/M1").calls, 2u);
+        const StatsRow *other = stats.find(StatsRow::Kind::Method, CallStats::kOtherMethods);
+        QVERIFY(other);
+        QCOMPARE(other->calls, 7u);
+        QCOMPARE(other->count(CallCategory::OkFirstTry), 7u);
+        QCOMPARE(other->callLatency.percentile(0.5).value(), 5 * ms);
+        QCOMPARE(stats.foldedMethodCalls(), 7u);
+        QCOMPARE(stats.methods().at("").count(CallCategory::FailedFast), 1u);
+        // One hop (""), far below the limit: nothing folded there.
+        QCOMPARE(stats.hops().size(), 1u);
+        QCOMPARE(stats.foldedHopCalls(), 0u);
+        // Incrementally as a rebuild does, and a clear starts the count again under the same limit.
+        CallStats rebuilt;
+        rebuilt.setMaxKeyedRows(3);
+        rebuilt.rebuild(model.store());
+        compareStats(stats, rebuilt);
+        QCOMPARE(rebuilt.foldedMethodCalls(), 7u);
+        model.clear();
+        QCOMPARE(stats.foldedMethodCalls(), 0u);
+        QCOMPARE(stats.maxKeyedRows(), size_t(3));
+        // The limit follows a session's budget: a small one allows fewer rows, none the default.
+        QCOMPARE(TimelineModel::statsRowsFor(0), CallStats::kDefaultMaxKeyedRows);
+        QCOMPARE(TimelineModel::statsRowsFor(size_t(2) << 20), size_t(64));
+        QCOMPARE(TimelineModel::statsRowsFor(size_t(16) << 20), size_t(512));
+        QCOMPARE(TimelineModel::statsRowsFor(size_t(512) << 20), CallStats::kDefaultMaxKeyedRows);
+        model.setRetention({size_t(2) << 20, 0, 0});
+        QCOMPARE(stats.maxKeyedRows(), size_t(64));
+    }
+
     // rpcscope-cli stats: a file read batch by batch, its calls counted and evicted as it goes, counts what a
     // store holding every call counts; a cut file hands over its intact batches and says it is cut.
     void streamedFileEqualsWholeStore()
