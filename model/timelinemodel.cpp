@@ -1,6 +1,7 @@
 #include "timelinemodel.h"
 
 #include "clientoutcome.h"
+#include "stallprobe.h"
 
 #include <QDateTime>
 #include <algorithm>
@@ -213,7 +214,9 @@ void TimelineModel::applyBatch(const EventBatch &batch)
         return;
     }
     // Before the rows are announced, so whoever reacts to them finds the headers already there.
+    std::optional<StallProbe> step(std::in_place, "append: take");
     const StoreChanges ch = take(batch);
+    step.emplace("append: rows and retention");
 
     // Existing calls that gained attempts: one insertion per call.
     for (size_t call : ch.callsWithNewAttempts) {
@@ -242,6 +245,7 @@ void TimelineModel::applyBatch(const EventBatch &batch)
         endInsertRows();
     }
     checkRetention();
+    step.emplace("append: timelineChanged");
     emit timelineChanged();
 }
 
@@ -257,10 +261,12 @@ void TimelineModel::checkRetention()
     const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
     const bool overAge = m_retention.maxAgeNs && calls &&
                          m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
-    // Records that are no calls (a flood of frames on a connection without any) grow it too: check once
-    // they may have added a twentieth of the budget.
+    // Records that are no calls (a flood of frames on a connection without any, a burst of ingested events)
+    // grow it too: check once they may have added a fortieth of the budget. Retention evicts from 95% of it
+    // on, so what arrives between two checks must fit in the last 5%: a twentieth, at 40,000 events a second
+    // checked once a second, let a 2 M-event burst's window peak at 522 MB against 512.
     const size_t cheap = cheapBytes();
-    const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 20;
+    const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 40;
     if (overCalls || overAge || grew || now - m_lastRetentionCheckMs >= 1000 ||
         calls >= m_callsAtLastCheck + step || (m_nextCheckCalls && calls >= m_nextCheckCalls))
         enforceRetention();
@@ -303,8 +309,11 @@ bool TimelineModel::enforceRetention()
         if (total < room) m_nextCheckCalls = calls + size_t(double(room - total) / perCall * 0.5);
         if (total <= room && !m_retention.maxCalls && !m_retention.maxAgeNs) return false;
     }
+    StallProbe whole("retention: the whole pass");
+    std::optional<StallProbe> step(std::in_place, "retention: plan");
     const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);
     const std::int64_t ageCut = m_store.planAgeCut(storePolicy, evicted, storeBytes);
+    step.emplace("retention: announce");
     if (evicted.empty() && ageCut == INT64_MIN) return false;
     // Announced as row removals, not a reset: a view keeps its place, its selection and its caches. Runs of
     // consecutive evicted rows go from the last one up, so the rows above a run keep their numbers; the store
@@ -325,10 +334,12 @@ bool TimelineModel::enforceRetention()
         endRemoveRows();
     }
     TimelineStore::Evicted gone;
+    step.emplace("retention: store");
     m_stats.forget(m_store, evicted);
     m_store.evict(evicted, &gone, ageCut);
     m_stats.afterEviction(m_store);
     m_removedRuns.clear();
+    step.emplace("retention: log");
     const size_t logBytes = m_log.memoryBytes();
     m_log.evict(gone.streams, gone.keys, gone.keepFromNs, std::max(m_store.retentionCutNs(), gone.untilNs),
                 gone.pinnedKept, gone.framesBeforeNs);
@@ -344,6 +355,7 @@ bool TimelineModel::enforceRetention()
         m_nextCheckCalls =
             m_callsAtLastCheck + (total < limit ? size_t(double(limit - total) / perCall * 0.5) : 0);
     }
+    step.emplace("retention: callsEvicted");
     if (!m_replaying) emit callsEvicted(evicted);
     return true;
 }
