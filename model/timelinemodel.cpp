@@ -1,6 +1,7 @@
 #include "timelinemodel.h"
 
 #include "clientoutcome.h"
+#include "stallprobe.h"
 
 #include <QDateTime>
 #include <algorithm>
@@ -213,7 +214,9 @@ void TimelineModel::applyBatch(const EventBatch &batch)
         return;
     }
     // Before the rows are announced, so whoever reacts to them finds the headers already there.
+    std::optional<StallProbe> step(std::in_place, "append: take");
     const StoreChanges ch = take(batch);
+    step.emplace("append: rows and retention");
 
     // Existing calls that gained attempts: one insertion per call.
     for (size_t call : ch.callsWithNewAttempts) {
@@ -242,6 +245,7 @@ void TimelineModel::applyBatch(const EventBatch &batch)
         endInsertRows();
     }
     checkRetention();
+    step.emplace("append: timelineChanged");
     emit timelineChanged();
 }
 
@@ -257,8 +261,9 @@ void TimelineModel::checkRetention()
     const bool overCalls = m_retention.maxCalls && calls > m_retention.maxCalls;
     const bool overAge = m_retention.maxAgeNs && calls &&
                          m_store.calls().front().startNs() < m_store.latestNs() - m_retention.maxAgeNs;
-    // Records that are no calls (a flood of frames on a connection without any) grow it too: check once
-    // they may have added a twentieth of the budget.
+    // Records that are no calls (a flood of frames on a connection without any, a burst of ingested events)
+    // grow it too: check once they may have added a twentieth of the budget. (A fortieth made a capture with
+    // --keep 2 check so often that its relays shed calls while the model caught up.)
     const size_t cheap = cheapBytes();
     const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 20;
     if (overCalls || overAge || grew || now - m_lastRetentionCheckMs >= 1000 ||
@@ -315,8 +320,11 @@ bool TimelineModel::enforceRetention()
         if (total < room) m_nextCheckCalls = calls + size_t(double(room - total) / perCall * 0.5);
         if (total <= room && !m_retention.maxCalls && !m_retention.maxAgeNs) return false;
     }
+    StallProbe whole("retention: the whole pass");
+    std::optional<StallProbe> step(std::in_place, "retention: plan");
     const std::vector<size_t> evicted = m_store.planEviction(storePolicy, storeBytes);
     const std::int64_t ageCut = m_store.planAgeCut(storePolicy, evicted, storeBytes);
+    step.emplace("retention: announce");
     if (evicted.empty() && ageCut == INT64_MIN) return false;
     // Announced as row removals, not a reset: a view keeps its place, its selection and its caches. Runs of
     // consecutive evicted rows go from the last one up, so the rows above a run keep their numbers; the store
@@ -337,10 +345,12 @@ bool TimelineModel::enforceRetention()
         endRemoveRows();
     }
     TimelineStore::Evicted gone;
+    step.emplace("retention: store");
     m_stats.forget(m_store, evicted);
     m_store.evict(evicted, &gone, ageCut);
     m_stats.afterEviction(m_store);
     m_removedRuns.clear();
+    step.emplace("retention: log");
     const size_t logBytes = m_log.memoryBytes();
     m_log.evict(gone.streams, gone.keys, gone.keepFromNs, std::max(m_store.retentionCutNs(), gone.untilNs),
                 gone.pinnedKept, gone.framesBeforeNs);
@@ -356,6 +366,7 @@ bool TimelineModel::enforceRetention()
         m_nextCheckCalls =
             m_callsAtLastCheck + (total < limit ? size_t(double(limit - total) / perCall * 0.5) : 0);
     }
+    step.emplace("retention: callsEvicted");
     if (!m_replaying) emit callsEvicted(evicted);
     return true;
 }

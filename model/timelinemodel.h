@@ -172,11 +172,13 @@ private:
     qint64 m_lastRetentionCheckMs = 0;
     size_t m_callsAtLastCheck = 0;
     size_t m_nextCheckCalls = 0; // 0: none predicted
-    // The memory that grows without calls, in O(1): the log, the frames, the pings and what others hold.
+    // The memory that grows without calls, in O(1): the log, the frames, the pings, the lab events (an
+    // ingestion burst is nothing else) and what others hold.
     size_t cheapBytes() const
     {
         return m_log.memoryBytes() + m_store.frames().size() * sizeof(FrameRecord) +
-               m_store.pings().size() * sizeof(PingRecord) + otherBytes();
+               m_store.pings().size() * sizeof(PingRecord) +
+               m_store.labEvents().size() * sizeof(LabEventRecord) + otherBytes();
     }
     size_t m_cheapBytesAtLastCheck = 0;
 };

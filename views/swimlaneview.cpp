@@ -1,5 +1,6 @@
 #include "swimlaneview.h"
 
+#include "stallprobe.h"
 #include "timelinemodel.h"
 #include "timelinetooltips.h"
 
@@ -68,6 +69,7 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     connect(m_model, &QAbstractItemModel::modelReset, this, &SwimlaneView::onModelReset);
     // Retention: the painter follows the eviction instead of rebuilding (which would cost a frame or more).
     connect(m_model, &TimelineModel::aboutToEvictCalls, this, [this] {
+        StallProbe probe("view: about to evict");
         flushBatchChanges();
         m_painter.prepareEviction();
     });
@@ -77,6 +79,7 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
 
 void SwimlaneView::onCallsEvicted(const std::vector<size_t> &evicted)
 {
+    StallProbe probe("view: evicted");
     m_painter.applyEviction(evicted);
     // Hover and selection follow their call up, or go with it.
     m_zoom.followEviction(evicted);
@@ -105,6 +108,7 @@ void SwimlaneView::flushBatchChanges()
 
 void SwimlaneView::onTimelineChanged()
 {
+    StallProbe probe("view: timeline changed");
     flushBatchChanges();
     if (m_zoom.isFollowing()) {
         const auto [lo, hi] = m_painter.fullRange();

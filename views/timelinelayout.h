@@ -188,6 +188,9 @@ public:
     const std::vector<Group> &groups() const { return m_groups; }
     double height() const { return m_height; }
     size_t callLanes() const { return m_callLanes; }
+    // Lab events looked at for lane markers so far, every build included: a burst under retention, whose
+    // cuts rebuild the lanes, looks at each one once.
+    std::uint64_t labEventsLooked() const { return m_labLooked; }
     // The first block whose bottom is at or below y (content coordinates); blocks().size() when none.
     size_t firstVisible(double y) const;
     // The block containing y, or blocks().size().
@@ -228,6 +231,7 @@ private:
     std::unordered_set<std::string> m_marked; // calls with markers on their lane: never one row
     std::uint64_t m_labSeen = 0;              // a position among every lab event recorded
     std::uint64_t m_labMoved = ~std::uint64_t(0);
+    std::uint64_t m_labLooked = 0;
 };
 
 } // namespace rpcscope

@@ -18,6 +18,8 @@ namespace {
 // Appends start this small and double while they take under half a frame interval: a first append of the
 // most events at once could stall the thread before it learns what an event costs.
 constexpr size_t kFirstAppend = 2048;
+// Within a turn, events go to the model this many at a time, the turn's time checked after each.
+constexpr size_t kSlice = 1024;
 } // namespace
 
 // Shared by the feed and every sink it made, so a sink that outlives the feed finds it gone instead of a
@@ -257,6 +259,11 @@ std::uint64_t ModelFeed::shedEvents() const
     return m_q->shed;
 }
 
+size_t ModelFeed::mostEventsInOneTurn() const
+{
+    return m_mostInOneTurn;
+}
+
 std::uint64_t ModelFeed::waits() const
 {
     std::lock_guard lk(m_q->mu);
@@ -320,11 +327,41 @@ bool ModelFeed::drainOnce()
     }
     const bool any = !merged.empty();
     if (any) {
+        // In slices, each one model append, while the turn is within its budget (half a frame interval, the
+        // size the append was planned for): the planned size is a guess from what the last appends cost, and
+        // one that meets a retention cut or a busy core costs several times that. What is left goes back to
+        // the front of the queue for the next turn, so a turn takes its budget and one slice at most.
+        const size_t total = merged.size();
+        const qint64 budgetNs = std::max<qint64>(1, m_q->limits.interval.count()) * 1'000'000 / 2;
         QElapsedTimer took;
         took.start();
-        m_model->appendBatch(merged);
+        size_t n = 0;
+        while (n < total) {
+            const size_t slice = std::min(kSlice, total - n);
+            if (n == 0 && slice == total) {
+                m_model->appendBatch(merged);
+            } else {
+                EventBatch part(std::make_move_iterator(merged.begin() + std::ptrdiff_t(n)),
+                                std::make_move_iterator(merged.begin() + std::ptrdiff_t(n + slice)));
+                m_model->appendBatch(part);
+            }
+            n += slice;
+            if (took.nsecsElapsed() >= budgetNs) break;
+        }
         m_sinceAppend.start();
-        const size_t n = merged.size();
+        m_mostInOneTurn = std::max(m_mostInOneTurn, n);
+        size_t appliedBytes = takenBytes;
+        if (n < total) {
+            // The rest, first in line; its bytes by its share of the events (it stays counted meanwhile).
+            EventBatch rest(std::make_move_iterator(merged.begin() + std::ptrdiff_t(n)),
+                            std::make_move_iterator(merged.end()));
+            const size_t restBytes = size_t(double(takenBytes) * double(total - n) / double(total));
+            appliedBytes = takenBytes - restBytes;
+            std::lock_guard lk(m_q->mu);
+            m_q->batches.emplace_front(std::move(rest), restBytes);
+            m_q->drainPosted = true;
+            more = true;
+        }
         {
             StallProbe probe("feed: free the applied batch");
             merged = {}; // freeing the events is part of the append's cost
@@ -333,7 +370,7 @@ bool ModelFeed::drainOnce()
         {
             std::lock_guard lk(m_q->mu);
             m_q->events -= std::min(m_q->events, n);
-            m_q->bytes -= std::min(m_q->bytes, takenBytes);
+            m_q->bytes -= std::min(m_q->bytes, appliedBytes);
             ++m_q->appends;
             m_q->applied += n;
             if (m_q->belowHalf()) m_q->gaveUp = false;
@@ -347,10 +384,10 @@ bool ModelFeed::drainOnce()
         if (StallProbe::threshold() >= 0 && whole.elapsed() >= StallProbe::threshold())
             std::fprintf(stderr,
                          "rpcscope: stall: feed: %zu events took %lld ms (%lld on the CPU; append %lld ms), "
-                         "next %zu\n",
+                         "next %zu%s\n",
                          n, static_cast<long long>(whole.elapsed()),
                          (StallProbe::threadCpuNs() - cpu) / 1000000, static_cast<long long>(ns / 1000000),
-                         m_perAppend);
+                         m_perAppend, n < total ? " (the rest of the turn's share waits)" : "");
     }
     if (more) m_timer.start(int(m_q->limits.interval.count()));
     return any;

@@ -70,6 +70,8 @@ public:
     std::uint64_t appliedEvents() const;
     std::uint64_t shedEvents() const; // dropped by relay sinks that waited in vain
     std::uint64_t waits() const;      // pushes that waited for room
+    // On the model's thread: the most events one turn of it applied (at most maxEventsPerAppend).
+    size_t mostEventsInOneTurn() const;
 
     // On the model's thread: applies everything queued now, in appends of the usual size (tests, shutdown).
     void drainAll();
@@ -106,6 +108,7 @@ private:
     QElapsedTimer m_sinceAppend;
     size_t m_perAppend;
     double m_nsPerEvent = 0; // smoothed
+    size_t m_mostInOneTurn = 0;
 };
 
 } // namespace rpcscope

@@ -11,6 +11,7 @@ namespace rpcscope {
 LoopWatch::LoopWatch(QWidget *watched, ModelFeed *feed, QObject *parent) : QObject(parent)
 {
     connect(feed, &ModelFeed::appended, this, [this] {
+        m_appended = true; // the gap this append is in counts as the burst's
         if (!m_updatePending) m_sinceUpdate.start();
         m_updatePending = true;
     });
@@ -21,20 +22,26 @@ LoopWatch::LoopWatch(QWidget *watched, ModelFeed *feed, QObject *parent) : QObje
         if (m_sinceBeat.isValid()) {
             const qint64 gap = m_sinceBeat.elapsed() - 5;
             const qint64 gapCpu = (cpu - m_cpuAtBeat) / 1'000'000;
-            if (gap > m_longestBeatGap) {
-                m_longestBeatGap = gap;
-                m_longestGapCpu = gapCpu;
-            }
-            if (gapCpu > m_mostCpu) {
-                m_mostCpu = gapCpu;
-                m_mostCpuGap = gap;
-            }
+            m_whole.add(gap, gapCpu);
+            if (m_appended) m_sinceAppend.add(gap, gapCpu);
         }
         m_sinceBeat.start();
         m_cpuAtBeat = cpu;
     });
     m_beat.start(5);
     watched->installEventFilter(this);
+}
+
+void LoopWatch::Gaps::add(qint64 gap, qint64 cpu)
+{
+    if (gap > longest) {
+        longest = gap;
+        longestCpu = cpu;
+    }
+    if (cpu > mostCpu) {
+        mostCpu = cpu;
+        mostCpuGap = gap;
+    }
 }
 
 bool LoopWatch::eventFilter(QObject *watched, QEvent *event)
@@ -50,15 +57,23 @@ bool LoopWatch::eventFilter(QObject *watched, QEvent *event)
 
 QString LoopWatch::report() const
 {
+    // Without any append (an idle window), the whole run.
+    const Gaps &g = m_appended ? m_sinceAppend : m_whole;
     return QStringLiteral(
                "longest event-loop gap %1 ms, longest wait for a repaint %2 ms, %3 repaints; "
-               "%4 ms of that gap on the CPU; most CPU between two turns %5 ms (in a gap of %6 ms)")
-        .arg(m_longestBeatGap)
+               "%4 ms of that gap on the CPU; most CPU between two turns %5 ms (in a gap of %6 ms)%7; "
+               "with the window's start: longest gap %8 ms (%9 ms on the CPU), most CPU between two turns "
+               "%10 ms")
+        .arg(g.longest)
         .arg(m_longestPaintGap)
         .arg(m_paints)
-        .arg(m_longestGapCpu)
-        .arg(m_mostCpu)
-        .arg(m_mostCpuGap);
+        .arg(g.longestCpu)
+        .arg(g.mostCpu)
+        .arg(g.mostCpuGap)
+        .arg(m_appended ? QStringLiteral(" since the first append") : QString())
+        .arg(m_whole.longest)
+        .arg(m_whole.longestCpu)
+        .arg(m_whole.mostCpu);
 }
 
 } // namespace rpcscope

@@ -185,33 +185,19 @@ int main(int argc, char **argv)
     TimelineModel model;
     model.setOrigin(steadyNowNs(), wallNowNs());
     model.setKeepHeaders(true); // the inspector's header blocks and messages
-    // Retention frees what it cuts, but the allocator keeps the freed blocks of millions of small records
-    // (an ingestion burst) mapped: give them back after a cut, at most twice a second, so RSS follows the
-    // budget rather than the high-water mark.
-    QElapsedTimer sinceTrim;
-    QTimer trimLater;
-    trimLater.setObjectName(QStringLiteral("malloc trim"));
-    trimLater.setSingleShot(true);
-    auto trim = [&sinceTrim] {
-        StallProbe probe("malloc_trim");
-        ::malloc_trim(0);
-        sinceTrim.start();
-    };
-    QObject::connect(&trimLater, &QTimer::timeout, &model, trim);
-    // A cut right after a trim is trimmed after it too, later: the burst may end with it, and its memory
-    // would stay with the allocator until the next cut.
-    QObject::connect(&model, &TimelineModel::callsEvicted, &model, [&sinceTrim, &trimLater, trim] {
-        if (!sinceTrim.isValid() || sinceTrim.elapsed() >= 500)
-            trim();
-        else if (!trimLater.isActive())
-            trimLater.start(int(500 - sinceTrim.elapsed()));
-    });
-    // Retention's budget is what the window takes, as the system counts it: what the model counts of itself
-    // is most of it, but not the window's own baseline (libraries, fonts, the views' indices) nor the free
-    // memory the allocator has not given back yet. Without that, 2 M ingested events kept 512 MB of timeline
-    // in a 640 MB process. The rest of RSS counts too, refreshed at most every 200 ms (reading it is a
-    // syscall, the model's own count a walk), and at most half the budget: should the allocator hold on to
-    // freed memory, retention must not chase it down to an empty timeline.
+    // No malloc_trim after retention's cuts. It gave the freed blocks of millions of small records back to
+    // the system, but it walks every free block of the heap holding the allocator's lock: in a 2 M-event
+    // burst each one took 50-190 ms of the GUI thread's CPU, and on a thread of its own up to a second during
+    // which the GUI thread waited at its next allocation (a 979 ms loop gap, and a SIGINT that took as long).
+    // The blocks a cut frees are what the next records reuse, and retention counts them meanwhile (the
+    // resident memory beyond what the model counts, below), so RSS stays within the budget without the trim;
+    // it settles at the burst's high-water mark instead of some 70 MB under it. Retention's budget is what
+    // the window takes, as the system counts it: what the model counts of itself is most of it, but not the
+    // window's own baseline (libraries, fonts, the views' indices) nor the free memory the allocator has not
+    // given back yet. Without that, 2 M ingested events kept 512 MB of timeline in a 640 MB process. The rest
+    // of RSS counts too, refreshed at most every 200 ms (reading it is a syscall, the model's own count a
+    // walk), and at most half the budget: should the allocator hold on to freed memory, retention must not
+    // chase it down to an empty timeline.
     model.addExternalBytes([&model, guard = false, at = QElapsedTimer(), uncounted = size_t(0)]() mutable {
         if (guard) return size_t(0);
         if (at.isValid() && at.elapsed() < 200) return uncounted;

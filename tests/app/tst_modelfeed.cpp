@@ -14,6 +14,7 @@
 #include <atomic>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
+#include <numeric>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -127,7 +128,55 @@ private slots:
         connect(feed, &ModelFeed::appended, this, [&](qint64 n) { largest = std::max(largest, int(n)); });
         QTRY_COMPARE(model.store().connections().size(), size_t(1000));
         QCOMPARE(largest, 100);
+        QCOMPARE(feed->mostEventsInOneTurn(), size_t(100));
         QVERIFY(feed->appends() >= 10);
+    }
+
+    // A turn stops applying once it has used its share of the frame interval, whatever the planned append
+    // size: an append that meets a retention cut or a busy core must not hold the thread for several frames.
+    // Here every model append is made to take longer than that share (the handler spins), so each turn
+    // applies one slice and leaves the rest first in line, counted, for the next turn. Not a timed assert:
+    // the counts are what is checked.
+    void aTurnStopsWhenItsTimeIsUp()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        connect(&model, &TimelineModel::timelineChanged, this, [feed] {
+            QElapsedTimer spin;
+            spin.start();
+            const qint64 share = feed->limits().interval.count() * 1'000'000 / 2;
+            while (spin.nsecsElapsed() <= share) {
+            }
+        });
+        constexpr std::uint32_t kEvents = 5000;
+        EventBatch big;
+        for (std::uint32_t c = 1; c <= kEvents; ++c)
+            big.push_back(opened(c));
+        QVERIFY(feed->push(std::move(big)));
+        const size_t queuedBytes = feed->queuedBytes();
+        std::vector<qint64> turns;
+        connect(feed, &ModelFeed::appended, this, [&](qint64 n) {
+            if (turns.empty()) {
+                // The rest of the first turn's share waits in the queue, its bytes still counted.
+                QCOMPARE(feed->queuedEvents(), size_t(kEvents - n));
+                QVERIFY(feed->queuedBytes() > 0 && feed->queuedBytes() < queuedBytes);
+            }
+            turns.push_back(n);
+        });
+        QTRY_COMPARE_WITH_TIMEOUT(model.store().connections().size(), size_t(kEvents), 20'000);
+        // The first append was planned larger (2048 events) than the one slice (1024) its time allowed.
+        QVERIFY(!turns.empty());
+        QCOMPARE(turns.front(), qint64(1024));
+        QCOMPARE(qint64(feed->mostEventsInOneTurn()), *std::max_element(turns.begin(), turns.end()));
+        QVERIFY2(feed->mostEventsInOneTurn() <= 1024,
+                 qPrintable(QString::number(feed->mostEventsInOneTurn())));
+        QCOMPARE(std::accumulate(turns.begin(), turns.end(), qint64(0)), qint64(kEvents));
+        QCOMPARE(feed->appliedEvents(), std::uint64_t(kEvents));
+        QCOMPARE(feed->queuedEvents(), size_t(0));
+        QCOMPARE(feed->queuedBytes(), size_t(0));
+        // Every event once, in order.
+        for (std::uint32_t c = 0; c < kEvents; ++c)
+            QCOMPARE(model.store().connections()[c].id, c + 1);
     }
 
     // A model that falls behind holds its feeders back; one that does not answer at all makes them shed with

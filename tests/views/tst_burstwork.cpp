@@ -27,12 +27,22 @@ class TestBurstWork : public QObject
 {
     Q_OBJECT
 private slots:
+    void retentionAndIndexTouchWhatTheyCut_data()
+    {
+        // Grouped, the lanes are built again after every batch and every cut rather than followed.
+        QTest::addColumn<bool>("grouped");
+        QTest::newRow("lanes followed") << false;
+        QTest::newRow("lanes grouped by method") << true;
+    }
+
     void retentionAndIndexTouchWhatTheyCut()
     {
+        QFETCH(bool, grouped);
         TimelineModel model;
         model.setOrigin(0, 0);
         SwimlaneView view(&model);
         view.resize(1200, 700);
+        if (grouped) view.setGrouping(LaneGrouping::Method);
         // About 4,000 lab events fit: every pass that walked all that is kept would cost thousands of
         // records per cut, and there are hundreds of cuts.
         RetentionPolicy policy;
@@ -46,6 +56,7 @@ private slots:
             const size_t before = model.store().retentionWork();
             model.appendBatch({labEvent(std::int64_t(i) * 1000, i)});
             painter.fullRange(); // the view's caches follow every batch, as when it repaints
+            painter.layout();
             mostInOneAppend = std::max(mostInOneAppend, model.store().retentionWork() - before);
         }
         const TimelineStore &store = model.store();
@@ -66,6 +77,12 @@ private slots:
                                 .arg(store.labEvents().size())));
         // The index placed each lab event once: a cut dropped its front instead of a rebuild.
         QCOMPARE(painter.labEventsPlaced(), std::uint64_t(kEvents));
+        // And the lanes, rebuilt around every cut, looked at each lab event once for their markers, not at
+        // every event kept on each rebuild.
+        QVERIFY2(painter.layout().labEventsLooked() <= std::uint64_t(kEvents),
+                 qPrintable(QStringLiteral("the lanes looked at %1 lab events for %2 appended")
+                                .arg(painter.layout().labEventsLooked())
+                                .arg(kEvents)));
 
         // And it draws what a painter built from the store as it is now draws.
         TimelinePainter fresh(&store);
