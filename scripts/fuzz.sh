@@ -21,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 FUZZ_TARGET="${FUZZ_TARGET:-h2decoder}"
-NEEDS=(clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev qt6-base-dev libprotobuf-dev libssl-dev
+NEEDS=(clang libclang-rt-14-dev cmake ninja-build pkg-config libnghttp2-dev qt6-base-dev libprotobuf-dev libssl-dev zlib1g-dev
   protobuf-compiler)
 case "$FUZZ_TARGET" in
   h2decoder) CORPUS="$ROOT/tests/fuzz/corpus" DICT="$ROOT/tests/fuzz/h2.dict" ;;
