@@ -28,6 +28,8 @@ struct Relay::Impl
     RelayLoop loop{decoder};
     TlsInterceptOptions tls;
     std::unique_ptr<TlsRelayLoop> tlsLoop; // instead of loop, with TLS interception
+    // The TLS loops' read counts, kept past stop() as the plain loop's are.
+    std::uint64_t tlsStamped = 0, tlsReadTimed = 0;
 };
 
 namespace {
@@ -67,12 +69,13 @@ void Relay::setKernelTimestamps(bool on)
 
 std::uint64_t Relay::kernelStampedReads() const
 {
-    return d->loop.kernelStampedReads();
+    return d->loop.kernelStampedReads() + d->tlsStamped +
+           (d->tlsLoop ? d->tlsLoop->kernelStampedReads() : 0);
 }
 
 std::uint64_t Relay::readTimedReads() const
 {
-    return d->loop.readTimedReads();
+    return d->loop.readTimedReads() + d->tlsReadTimed + (d->tlsLoop ? d->tlsLoop->readTimedReads() : 0);
 }
 
 void Relay::setDecoding(bool on)
@@ -132,6 +135,7 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
         d->tlsLoop = std::move(tls);
         d->decoder.start(std::move(sink), d->limits, d->label);
         d->tlsLoop->setFaults(d->faults, d->label);
+        d->tlsLoop->setKernelTimestamps(d->kernelTimes);
         d->tlsLoop->run();
         return true;
     }
@@ -172,6 +176,7 @@ bool Relay::startTunnels(const HostPort &target, Sink sink, std::string *error)
         });
         d->tlsLoop = std::move(tls);
         d->tlsLoop->setFaults(d->faults, d->label);
+        d->tlsLoop->setKernelTimestamps(d->kernelTimes);
         d->tlsLoop->run();
     }
     return true;
@@ -192,6 +197,8 @@ void Relay::stop()
     // The TLS loop first: it may hand a tunnel to the plain loop until its threads are joined.
     if (d->tlsLoop) {
         d->tlsLoop->stop();
+        d->tlsStamped += d->tlsLoop->kernelStampedReads();
+        d->tlsReadTimed += d->tlsLoop->readTimedReads();
         d->tlsLoop.reset();
     }
     // The loop's last chunks (every connection's close) reach the decoder thread before it drains and stops.

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "connectionfault.h"
+#include "kernelrxtime.h"
 #include "relayloop.h"
 #include "rpcscopeca.h"
 #include "streamfaultoutput.h"
@@ -103,76 +104,118 @@ std::string plaintextOpening(const unsigned char *p, size_t n)
     return "bytes that are no TLS record";
 }
 
-// A socket read through what was read from it already: a CONNECT tunnel's client may send its ClientHello
-// with the request, and the proxy has read those bytes. They are handed to OpenSSL first, then the socket.
-struct PrefixedSocket
+// A socket as OpenSSL reads and writes it. A CONNECT tunnel's client may send its ClientHello with the
+// request, and the proxy has read those bytes: they are handed to OpenSSL first (`prefix`), then the socket.
+// Reads take the kernel's receive time (kernelrxtime.h) when the socket asked for it; the relay claims the
+// first time since it last looked (takeReceiveTime) for the bytes a read decrypts next.
+struct StampedSocket
 {
     int fd = -1;
     std::string prefix;
     size_t at = 0;
+    bool stamps = false;
+    bool eof = false; // the socket's read returned 0: OpenSSL asks (BIO_eof) to tell a peer's FIN
+    bool readSinceTaken = false;
+    std::int64_t kernelNs = 0; // realtime; the first stamp since the relay took the last one, 0: none
 };
 
-int prefixedRead(BIO *b, char *out, int len)
+int stampedRead(BIO *b, char *out, int len)
 {
-    auto *p = static_cast<PrefixedSocket *>(BIO_get_data(b));
+    auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
     BIO_clear_retry_flags(b);
     if (len <= 0) return 0;
     if (p->at < p->prefix.size()) {
         const size_t n = std::min(size_t(len), p->prefix.size() - p->at);
         std::memcpy(out, p->prefix.data() + p->at, n);
         p->at += n;
+        p->readSinceTaken = true;
         return int(n);
     }
-    const ssize_t n = recv(p->fd, out, size_t(len), 0);
+    std::int64_t kernelNs = 0;
+    const ssize_t n =
+        p->stamps ? KernelRxTime::receive(p->fd, out, size_t(len), &kernelNs) : recv(p->fd, out, size_t(len), 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+    if (n == 0) p->eof = true;
+    if (n > 0) {
+        if (!p->readSinceTaken || !p->kernelNs) p->kernelNs = kernelNs;
+        p->readSinceTaken = true;
+    }
     return int(n);
 }
 
-int prefixedWrite(BIO *b, const char *in, int len)
+int stampedWrite(BIO *b, const char *in, int len)
 {
-    auto *p = static_cast<PrefixedSocket *>(BIO_get_data(b));
+    auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
     BIO_clear_retry_flags(b);
     const ssize_t n = send(p->fd, in, size_t(len), MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
     return int(n);
 }
 
-long prefixedCtrl(BIO *b, int cmd, long, void *)
+long stampedCtrl(BIO *b, int cmd, long, void *)
 {
-    auto *p = static_cast<PrefixedSocket *>(BIO_get_data(b));
+    auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
     switch (cmd) {
     case BIO_CTRL_FLUSH:
         return 1;
     case BIO_CTRL_PENDING:
         return long(p->prefix.size() - p->at);
+    case BIO_CTRL_EOF: // a FIN without close_notify is then a close (SSL_OP_IGNORE_UNEXPECTED_EOF), as with
+                       // SSL_set_fd's socket BIO
+        return p->eof ? 1 : 0;
     default:
         return 0;
     }
 }
 
-int prefixedDestroy(BIO *b)
+int stampedDestroy(BIO *b)
 {
-    delete static_cast<PrefixedSocket *>(BIO_get_data(b));
+    delete static_cast<StampedSocket *>(BIO_get_data(b));
     BIO_set_data(b, nullptr);
     return 1;
 }
 
-// Does not own the descriptor, like SSL_set_fd's BIO.
-BIO *prefixedSocket(int fd, std::string prefix)
+int stampedType()
+{
+    static const int type = BIO_get_new_index() | BIO_TYPE_SOURCE_SINK;
+    return type;
+}
+
+BIO_METHOD *stampedMethod()
 {
     static BIO_METHOD *method = [] {
-        BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "rpcscope prefixed socket");
-        BIO_meth_set_read(m, prefixedRead);
-        BIO_meth_set_write(m, prefixedWrite);
-        BIO_meth_set_ctrl(m, prefixedCtrl);
-        BIO_meth_set_destroy(m, prefixedDestroy);
+        BIO_METHOD *m = BIO_meth_new(stampedType(), "rpcscope stamped socket");
+        BIO_meth_set_read(m, stampedRead);
+        BIO_meth_set_write(m, stampedWrite);
+        BIO_meth_set_ctrl(m, stampedCtrl);
+        BIO_meth_set_destroy(m, stampedDestroy);
         return m;
     }();
-    BIO *b = BIO_new(method);
-    if (!b) return nullptr;
-    BIO_set_data(b, new PrefixedSocket{fd, std::move(prefix), 0});
+    return method;
+}
+
+// Gives `ssl` the socket `fd` for both directions. Does not own the descriptor, like SSL_set_fd's BIO.
+bool setStampedSocket(SSL *ssl, int fd, bool stamps, std::string prefix = {})
+{
+    BIO *b = BIO_new(stampedMethod());
+    if (!b) return false;
+    BIO_set_data(b, new StampedSocket{fd, std::move(prefix), 0, stamps && KernelRxTime::enable(fd)});
     BIO_set_init(b, 1);
-    return b;
+    SSL_set_bio(ssl, b, b);
+    return true;
+}
+
+// Whether `ssl`'s socket was read since the last call, and the first kernel receive time of those reads
+// (realtime ns; 0: none).
+std::pair<bool, std::int64_t> takeReceiveTime(SSL *ssl)
+{
+    BIO *b = SSL_get_rbio(ssl);
+    if (!b || BIO_method_type(b) != stampedType()) return {true, 0};
+    auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
+    const std::pair<bool, std::int64_t> taken{p->readSinceTaken, p->kernelNs};
+    p->readSinceTaken = false;
+    p->kernelNs = 0;
+    return taken;
 }
 } // namespace
 
@@ -499,7 +542,7 @@ bool TlsRelayLoop::connectTarget(Conn &c)
 bool TlsRelayLoop::handshakeTarget(Conn &c)
 {
     c.ss = SSL_new(m_clientCtx);
-    SSL_set_fd(c.ss, c.sfd);
+    setStampedSocket(c.ss, c.sfd, m_kernelTimes);
     // The name the client asked for is what its own check would have used; without one, the target's.
     const std::string name = !c.sni.empty() ? c.sni : m_target.host;
     if (!isIp(name)) SSL_set_tlsext_host_name(c.ss, name.c_str());
@@ -654,12 +697,7 @@ void TlsRelayLoop::serve(Incoming in)
     } else {
         c.cs = SSL_new(m_serverCtx);
         SSL_set_app_data(c.cs, &c);
-        if (in.early.empty()) {
-            SSL_set_fd(c.cs, cfd);
-        } else {
-            BIO *bio = prefixedSocket(cfd, std::move(in.early));
-            SSL_set_bio(c.cs, bio, bio);
-        }
+        setStampedSocket(c.cs, cfd, m_kernelTimes, std::move(in.early));
         ERR_clear_error();
         if (SSL_accept(c.cs) == 1) {
             X509 *serverCert = SSL_get0_peer_certificate(c.ss);
@@ -736,6 +774,7 @@ void TlsRelayLoop::relay(Conn &c)
         size_t len = 0;
         bool eof = false;
         bool shut = false;
+        std::int64_t lastNs = 0; // the time of the last bytes decrypted: a direction's times never go back
         // With stream faults, what dst is to get, as StreamFaults wrote it (the read buffer is handed to it
         // whole at once). OpenSSL takes a retried write from a moved buffer
         // (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
@@ -760,6 +799,10 @@ void TlsRelayLoop::relay(Conn &c)
         // A framed direction reads on while its destination has less than a read's worth waiting.
         bool readable() const { return !eof && (framed ? pending() < kReadSize : len == 0); }
     };
+    KernelRxTime rx; // this connection's thread's
+    // What the handshakes read is no application data's time.
+    takeReceiveTime(c.cs);
+    takeReceiveTime(c.ss);
     Half halves[2] = {{c.cs, c.ss, c.cfd, c.sfd, Direction::ClientToServer},
                       {c.ss, c.cs, c.sfd, c.cfd, Direction::ServerToClient}};
     halves[0].framed = halves[1].framed = c.streams != nullptr;
@@ -800,7 +843,26 @@ void TlsRelayLoop::relay(Conn &c)
             if (h.readable() && allowance > 0) {
                 const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
-                    const std::int64_t t = steadyNowNs();
+                    // The bytes' time is when the kernel took in the first record read for them. Bytes of a
+                    // record read before (OpenSSL keeps what one read does not take) are as old as the last
+                    // ones. A connection fault holding reads back makes the kernel's time the wrong one, as
+                    // on the plain relay: then it is the read's.
+                    const std::int64_t readNs = steadyNowNs();
+                    const auto [socketRead, kernelNs] = takeReceiveTime(h.src);
+                    std::int64_t t = readNs;
+                    if (m_kernelTimes && !(c.fault && c.fault->applied())) {
+                        if (!socketRead && h.lastNs) {
+                            t = h.lastNs;
+                        } else {
+                            const std::uint64_t before = rx.stamped();
+                            t = rx.eventTime(kernelNs, readNs);
+                            (rx.stamped() != before ? m_kernelStamped : m_readTimed)
+                                .fetch_add(1, std::memory_order_relaxed);
+                        }
+                    } else {
+                        m_readTimed.fetch_add(1, std::memory_order_relaxed);
+                    }
+                    t = h.lastNs = std::max(h.lastNs, t);
                     m_bytes += size_t(n);
                     progress = true;
                     if (c.fault) c.fault->spent(fromClient, size_t(n));

@@ -52,6 +52,12 @@ public:
     using PlainHandoff = std::function<void(int clientFd, int serverFd, std::string clientPeer,
                                             std::string early, std::int64_t earlyAt)>;
     void setPlainHandoff(PlainHandoff handoff) { m_plainHandoff = std::move(handoff); }
+    // Decrypted bytes take the kernel's receive time of the TLS records they came in (kernelrxtime.h), as the
+    // plain relay's reads do; off, the time they were decrypted. Before run().
+    void setKernelTimestamps(bool on) { m_kernelTimes = on; }
+    // Reads of decrypted bytes whose time came from the kernel, and those that fell back to the read time.
+    std::uint64_t kernelStampedReads() const { return m_kernelStamped.load(std::memory_order_relaxed); }
+    std::uint64_t readTimedReads() const { return m_readTimed.load(std::memory_order_relaxed); }
     void adopt(int clientFd, int serverFd, std::string clientPeer, std::string early = {},
                std::int64_t earlyAt = 0);
     // The fault rules of `faults` for the hop `hopLabel` act on connections served after this, as on the
@@ -129,6 +135,9 @@ private:
     std::thread m_thread;
     std::atomic<std::uint64_t> m_bytes{0};
     std::atomic<int> m_open{0};
+    bool m_kernelTimes = true;
+    std::atomic<std::uint64_t> m_kernelStamped{0};
+    std::atomic<std::uint64_t> m_readTimed{0};
 
     std::mutex m_pushMutex; // DecoderThread::push expects one pushing thread at a time
     std::mutex m_keylogMutex;

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
+#include <map>
 #include <mutex>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -105,6 +106,53 @@ private slots:
         QVERIFY2(log.count("CLIENT_TRAFFIC_SECRET_0 ") >= 2, log.constData());
         QVERIFY(keys.permissions() ==
                 (QFile::ReadOwner | QFile::WriteOwner | QFile::ReadUser | QFile::WriteUser));
+    }
+
+    // Decrypted bytes take the kernel's receive time of their records, as the plain relay's reads do; with
+    // kernel timestamps off, the time they were decrypted.
+    void decryptedBytesTakeTheKernelsTime_data()
+    {
+        QTest::addColumn<bool>("kernelTimes");
+        QTest::newRow("kernel times") << true;
+        QTest::newRow("read times") << false;
+    }
+    void decryptedBytesTakeTheKernelsTime()
+    {
+        QFETCH(bool, kernelTimes);
+        Captured cap;
+        Relay relay;
+        relay.setKernelTimestamps(kernelTimes);
+        QVERIFY(startRelay(relay, cap, m_tls));
+        auto channel = tlsChannel(relay.listenAddress().port, m_proxyCaPem, true);
+        // The kernel turns stamping on a moment after the first socket asks: the first reads may not be.
+        for (int i = 0; i < 3 || (kernelTimes && relay.kernelStampedReads() == 0 && i < 100); ++i) {
+            const grpc::Status s = labCall(channel);
+            QVERIFY2(s.ok(), s.error_message().c_str());
+        }
+        channel.reset();
+        relay.stop();
+        if (kernelTimes) {
+            QVERIFY2(relay.kernelStampedReads() > 0, "no decrypted read was timed by the kernel");
+        } else {
+            QCOMPARE(relay.kernelStampedReads(), std::uint64_t(0));
+            QVERIFY(relay.readTimedReads() > 0);
+        }
+        // Either way a connection's frames in one direction never go back in time.
+        std::map<std::pair<std::uint32_t, Direction>, std::int64_t> last;
+        size_t frames = 0;
+        {
+            std::lock_guard lk(cap.mutex);
+            for (const WireEvent &e : cap.events) {
+                if (e.kind != EventKind::Frame) continue;
+                std::int64_t &prev = last[{e.connection, e.dir}];
+                QVERIFY2(e.tNs >= prev, qPrintable(QStringLiteral("a frame %1 ns before the one it follows")
+                                                       .arg(prev - e.tNs)));
+                prev = e.tNs;
+                ++frames;
+            }
+        }
+        QVERIFY(frames > 10);
+        QVERIFY(cap.store().calls().size() >= 3);
     }
 
     void clientThatDoesNotTrustTheCa()
