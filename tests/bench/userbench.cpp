@@ -27,6 +27,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
@@ -356,12 +357,13 @@ int main(int argc, char **argv)
                             "; scripts/setup.sh installs it)");
         // The same build with a stream fault rule that matches no call: its hop is framed for faults, which
         // is the cost a user pays for having rules at all (issue 19's "as fast as today").
-        hostile::CaptureProcess now, ruled, old;
+        hostile::CaptureProcess now, ruled, old, level;
         struct CaptureLane
         {
             hostile::CaptureProcess *proc;
             std::string path, name, file;
             std::vector<std::string> extra;
+            const char *decoderNice = nullptr; // RPCSCOPE_DECODER_NICE for this process, if set
         };
         std::vector<CaptureLane> captures{
             {&now, cli, "rpcscope", "now", {"--keep", "0"}},
@@ -370,9 +372,16 @@ int main(int argc, char **argv)
              "rpcscope, a stream rule matching nothing",
              "ruled",
              {"--keep", "0", "--fault", "abort status=UNAVAILABLE method=/no.such.Service/*"}}};
+        // The same build with its decoder at the relay's priority (capture/decoderthread.cpp lowers it): what
+        // that lowering changes, in the same rounds.
+        captures.push_back({&level, cli, "rpcscope, decoder at the relay's priority", "level", {"--keep", "0"}, "0"});
         if (!before.empty()) captures.push_back({&old, before, "rpcscope before", "before", {"--keep", "0"}});
         for (const CaptureLane &c : captures) {
-            if (!c.proc->start(c.path, serverPort, work + "/" + c.file + ".rpcscope", c.extra, &error)) {
+            if (c.decoderNice) setenv("RPCSCOPE_DECODER_NICE", c.decoderNice, 1);
+            const bool started =
+                c.proc->start(c.path, serverPort, work + "/" + c.file + ".rpcscope", c.extra, &error);
+            unsetenv("RPCSCOPE_DECODER_NICE");
+            if (!started) {
                 std::fprintf(stderr, "rpcscope-userbench: %s: %s\n", c.path.c_str(), error.c_str());
                 return 1;
             }

@@ -527,6 +527,7 @@ private slots:
     void clientResetReachesServerEveryTime();
     void aDecoderBehindSendsBoundedBatches();
     void aSmallDecoderBudgetCapsTheBacklog();
+    void theDecoderRunsBelowTheRelaysPriority();
 };
 
 void TestRelay::randomBytesByteExactBothWays()
@@ -1094,6 +1095,41 @@ void TestRelay::aSmallDecoderBudgetCapsTheBacklog()
                                     e.reason.find("relaying continues without decoding") != std::string::npos;
                          }),
              qPrintable(QStringLiteral("%1 decode errors").arg(errors.size())));
+}
+
+// Each thread of this process named `name`: its nice value, from /proc/self/task/TID/stat (field 19).
+static std::vector<int> niceOfThreads(const char *name)
+{
+    std::vector<int> nice;
+    QDir tasks(QStringLiteral("/proc/self/task"));
+    for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
+        if (!comm.open(QIODevice::ReadOnly) || comm.readAll().trimmed() != name) continue;
+        QFile stat(tasks.filePath(tid + QStringLiteral("/stat")));
+        if (!stat.open(QIODevice::ReadOnly)) continue;
+        const QByteArray line = stat.readAll();
+        // The command may hold spaces: the fields after it start past its closing parenthesis (field 3).
+        const QList<QByteArray> fields = line.mid(line.lastIndexOf(')') + 2).split(' ');
+        if (fields.size() > 16) nice.push_back(fields[16].toInt());
+    }
+    return nice;
+}
+
+void TestRelay::theDecoderRunsBelowTheRelaysPriority()
+{
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", 9}, log.sink(), &error), error.c_str());
+    std::vector<int> relayNice, decoderNice;
+    // The decoder lowers its own priority as its thread starts.
+    QTRY_VERIFY_WITH_TIMEOUT((relayNice = niceOfThreads("rpcscope-relay"),
+                              decoderNice = niceOfThreads("rpcscope-decode"),
+                              relayNice.size() == 1 && decoderNice.size() == 1 &&
+                                  decoderNice[0] != relayNice[0]),
+                             5000);
+    QCOMPARE(decoderNice[0], std::min(19, relayNice[0] + 10));
+    relay.stop();
 }
 
 QTEST_GUILESS_MAIN(TestRelay)
