@@ -162,13 +162,17 @@ private slots:
               "once)",
               double(worst) / ms, double(worstLoaded) / ms);
         // The goal is 1 ms, and on a quiet machine the retry phase stays well inside it (p95 0.07-0.2 ms
-        // measured). Both witnesses are user-space readers, though, so on a shared, busy machine either can
-        // be descheduled for a millisecond or two; the distribution is printed for the record, and the test
-        // fails only beyond 10 ms, which still catches real faults such as a 40 ms Nagle stall.
+        // measured). The tap is a user-space reader, though, and a server's frame reaches it only after the
+        // relay forwarded it: on a shared, busy machine (the suite at -j2) either thread can wait for a core
+        // for a scheduler slice or two, 12 ms once. So the goal is held by the median of the unloaded frames,
+        // which a slice now and then does not move, and the worst frame anywhere must stay under 30 ms, which
+        // still catches real faults such as a 40 ms Nagle stall. The distribution is printed for the record.
         std::sort(diffs.begin(), diffs.end());
-        const std::int64_t p95 = diffs.at(diffs.size() * 95 / 100);
-        qInfo("unloaded frames: p95 %.3f ms over %zu frames", double(p95) / ms, diffs.size());
-        QVERIFY2(std::max(worst, worstLoaded) <= 10 * ms,
+        const std::int64_t p50 = diffs.at(diffs.size() / 2), p95 = diffs.at(diffs.size() * 95 / 100);
+        qInfo("unloaded frames: p50 %.3f ms, p95 %.3f ms over %zu frames", double(p50) / ms, double(p95) / ms,
+              diffs.size());
+        QVERIFY2(p50 <= 1 * ms, qPrintable(QStringLiteral("median %1 ms").arg(double(p50) / ms)));
+        QVERIFY2(std::max(worst, worstLoaded) <= 30 * ms,
                  qPrintable(QStringLiteral("%1 ms").arg(double(std::max(worst, worstLoaded)) / ms)));
 
         // Calls: one attempt per server arrival, each starting on the wire just before its arrival.
