@@ -7,8 +7,8 @@
 //      threads used per call (their /proc schedstat run time).
 //   2. Wire times: with both cores kept busy by two spinning processes, the relay's frame times against
 //      dumpcap's packet times on loopback, frames matched by connection, direction, stream, type, flags and
-//      occurrence (and a PING's data or a WINDOW_UPDATE's increment); the relay timing reads when it reads
-//      them (the old way) against kernel receive timestamps.
+//      occurrence (and a PING's data or a WINDOW_UPDATE's increment; stream 0's aligned in sequence); the
+//      relay timing reads when it reads them (the old way) against kernel receive timestamps.
 //
 // The machine is shared and noisy: every comparison alternates its configurations within one run.
 
@@ -228,13 +228,19 @@ struct EventSink
 // dir, stream, type, flags, what tells a connection's frames apart (a PING's opaque data, a WINDOW_UPDATE's
 // increment), occurrence
 using FrameKey = std::tuple<int, std::uint32_t, int, int, std::uint64_t, int>;
+// A connection's own frame (stream 0): type, flags, what tells it apart; and its time.
+using ControlFrame = std::pair<std::tuple<int, int, std::uint64_t>, std::int64_t>;
 
-// Every connection's frames by key, and its opening (time, client peer), in the order connections opened.
+// Every connection's frames, and its opening (time, client peer), in the order connections opened. A call
+// stream's frames are keyed by their stream and occurrence on it; a connection's own frames (SETTINGS, PING,
+// WINDOW_UPDATE on stream 0) are kept in order per direction and aligned by sequence (alignControl), so one
+// the recording missed is one unmatched frame instead of shifting every later one of its kind.
 struct ConnFrames
 {
     std::int64_t openedNs = 0;
     std::string client;
     std::map<FrameKey, std::int64_t> frames;
+    std::vector<ControlFrame> control[2]; // [dir]
 };
 
 std::vector<ConnFrames> byConnection(const EventBatch &events)
@@ -249,10 +255,14 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
             const std::uint64_t what = e.frameType == FramePing           ? e.pingData
                                        : e.frameType == FrameWindowUpdate ? e.windowIncrement
                                                                           : 0;
-            const int n = seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
-            conns[e.connection].frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n}] =
-                e.tNs;
-            if (!conns[e.connection].openedNs) conns[e.connection].openedNs = e.tNs;
+            ConnFrames &c = conns[e.connection];
+            if (e.stream == 0) {
+                c.control[int(e.dir)].push_back({{int(e.frameType), int(e.flags), what}, e.tNs});
+            } else {
+                const int n = seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
+                c.frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n}] = e.tNs;
+            }
+            if (!c.openedNs) c.openedNs = e.tNs;
         }
     }
     std::vector<ConnFrames> out;
@@ -261,6 +271,43 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
     std::sort(out.begin(), out.end(),
               [](const ConnFrames &a, const ConnFrames &b) { return a.openedNs < b.openedNs; });
     return out;
+}
+
+// Pairs the relay's control frames with the recording's by their sequence of kinds, not their times: where
+// the two differ (a frame one of them lacks), the shorter skip that makes them agree again is taken, looking
+// at most kLookahead frames ahead. Identical frames in a row may then pair one off, which counts against the
+// relay (the error between them), never for it. Returns (relay time, wire time) pairs; *unmatched counts the
+// relay's frames left without a partner.
+std::vector<std::pair<std::int64_t, std::int64_t>> alignControl(const std::vector<ControlFrame> &relay,
+                                                                const std::vector<ControlFrame> &wire,
+                                                                int *unmatched)
+{
+    constexpr size_t kLookahead = 64;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+    size_t i = 0, j = 0;
+    while (i < relay.size() && j < wire.size()) {
+        if (relay[i].first == wire[j].first) {
+            pairs.push_back({relay[i++].second, wire[j++].second});
+            continue;
+        }
+        size_t skipWire = 0, skipRelay = 0; // 0: no agreement within the lookahead
+        for (size_t k = 1; k <= kLookahead && j + k < wire.size() && !skipWire; ++k)
+            if (wire[j + k].first == relay[i].first) skipWire = k;
+        for (size_t k = 1; k <= kLookahead && i + k < relay.size() && !skipRelay; ++k)
+            if (relay[i + k].first == wire[j].first) skipRelay = k;
+        if (skipWire && (!skipRelay || skipWire <= skipRelay)) {
+            j += skipWire; // frames the relay did not see (or saw on no connection of its own)
+        } else if (skipRelay) {
+            *unmatched += int(skipRelay); // frames the recording missed
+            i += skipRelay;
+        } else {
+            ++*unmatched;
+            ++i;
+            ++j;
+        }
+    }
+    *unmatched += int(relay.size() - i);
+    return pairs;
 }
 
 pid_t spin()
@@ -580,9 +627,8 @@ int main(int argc, char **argv)
         std::sort(relayConns.begin(), relayConns.end(),
                   [](auto &a, auto &b) { return a.first->openedNs < b.first->openedNs; });
         std::vector<double> err[2]; // [kernel] microseconds
-        // The same, call streams' frames only (HEADERS, DATA, RST_STREAM): each is matched by its own stream,
-        // where a connection's frames (SETTINGS, PING, WINDOW_UPDATE on stream 0) are matched by occurrence
-        // over the whole connection, so one frame missing from the recording shifts every later one.
+        // The same, call streams' frames only (HEADERS, DATA, RST_STREAM), each matched on its own stream; a
+        // connection's frames (SETTINGS, PING, WINDOW_UPDATE on stream 0) are aligned by their sequence.
         std::vector<double> streamErr[2];
         int unmatched = 0;
         for (size_t i = 0; i < relayConns.size(); ++i) {
@@ -602,7 +648,17 @@ int main(int argc, char **argv)
                     continue;
                 }
                 err[kernel].push_back(std::abs(double(t + offset - it->second)) / 1e3);
-                if (std::get<1>(key) != 0) streamErr[kernel].push_back(err[kernel].back());
+                streamErr[kernel].push_back(err[kernel].back());
+            }
+            for (Direction dir : {Direction::ClientToServer, Direction::ServerToClient}) {
+                const ConnFrames *wire = dir == Direction::ClientToServer ? client : upstream;
+                const std::vector<ControlFrame> &mine = rc.control[int(dir)];
+                if (!wire) {
+                    unmatched += int(mine.size());
+                    continue;
+                }
+                for (const auto &[t, w] : alignControl(mine, wire->control[int(dir)], &unmatched))
+                    err[kernel].push_back(std::abs(double(t + offset - w)) / 1e3);
             }
         }
         for (int kernel = 0; kernel < 2; ++kernel) {
@@ -628,8 +684,9 @@ int main(int argc, char **argv)
         }
         notes.push_back("wire times: frames of " + std::to_string(relayConns.size()) +
                         " relay connections matched with dumpcap's by direction, stream, type, flags, "
-                        "PING data or WINDOW_UPDATE increment, and occurrence (client leg for requests, "
-                        "server leg for responses); " +
+                        "PING data or WINDOW_UPDATE increment, and occurrence on their stream (stream 0: "
+                        "aligned in sequence per direction), client leg for requests, server leg for "
+                        "responses; " +
                         std::to_string(unmatched) + " unmatched; kernel-timed reads " +
                         std::to_string(kernelTimed.kernelStampedReads()) + ", of which fell back " +
                         std::to_string(kernelTimed.readTimedReads()));
