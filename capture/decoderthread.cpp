@@ -3,13 +3,12 @@
 #include "clock.h"
 #include "connectiondecoder.h"
 #include "heapbytes.h"
+#include "threadpriority.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
-#include <cstdlib>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -39,33 +38,6 @@ constexpr std::int64_t kDecodeTickNs = 4'000'000;
 constexpr size_t kWakeBacklog = 1 << 20;
 // How often the decoders' state is counted again (memoryBytes()): O(open streams), so not every round.
 constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
-// The decoder runs below the relay's priority: on a machine with few cores a decoder tick (and the file
-// writing its sink does) would otherwise hold the core the relay thread wakes up for while the client and
-// the server hold the other, and a call's bytes wait a scheduler slice in the relay: the tail of the
-// relayed latency. Behind a woken relay thread the decoder only loses time it has plenty of (its backlog is
-// bounded, and past the bound relaying goes on without decoding). RPCSCOPE_DECODER_NICE sets the increment
-// (0 keeps the relay's priority), for measuring what it changes.
-int decoderNiceIncrement()
-{
-    constexpr int kDefault = 10;
-    const char *env = std::getenv("RPCSCOPE_DECODER_NICE");
-    if (!env || !*env) return kDefault;
-    char *end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    return *end || n < 0 || n > 19 ? kDefault : int(n);
-}
-
-void lowerThisThreadsPriority()
-{
-    const int increment = decoderNiceIncrement();
-    if (increment == 0) return;
-    // On Linux a nice value belongs to a thread: this one only, not the relay's.
-    const id_t self = id_t(gettid());
-    errno = 0;
-    const int now = getpriority(PRIO_PROCESS, self);
-    if (errno == 0) setpriority(PRIO_PROCESS, self, std::min(19, now + increment));
-}
-
 size_t kChunkOverhead(const RelayChunk &c)
 {
     return sizeof(RelayChunk) + (c.data ? heapbytes::block(c.size) - c.size : 0);
@@ -209,7 +181,7 @@ bool DecoderThread::readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBat
 
 void DecoderThread::loop()
 {
-    lowerThisThreadsPriority();
+    lowerThisThreadsPriority(); // below the relay's threads (threadpriority.h)
     std::unordered_map<std::uint32_t, std::unique_ptr<ConnectionDecoder>> decoders;
     std::vector<std::array<int, 2>> returned; // handoff pipes read back in this round
     auto giveBackPipes = [&] {

@@ -8,6 +8,7 @@
 #include "modelfeed.h"
 #include "options.h"
 #include "output.h"
+#include "threadpriority.h"
 #include "timelinemodel.h"
 #include "tlsoptions.h"
 
@@ -278,6 +279,10 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: %s\n", qPrintable(failure.reason));
         return failure.stage == CaptureStartError::Recording ? 2 : 1;
     }
+    // This thread applies the decoded batches to the model and prints progress: like the decoder's, that work
+    // waits behind the relay's threads, which session.start() has started at the process's priority (and
+    // which start whatever relays they need themselves: a CONNECT target's, an intercepted connection's).
+    lowerThisThreadsPriority();
     // Writing happens on the relay's thread; the warning is said here, as soon as the poll below sees it.
     bool toldFailure = false;
     auto tellFailure = [&toldFailure](const QString &why) {

@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <csignal>
+#include <map>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -382,6 +383,36 @@ private slots:
         for (const auto &fr : frames)
             headers += fr.toObject()["type"].toString() == "HEADERS";
         QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
+    }
+
+    // The relay's thread forwards at the process's priority; the decoder and the model's thread (the main
+    // one) wait behind it, ten nice levels lower (capture/threadpriority.h).
+    void captureRunsItsRelayAboveTheRest()
+    {
+        CaptureRun run;
+        QVERIFY2(run.start({"--out", run.dir.filePath("capture.json")}), run.error.c_str());
+        QVERIFY(makeCalls(run.port, "nice-", 1));
+        const QString task = QStringLiteral("/proc/%1/task").arg(run.process.processId());
+        std::map<QByteArray, std::vector<int>> nice; // thread name: nice values
+        bool main = false;
+        for (const QString &tid : QDir(task).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+            QFile stat(task + '/' + tid + QStringLiteral("/stat"));
+            if (!stat.open(QIODevice::ReadOnly)) continue;
+            const QByteArray line = stat.readAll();
+            const int open = line.indexOf('('), close = line.lastIndexOf(')');
+            const QList<QByteArray> fields = line.mid(close + 2).split(' ');
+            if (open < 0 || fields.size() <= 16) continue;
+            const bool isMain = tid.toLongLong() == run.process.processId();
+            main |= isMain;
+            nice[isMain ? QByteArray("main") : line.mid(open + 1, close - open - 1)].push_back(fields[16].toInt());
+        }
+        QVERIFY(run.stop(SIGTERM));
+        QVERIFY(main);
+        QCOMPARE(nice["rpcscope-relay"].size(), size_t(1));
+        QCOMPARE(nice["rpcscope-decode"].size(), size_t(1));
+        const int relay = nice["rpcscope-relay"][0];
+        QCOMPARE(nice["rpcscope-decode"][0], std::min(19, relay + 10));
+        QCOMPARE(nice["main"][0], std::min(19, relay + 10));
     }
 
     // At the end the capture names each connection that went wrong on the wire: one that is not HTTP/2, and

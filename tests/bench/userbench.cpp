@@ -410,7 +410,7 @@ int main(int argc, char **argv)
             hostile::CaptureProcess *proc;
             std::string path, name, file;
             std::vector<std::string> extra;
-            const char *decoderNice = nullptr; // RPCSCOPE_DECODER_NICE for this process, if set
+            const char *nice = nullptr; // RPCSCOPE_CAPTURE_NICE for this process, if set
         };
         std::vector<CaptureLane> captures{
             {&now, cli, "rpcscope", "now", {"--keep", "0"}},
@@ -419,15 +419,16 @@ int main(int argc, char **argv)
              "rpcscope, a stream rule matching nothing",
              "ruled",
              {"--keep", "0", "--fault", "abort status=UNAVAILABLE method=/no.such.Service/*"}}};
-        // The same build with its decoder at the relay's priority (capture/decoderthread.cpp lowers it): what
-        // that lowering changes, in the same rounds.
-        captures.push_back({&level, cli, "rpcscope, decoder at the relay's priority", "level", {"--keep", "0"}, "0"});
+        // The same build with its decoder and model threads at the relay's priority (capture/threadpriority.h
+        // lowers them): what that lowering changes, in the same rounds.
+        captures.push_back(
+            {&level, cli, "rpcscope, all threads at the relay's priority", "level", {"--keep", "0"}, "0"});
         if (!before.empty()) captures.push_back({&old, before, "rpcscope before", "before", {"--keep", "0"}});
         for (const CaptureLane &c : captures) {
-            if (c.decoderNice) setenv("RPCSCOPE_DECODER_NICE", c.decoderNice, 1);
+            if (c.nice) setenv("RPCSCOPE_CAPTURE_NICE", c.nice, 1);
             const bool started =
                 c.proc->start(c.path, serverPort, work + "/" + c.file + ".rpcscope", c.extra, &error);
-            unsetenv("RPCSCOPE_DECODER_NICE");
+            unsetenv("RPCSCOPE_CAPTURE_NICE");
             if (!started) {
                 std::fprintf(stderr, "rpcscope-userbench: %s: %s\n", c.path.c_str(), error.c_str());
                 return 1;
