@@ -374,7 +374,7 @@ int main(int argc, char **argv)
     }
     const double baseMb = double(baselineKb) / 1024;
     std::printf("empty process (rpcscope-cli --help): %.0f MB peak RSS\n\n", baseMb);
-    std::printf("%-40s %-16s %9s %10s %10s %9s %9s %10s\n", "rpcscope-cli", "step", "peak RSS", "less empty",
+    std::printf("%-40s %-26s %9s %10s %10s %9s %9s %10s\n", "rpcscope-cli", "step", "peak RSS", "less empty",
                 "/file", "time", "vs read", "output");
     bool allOk = true;
     struct Step
@@ -404,11 +404,11 @@ int main(int argc, char **argv)
                 const std::string what = std::string(step.name) + " " + step.ext;
                 if (small) {
                     std::printf(
-                        "%-40s %-16s %6.0f MB %7.0f MB %10s %7.2f s %9s %7.1f MB  (one copy: the floor)%s\n",
+                        "%-40s %-26s %6.0f MB %7.0f MB %10s %7.2f s %9s %7.1f MB  (one copy: the floor)%s\n",
                         name.c_str(), what.c_str(), rssMb, lessEmpty, "", seconds(r.ns), "",
                         double(outSize) / (1 << 20), r.ok ? "" : "  FAILED");
                 } else {
-                    std::printf("%-40s %-16s %6.0f MB %7.0f MB %9.3fx %7.2f s %8.1fx %7.1f MB%s\n",
+                    std::printf("%-40s %-26s %6.0f MB %7.0f MB %9.3fx %7.2f s %8.1fx %7.1f MB%s\n",
                                 name.c_str(), what.c_str(), rssMb, lessEmpty, lessEmpty / mb, seconds(r.ns),
                                 double(r.ns) / double(std::max<std::int64_t>(1, readNs)),
                                 double(outSize) / (1 << 20), r.ok ? "" : "  FAILED");
