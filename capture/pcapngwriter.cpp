@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <nghttp2/nghttp2.h>
@@ -13,6 +14,7 @@
 #include <tuple>
 #include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace rpcscope {
 
@@ -70,22 +72,28 @@ Endpoint parseEndpoint(const std::string &text, std::uint32_t fallbackIp, std::u
     return e;
 }
 
-struct Packet
-{
-    std::int64_t tNs;
-    std::string bytes;
-};
-
 // A TCP segment before it gets its sequence and acknowledgement numbers, which depend on where it lands in
 // the file.
 struct Segment
 {
     std::int64_t tNs;
+    std::uint64_t order; // ties in time keep the order the segments were made in
     std::uint32_t conn;
     int from; // 0 client, 1 server
     std::uint8_t tcpFlags;
     std::string payload;
 };
+
+// The heap's order: the earliest segment on top.
+struct LaterSegment
+{
+    bool operator()(const Segment &a, const Segment &b) const
+    {
+        return a.tNs != b.tNs ? a.tNs > b.tNs : a.order > b.order;
+    }
+};
+
+constexpr size_t kSegmentOverhead = sizeof(Segment) + 16;
 
 struct Deflater
 {
@@ -123,80 +131,275 @@ struct Conn
     bool closed = false;
     std::unique_ptr<Deflater> deflaters[2];
     std::uint16_t ipId = 0;
+    size_t queuedSegments = 0; // not yet written: the connection is kept until they are
 };
 
-// One header block: the HEADERS frame event that opened it, its CONTINUATIONs, and the headers decoded.
+// A frame or connection event waiting for its turn: what the packets need of it, not the whole event.
+struct Held
+{
+    std::uint64_t index = 0; // its place among all events taken
+    EventKind kind = EventKind::Frame;
+    Direction dir = Direction::ClientToServer;
+    std::uint8_t frameType = 0;
+    std::uint8_t flags = 0;
+    std::uint32_t connection = 0;
+    std::uint32_t stream = 0;
+    std::uint32_t length = 0;
+    std::uint32_t errorCode = 0;
+    std::uint32_t lastStreamId = 0;
+    std::uint32_t windowIncrement = 0;
+    std::uint64_t pingData = 0;
+    std::int64_t tNs = 0;
+    std::vector<std::pair<std::uint16_t, std::uint32_t>> settings;
+    std::string reason;
+
+    size_t bytes() const { return sizeof(Held) + settings.size() * 8 + reason.size(); }
+};
+
+// One header block: the HEADERS frame that opened it, its CONTINUATIONs, and the headers decoded.
 struct Block
 {
-    std::vector<size_t> continuations;
-    const WireEvent *headers = nullptr;
+    std::uint32_t connection = 0;
+    std::vector<std::uint64_t> continuations;
+    bool hasHeaders = false;
     bool push = false;
+    bool written = false; // its HEADERS (or PUSH_PROMISE) frame is
+    size_t continuationsWritten = 0;
+    std::vector<Header> headers;
     std::vector<std::string> pieces; // filled when the HEADERS frame is written
+
+    size_t bytes() const
+    {
+        size_t n = sizeof(Block) + continuations.size() * 8;
+        for (const Header &h : headers)
+            n += sizeof(Header) + h.name.size() + h.value.size();
+        for (const std::string &p : pieces)
+            n += sizeof(std::string) + p.size();
+        return n;
+    }
 };
 
-class Writer
+// The gRPC messages of one direction of a stream, as DATA frames carry them: bytes [base, base + size) of
+// the stream, of which DATA frames have taken everything before `cursor`.
+struct StreamBytes
+{
+    std::string bytes;
+    std::uint64_t base = 0;
+    std::uint64_t cursor = 0;
+    std::uint64_t end() const { return base + bytes.size(); }
+};
+
+constexpr size_t kOutputChunk = 1 << 20;
+
+} // namespace
+
+class PcapngStreamWriter::Impl
 {
 public:
-    explicit Writer(const CaptureData &data) : m_data(data)
+    Impl(std::int64_t originNs, std::int64_t originWallNs, Output out, Limits limits)
+        : m_origin(originNs), m_wall(originWallNs), m_output(std::move(out)), m_limits(limits)
     {
-        for (const EventBatch &b : data.batches)
-            for (const WireEvent &e : b)
-                m_events.push_back(&e);
+        fileHeader();
     }
 
-    std::string run()
+    bool add(const WireEvent &e)
     {
-        collect();
-        for (size_t i = 0; i < m_events.size(); ++i)
-            emit(i);
-        // Events come in the order the relay read them, which across the two directions of a connection need
-        // not be their time order (kernel receive times can put the bytes of a later read first). Numbering
-        // segments in that order and sorting them by time afterwards left a segment acknowledging bytes the
-        // file shows only later, which Wireshark takes for a spurious retransmission of them, and then drops
-        // an HTTP/2 frame from its reassembly. So each side's segments keep their order, the file is in time
-        // order, and sequence and acknowledgement numbers are given in file order.
-        std::stable_sort(m_segments.begin(), m_segments.end(),
-                         [](const Segment &a, const Segment &b) { return a.tNs < b.tNs; });
-        for (const Segment &g : m_segments)
-            packet(g);
-        return file();
+        if (m_failed) return false;
+        ++m_stats.events;
+        take(e);
+        m_stats.peakHeldEvents = std::max<std::uint64_t>(m_stats.peakHeldEvents, m_held.size());
+        m_stats.peakHeldBytes = std::max<std::uint64_t>(m_stats.peakHeldBytes, heldBytes());
+        drain(false);
+        return !m_failed;
     }
+
+    bool finish()
+    {
+        if (m_finished) return !m_failed;
+        m_finished = true;
+        drain(true);
+        while (!m_reorder.empty())
+            writeEarliest();
+        flushOutput(true);
+        return !m_failed;
+    }
+
+    Stats m_stats;
 
 private:
     using DirKey = std::pair<std::uint32_t, Direction>;
     using StreamKey = std::tuple<std::uint32_t, Direction, std::uint32_t>;
 
-    void collect()
+    size_t heldBytes() const { return m_heldBytes + m_streamTotal + m_blockBytes; }
+
+    // What a writer holding the whole capture learns in a first pass over it, learnt as the events come.
+    void take(const WireEvent &e)
     {
-        std::map<DirKey, size_t> pending; // header block in progress per direction
-        for (size_t i = 0; i < m_events.size(); ++i) {
-            const WireEvent &e = *m_events[i];
-            const DirKey dk{e.connection, e.dir};
-            if (e.kind == EventKind::Frame) {
-                if (e.frameType == FrameHeaders || e.frameType == FramePushPromise) {
-                    m_blocks[i].push = e.frameType == FramePushPromise;
-                    if (!(e.flags & FlagEndHeaders)) pending[dk] = i;
-                    m_lastBlock[dk] = i;
-                } else if (e.frameType == FrameContinuation) {
-                    if (auto it = pending.find(dk); it != pending.end()) {
-                        m_blocks[it->second].continuations.push_back(i);
-                        m_continuationOf[i] = it->second;
-                        if (e.flags & FlagEndHeaders) pending.erase(it);
+        const std::uint64_t i = m_next++;
+        const DirKey dk{e.connection, e.dir};
+        switch (e.kind) {
+        case EventKind::Frame:
+            if (e.frameType == FrameHeaders || e.frameType == FramePushPromise) {
+                Block &b = m_blocks[i];
+                b.connection = e.connection;
+                b.push = e.frameType == FramePushPromise;
+                m_blockBytes += b.bytes();
+                if (!(e.flags & FlagEndHeaders)) setBlock(m_pendingBlock, dk, i);
+                setBlock(m_lastBlock, dk, i);
+            } else if (e.frameType == FrameContinuation) {
+                if (auto it = m_pendingBlock.find(dk); it != m_pendingBlock.end()) {
+                    if (auto b = m_blocks.find(it->second); b != m_blocks.end()) {
+                        b->second.continuations.push_back(i);
+                        m_blockBytes += 8;
+                    }
+                    m_continuationOf[i] = it->second;
+                    if (e.flags & FlagEndHeaders) {
+                        const std::uint64_t done = it->second;
+                        m_pendingBlock.erase(it);
+                        maybeEraseBlock(done, dk);
                     }
                 }
-            } else if (e.kind == EventKind::Headers) {
-                // A decoded block follows the frame that completed it.
-                if (auto it = m_lastBlock.find(dk); it != m_lastBlock.end() && !m_blocks[it->second].headers)
-                    m_blocks[it->second].headers = &e;
-            } else if (e.kind == EventKind::Message) {
-                std::string &s = m_streamBytes[{e.connection, e.dir, e.stream}];
-                s += char(e.compressed ? 1 : 0);
-                put32(s, e.length);
-                s += e.payload.substr(0, e.length);
-                s.append(e.length - std::min<size_t>(e.payload.size(), e.length), '\0');
-            } else if (e.kind == EventKind::ConnectionOpened) {
-                m_opened.try_emplace(e.connection, &e);
             }
+            hold(e, i);
+            return;
+        case EventKind::Headers:
+            // A decoded block follows the frame that completed it.
+            if (auto it = m_lastBlock.find(dk); it != m_lastBlock.end())
+                if (auto b = m_blocks.find(it->second);
+                    b != m_blocks.end() && !b->second.hasHeaders && !b->second.written) {
+                    m_blockBytes -= b->second.bytes();
+                    b->second.hasHeaders = true;
+                    b->second.headers = e.headers;
+                    m_blockBytes += b->second.bytes();
+                }
+            return;
+        case EventKind::Message: {
+            StreamBytes &s = m_streams[{e.connection, e.dir, e.stream}];
+            const size_t before = s.bytes.size();
+            s.bytes += char(e.compressed ? 1 : 0);
+            put32(s.bytes, e.length);
+            s.bytes += e.payload.substr(0, e.length);
+            s.bytes.append(e.length - std::min<size_t>(e.payload.size(), e.length), '\0');
+            m_streamTotal += s.bytes.size() - before;
+            return;
+        }
+        case EventKind::ConnectionOpened:
+            if (!m_opened.count(e.connection) && !m_conns.count(e.connection) &&
+                !m_closedIds.count(e.connection)) {
+                const PeerNames *p = e.peers();
+                m_opened.emplace(e.connection, p ? std::make_pair(p->client, p->server)
+                                                 : std::pair<std::string, std::string>());
+            }
+            hold(e, i);
+            return;
+        case EventKind::ConnectionClosed:
+            m_closing.insert(e.connection);
+            hold(e, i);
+            return;
+        default:
+            return;
+        }
+    }
+
+    // The latest (or the open) block of a direction moves on: the one before may be done with.
+    void setBlock(std::map<DirKey, std::uint64_t> &map, const DirKey &dk, std::uint64_t i)
+    {
+        auto [it, fresh] = map.try_emplace(dk, i);
+        if (fresh) return;
+        const std::uint64_t before = it->second;
+        it->second = i;
+        maybeEraseBlock(before, dk);
+    }
+
+    // A block is needed until its frames are written and no later event can attach to it.
+    void maybeEraseBlock(std::uint64_t index, const DirKey &dk)
+    {
+        const auto it = m_blocks.find(index);
+        if (it == m_blocks.end()) return;
+        const Block &b = it->second;
+        if (!b.written || b.continuationsWritten < b.continuations.size()) return;
+        const auto pending = m_pendingBlock.find(dk);
+        const auto last = m_lastBlock.find(dk);
+        if ((pending != m_pendingBlock.end() && pending->second == index) ||
+            (last != m_lastBlock.end() && last->second == index))
+            return;
+        eraseBlock(it);
+    }
+
+    void hold(const WireEvent &e, std::uint64_t i)
+    {
+        Held h;
+        h.index = i;
+        h.kind = e.kind;
+        h.dir = e.dir;
+        h.frameType = e.frameType;
+        h.flags = e.flags;
+        h.connection = e.connection;
+        h.stream = e.stream;
+        h.length = e.length;
+        h.errorCode = e.errorCode;
+        h.lastStreamId = e.lastStreamId;
+        h.windowIncrement = e.windowIncrement;
+        h.pingData = e.pingData;
+        h.tNs = e.tNs;
+        if (e.kind == EventKind::Frame) {
+            if (e.frameType == FrameSettings) h.settings = e.settings;
+            if (e.frameType == FrameGoaway) h.reason = e.reason;
+        }
+        m_heldBytes += h.bytes();
+        m_held.push_back(std::move(h));
+    }
+
+    // Whether the first held event is settled: nothing that comes later can change how it is written.
+    bool settled(const Held &h) const
+    {
+        if (h.kind != EventKind::Frame || m_closing.count(h.connection)) return true;
+        if (h.frameType == FrameData) {
+            const auto it = m_streams.find({h.connection, h.dir, h.stream});
+            const std::uint64_t cursor = it == m_streams.end() ? 0 : it->second.cursor;
+            const std::uint64_t end = it == m_streams.end() ? 0 : it->second.end();
+            return end >= cursor + h.length;
+        }
+        if (h.frameType == FrameHeaders) {
+            const DirKey dk{h.connection, h.dir};
+            const auto b = m_blocks.find(h.index);
+            if (b == m_blocks.end()) return true;
+            const auto last = m_lastBlock.find(dk);
+            const auto pending = m_pendingBlock.find(dk);
+            const bool headersKnown =
+                b->second.hasHeaders || last == m_lastBlock.end() || last->second != h.index;
+            const bool continuationsKnown = pending == m_pendingBlock.end() || pending->second != h.index;
+            return headersKnown && continuationsKnown;
+        }
+        return true;
+    }
+
+    void drain(bool all)
+    {
+        while (!m_held.empty() && !m_failed) {
+            const Held &h = m_held.front();
+            const bool ready = all || settled(h);
+            if (!ready && heldBytes() <= m_limits.heldBytes) break;
+            if (!ready) ++m_stats.forcedFrames;
+            emit(h);
+            m_heldBytes -= h.bytes();
+            m_held.pop_front();
+            // Not while an event is written: that may hold on to its connection, which writing its last
+            // segment forgets.
+            while (m_reorderBytes > m_limits.reorderBytes && !m_reorder.empty())
+                writeEarliest();
+        }
+        // Messages no DATA frame takes (a capture without frames): past the window, the largest go.
+        while (heldBytes() > m_limits.heldBytes && m_streamTotal > 0) {
+            auto largest = m_streams.end();
+            for (auto it = m_streams.begin(); it != m_streams.end(); ++it)
+                if (largest == m_streams.end() || it->second.bytes.size() > largest->second.bytes.size())
+                    largest = it;
+            StreamBytes &s = largest->second;
+            m_streamTotal -= s.bytes.size();
+            s.base = s.end();
+            s.bytes.clear();
+            s.bytes.shrink_to_fit();
         }
     }
 
@@ -206,12 +409,14 @@ private:
         Conn &c = it->second;
         if (fresh) {
             c.id = id;
-            const WireEvent *opened = m_opened.count(id) ? m_opened[id] : nullptr;
+            std::pair<std::string, std::string> peers;
+            if (auto o = m_opened.find(id); o != m_opened.end()) {
+                peers = std::move(o->second);
+                m_opened.erase(o);
+            }
             // Stand-ins: 10.0.0.1 -> 10.0.0.2, a client port per connection.
-            c.ends[0] = parseEndpoint(opened && opened->peers() ? opened->peers()->client : std::string(),
-                                      0x0A000001, std::uint16_t(40000 + id % 20000));
-            c.ends[1] = parseEndpoint(opened && opened->peers() ? opened->peers()->server : std::string(),
-                                      0x0A000002, 50051);
+            c.ends[0] = parseEndpoint(peers.first, 0x0A000001, std::uint16_t(40000 + id % 20000));
+            c.ends[1] = parseEndpoint(peers.second, 0x0A000002, 50051);
             if (c.ends[0].ip == c.ends[1].ip && c.ends[0].port == c.ends[1].port)
                 c.ends[0].port = std::uint16_t(40000 + id % 20000);
             // Distinct initial sequence numbers per connection, as a real stack would pick.
@@ -224,22 +429,45 @@ private:
     }
 
     // Queues a segment from side `from`, no earlier than what that side sent before it, nor than the
-    // connection's handshake, so that the stable sort by time keeps each side's bytes in order.
+    // connection's handshake, so that the order by time keeps each side's bytes in order.
     void segment(Conn &c, int from, std::int64_t t, std::uint8_t tcpFlags, const char *payload, size_t len)
     {
         t = std::max({t, c.lastNs[from], c.openNs});
         c.lastNs[from] = t;
-        m_segments.push_back({t, c.id, from, tcpFlags, std::string(payload ? payload : "", len)});
+        ++c.queuedSegments;
+        m_reorder.push_back(
+            {t, m_segmentOrder++, c.id, from, tcpFlags, std::string(payload ? payload : "", len)});
+        std::push_heap(m_reorder.begin(), m_reorder.end(), LaterSegment{});
+        m_reorderBytes += kSegmentOverhead + len;
+        m_stats.peakReorderBytes = std::max<std::uint64_t>(m_stats.peakReorderBytes, m_reorderBytes);
     }
 
+    void writeEarliest()
+    {
+        std::pop_heap(m_reorder.begin(), m_reorder.end(), LaterSegment{});
+        Segment g = std::move(m_reorder.back());
+        m_reorder.pop_back();
+        m_reorderBytes -= kSegmentOverhead + g.payload.size();
+        if (m_wroteAny && g.tNs < m_lastWrittenNs) ++m_stats.lateSegments;
+        m_wroteAny = true;
+        m_lastWrittenNs = std::max(m_lastWrittenNs, g.tNs);
+        packet(g);
+    }
+
+    // Sequence and acknowledgement numbers are given in file order: Wireshark takes a segment acknowledging
+    // bytes the file shows only later for a spurious retransmission, and drops an HTTP/2 frame from its
+    // reassembly.
     void packet(const Segment &g)
     {
-        Conn &c = m_conns.at(g.conn);
+        const auto cit = m_conns.find(g.conn);
+        if (cit == m_conns.end()) return;
+        Conn &c = cit->second;
         const int from = g.from, to = 1 - from;
         const std::uint8_t tcpFlags = g.tcpFlags;
         const char *payload = g.payload.data();
         const size_t len = g.payload.size();
-        std::string p;
+        std::string &p = m_packet;
+        p.clear();
         p.reserve(54 + len);
         // Ethernet: locally administered addresses, one per side.
         p.append("\x02\x00\x00\x00\x00", 5);
@@ -281,7 +509,12 @@ private:
         p[tcp + 17] = char(tcpSum & 0xFF);
 
         c.seq[from] += std::uint32_t(len) + ((tcpFlags & 0x03) ? 1 : 0); // SYN and FIN count one
-        m_packets.push_back({g.tNs, std::move(p)});
+        enhancedPacket(g.tNs, p);
+        ++m_stats.packets;
+        if (--c.queuedSegments == 0 && c.closed) {
+            m_closedIds.insert(c.id);
+            m_conns.erase(cit);
+        }
     }
 
     void handshake(Conn &c, std::int64_t t)
@@ -318,14 +551,51 @@ private:
         return f + payload;
     }
 
-    void emit(size_t i)
+    // Everything a closed connection held that no later event can use.
+    void forgetConnection(std::uint32_t id)
     {
-        const WireEvent &e = *m_events[i];
+        m_closing.erase(id);
+        for (auto it = m_streams.lower_bound({id, Direction::ClientToServer, 0});
+             it != m_streams.end() && std::get<0>(it->first) == id;) {
+            m_streamTotal -= it->second.bytes.size();
+            it = m_streams.erase(it);
+        }
+        for (auto *map : {&m_lastBlock, &m_pendingBlock})
+            for (auto it = map->lower_bound({id, Direction::ClientToServer});
+                 it != map->end() && it->first.first == id;)
+                it = map->erase(it);
+        for (auto it = m_blocks.begin(); it != m_blocks.end();) {
+            if (it->second.connection == id) {
+                for (std::uint64_t k : it->second.continuations)
+                    m_continuationOf.erase(k);
+                m_blockBytes -= it->second.bytes();
+                it = m_blocks.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    void eraseBlock(std::unordered_map<std::uint64_t, Block>::iterator it)
+    {
+        m_blockBytes -= it->second.bytes();
+        m_blocks.erase(it);
+    }
+
+    void emit(const Held &e)
+    {
+        if (m_closedIds.count(e.connection) ||
+            (e.kind == EventKind::Frame && m_conns.count(e.connection) && m_conns[e.connection].closed)) {
+            // Closed: nothing follows its FIN.
+            if (auto b = m_blocks.find(e.index); b != m_blocks.end()) eraseBlock(b);
+            return;
+        }
         if (e.kind == EventKind::ConnectionOpened) {
             handshake(conn(e.connection), e.tNs);
             return;
         }
         if (e.kind == EventKind::ConnectionClosed) {
+            m_closing.erase(e.connection);
             Conn &c = conn(e.connection);
             if (c.open && !c.closed) {
                 c.closed = true;
@@ -334,6 +604,7 @@ private:
                 segment(c, 0, t, 0x11, nullptr, 0); // FIN+ACK
                 segment(c, 1, t, 0x11, nullptr, 0);
                 segment(c, 0, t, 0x10, nullptr, 0);
+                forgetConnection(e.connection);
             }
             return;
         }
@@ -347,39 +618,88 @@ private:
         std::uint8_t flags = e.flags & ~FlagPadded;
         switch (e.frameType) {
         case FrameData: {
-            std::string &bytes = m_streamBytes[{e.connection, e.dir, e.stream}];
-            size_t &cursor = m_cursor[{e.connection, e.dir, e.stream}];
-            const size_t take = std::min<size_t>(e.length, bytes.size() - std::min(cursor, bytes.size()));
-            payload = bytes.substr(std::min(cursor, bytes.size()), take);
+            const StreamKey key{e.connection, e.dir, e.stream};
+            StreamBytes &s = m_streams[key];
+            const std::uint64_t end = s.end();
+            const std::uint64_t from = std::min(s.cursor, end);
+            const size_t take = size_t(std::min<std::uint64_t>(e.length, end - from));
+            if (from >= s.base)
+                payload = s.bytes.substr(size_t(from - s.base), take);
+            else // bytes dropped past the window: zeros stand in for them
+                payload.assign(take, '\0');
             payload.append(e.length - take, '\0');
-            cursor += e.length;
+            s.cursor += e.length;
+            // What DATA frames took is dropped, in large steps so that taking it costs linear time.
+            const std::uint64_t used = s.cursor > s.base ? std::min(s.cursor, s.end()) - s.base : 0;
+            if (used && (used == s.bytes.size() || used >= (1u << 16))) {
+                m_streamTotal -= size_t(used);
+                s.bytes.erase(0, size_t(used));
+                s.base += used;
+            }
+            if ((e.flags & FlagEndStream) && s.cursor >= s.end()) {
+                m_streamTotal -= s.bytes.size();
+                m_streams.erase(key);
+            }
             break;
         }
         case FrameHeaders: {
-            Block &b = m_blocks[i];
-            std::string block = b.headers ? c.deflaters[side]->encode(b.headers->headers) : std::string();
+            auto it = m_blocks.find(e.index);
+            if (it == m_blocks.end()) { // forgotten: an empty block
+                it = m_blocks.try_emplace(e.index).first;
+                it->second.connection = e.connection;
+                m_blockBytes += it->second.bytes();
+            }
+            Block &b = it->second;
+            m_blockBytes -= b.bytes();
+            std::string block = b.hasHeaders ? c.deflaters[side]->encode(b.headers) : std::string();
             const size_t pieces = 1 + b.continuations.size();
             const size_t per = (block.size() + pieces - 1) / pieces;
             for (size_t k = 0; k < pieces; ++k)
                 b.pieces.push_back(block.substr(std::min(block.size(), k * per), per));
+            b.headers.clear();
+            b.headers.shrink_to_fit();
             if (flags & FlagPriority)
                 payload.assign("\x00\x00\x00\x00\x0F", 5); // no dependency, default weight
             payload += b.pieces[0];
             flags = b.continuations.empty() ? (flags | FlagEndHeaders) : (flags & ~FlagEndHeaders);
+            m_blockBytes += b.bytes();
+            b.written = true;
+            maybeEraseBlock(e.index, {e.connection, e.dir});
+            if (e.flags & FlagEndStream) {
+                // Trailers or a request without a body: the direction's messages are complete.
+                if (auto s = m_streams.find({e.connection, e.dir, e.stream});
+                    s != m_streams.end() && s->second.cursor >= s->second.end()) {
+                    m_streamTotal -= s->second.bytes.size();
+                    m_streams.erase(s);
+                }
+            }
             break;
         }
         case FrameContinuation: {
-            auto owner = m_continuationOf.find(i);
+            auto owner = m_continuationOf.find(e.index);
             if (owner == m_continuationOf.end()) return;
-            Block &b = m_blocks[owner->second];
-            if (b.push) return;
+            const std::uint64_t ownerIndex = owner->second;
+            m_continuationOf.erase(owner);
+            const auto it = m_blocks.find(ownerIndex);
+            if (it == m_blocks.end()) return;
+            Block &b = it->second;
+            ++b.continuationsWritten;
+            if (b.push) {
+                maybeEraseBlock(ownerIndex, {e.connection, e.dir});
+                return;
+            }
             const auto &conts = b.continuations;
-            const size_t k = size_t(std::find(conts.begin(), conts.end(), i) - conts.begin()) + 1;
+            const size_t k = size_t(std::find(conts.begin(), conts.end(), e.index) - conts.begin()) + 1;
             payload = k < b.pieces.size() ? b.pieces[k] : std::string();
             flags = k == conts.size() ? FlagEndHeaders : 0;
+            maybeEraseBlock(ownerIndex, {e.connection, e.dir});
             break;
         }
         case FramePushPromise:
+            if (auto b = m_blocks.find(e.index); b != m_blocks.end()) {
+                b->second.written = true;
+                maybeEraseBlock(e.index, {e.connection, e.dir});
+            }
             return; // gRPC never pushes; a promise's block would need the promised stream we did not keep
         case FrameRstStream:
             put32(payload, e.errorCode);
@@ -416,16 +736,17 @@ private:
         send(c, e.dir, e.tNs, frame(e.frameType, flags, e.stream, payload));
     }
 
-    std::string file() const
+    void block(std::uint32_t type, const std::string &body)
     {
-        std::string o;
-        auto block = [&o](std::uint32_t type, const std::string &body) {
-            const std::uint32_t total = std::uint32_t(12 + body.size());
-            putHost(o, type);
-            putHost(o, total);
-            o += body;
-            putHost(o, total);
-        };
+        const std::uint32_t total = std::uint32_t(12 + body.size());
+        putHost(m_out, type);
+        putHost(m_out, total);
+        m_out += body;
+        putHost(m_out, total);
+    }
+
+    void fileHeader()
+    {
         auto option = [](std::string &b, std::uint16_t code, const std::string &value) {
             putHost(b, code);
             putHost(b, std::uint16_t(value.size()));
@@ -449,73 +770,191 @@ private:
         option(idb, 9, std::string(1, char(9))); // if_tsresol: nanoseconds
         option(idb, 0, {});
         block(1, idb);
-
-        const std::int64_t origin = m_data.info.originNs;
-        const std::int64_t wall = m_data.info.originWallNs;
-        for (const Packet &p : m_packets) {
-            const std::uint64_t ts = std::uint64_t(std::max<std::int64_t>(0, wall + (p.tNs - origin)));
-            std::string epb;
-            putHost(epb, std::uint32_t(0));
-            putHost(epb, std::uint32_t(ts >> 32));
-            putHost(epb, std::uint32_t(ts & 0xFFFFFFFFu));
-            putHost(epb, std::uint32_t(p.bytes.size()));
-            putHost(epb, std::uint32_t(p.bytes.size()));
-            epb += p.bytes;
-            epb.append((4 - p.bytes.size() % 4) % 4, '\0');
-            block(6, epb);
-        }
-        return o;
     }
 
-    const CaptureData &m_data;
-    std::vector<const WireEvent *> m_events;
-    std::unordered_map<size_t, Block> m_blocks;
-    std::map<DirKey, size_t> m_lastBlock;
-    std::unordered_map<size_t, size_t> m_continuationOf;
-    std::map<StreamKey, std::string> m_streamBytes;
-    std::map<StreamKey, size_t> m_cursor;
-    std::map<std::uint32_t, const WireEvent *> m_opened;
+    void enhancedPacket(std::int64_t tNs, const std::string &bytes)
+    {
+        const std::uint64_t ts = std::uint64_t(std::max<std::int64_t>(0, m_wall + (tNs - m_origin)));
+        std::string &epb = m_epb;
+        epb.clear();
+        putHost(epb, std::uint32_t(0));
+        putHost(epb, std::uint32_t(ts >> 32));
+        putHost(epb, std::uint32_t(ts & 0xFFFFFFFFu));
+        putHost(epb, std::uint32_t(bytes.size()));
+        putHost(epb, std::uint32_t(bytes.size()));
+        epb += bytes;
+        epb.append((4 - bytes.size() % 4) % 4, '\0');
+        block(6, epb);
+        flushOutput(false);
+    }
+
+    void flushOutput(bool all)
+    {
+        if (m_out.empty() || (!all && m_out.size() < kOutputChunk) || m_failed) return;
+        if (!m_output(m_out.data(), m_out.size())) m_failed = true;
+        m_out.clear();
+    }
+
+    const std::int64_t m_origin, m_wall;
+    Output m_output;
+    const Limits m_limits;
+    bool m_failed = false, m_finished = false;
+    std::string m_out, m_packet, m_epb;
+
+    std::uint64_t m_next = 0; // the next event's index
+    std::deque<Held> m_held;
+    size_t m_heldBytes = 0;
+    std::unordered_map<std::uint64_t, Block> m_blocks;
+    size_t m_blockBytes = 0;
+    std::map<DirKey, std::uint64_t> m_lastBlock, m_pendingBlock; // per direction: latest block, one open
+    std::unordered_map<std::uint64_t, std::uint64_t> m_continuationOf;
+    std::map<StreamKey, StreamBytes> m_streams;
+    size_t m_streamTotal = 0;
+    std::unordered_map<std::uint32_t, std::pair<std::string, std::string>> m_opened; // client, server
+    std::unordered_set<std::uint32_t> m_closing;   // closed: nothing after it completes a frame of it
+    std::unordered_set<std::uint32_t> m_closedIds; // closed and written
     std::map<std::uint32_t, Conn> m_conns;
-    std::vector<Segment> m_segments;
-    std::vector<Packet> m_packets;
+
+    std::vector<Segment> m_reorder; // a heap, earliest on top
+    size_t m_reorderBytes = 0;
+    std::uint64_t m_segmentOrder = 0;
+    std::int64_t m_lastWrittenNs = 0;
+    bool m_wroteAny = false;
 };
 
-} // namespace
+PcapngStreamWriter::PcapngStreamWriter(std::int64_t originNs, std::int64_t originWallNs, Output out,
+                                       Limits limits)
+    : d(std::make_unique<Impl>(originNs, originWallNs, std::move(out), limits))
+{
+}
+
+PcapngStreamWriter::~PcapngStreamWriter() = default;
+
+bool PcapngStreamWriter::add(const EventBatch &batch)
+{
+    for (const WireEvent &e : batch)
+        if (!d->add(e)) return false;
+    return true;
+}
+
+bool PcapngStreamWriter::add(const WireEvent &event)
+{
+    return d->add(event);
+}
+
+bool PcapngStreamWriter::finish()
+{
+    return d->finish();
+}
+
+const PcapngStreamWriter::Stats &PcapngStreamWriter::stats() const
+{
+    return d->m_stats;
+}
+
+PcapngFileWriter::PcapngFileWriter() = default;
+
+PcapngFileWriter::~PcapngFileWriter()
+{
+    if (m_fd >= 0) {
+        ::close(m_fd);
+        ::unlink(m_tmp.c_str());
+    }
+}
+
+bool PcapngFileWriter::fail(std::string *error)
+{
+    *error = "cannot write " + m_path + ": " + std::strerror(m_errno ? m_errno : errno);
+    if (m_fd >= 0) {
+        ::close(m_fd);
+        ::unlink(m_tmp.c_str());
+        m_fd = -1;
+    }
+    return false;
+}
+
+bool PcapngFileWriter::open(const std::string &path, const CaptureInfo &info, std::string *error,
+                            PcapngStreamWriter::Limits limits)
+{
+    m_path = path;
+    m_tmp = path + ".XXXXXX";
+    m_fd = mkstemp(m_tmp.data());
+    if (m_fd < 0) {
+        m_errno = errno;
+        return fail(error);
+    }
+    m_writer = std::make_unique<PcapngStreamWriter>(
+        info.originNs, info.originWallNs,
+        [this](const char *data, size_t size) {
+            size_t done = 0;
+            while (done < size) {
+                const ssize_t n = ::write(m_fd, data + done, size - done);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) {
+                    m_errno = n < 0 ? errno : ENOSPC;
+                    return false;
+                }
+                done += size_t(n);
+            }
+            return true;
+        },
+        limits);
+    return true;
+}
+
+bool PcapngFileWriter::add(const EventBatch &batch, std::string *error)
+{
+    if (m_fd < 0) return false;
+    return m_writer->add(batch) || fail(error);
+}
+
+bool PcapngFileWriter::commit(std::string *error)
+{
+    if (m_fd < 0) return false;
+    if (!m_writer->finish()) return fail(error);
+    // mkstemp creates the file 0600; an export is meant to be shared like any other file the user writes.
+    ::fchmod(m_fd, 0644);
+    const int fd = m_fd;
+    m_fd = -1;
+    if (::fsync(fd) != 0 || ::close(fd) != 0 || std::rename(m_tmp.c_str(), m_path.c_str()) != 0) {
+        *error = "cannot write " + m_path + ": " + std::strerror(errno);
+        ::unlink(m_tmp.c_str());
+        return false;
+    }
+    return true;
+}
+
+const PcapngStreamWriter::Stats &PcapngFileWriter::stats() const
+{
+    static const PcapngStreamWriter::Stats none;
+    return m_writer ? m_writer->stats() : none;
+}
 
 std::string captureToPcapng(const CaptureData &data)
 {
-    return Writer(data).run();
+    std::string out;
+    // Every window as large as the capture: the whole capture's file, whatever its events' order.
+    PcapngStreamWriter::Limits all{SIZE_MAX, SIZE_MAX};
+    PcapngStreamWriter w(
+        data.info.originNs, data.info.originWallNs,
+        [&out](const char *bytes, size_t size) {
+            out.append(bytes, size);
+            return true;
+        },
+        all);
+    for (const EventBatch &b : data.batches)
+        w.add(b);
+    w.finish();
+    return out;
 }
 
 bool writePcapng(const std::string &path, const CaptureData &data, std::string *error)
 {
-    const std::string bytes = captureToPcapng(data);
-    std::string tmp = path + ".XXXXXX";
-    const int fd = mkstemp(tmp.data());
-    if (fd < 0) {
-        *error = "cannot write " + path + ": " + std::strerror(errno);
-        return false;
-    }
-    size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            *error = "cannot write " + path + ": " + std::strerror(errno);
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return false;
-        }
-        done += size_t(n);
-    }
-    // mkstemp creates the file 0600; an export is meant to be shared like any other file the user writes.
-    ::fchmod(fd, 0644);
-    if (::fsync(fd) != 0 || ::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        *error = "cannot write " + path + ": " + std::strerror(errno);
-        ::unlink(tmp.c_str());
-        return false;
-    }
-    return true;
+    PcapngFileWriter file;
+    if (!file.open(path, data.info, error)) return false;
+    for (const EventBatch &b : data.batches)
+        if (!file.add(b, error)) return false;
+    return file.commit(error);
 }
 
 } // namespace rpcscope

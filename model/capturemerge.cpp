@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <set>
@@ -22,41 +23,30 @@ constexpr std::int64_t kProgressStep = 16384;
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kInt64Min = std::numeric_limits<std::int64_t>::min();
 
-struct FileFacts
-{
-    size_t events = 0;
-    std::int64_t minT = kInt64Max, maxT = kInt64Min;
-    std::uint32_t maxConnection = 0;
-    bool hasWall = false;
-    std::int64_t steadyOrigin = 0; // the header's, or the first event's time as the store would take it
-    std::unordered_set<std::string> callIds;
-};
-
-FileFacts factsOf(const CaptureData &d)
-{
-    FileFacts f;
-    bool first = true;
-    for (const EventBatch &b : d.batches)
-        for (const WireEvent &e : b) {
-            if (first) {
-                f.steadyOrigin = e.tNs;
-                first = false;
-            }
-            ++f.events;
-            f.minT = std::min(f.minT, e.tNs);
-            f.maxT = std::max(f.maxT, e.tNs);
-            f.maxConnection = std::max(f.maxConnection, e.connection);
-            if (!e.grpc.callId.empty()) f.callIds.insert(e.grpc.callId);
-        }
-    if (d.info.hasOrigin) f.steadyOrigin = d.info.originNs;
-    f.hasWall = d.info.hasOrigin && d.info.originWallNs != 0;
-    return f;
-}
-
-std::string nameOf(const MergeInput &in, size_t index)
+template <typename Input> std::string nameOf(const Input &in, size_t index)
 {
     return in.label.empty() ? "capture " + std::to_string(index + 1) : in.label;
 }
+
+// A capture in memory as a source.
+class DataSource : public MergeSource
+{
+public:
+    explicit DataSource(const CaptureData &data) : m_batches(data.batches) {}
+    const WireEvent *head() override
+    {
+        while (m_batch < m_batches.size() && m_event >= m_batches[m_batch].size()) {
+            ++m_batch;
+            m_event = 0;
+        }
+        return m_batch < m_batches.size() ? &m_batches[m_batch][m_event] : nullptr;
+    }
+    void pop() override { ++m_event; }
+
+private:
+    const std::vector<EventBatch> &m_batches;
+    size_t m_batch = 0, m_event = 0;
+};
 
 // What one file's events go through on their way into the merge.
 struct Transform
@@ -82,43 +72,107 @@ struct Transform
 
 } // namespace
 
+void MergeFacts::add(const EventBatch &batch)
+{
+    for (const WireEvent &e : batch) {
+        if (!events) firstT = e.tNs;
+        ++events;
+        minT = std::min(minT, e.tNs);
+        maxT = std::max(maxT, e.tNs);
+        maxConnection = std::max(maxConnection, e.connection);
+        if (!e.grpc.callId.empty()) callIds.insert(e.grpc.callId);
+    }
+}
+
 MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *out,
                           const MergeProgress &progress)
 {
-    MergeResult r;
     *out = CaptureData{};
+    if (inputs.empty()) return mergeCaptureStreams({}, &out->info, {}, progress);
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (!inputs[i].data) {
+            MergeResult r;
+            r.error = "nothing to merge for " + nameOf(inputs[i], i) + ": no capture data";
+            return r;
+        }
+    std::vector<MergeFacts> facts(inputs.size());
+    std::vector<std::unique_ptr<DataSource>> sources;
+    std::vector<MergeStreamInput> streams;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        facts[i].info = inputs[i].data->info;
+        for (const EventBatch &b : inputs[i].data->batches)
+            facts[i].add(b);
+        sources.push_back(std::make_unique<DataSource>(*inputs[i].data));
+        streams.push_back({&facts[i], sources.back().get(), inputs[i].label, inputs[i].offsetNs});
+    }
+    size_t total = 0;
+    for (const MergeFacts &f : facts)
+        total += f.events;
+    out->batches.reserve(total / kMergeBatch + 1);
+    MergeResult r = mergeCaptureStreams(
+        streams, &out->info, [out](EventBatch &&batch) { out->batches.push_back(std::move(batch)); },
+        progress);
+    if (!r.ok) *out = CaptureData{};
+    return r;
+}
+
+MergeResult mergeCaptureStreams(const std::vector<MergeStreamInput> &inputs, CaptureInfo *outInfo,
+                                const MergeBatchSink &sink, const MergeProgress &progress)
+{
+    MergeResult r;
+    *outInfo = CaptureInfo{};
     if (inputs.empty()) {
         r.error = "nothing to merge: no captures given";
         return r;
     }
     for (size_t i = 0; i < inputs.size(); ++i)
-        if (!inputs[i].data) {
+        if (!inputs[i].facts || !inputs[i].source) {
             r.error = "nothing to merge for " + nameOf(inputs[i], i) + ": no capture data";
             return r;
         }
 
+    // What the plan below reads of each input: its header, and its events' facts.
+    struct FileFacts
+    {
+        size_t events = 0;
+        std::int64_t minT = kInt64Max, maxT = kInt64Min;
+        std::uint32_t maxConnection = 0;
+        bool hasWall = false;
+        std::int64_t steadyOrigin = 0; // the header's, or the first event's time as the store would take it
+        const std::unordered_set<std::string> *callIds = nullptr;
+        const CaptureInfo *info = nullptr;
+    };
     std::vector<FileFacts> facts;
     facts.reserve(inputs.size());
     std::int64_t total = 0;
-    for (const MergeInput &in : inputs) {
-        facts.push_back(factsOf(*in.data));
-        total += std::int64_t(facts.back().events);
+    for (const MergeStreamInput &in : inputs) {
+        const MergeFacts &m = *in.facts;
+        FileFacts f;
+        f.events = m.events;
+        f.minT = m.minT;
+        f.maxT = m.maxT;
+        f.maxConnection = m.maxConnection;
+        f.steadyOrigin = m.info.hasOrigin ? m.info.originNs : m.events ? m.firstT : 0;
+        f.hasWall = m.info.hasOrigin && m.info.originWallNs != 0;
+        f.callIds = &m.callIds;
+        f.info = &m.info;
+        facts.push_back(f);
+        total += std::int64_t(f.events);
     }
-
     // The reference: the earliest wall-clock origin among the files that have events.
     std::optional<size_t> ref;
     auto better = [&](size_t i) {
         return !ref || (facts[i].hasWall && !facts[*ref].hasWall) ||
                (facts[i].hasWall == facts[*ref].hasWall && facts[i].hasWall &&
-                inputs[i].data->info.originWallNs < inputs[*ref].data->info.originWallNs);
+                facts[i].info->originWallNs < facts[*ref].info->originWallNs);
     };
     for (size_t i = 0; i < inputs.size(); ++i)
         if (facts[i].events && better(i)) ref = i;
     if (!ref) // nothing has events: the origin still says when the (empty) captures were taken
         for (size_t i = 0; i < inputs.size(); ++i)
-            if (inputs[i].data->info.hasOrigin && better(i)) ref = i;
+            if (facts[i].info->hasOrigin && better(i)) ref = i;
     r.reference = ref.value_or(0);
-    const CaptureInfo &refInfo = inputs[r.reference].data->info;
+    const CaptureInfo &refInfo = *facts[r.reference].info;
     const FileFacts &refFacts = facts[r.reference];
     const std::int64_t refSteady = refFacts.steadyOrigin;
     const bool refHasWall = refFacts.hasWall;
@@ -128,15 +182,15 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
         return r;
     }
 
-    CaptureInfo &info = out->info;
+    CaptureInfo info;
     info.hasOrigin = refInfo.hasOrigin || refFacts.events;
     info.originNs = refSteady;
     info.originWallNs = refHasWall ? refInfo.originWallNs : 0;
     info.recordFrames = false;
     info.writer = "rpcscope merge";
-    for (const MergeInput &in : inputs) {
-        info.recordFrames |= in.data->info.recordFrames;
-        for (const std::string &h : in.data->info.redactedHeaders)
+    for (const FileFacts &f : facts) {
+        info.recordFrames |= f.info->recordFrames;
+        for (const std::string &h : f.info->redactedHeaders)
             if (std::find(info.redactedHeaders.begin(), info.redactedHeaders.end(), h) ==
                 info.redactedHeaders.end())
                 info.redactedHeaders.push_back(h);
@@ -147,7 +201,7 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
     std::unordered_set<std::string> usedCallIds;
     std::uint64_t nextBase = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-        const MergeInput &in = inputs[i];
+        const MergeStreamInput &in = inputs[i];
         const FileFacts &f = facts[i];
         Transform &t = transforms[i];
         const std::string name = nameOf(in, i);
@@ -163,7 +217,7 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
 
         // In 128 bits: damaged or hostile origins must give an error, never an overflow.
         __int128 shift = __int128(refSteady) - f.steadyOrigin + in.offsetNs;
-        if (f.hasWall && refHasWall) shift += __int128(in.data->info.originWallNs) - refInfo.originWallNs;
+        if (f.hasWall && refHasWall) shift += __int128(f.info->originWallNs) - refInfo.originWallNs;
         // Placed, every event stays within what one capture can span from its origin (events.h), so the model
         // never overflows on the merge.
         if (f.events && (__int128(f.minT) + shift - refSteady < -kMaxSpanNs ||
@@ -189,7 +243,7 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
 
         t.label = in.label;
         // Sorted, so the renaming does not depend on hash order.
-        std::vector<std::string> ids(f.callIds.begin(), f.callIds.end());
+        std::vector<std::string> ids(f.callIds->begin(), f.callIds->end());
         std::sort(ids.begin(), ids.end());
         std::vector<std::string> mine;
         for (const std::string &id : ids) {
@@ -197,7 +251,7 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
             if (usedCallIds.count(id)) {
                 const std::string prefix = in.label.empty() ? "capture" + std::to_string(i + 1) : in.label;
                 key = prefix + "/" + id;
-                for (int n = 2; usedCallIds.count(key) || f.callIds.count(key); ++n)
+                for (int n = 2; usedCallIds.count(key) || f.callIds->count(key); ++n)
                     key = prefix + " (" + std::to_string(n) + ")/" + id;
                 t.renamedCalls.emplace(id, key);
             }
@@ -206,28 +260,17 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
         usedCallIds.insert(mine.begin(), mine.end());
     }
 
+    // Complete before the first batch.
+    *outInfo = info;
+
     // k-way merge by time; each file's own order is kept as it is (relays flush independently, so a file is
     // not sorted by time, and its order within one connection is what the store relies on).
-    struct Cursor
-    {
-        size_t batch = 0, event = 0;
-    };
-    std::vector<Cursor> cursors(inputs.size());
-    auto head = [&](size_t i) -> const WireEvent * {
-        Cursor &c = cursors[i];
-        const auto &batches = inputs[i].data->batches;
-        while (c.batch < batches.size() && c.event >= batches[c.batch].size()) {
-            ++c.batch;
-            c.event = 0;
-        }
-        return c.batch < batches.size() ? &batches[c.batch][c.event] : nullptr;
-    };
+    auto head = [&](size_t i) { return inputs[i].source->head(); };
     using Entry = std::pair<std::int64_t, size_t>; // (shifted time, file); ties go to the earlier file
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
     for (size_t i = 0; i < inputs.size(); ++i)
         if (const WireEvent *e = head(i)) queue.push({e->tNs + transforms[i].shift, i});
 
-    out->batches.reserve(size_t(total) / kMergeBatch + 1);
     EventBatch batch;
     batch.reserve(std::min<size_t>(kMergeBatch, size_t(total)));
     std::int64_t done = 0;
@@ -235,20 +278,19 @@ MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *ou
         const size_t i = queue.top().second;
         queue.pop();
         batch.push_back(transforms[i].apply(*head(i)));
-        ++cursors[i].event;
+        inputs[i].source->pop();
         if (const WireEvent *e = head(i)) queue.push({e->tNs + transforms[i].shift, i});
         if (batch.size() == kMergeBatch) {
-            out->batches.push_back(std::move(batch));
+            sink(std::move(batch));
             batch = EventBatch();
             batch.reserve(kMergeBatch);
         }
         if (++done % kProgressStep == 0 && progress && !progress(done, total)) {
-            *out = CaptureData{};
             r.error = "cancelled";
             return r;
         }
     }
-    if (!batch.empty()) out->batches.push_back(std::move(batch));
+    if (!batch.empty()) sink(std::move(batch));
     if (progress) progress(total, total);
     r.ok = true;
     return r;

@@ -27,7 +27,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace rpcscope {
@@ -58,6 +60,46 @@ using MergeProgress = std::function<bool(std::int64_t done, std::int64_t total)>
 // Merges `inputs` into `out` (replaced). Events of one file keep their order; files interleave by time.
 MergeResult mergeCaptures(const std::vector<MergeInput> &inputs, CaptureData *out,
                           const MergeProgress &progress = {});
+
+// What the merge needs to know of one input before placing it, gathered in one pass over its events: an
+// input read twice (once for these, once to merge) never has to be held.
+struct MergeFacts
+{
+    CaptureInfo info; // its header (complete before its first event)
+    size_t events = 0;
+    std::int64_t minT = std::numeric_limits<std::int64_t>::max();
+    std::int64_t maxT = std::numeric_limits<std::int64_t>::min();
+    std::int64_t firstT = 0; // the first event's time
+    std::uint32_t maxConnection = 0;
+    std::unordered_set<std::string> callIds;
+
+    void add(const EventBatch &batch);
+};
+
+// One input's events in their order, one at a time.
+class MergeSource
+{
+public:
+    virtual ~MergeSource() = default;
+    virtual const WireEvent *head() = 0; // nullptr at the end; valid until pop()
+    virtual void pop() = 0;
+};
+
+struct MergeStreamInput
+{
+    const MergeFacts *facts = nullptr; // not owned, as `source`
+    MergeSource *source = nullptr;     // the same events `facts` was gathered from
+    std::string label;
+    std::int64_t offsetNs = 0;
+};
+
+using MergeBatchSink = std::function<void(EventBatch &&batch)>;
+
+// The same merge, streamed: events pulled from the sources, merged batches handed to `sink` as they are made
+// (the same batches mergeCaptures() gives). `info` is complete before the first batch. Only the inputs'
+// current events and one batch are held. Nothing reaches `sink` unless the plan succeeds.
+MergeResult mergeCaptureStreams(const std::vector<MergeStreamInput> &inputs, CaptureInfo *info,
+                                const MergeBatchSink &sink, const MergeProgress &progress = {});
 
 // The label a file gets by default: its name without directory and extension ("edge" for
 // "agents/edge.rpcscope"), made unique against `taken` by appending " (2)", " (3)"...

@@ -1,18 +1,20 @@
 // rpcscope-cli merge: several captures (agents on several hosts) onto one timeline, saved as one capture.
 
+#include "captureconvert.h"
 #include "captureio.h"
 #include "commands.h"
 #include "mergeset.h"
 #include "options.h"
 #include "output.h"
-#include "timelinemodel.h"
 #include "timelinepainter.h"
+#include "timelinestore.h"
 
 #include <QFileInfo>
 #include <QStringList>
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 
 namespace rpcscope {
 
@@ -103,14 +105,20 @@ int cmdMerge(const std::vector<std::string> &args)
         offsetNs.push_back(ns);
     }
 
+    // Each file is read once here for what places it, and once more as it is merged: never held whole.
     MergeSet set;
+    std::vector<std::unique_ptr<MergeFacts>> facts;
     for (const std::string &in : inputs) {
-        const CaptureReadResult r = set.add(QString::fromStdString(in), {}, load);
+        auto f = std::make_unique<MergeFacts>();
+        const QString path = QString::fromStdString(in);
+        const CaptureReadResult r = gatherMergeFacts(path, f.get(), load);
         if (!r.usable()) return usageError(r.message);
         if (r.status == CaptureReadResult::Truncated)
             std::fprintf(stderr, "rpcscope-cli: warning: %s\n", r.message.c_str());
         for (const std::string &note : r.notes)
             std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
+        set.add(CaptureData{f->info, {}}, defaultMergeLabel(in, {}), path);
+        facts.push_back(std::move(f));
     }
     for (const auto &[file, label] : labels) {
         std::string error;
@@ -126,24 +134,38 @@ int cmdMerge(const std::vector<std::string> &args)
         set.setOffset(*index, offsetNs[k]);
     }
 
-    CaptureData merged;
-    const MergeResult m = set.merge(&merged);
-    if (!m.ok) return usageError(m.error);
-    for (const std::string &note : m.notes)
-        std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
-
+    std::vector<MergeFile> files;
+    for (size_t i = 0; i < set.size(); ++i) {
+        const MergeSet::Source &s = set.sources()[i];
+        files.push_back({s.path, facts[i].get(), s.label, s.offsetNs});
+    }
     ExportOptions options;
     options.redaction = redaction;
     options.withFrames = opts.count("--frames");
+    const bool picture = opts.count("--png") || opts.count("--svg");
+    TimelineStore store; // only for a picture: the formats that need a store build their own
+    MergeResult m;
+    bool planned = false;
+    ConvertResult written;
     std::string error;
     const QString out = QString::fromStdString(opts["--out"]);
-    if (!exportCapture(merged, format, out, options, &error)) {
+    const bool ok = exportProduced(
+        [&](CaptureInfo *info, const CaptureBatchSink &sink) {
+            CaptureReadResult read;
+            m = mergeCaptureFiles(files, load, info, sink, &read);
+            planned = m.ok;
+            if (!m.ok) return CaptureReadResult{CaptureReadResult::Failed, m.error};
+            return read;
+        },
+        format, out, options, &written, &error, picture ? &store : nullptr);
+    if (!planned && !m.error.empty()) return usageError(m.error);
+    for (const std::string &note : m.notes)
+        std::fprintf(stderr, "rpcscope-cli: note: %s\n", note.c_str());
+    if (!ok) {
         std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
         return 1;
     }
-    if (opts.count("--png") || opts.count("--svg")) {
-        TimelineModel model;
-        model.replay(merged);
+    if (picture) {
         QStringList names; // "edge + backend (offset -12.5 ms)": the offsets are part of what it shows
         for (const MergeSet::Source &s : set.sources())
             names << QString::fromStdString(s.label) +
@@ -151,19 +173,19 @@ int cmdMerge(const std::vector<std::string> &args)
                                            .arg(s.offsetNs > 0 ? QStringLiteral("+") : QString())
                                            .arg(double(s.offsetNs) / 1e6, 0, 'g', 9)
                                      : QString());
-        TimelinePainter::Options picture{
+        TimelinePainter::Options pictureOptions{
             QStringLiteral("rpcscope — merged: %1").arg(names.join(QStringLiteral(" + "))), true};
-        for (const Call &c : model.store().calls())
-            if (c.parentCall) picture.grouping = LaneGrouping::Chain;
+        for (const Call &c : store.calls())
+            if (c.parentCall) pictureOptions.grouping = LaneGrouping::Chain;
         if ((opts.count("--png") &&
-             !writePng(TimelinePainter::renderImage(model.store(), 1400, picture), opts["--png"], &error)) ||
-            (opts.count("--svg") && !writeSvg(model.store(), picture, opts["--svg"], &error))) {
+             !writePng(TimelinePainter::renderImage(store, 1400, pictureOptions), opts["--png"], &error)) ||
+            (opts.count("--svg") && !writeSvg(store, pictureOptions, opts["--svg"], &error))) {
             std::fprintf(stderr, "rpcscope-cli: %s\n", error.c_str());
             return 1;
         }
     }
 
-    std::printf("merged %zu captures (%zu events) into %s (%s)\n", set.size(), merged.eventCount(),
+    std::printf("merged %zu captures (%zu events) into %s (%s)\n", set.size(), written.events,
                 opts["--out"].c_str(), formatName(format));
     const MergeSet::Source &ref = set.sources()[m.reference];
     for (size_t i = 0; i < set.size(); ++i) {
@@ -177,7 +199,7 @@ int cmdMerge(const std::vector<std::string> &args)
                 where = "no wall-clock origin: placed at " + ref.label + "'s";
         }
         std::printf("  %s (%s): %zu events, %s, offset %s\n", s.label.c_str(), s.path.toStdString().c_str(),
-                    s.data.eventCount(), where.c_str(), msText(s.offsetNs).c_str());
+                    facts[i]->events, where.c_str(), msText(s.offsetNs).c_str());
     }
     return 0;
 }

@@ -92,10 +92,16 @@ bool exportCapture(const CaptureData &data, FileFormat format, const QString &pa
     case FileFormat::Rpcscope:
         return writeCaptureFile(path, data, options.redaction, error, progress);
     case FileFormat::Pcapng: {
-        CaptureData redacted = data;
-        for (EventBatch &b : redacted.batches)
-            options.redaction.apply(b);
-        return writePcapng(path.toStdString(), redacted, error);
+        // Redacted a batch at a time, so the capture is never copied whole.
+        PcapngFileWriter file;
+        if (!file.open(path.toStdString(), data.info, error)) return false;
+        EventBatch redacted;
+        for (const EventBatch &b : data.batches) {
+            redacted = b;
+            options.redaction.apply(redacted);
+            if (!file.add(redacted, error)) return false;
+        }
+        return file.commit(error);
     }
     case FileFormat::Json:
     case FileFormat::Chrome:

@@ -14,6 +14,25 @@
 
 namespace rpcscope {
 
+// Merging files without holding them, as `rpcscope-cli merge` does: each file is read twice, once for what
+// places it on the common timeline (gatherMergeFacts) and once to merge it (mergeCaptureFiles), when a
+// thread of its own reads it a few batches ahead of the merge. What is held: those batches and one merged
+// batch, plus each file's call ids.
+CaptureReadResult gatherMergeFacts(const QString &path, MergeFacts *facts, const LoadOptions &options = {});
+
+struct MergeFile
+{
+    QString path;
+    const MergeFacts *facts = nullptr; // gatherMergeFacts() of `path`; not owned
+    std::string label;
+    std::int64_t offsetNs = 0;
+};
+
+// The merge of `files` into `sink` (mergeCaptureStreams()). `read` says how reading them again went: the
+// first file that could not be read, or the last one's result.
+MergeResult mergeCaptureFiles(const std::vector<MergeFile> &files, const LoadOptions &options,
+                              CaptureInfo *info, const CaptureBatchSink &sink, CaptureReadResult *read);
+
 class MergeSet
 {
 public:

@@ -86,6 +86,41 @@ std::vector<WireEvent> eventsOn(const CaptureData &d, std::uint32_t lo, std::uin
             out.push_back(e);
     return out;
 }
+
+// A capture made as it is read: `n` calls, one connection each, produced one event at a time, counting how
+// many events it has handed out.
+class CountingSource : public MergeSource
+{
+public:
+    CountingSource(std::int64_t steady, std::int64_t n, std::int64_t *pulled)
+        : m_steady(steady), m_n(n), m_pulled(pulled)
+    {
+    }
+    const WireEvent *head() override
+    {
+        if (m_i >= 3 * m_n) return nullptr;
+        if (!m_ready) {
+            const std::int64_t call = m_i / 3, t = m_steady + m_i * 1000;
+            const std::uint32_t conn = std::uint32_t(call + 1);
+            m_event = m_i % 3 == 0   ? opened(conn, t, {})
+                      : m_i % 3 == 1 ? request(conn, t, std::string(1, 'c') += std::to_string(call))
+                                     : trailers(conn, t, 0);
+            m_ready = true;
+            ++*m_pulled;
+        }
+        return &m_event;
+    }
+    void pop() override
+    {
+        ++m_i;
+        m_ready = false;
+    }
+
+private:
+    std::int64_t m_steady, m_n, *m_pulled, m_i = 0;
+    bool m_ready = false;
+    WireEvent m_event;
+};
 } // namespace
 
 class TestCaptureMerge : public QObject
@@ -272,6 +307,88 @@ private slots:
         r = mergeCaptures({{&high, "high", 0}, {&edge, "edge", 0}}, &out);
         QVERIFY(!r.ok);
         QVERIFY2(r.error.find("connection ids run out") != std::string::npos, r.error.c_str());
+    }
+
+    // The streamed merge gives the batches of the merge in memory.
+    void streamedMergeIsTheSame()
+    {
+        const CaptureData edge = capture(5 * ms, kWall, 1, "client->A", true);
+        const CaptureData backend = capture(900 * ms, kWall + 3 * ms, 1, "B->C", true);
+        CaptureData whole;
+        const MergeResult expected =
+            mergeCaptures({{&edge, "edge", 0}, {&backend, "backend", 2 * ms}}, &whole);
+        QVERIFY(expected.ok);
+
+        std::vector<MergeFacts> facts(2);
+        facts[0].info = edge.info;
+        facts[1].info = backend.info;
+        for (const EventBatch &b : edge.batches)
+            facts[0].add(b);
+        for (const EventBatch &b : backend.batches)
+            facts[1].add(b);
+        struct Flat : MergeSource
+        {
+            explicit Flat(const CaptureData &d) : events(flat(d)) {}
+            const WireEvent *head() override { return i < events.size() ? &events[i] : nullptr; }
+            void pop() override { ++i; }
+            std::vector<WireEvent> events;
+            size_t i = 0;
+        } a(edge), b(backend);
+        CaptureData streamed;
+        const MergeResult r = mergeCaptureStreams(
+            {{&facts[0], &a, "edge", 0}, {&facts[1], &b, "backend", 2 * ms}}, &streamed.info,
+            [&](EventBatch &&batch) { streamed.batches.push_back(std::move(batch)); });
+        QVERIFY(r.ok);
+        QCOMPARE(r.shiftNs, expected.shiftNs);
+        QCOMPARE(r.connectionBase, expected.connectionBase);
+        QCOMPARE(streamed.info.originNs, whole.info.originNs);
+        QCOMPARE(streamed.info.originWallNs, whole.info.originWallNs);
+        QCOMPARE(streamed.batches.size(), whole.batches.size());
+        QCOMPARE(flat(streamed).size(), flat(whole).size());
+        const auto x = flat(streamed), y = flat(whole);
+        for (size_t i = 0; i < x.size(); ++i) {
+            QCOMPARE(x[i].tNs, y[i].tNs);
+            QCOMPARE(x[i].connection, y[i].connection);
+            QCOMPARE(x[i].grpc.callId, y[i].grpc.callId);
+            QCOMPARE(x[i].label, y[i].label);
+        }
+    }
+
+    // What the streamed merge holds does not grow with its inputs: at any batch it hands over, it has taken
+    // from the inputs at most that batch and one event per input more than it has handed over.
+    void streamedMergeHoldsOneBatch_data()
+    {
+        QTest::addColumn<int>("calls");
+        QTest::newRow("10k calls") << 10'000;
+        QTest::newRow("100k calls") << 100'000;
+    }
+    void streamedMergeHoldsOneBatch()
+    {
+        QFETCH(int, calls);
+        std::int64_t pulled = 0;
+        CountingSource a(0, calls, &pulled), b(500, calls, &pulled);
+        std::vector<MergeFacts> facts(2);
+        for (MergeFacts &f : facts) {
+            f.info.hasOrigin = true;
+            f.info.originWallNs = kWall;
+            f.events = size_t(3 * calls);
+            f.minT = 0;
+            f.maxT = 3 * std::int64_t(calls) * 1000 + 500;
+            f.maxConnection = std::uint32_t(calls);
+        }
+        std::int64_t handed = 0, mostAhead = 0;
+        size_t largest = 0;
+        CaptureInfo info;
+        const MergeResult r = mergeCaptureStreams({{&facts[0], &a, "a", 0}, {&facts[1], &b, "b", 0}}, &info,
+                                                  [&](EventBatch &&batch) {
+                                                      mostAhead = std::max(mostAhead, pulled - handed);
+                                                      handed += std::int64_t(batch.size());
+                                                      largest = std::max(largest, batch.size());
+                                                  });
+        QVERIFY(r.ok);
+        QCOMPARE(handed, 6 * std::int64_t(calls));
+        QVERIFY(largest <= 4096);
+        QVERIFY2(mostAhead <= std::int64_t(largest) + 2, qPrintable(QString::number(mostAhead)));
     }
 
     void progressCanCancel()
