@@ -10,6 +10,7 @@
 #include <QDateTime>
 #include <QFontMetricsF>
 #include <QPainter>
+#include <QStringList>
 #include <algorithm>
 
 namespace rpcscope {
@@ -25,6 +26,25 @@ QString RulerPass::tickLabel(const PaintContext &ctx, qint64 t, qint64 step) con
                QStringLiteral("%1").arg((wallNs / 1000) % 1000, 3, 10, QLatin1Char('0'));
     }
     return formatTick(t - ctx.store.originNs(), step);
+}
+
+QRectF RulerPass::captionRect(const PaintContext &ctx)
+{
+    const double top = ctx.rect.top() + (ctx.options.title.isEmpty() ? 0 : ctx.metrics.titleHeight);
+    return QRectF(ctx.rect.left() + 10, top, ctx.metrics.labelWidth - 20, ctx.metrics.rulerHeight);
+}
+
+QString RulerPass::caption(const PaintContext &ctx)
+{
+    const QStringList wordings =
+        wallClockRuler(ctx) ? QStringList{QStringLiteral("wall clock (UTC)"), QStringLiteral("UTC")}
+                            : QStringList{QStringLiteral("time since capture start"),
+                                          QStringLiteral("since capture start"), QStringLiteral("since start")};
+    const QFontMetricsF fm(ctx.font(12));
+    const double room = captionRect(ctx).width();
+    for (const QString &text : wordings)
+        if (fm.horizontalAdvance(text) <= room) return text;
+    return fm.elidedText(wordings.back(), Qt::ElideRight, room);
 }
 
 void RulerPass::paint(QPainter *p, const PaintContext &ctx)
@@ -62,7 +82,6 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     p->drawLine(QPointF(ruler.left(), ruler.bottom()), QPointF(ruler.right(), ruler.bottom()));
     p->setFont(ctx.font(12));
 
-    const bool wall = wallClockRuler(ctx);
     const qint64 step = rulerStepNs(ctx);
     const std::vector<qint64> ticks = rulerTicks(ctx, step);
     const double right = rect.right();
@@ -109,9 +128,7 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     }
     p->fillRect(QRectF(ruler.left(), ruler.top(), m.labelWidth, ruler.height() - 1), th.headerBand);
     p->setPen(th.muted);
-    p->drawText(QRectF(ruler.left() + 10, ruler.top(), m.labelWidth - 20, ruler.height()),
-                Qt::AlignVCenter | Qt::AlignLeft,
-                wall ? QStringLiteral("wall clock (UTC)") : QStringLiteral("time since capture start"));
+    p->drawText(captionRect(ctx), Qt::AlignVCenter | Qt::AlignLeft, caption(ctx));
     double y = ruler.bottom() + 1;
     if (ctx.policyBand) {
         paintPolicyBand(p, ctx, QRectF(rect.left(), y, rect.width(), m.bandHeight - 2));

@@ -23,6 +23,10 @@ class RulerPass
 {
 public:
     void paint(QPainter *p, const PaintContext &ctx);
+    // The caption over the label column and its box: the longest wording that fits (large type on a
+    // narrow column says less rather than cutting a word off), elided only when none does.
+    static QString caption(const PaintContext &ctx);
+    static QRectF captionRect(const PaintContext &ctx);
     // Forgets the overview's counts (the store was reset or evicted calls).
     void invalidate()
     {

@@ -126,7 +126,20 @@ double TimelinePainter::legendScale(double width) const
     const double s = m_metrics.scale;
     if (m_legendBudget <= 0 || s <= 1) return s;
     const std::uint32_t use = m_legendRoomFor.value_or(m_index.legendUse());
-    return m_legend.height(width, s, use) <= m_legendBudget ? s : 1.0;
+    const std::tuple key{width, s, use, m_legendBudget};
+    if (m_legendScaleFor != key) {
+        // Workshop type at the back of the room: a smaller legend, not a plain one, when the full size
+        // would take more than its budget.
+        double fit = 1.0;
+        for (int tenths = int(s * 10 + 0.5); tenths > 10; --tenths)
+            if (m_legend.height(width, tenths / 10.0, use) <= m_legendBudget) {
+                fit = std::min(s, tenths / 10.0);
+                break;
+            }
+        m_legendScale = fit;
+        m_legendScaleFor = key;
+    }
+    return m_legendScale;
 }
 
 int TimelinePainter::legendHeight(double width) const
@@ -176,6 +189,13 @@ std::vector<qint64> TimelinePainter::rulerTicks(const QRectF &rect) const
 {
     const PaintContext ctx = context(rect);
     return rpcscope::rulerTicks(ctx, rulerStepNs(ctx));
+}
+
+QString TimelinePainter::rulerCaption(const QRectF &rect, QRectF *box) const
+{
+    const PaintContext ctx = context(rect);
+    if (box) *box = RulerPass::captionRect(ctx);
+    return RulerPass::caption(ctx);
 }
 
 void TimelinePainter::paint(QPainter *p, const QRectF &rect)

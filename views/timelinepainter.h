@@ -20,6 +20,7 @@
 #include <QStringList>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -100,10 +101,12 @@ public:
     // Everything stacked at this width (the legend flows into as many rows as the width needs).
     int contentHeight(double width = 1400) const;
     int legendHeight(double width) const;
-    // The widget's cap on the legend: past this height (a quarter of the view, say) it is drawn at scale 1
-    // instead of workshop size, so a projector-sized legend never takes the lanes' room. 0: no cap (exports).
+    // The widget's cap on the legend: past this height (a quarter of the view, say) it is drawn smaller than
+    // workshop size, as large as fits, so a projector-sized legend never takes the lanes' room. 0: no cap
+    // (exports).
     void setLegendBudget(int height) { m_legendBudget = height; }
-    // The scale the legend is drawn at (the metrics' scale unless the budget asked for less).
+    // The scale the legend is drawn at: the metrics' scale, unless that would take more than the budget,
+    // then the largest tenth below it that fits (never below 1).
     double legendScale(double width) const;
     int labelWidth() const { return m_metrics.labelWidth; }
     // Height of the fixed part above the lanes (title, ruler, policy band, overview).
@@ -127,6 +130,8 @@ public:
     QStringList legendEntries() const { return LegendPass::entries(m_drawn); }
     // The ruler's tick times in this geometry (round in wall-clock time with TimelineOptions::wallClock).
     std::vector<qint64> rulerTicks(const QRectF &rect) const;
+    // The caption the ruler shows over the label column in this geometry, and the box it must fit.
+    QString rulerCaption(const QRectF &rect, QRectF *box = nullptr) const;
 
     Hit hitTest(const QPointF &pos, const QRectF &rect) const;
     // The rates strip in this geometry (empty when it is not shown), and its tooltip at x.
@@ -213,6 +218,9 @@ private:
     // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
     std::optional<std::uint32_t> m_legendRoomFor;
     int m_legendBudget = 0;
+    // legendScale()'s answer, keyed on (width, metrics' scale, legend use, budget): it measures text.
+    mutable std::optional<std::tuple<double, double, std::uint32_t, int>> m_legendScaleFor;
+    mutable double m_legendScale = 1.0;
     std::optional<std::pair<qint64, qint64>> m_rateHover;
 
     // The widget's image of paint(), keyed on everything paint() reads.

@@ -3,6 +3,7 @@
 #include "capturesession.h"
 #include "runlist.h"
 
+#include <QByteArray>
 #include <QMainWindow>
 #include <memory>
 #include <optional>
@@ -185,6 +186,9 @@ private:
     void renameRunInteractive(int index);
     void saveRunInteractive(int index);
     void buildPresenting(QToolBar *viewBar, bool firstStart);
+    // Workshop mode's layout: the docks below the timeline as tabs of one, the inspector in front, low;
+    // leaving it restores the layout as it was (which is also what closing in workshop mode saves).
+    void setWorkshopLayout(bool on);
     void buildCompare(QMenu *viewMenu);
     void showFilterProblem(const QString &problem);
     void buildStats(QDockWidget *beside);
@@ -223,6 +227,7 @@ private:
     QAction *m_timelineOnlyAction = nullptr;
     QAction *m_fullScreenAction = nullptr;
     std::vector<QWidget *> m_hiddenForTimeline; // docks and toolbars Timeline only hid, to bring back
+    QByteArray m_layoutOutsideWorkshop; // saveState() before workshop mode, empty outside it
     QString m_filterToolTip;
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;

@@ -500,7 +500,8 @@ void MainWindow::closeEvent(QCloseEvent *event)
     setTimelineOnly(false); // the layout saved is the one with the docks
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
-    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/state"),
+                      m_layoutOutsideWorkshop.isEmpty() ? saveState() : m_layoutOutsideWorkshop);
     if (m_capture) m_capture->stop();
     event->accept();
 }

@@ -11,6 +11,7 @@
 
 #include <QAction>
 #include <QDockWidget>
+#include <QFontMetrics>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
@@ -23,6 +24,10 @@
 namespace rpcscope {
 
 namespace {
+// Workshop mode's docks below the timeline, in lines of the window's (workshop) text: the dock's title, its
+// tabs, the inspector's header and two of its rows.
+constexpr int kWorkshopBottomDockLines = 7;
+
 const char *const kKeysHelp =
     "<b>Timeline</b> (the keys work wherever focus is, except while typing in a text field; Esc leaves "
     "the field)<br>"
@@ -58,6 +63,8 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
         const double scale = on ? WindowLook::kWorkshopFontScale : 1 / WindowLook::kWorkshopFontScale;
         tree->setColumnWidth(0, int(tree->columnWidth(0) * scale + 0.5));
     });
+    // After the fonts changed: the docks' least heights are the new type's.
+    connect(m_workshopAction, &QAction::toggled, this, &MainWindow::setWorkshopLayout);
     new ShortcutRouter(this, m_view);
 
     // The Calls dock shows the calls the timeline shows.
@@ -150,6 +157,35 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
         m_labPanel->setNextStep(next);
         statusBar()->showMessage(next);
     }
+}
+
+void MainWindow::setWorkshopLayout(bool on)
+{
+    if (!on) {
+        if (!m_layoutOutsideWorkshop.isEmpty()) restoreState(m_layoutOutsideWorkshop);
+        m_layoutOutsideWorkshop.clear();
+        return;
+    }
+    m_layoutOutsideWorkshop = saveState();
+    // At the back of the room the timeline is what is read: the Calls table and the inspector share one
+    // place below it as tabs, the inspector in front of the table (its values get the window's width; a
+    // Policy check or Statistics tab in front stays there), and that place is low, a few of the inspector's
+    // rows.
+    auto *calls = findChild<QDockWidget *>(QStringLiteral("calls"));
+    auto *inspector = findChild<QDockWidget *>(QStringLiteral("inspector"));
+    if (!calls || !inspector || calls->isFloating() || inspector->isFloating()) return;
+    QDockWidget *front = inspector;
+    for (QDockWidget *d : tabifiedDockWidgets(calls))
+        if (d != inspector && d->isVisible() && !d->visibleRegion().isEmpty()) front = d;
+    if (dockWidgetArea(calls) == dockWidgetArea(inspector) && !tabifiedDockWidgets(calls).contains(inspector))
+        tabifyDockWidget(calls, inspector);
+    if (!front->isHidden()) front->raise();
+    QList<QDockWidget *> below;
+    for (QDockWidget *d : {calls, inspector})
+        if (!d->isHidden() && dockWidgetArea(d) == Qt::BottomDockWidgetArea) below << d;
+    if (below.isEmpty()) return;
+    const int height = QFontMetrics(font()).height() * kWorkshopBottomDockLines;
+    resizeDocks(below, QList<int>(below.size(), height), Qt::Vertical);
 }
 
 void MainWindow::setTimelineOnly(bool on)

@@ -4,6 +4,7 @@
 #include "retrypolicydialog.h"
 #include "timelinemodel.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -96,6 +97,14 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
         {QStringLiteral("Call"), QStringLiteral("Method"), QStringLiteral("Verdict"), QStringLiteral("Why")});
     m_findings->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_findings->setToolTip(QStringLiteral("The calls that do not conform, with the numbers"));
+    // An empty list says why it is empty (every call conforms, say), in the list's own font and colours.
+    m_findingsEmpty = new QLabel(m_findings->viewport());
+    m_findingsEmpty->setObjectName(QStringLiteral("policyFindingsEmpty"));
+    m_findingsEmpty->setWordWrap(true);
+    m_findingsEmpty->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_findingsEmpty->setMargin(8);
+    m_findingsEmpty->setForegroundRole(QPalette::Text);
+    m_findings->viewport()->installEventFilter(this);
     split->addWidget(m_findings);
     layout->addWidget(split, 1);
 
@@ -106,6 +115,18 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     });
     m_timer->start();
     fill();
+}
+
+QString PolicyDock::findingsEmptyText() const
+{
+    return m_findingsEmpty->isHidden() ? QString() : m_findingsEmpty->text();
+}
+
+bool PolicyDock::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == m_findings->viewport() && event->type() == QEvent::Resize)
+        m_findingsEmpty->setGeometry(m_findings->viewport()->rect());
+    return QWidget::eventFilter(watched, event);
 }
 
 bool PolicyDock::setServiceConfig(const QString &json, QString *error)
@@ -186,6 +207,17 @@ void PolicyDock::fill()
         m_summary->setItem(r, c++, item(QString::fromStdString(row.clients)));
     }
     m_findings->clear();
+    if (!m_config)
+        m_findingsEmpty->setText(QStringLiteral("Not judged: no retry policy given."));
+    else if (m_check.calls() == 0)
+        m_findingsEmpty->setText(QStringLiteral("No calls to judge yet."));
+    else if (m_check.calls() == 1)
+        m_findingsEmpty->setText(QStringLiteral("The one call conforms to the retry policy."));
+    else
+        m_findingsEmpty->setText(
+            QStringLiteral("All %1 calls conform to the retry policy.").arg(m_check.calls()));
+    m_findingsEmpty->setVisible(m_check.findings().empty());
+    m_findingsEmpty->setGeometry(m_findings->viewport()->rect());
     for (const PolicyCheck::Finding &f : m_check.findings()) {
         auto *it = new QTreeWidgetItem(m_findings);
         it->setText(0, QString::fromStdString(f.call));

@@ -38,6 +38,9 @@ public:
     const PolicyCheck &check() const { return m_check; }
     QTableWidget *summary() const { return m_summary; }
     QTreeWidget *findings() const { return m_findings; }
+    // What the findings list says while it has no rows (all calls conform, no calls, no policy); empty
+    // while it lists findings.
+    QString findingsEmptyText() const;
 
     // Judges the calls again when the timeline changed (or always, `force`).
     void refresh(bool force = false);
@@ -48,6 +51,9 @@ public slots:
 
 signals:
     void message(const QString &text);
+
+protected:
+    bool eventFilter(QObject *watched, QEvent *event) override;
 
 private:
     void fill();
@@ -61,6 +67,7 @@ private:
     QPushButton *m_edit = nullptr;
     QTableWidget *m_summary = nullptr;
     QTreeWidget *m_findings = nullptr;
+    QLabel *m_findingsEmpty = nullptr; // over the findings' viewport while they have no rows
     QTimer *m_timer = nullptr;
 };
 

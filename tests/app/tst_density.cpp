@@ -1,7 +1,9 @@
 // Dense lanes in the real main window: how many calls a 1600x1000 window shows with its default docks,
 // compact and comfortable rows, a call's attempts shown and folded, groups folded into a row of counts, the
-// label column dragged, and workshop mode's text size at 1920x1080.
+// label column dragged, workshop mode's text size at 1920x1080, and workshop mode's room for the timeline, its
+// legend, ruler caption and inspector at 1600x1000.
 #include "../views/renderfixture.h"
+#include "attemptinspector.h"
 #include "clock.h"
 #include "labsession.h"
 #include "mainwindow.h"
@@ -10,8 +12,10 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QTreeWidget>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -234,6 +238,72 @@ private slots:
                  int(TimelinePainter::kMaxLabelWidth * TimelinePainter::kWorkshopScale + 0.5));
     }
 
+    // Workshop mode at 1600x1000 with the first start's docks, for the back of the room: the timeline keeps
+    // ten lanes and more (the docks below it become low tabs), the legend is drawn larger than plain within
+    // its quarter, the ruler's caption fits its box, the inspector's values get the room; leaving gives the
+    // docks back as they were.
+    void workshopAt1600()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        MainWindow window(&model, nullptr, QStringLiteral("circuit-breaker"));
+        window.setPromptOnClose(false);
+        window.resize(1600, 1000);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        model.appendBatch(oneAttemptCalls(40));
+        QTRY_COMPARE(int(model.store().calls().size()), 40);
+        SwimlaneView *view = window.swimlanes();
+        view->fitAll();
+        QApplication::processEvents();
+        TimelinePainter &p = view->timelinePainter();
+        auto *calls = window.findChild<QDockWidget *>(QStringLiteral("calls"));
+        auto *inspector = window.findChild<QDockWidget *>(QStringLiteral("inspector"));
+        QVERIFY(calls && inspector);
+        const QRect callsBefore = calls->geometry(), inspectorBefore = inspector->geometry();
+        const int plainCalls = visibleCalls(view);
+        QRectF box;
+        QCOMPARE(p.rulerCaption(view->canvas(), &box), QStringLiteral("time since capture start"));
+
+        window.setWorkshop(true);
+        // The lanes' height in lanes of one call each (header, bands and legend taken off).
+        auto laneRows = [&] {
+            const double lanes = view->canvas().height() - p.headerHeight() - p.legendHeight(view->width());
+            return lanes / (p.metrics().rowHeight + p.metrics().callSpacing);
+        };
+        QTRY_VERIFY2(laneRows() >= 10, qPrintable(QStringLiteral("%1 lanes tall, the timeline %2 px")
+                                                      .arg(laneRows())
+                                                      .arg(view->height())));
+        QVERIFY2(visibleCalls(view) >= 10, qPrintable(QStringLiteral("%1 calls").arg(visibleCalls(view))));
+        if (!qEnvironmentVariableIsEmpty("RPCSCOPE_SHOT_DIR"))
+            window.grab().save(qEnvironmentVariable("RPCSCOPE_SHOT_DIR") + "/workshop-1600.png");
+
+        // The legend scales with the rest, as far as a quarter of the view lets it.
+        QVERIFY2(p.legendScale(view->width()) >= 1.5,
+                 qPrintable(QStringLiteral("legend at %1").arg(p.legendScale(view->width()))));
+        QVERIFY(p.legendHeight(view->width()) <= view->height() / 4);
+
+        // The ruler's caption fits its box, whole words (no ellipsis).
+        const QString caption = p.rulerCaption(view->canvas(), &box);
+        const double captionWidth = QFontMetricsF(p.context(view->canvas()).font(12)).horizontalAdvance(caption);
+        QVERIFY2(captionWidth <= box.width() && !caption.contains(QChar(0x2026)),
+                 qPrintable(QStringLiteral("'%1': %2 px in %3").arg(caption).arg(captionWidth).arg(box.width())));
+        QVERIFY(caption.contains(QLatin1String("since")));
+
+        // The inspector is in front, its value column sixty characters wide and more.
+        view->selectAttempt(3, 0);
+        QTreeWidget *tree = window.inspector()->tree();
+        QTRY_VERIFY(!tree->visibleRegion().isEmpty());
+        const int valueColumn = tree->viewport()->width() - tree->columnWidth(0);
+        const int chars = valueColumn / QFontMetrics(tree->font()).averageCharWidth();
+        QVERIFY2(chars >= 60, qPrintable(QStringLiteral("value column %1 px, %2 characters").arg(valueColumn).arg(chars)));
+
+        window.setWorkshop(false);
+        QTRY_COMPARE(calls->geometry(), callsBefore);
+        QCOMPARE(inspector->geometry(), inspectorBefore);
+        QTRY_COMPARE(visibleCalls(view), plainCalls);
+    }
+
     // The real circuit-breaker scenario (24 calls of one attempt, the breaker band above them) in workshop
     // mode on a 1920x1080 screen.
     void workshopAt1920()
@@ -278,8 +348,9 @@ private slots:
                     qPrintable(QStringLiteral("%1 px text at %2").arg(px).arg(ctx.font(px).pixelSize())));
             QVERIFY(QFontMetricsF(ctx.font(13, true)).height() <= ctx.metrics.rowHeight);
 
-            // In the default 1400x820 window the workshop legend would take most of the timeline: it is
-            // drawn at its plain size instead, within a quarter of the view, and the lanes keep their room.
+            // In the default 1400x820 window the full workshop legend would take most of the timeline: it is
+            // drawn smaller (never below its plain size), within a quarter of the view, and the lanes keep
+            // their room.
             const TimelinePainter &painter = view->timelinePainter();
             QVERIFY(painter.legendScale(view->width()) == TimelinePainter::kWorkshopScale);
             window.resize(1400, 820);
@@ -289,7 +360,8 @@ private slots:
                      qPrintable(QStringLiteral("legend %1 px of %2")
                                     .arg(painter.legendHeight(view->width()))
                                     .arg(view->height())));
-            QCOMPARE(painter.legendScale(view->width()), 1.0);
+            QVERIFY(painter.legendScale(view->width()) >= 1.0 &&
+                    painter.legendScale(view->width()) <= TimelinePainter::kWorkshopScale);
             QVERIFY2(visibleCalls(view) >= 3, qPrintable(QStringLiteral("%1 calls").arg(visibleCalls(view))));
 
             // Ctrl+Shift+A shows the strip in workshop too; leaving workshop mode gives back the strip as it

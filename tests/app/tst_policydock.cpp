@@ -1,7 +1,7 @@
 // The Policy check dock and its Retry policy… dialog (issue 19), offscreen: without a config it says what to
 // do; a bad config stays in the dialog with its one-line reason; a good one judges the model's calls, each
 // client by the user-agent the header log kept (grpc-c++ flagged for a jittered first retry, grpc-js not),
-// and follows new batches.
+// and follows new batches; an empty list of findings says why it is empty.
 //
 // With RPCSCOPE_SHOT_DIR set, the dock is saved there as policy-dock.png.
 
@@ -132,6 +132,53 @@ private slots:
 
         if (const QByteArray dir = qgetenv("RPCSCOPE_SHOT_DIR"); !dir.isEmpty())
             QVERIFY(dock.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/policy-dock.png")));
+    }
+
+    // The findings list is never a blank box: without a policy, without calls, and when every call conforms
+    // it says so (in its own font, which workshop mode scales), and it is painted where the rows would be.
+    void emptyFindingsSaySo()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        PolicyDock dock(&model);
+        dock.resize(900, 360);
+        dock.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        QVERIFY2(dock.findingsEmptyText().contains(QLatin1String("no retry policy")),
+                 qPrintable(dock.findingsEmptyText()));
+        QString error;
+        QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
+        QCOMPARE(dock.findingsEmptyText(), QStringLiteral("No calls to judge yet."));
+
+        // Two conforming calls (1 s after the failure, exactly C-core's first retry; grpc-js jitters).
+        model.applyBatch(retried(1, kCCore, "core-1", 1003.0));
+        model.applyBatch(retried(2, kNode, "node-1", 820.0));
+        dock.refresh(true);
+        QCOMPARE(dock.findings()->topLevelItemCount(), 0);
+        QCOMPARE(dock.findingsEmptyText(), QStringLiteral("All 2 calls conform to the retry policy."));
+        auto *empty = dock.findings()->viewport()->findChild<QLabel *>(QStringLiteral("policyFindingsEmpty"));
+        QVERIFY(empty && empty->isVisible());
+        QCOMPARE(empty->geometry(), dock.findings()->viewport()->rect());
+        QCOMPARE(empty->font(), dock.findings()->font());
+        // Drawn: the viewport's picture has text pixels where an empty list has none.
+        const QImage shot = dock.findings()->viewport()->grab().toImage();
+        const QRgb base = shot.pixel(shot.width() - 2, shot.height() - 2);
+        int ink = 0;
+        for (int y = 0; y < shot.height(); ++y)
+            for (int x = 0; x < shot.width(); ++x)
+                ink += shot.pixel(x, y) != base;
+        QVERIFY2(ink > 50, qPrintable(QStringLiteral("%1 pixels of text").arg(ink)));
+        QFont large = dock.font();
+        large.setPointSizeF(large.pointSizeF() * 1.5);
+        dock.setFont(large);
+        QCOMPARE(empty->font().pointSizeF(), large.pointSizeF());
+
+        // A call that does not conform is listed, and the text goes.
+        model.applyBatch(retried(3, kCCore, "core-2", 820.0));
+        dock.refresh(true);
+        QCOMPARE(dock.findings()->topLevelItemCount(), 1);
+        QVERIFY(dock.findingsEmptyText().isEmpty());
+        QVERIFY(empty->isHidden());
     }
 };
 
