@@ -19,9 +19,8 @@ bool suppressedRetry(const LabEventRecord *e)
 }
 } // namespace
 
-MarkersPass::Clusters MarkersPass::clusters(const std::vector<const LabEventRecord *> &events,
-                                            const TimeAxis &ax, double scale, double left, double right,
-                                            bool inOrder)
+MarkersPass::Clusters MarkersPass::clusters(std::span<const LabEventRecord *const> events, const TimeAxis &ax,
+                                            double scale, double left, double right, bool inOrder)
 {
     const auto earlier = [](const LabEventRecord *a, const LabEventRecord *b) { return a->tNs < b->tNs; };
     // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
@@ -33,7 +32,7 @@ MarkersPass::Clusters MarkersPass::clusters(const std::vector<const LabEventReco
     bool plain = true;
     for (size_t i = 0; i < events.size() && plain && !inOrder; ++i)
         plain = !suppressedRetry(events[i]) && (i == 0 || !earlier(events[i], events[i - 1]));
-    const std::vector<const LabEventRecord *> *list = &events;
+    std::span<const LabEventRecord *const> list = events;
     if (!plain) {
         out.m_sorted.reserve(events.size());
         for (const LabEventRecord *e : events) {
@@ -42,14 +41,14 @@ MarkersPass::Clusters MarkersPass::clusters(const std::vector<const LabEventReco
             if (x >= left && x <= right) out.m_sorted.push_back(e);
         }
         std::stable_sort(out.m_sorted.begin(), out.m_sorted.end(), earlier);
-        list = &out.m_sorted;
+        list = out.m_sorted;
     }
-    auto it = std::partition_point(list->begin(), list->end(),
+    auto it = std::partition_point(list.begin(), list.end(),
                                    [&](const LabEventRecord *e) { return ax.timeToX(e->tNs) < left; });
-    while (it != list->end()) {
+    while (it != list.end()) {
         const double x = ax.timeToX((*it)->tNs);
         if (x > right) break;
-        const auto end = std::partition_point(it, list->end(), [&](const LabEventRecord *e) {
+        const auto end = std::partition_point(it, list.end(), [&](const LabEventRecord *e) {
             const double ex = ax.timeToX(e->tNs);
             return ex - x < apart && ex <= right;
         });
@@ -130,10 +129,10 @@ void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &ca
     const TimelineTheme &th = ctx.theme;
     const TimeAxis &ax = ctx.axis;
     const double right = ctx.rect.right();
-    const auto *events = ctx.index.labEventsOfCall(call.key);
-    if (!events) return;
+    const auto events = ctx.index.labEventsOfCall(call.key);
+    if (events.empty()) return;
     p->setFont(small);
-    for (const LabEventRecord *e : *events) {
+    for (const LabEventRecord *e : events) {
         if (e->kind != "retry-suppressed") continue;
         const QString text = QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(e->detail));
         const double tw = smallFm.horizontalAdvance(text);
@@ -145,7 +144,7 @@ void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &ca
     const double r = radius(ctx.metrics.scale);
     // In the first attempt row's top strip, where only gap labels of later rows never go.
     const double cy = top + ctx.metrics.callHeader + r + 2;
-    for (const Cluster &c : clusters(*events, ax, ctx.metrics.scale, ax.left, right)) {
+    for (const Cluster &c : clusters(events, ax, ctx.metrics.scale, ax.left, right)) {
         p->setPen(QPen(th.labMarker, 1, Qt::DotLine));
         p->drawLine(QPointF(c.x, top + ctx.metrics.callHeader), QPointF(c.x, laneBottom));
         clusterMark(p, ctx, c, cy);

@@ -30,7 +30,7 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
     };
     const double s = m_metrics.scale;
     // The markers drawn as one (MarkersPass::clusters) under x: a lab event, or a cluster of them.
-    auto clusterAt = [&](const std::vector<const LabEventRecord *> &events, const QRectF &area) {
+    auto clusterAt = [&](std::span<const LabEventRecord *const> events, const QRectF &area) {
         const double r = MarkersPass::radius(s);
         for (const MarkersPass::Cluster &c : MarkersPass::clusters(events, ax, s, ax.left, rect.right())) {
             const double last = ax.timeToX(c.events.back()->tNs);
@@ -135,8 +135,8 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
     if (block.oneRow) return hitRow(pos, ctx, block, blockTop);
     // Markers sit in the top strip of the first attempt row.
     if (inLane >= m_metrics.callHeader && inLane < m_metrics.callHeader + m_metrics.attemptHeight * 0.44) {
-        if (const auto *events = m_index.labEventsOfCall(m_store->calls()[block.index].key))
-            if (clusterAt(*events,
+        if (const auto events = m_index.labEventsOfCall(m_store->calls()[block.index].key); !events.empty())
+            if (clusterAt(events,
                           QRectF(0, blockTop + m_metrics.callHeader, 0, m_metrics.attemptHeight * 0.44)))
                 return hit;
     }

@@ -381,40 +381,48 @@ void TimelineIndex::refresh()
 
 void TimelineIndex::LabRefs::push(const LabEventRecord *e, std::uint64_t pos)
 {
-    events.push_back(e);
+    refs.push_back(e);
     at.push_back(pos);
 }
 
 void TimelineIndex::LabRefs::insertInOrder(const LabEventRecord *e, std::uint64_t pos)
 {
-    const auto i = std::upper_bound(at.begin(), at.end(), pos) - at.begin();
-    events.insert(events.begin() + i, e);
+    const auto i = std::upper_bound(at.begin() + std::ptrdiff_t(head), at.end(), pos) - at.begin();
+    refs.insert(refs.begin() + i, e);
     at.insert(at.begin() + i, pos);
 }
 
 void TimelineIndex::LabRefs::dropBefore(std::uint64_t pos)
 {
-    const auto n = std::lower_bound(at.begin(), at.end(), pos) - at.begin();
-    events.erase(events.begin(), events.begin() + n);
-    at.erase(at.begin(), at.begin() + n);
+    head = size_t(std::lower_bound(at.begin() + std::ptrdiff_t(head), at.end(), pos) - at.begin());
+    if (head == refs.size()) {
+        clear();
+    } else if (2 * head >= refs.size()) {
+        // The dropped are as many as the kept: moving the kept costs no more than dropping them did.
+        refs.erase(refs.begin(), refs.begin() + std::ptrdiff_t(head));
+        at.erase(at.begin(), at.begin() + std::ptrdiff_t(head));
+        head = 0;
+    }
 }
 
 void TimelineIndex::LabRefs::eraseAt(const std::vector<std::uint64_t> &sorted)
 {
     size_t write = 0;
-    for (size_t i = 0; i < at.size(); ++i) {
+    for (size_t i = head; i < at.size(); ++i) {
         if (std::binary_search(sorted.begin(), sorted.end(), at[i])) continue;
-        events[write] = events[i];
+        refs[write] = refs[i];
         at[write++] = at[i];
     }
-    events.resize(write);
+    refs.resize(write);
     at.resize(write);
+    head = 0;
 }
 
 void TimelineIndex::LabRefs::clear()
 {
-    events.clear();
+    refs.clear();
     at.clear();
+    head = 0;
 }
 
 // Retention cut the store's oldest lab events (positions before `cut`): only their entries go; the rest stay
@@ -424,17 +432,32 @@ void TimelineIndex::dropLabEventsBefore(std::uint64_t cut)
     m_bandMarkers.dropBefore(cut);
     m_breakerEvents.dropBefore(cut);
     m_fastFails.dropBefore(cut);
-    for (auto it = m_labByCall.begin(); it != m_labByCall.end();) {
-        it->second.dropBefore(cut);
-        it = it->second.events.empty() ? m_labByCall.erase(it) : std::next(it);
+    // Only the calls that had an entry before the cut: each entry is taken once, and its call's list drops
+    // its prefix (later entries of the same call then find nothing before the cut).
+    while (!m_callRefsByPos.empty() && m_callRefsByPos.top().first < cut) {
+        const std::string key = m_callRefsByPos.top().second;
+        m_callRefsByPos.pop();
+        ++m_labCutWork;
+        if (const auto it = m_labByCall.find(key); it != m_labByCall.end()) {
+            const size_t before = it->second.size();
+            it->second.dropBefore(cut);
+            m_labCutWork += before - it->second.size();
+            if (it->second.empty()) m_labByCall.erase(it);
+        }
+        if (const auto it = m_bandByCall.find(key); it != m_bandByCall.end()) {
+            // Kept in position order (see indexLabEvents).
+            auto &list = it->second;
+            const auto end = std::lower_bound(list.begin(), list.end(), cut);
+            m_labCutWork += size_t(end - list.begin());
+            list.erase(list.begin(), end);
+            if (list.empty()) m_bandByCall.erase(it);
+        }
     }
-    for (auto it = m_bandByCall.begin(); it != m_bandByCall.end();) {
-        std::erase_if(it->second, [cut](std::uint64_t pos) { return pos < cut; });
-        it = it->second.empty() ? m_bandByCall.erase(it) : std::next(it);
-    }
-    std::erase_if(m_bandUnresolved, [cut](std::uint64_t pos) { return pos < cut; });
-    m_anyFastFail = !m_fastFails.events.empty();
-    m_hasBreaker = m_anyFastFail || !m_breakerEvents.events.empty();
+    // In position order: pushed as placed, and erase_if keeps the order.
+    m_bandUnresolved.erase(m_bandUnresolved.begin(),
+                           std::lower_bound(m_bandUnresolved.begin(), m_bandUnresolved.end(), cut));
+    m_anyFastFail = !m_fastFails.empty();
+    m_hasBreaker = m_anyFastFail || !m_breakerEvents.empty();
     m_anyMarker = m_lastMarker > cut;
     m_labIndexed = std::max(m_labIndexed, cut);
 }
@@ -457,6 +480,7 @@ void TimelineIndex::indexLabEvents()
         m_labByCall.clear();
         m_bandByCall.clear();
         m_bandUnresolved.clear();
+        m_callRefsByPos = {};
         m_breakerEvents.clear();
         m_fastFails.clear();
         m_lastMarker = 0;
@@ -479,10 +503,14 @@ void TimelineIndex::indexLabEvents()
     std::erase_if(m_bandUnresolved, [&](std::uint64_t pos) {
         const LabEventRecord &e = events[pos - cut];
         if (e.callId.empty()) return false;
-        if (hasLane(e.callId))
+        if (hasLane(e.callId)) {
             toLane.push_back(pos);
-        else
-            m_bandByCall[e.callId].push_back(pos);
+        } else {
+            // Kept in position order, so a cut drops a prefix.
+            auto &list = m_bandByCall[e.callId];
+            list.insert(std::upper_bound(list.begin(), list.end(), pos), pos);
+            m_callRefsByPos.emplace(pos, e.callId);
+        }
         return true;
     });
     if (!toLane.empty()) {
@@ -491,6 +519,7 @@ void TimelineIndex::indexLabEvents()
             const LabEventRecord &e = events[pos - cut];
             // In the store's order, as if placed there at first.
             m_labByCall[e.callId].insertInOrder(&e, pos);
+            m_callRefsByPos.emplace(pos, e.callId);
         }
         m_bandMarkers.eraseAt(toLane);
     }
@@ -506,6 +535,7 @@ void TimelineIndex::indexLabEvents()
             m_hasBreaker = true;
         } else if (e.kind == "retry-suppressed" && !e.callId.empty()) {
             m_labByCall[e.callId].push(&e, m_labIndexed);
+            m_callRefsByPos.emplace(m_labIndexed, e.callId);
         } else if (markerLabel(e.kind)) {
             // A marker about a call with a lane goes on that lane; the rest (a bulkhead rejection never
             // reaches the wire) on the policy band, until their call comes.
@@ -513,16 +543,19 @@ void TimelineIndex::indexLabEvents()
             m_lastMarker = m_labIndexed + 1;
             if (!e.callId.empty() && hasLane(e.callId)) {
                 m_labByCall[e.callId].push(&e, m_labIndexed);
+                m_callRefsByPos.emplace(m_labIndexed, e.callId);
                 continue;
             }
-            const auto &band = m_bandMarkers.events;
+            const auto band = m_bandMarkers.events();
             if (!band.empty() && band.back()->tNs > e.tNs) m_bandInOrder = false;
             if (e.kind == "retry-suppressed") m_bandInOrder = false;
             m_bandMarkers.push(&e, m_labIndexed);
-            if (!e.callId.empty())
+            if (!e.callId.empty()) {
                 m_bandByCall[e.callId].push_back(m_labIndexed);
-            else if (!e.traceparent.empty())
+                m_callRefsByPos.emplace(m_labIndexed, e.callId);
+            } else if (!e.traceparent.empty()) {
                 m_bandUnresolved.push_back(m_labIndexed);
+            }
         }
         if (markerLabel(e.kind)) {
             m_anyMarker = true;

@@ -5,7 +5,10 @@
 #include "timelinestore.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <queue>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -66,17 +69,18 @@ public:
     bool hasBreaker() const { return m_hasBreaker; }
     // The breaker's transitions and the calls that failed fast, in the store's order: the band walks these,
     // not every lab event.
-    const std::vector<const LabEventRecord *> &breakerEvents() const { return m_breakerEvents.events; }
-    const std::vector<const LabEventRecord *> &fastFails() const { return m_fastFails.events; }
+    using LabSpan = std::span<const LabEventRecord *const>;
+    LabSpan breakerEvents() const { return m_breakerEvents.events(); }
+    LabSpan fastFails() const { return m_fastFails.events(); }
     // Lab events drawn on the policy band: markers of calls without a lane.
-    const std::vector<const LabEventRecord *> &bandMarkers() const { return m_bandMarkers.events; }
+    LabSpan bandMarkers() const { return m_bandMarkers.events(); }
     // The band markers are in time order and hold no suppressed retry (MarkersPass::clusters need not check).
     bool bandMarkersInOrder() const { return m_bandInOrder; }
-    // Lab events drawn on a call's lane (markers and suppressed retries), or null.
-    const std::vector<const LabEventRecord *> *labEventsOfCall(const std::string &key) const
+    // Lab events drawn on a call's lane (markers and suppressed retries); empty for none.
+    LabSpan labEventsOfCall(const std::string &key) const
     {
         const auto it = m_labByCall.find(key);
-        return it == m_labByCall.end() ? nullptr : &it->second.events;
+        return it == m_labByCall.end() ? LabSpan() : it->second.events();
     }
     const std::vector<Span> &spans() const { return m_spans; }
     // Calls, failures, retries and in flight over time, evicted calls included (the rates strip).
@@ -92,14 +96,23 @@ public:
     std::uint32_t legendUse() const { return m_legendUse; }
     // Lab events placed so far, every rebuild included: a burst under retention places each one once.
     std::uint64_t labEventsPlaced() const { return m_labPlaced; }
+    // Entries retention's cuts looked at in the lists of lab events by call (the lanes' and the band markers
+    // waiting for their call), every cut so far: a cut looks at what it drops, not at every call listed.
+    std::uint64_t labCutWork() const { return m_labCutWork; }
 
 private:
     // Lab events in the store's order, with each one's position among all ever recorded
     // (TimelineStore::labEventsCut), so a cut of the store's oldest drops a prefix here instead of a rebuild.
+    // A dropped prefix only moves the start (`head`); the entries before it go once they are as many as the
+    // ones kept, so a cut costs what it drops, not a move of everything kept.
     struct LabRefs
     {
-        std::vector<const LabEventRecord *> events;
+        std::vector<const LabEventRecord *> refs;
         std::vector<std::uint64_t> at;
+        size_t head = 0;
+        LabSpan events() const { return LabSpan(refs.data() + head, refs.size() - head); }
+        bool empty() const { return head == refs.size(); }
+        size_t size() const { return refs.size() - head; }
         void push(const LabEventRecord *e, std::uint64_t pos);
         void insertInOrder(const LabEventRecord *e, std::uint64_t pos);
         void dropBefore(std::uint64_t pos);
@@ -150,8 +163,13 @@ private:
     // Band markers (by position) that move to their call's lane when it comes, or once resolved.
     std::unordered_map<std::string, std::vector<std::uint64_t>> m_bandByCall;
     std::vector<std::uint64_t> m_bandUnresolved; // a traceparent, no call yet
+    // Every entry of m_labByCall and m_bandByCall by position, earliest first: a cut takes the ones before it
+    // and looks only at their calls' lists.
+    using CallRef = std::pair<std::uint64_t, std::string>;
+    std::priority_queue<CallRef, std::vector<CallRef>, std::greater<CallRef>> m_callRefsByPos;
     void dropLabEventsBefore(std::uint64_t cut);
     std::uint64_t m_labPlaced = 0;
+    std::uint64_t m_labCutWork = 0;
     std::optional<PendingChanges> m_pending;
     // Evictions: spans of evicted calls stay in m_spans, emptied, until they are half of it.
     size_t m_deadSpans = 0;

@@ -117,6 +117,20 @@ public:
     const TimelineLayout &layout() const;
     // Lab events the index has placed so far, every rebuild included (tests: a burst places each once).
     std::uint64_t labEventsPlaced() const { return m_index.labEventsPlaced(); }
+    // Entries the index's retention cuts looked at in its lists of lab events by call (tests: a cut looks at
+    // what it drops).
+    std::uint64_t labCutWork() const { return m_index.labCutWork(); }
+    // The lab events drawn on a call's lane and the band's markers, caches brought up to date (tests).
+    TimelineIndex::LabSpan labEventsOfCall(const std::string &key) const
+    {
+        m_index.refresh();
+        return m_index.labEventsOfCall(key);
+    }
+    TimelineIndex::LabSpan bandMarkers() const
+    {
+        m_index.refresh();
+        return m_index.bandMarkers();
+    }
     // What the paint passes read for a picture in rect, caches brought up to date.
     PaintContext context(const QRectF &rect) const;
 

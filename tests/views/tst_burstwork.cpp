@@ -93,6 +93,74 @@ private slots:
         QCOMPARE(render(live, rect), render(fresh, rect));
         QCOMPARE(fresh.labEventsPlaced(), std::uint64_t(store.labEvents().size()));
     }
+
+    // Lab events of calls with a lane, and markers of calls that never come, among a burst under retention:
+    // each cut looks only at the entries it drops from the lists by call (each entry once when its position
+    // is passed, once as it goes), not at every call listed, and what stays is what a fresh index places.
+    void cutsDropOnlyTheirPrefixOfEachCall()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        SwimlaneView view(&model);
+        view.resize(1200, 700);
+        RetentionPolicy policy;
+        policy.maxBytes = size_t(1) << 20;
+        model.setRetention(policy);
+        model.appendBatch({opened(1)});
+        constexpr int kEvents = 30'000;
+        const TimelinePainter &painter = view.timelinePainter();
+        std::uint64_t listed = 0; // entries placed in the lists by call
+        for (int i = 0; i < kEvents; ++i) {
+            const std::int64_t t = std::int64_t(i) * 1000;
+            EventBatch batch{labEvent(t, i)};
+            if (i % 40 == 0) {
+                // A call with a lane, a marker on it and a retry it did not make.
+                const std::string id = "call-" + std::to_string(i);
+                const auto stream = std::uint32_t(2 * (i / 40) + 1);
+                batch.push_back(req(stream, t, std::nullopt, id, 5000 * ms));
+                batch.push_back(end(stream, t + 500, 0));
+                batch.push_back(rendertest::labEvent(t + 100, "bulkhead-rejected", "on its lane", id));
+                batch.push_back(rendertest::labEvent(t + 200, "retry-suppressed", "budget", id));
+                listed += 2;
+            } else if (i % 40 == 30) {
+                // A later marker of the call before: its list has entries from two batches.
+                batch.push_back(rendertest::labEvent(t + 100, "bulkhead-rejected", "later",
+                                                     "call-" + std::to_string(i - 30)));
+                ++listed;
+            } else if (i % 40 == 20) {
+                // Markers of ten calls that never come, on the band: their lists by call grow all along.
+                batch.push_back(rendertest::labEvent(t + 100, "bulkhead-rejected", "no call yet",
+                                                     "ghost-" + std::to_string(i % 400)));
+                ++listed;
+            }
+            model.appendBatch(batch);
+            painter.fullRange();
+            painter.layout();
+        }
+        const TimelineStore &store = model.store();
+        QVERIFY2(store.labEventsCut() > size_t(kEvents) / 2,
+                 qPrintable(QString::number(store.labEventsCut())));
+        QVERIFY(!store.calls().empty());
+        QVERIFY2(painter.labCutWork() <= 2 * listed,
+                 qPrintable(QStringLiteral("the cuts looked at %1 entries of the lists by call; %2 placed")
+                                .arg(painter.labCutWork())
+                                .arg(listed)));
+        QVERIFY(painter.labCutWork() > 0);
+
+        TimelinePainter fresh(&store);
+        fresh.setOptions(painter.options());
+        fresh.setRange(painter.rangeStart(), painter.rangeEnd());
+        auto list = [](TimelineIndex::LabSpan s) {
+            return std::vector<const LabEventRecord *>(s.begin(), s.end());
+        };
+        size_t withEvents = 0;
+        for (const Call &c : store.calls()) {
+            QCOMPARE(list(painter.labEventsOfCall(c.key)), list(fresh.labEventsOfCall(c.key)));
+            withEvents += !painter.labEventsOfCall(c.key).empty();
+        }
+        QVERIFY(withEvents > 0);
+        QCOMPARE(list(painter.bandMarkers()), list(fresh.bandMarkers()));
+    }
 };
 
 QTEST_MAIN(TestBurstWork)
