@@ -141,6 +141,9 @@ struct ConnectProxy::Impl
     };
 
     DecoderLimits decoderLimits;
+    // Every target's decoder weighs what it holds against the one maxDecoderHeldBytes, together: the proxy
+    // is one hop of a capture, given one share of its budget however many targets it serves.
+    std::shared_ptr<SharedDecoderHeld> decoderHeld = std::make_shared<SharedDecoderHeld>();
     std::shared_ptr<FaultSet> faults;
     TlsInterceptOptions tls;
     Limits limits;
@@ -319,8 +322,14 @@ template <typename Pending> size_t handshakeBytes(const Pending &p)
                heapbytes::string(p.request.authority) + heapbytes::string(p.request.target.host) +
                heapbytes::string(p.request.reason) +
                heapbytes::block(p.addrs.capacity() * sizeof(p.addrs[0]));
-    // A lookup in flight: the shared block with its control block (its addresses come when it is done).
-    if (p.lookup) n += heapbytes::block(2 * sizeof(long) + sizeof(*p.lookup));
+    // A lookup: the shared block with its control block, and once it is done the addresses it found (or why
+    // it found none) until the proxy's loop takes them.
+    if (p.lookup) {
+        n += heapbytes::block(2 * sizeof(long) + sizeof(*p.lookup));
+        std::lock_guard lk(p.lookup->mu);
+        n += heapbytes::block(p.lookup->addrs.capacity() * sizeof(sockaddr_storage)) +
+             heapbytes::string(p.lookup->error);
+    }
     return n;
 }
 } // namespace
@@ -410,6 +419,7 @@ Relay *ConnectProxy::Impl::relayFor(const std::string &authority, const HostPort
     auto relay = std::make_unique<Relay>();
     relay->setLabel(authority);
     relay->setDecoderLimits(decoderLimits);
+    relay->shareDecoderHeld(decoderHeld);
     relay->setFaults(faults);
     relay->setTlsIntercept(tls);
     if (!relay->startTunnels(target, sink, error)) return nullptr;

@@ -40,7 +40,8 @@ public:
     ConnectProxy(const ConnectProxy &) = delete;
     ConnectProxy &operator=(const ConnectProxy &) = delete;
 
-    // Before start().
+    // Before start(). Each target's relay decodes under these limits, except maxDecoderHeldBytes: that one is
+    // the proxy's, for what all its targets' decoders hold together.
     void setDecoderLimits(const DecoderLimits &limits);
     void setLimits(const Limits &limits);
     // Names the proxy's own connection notes (refused requests) on the timeline.
@@ -67,9 +68,10 @@ public:
     size_t pendingHandshakes() const;
     size_t peakPendingHandshakes() const;
     // What the proxy holds, as the allocator counts it: each unfinished handshake (the request head read so
-    // far, its answer, the target's addresses), the notes not yet handed to the sink, and every target's
-    // relay with its tunnels (Relay::memoryBytes()). A capture's budget counts it, as it counts a direct
-    // hop's relay. Any thread; the handshakes' part is refreshed every round of the proxy's loop.
+    // far, its answer, the target's addresses, a lookup's result), the notes not yet handed to the sink, and
+    // every target's relay with its tunnels (Relay::memoryBytes(): what a client sent after its CONNECT
+    // while its tunnel starts, too). A capture's budget counts it, as it counts a direct hop's relay. Any
+    // thread; the handshakes' part is refreshed every round of the proxy's loop.
     size_t memoryBytes() const;
 
 private:

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 namespace rpcscope {
@@ -18,6 +19,14 @@ struct DecoderLimits
     // batch waiting for the model. Past it the relay stops decoding the connection it is reading, with a
     // note, and relays on. A capture with a memory budget sets a share of it (CaptureSession).
     size_t maxDecoderHeldBytes = 256u << 20;
+};
+
+// What several decoder threads hold together, weighed against one maxDecoderHeldBytes: a CONNECT proxy's
+// targets each get a relay with a decoder of its own, and one limit each would let 64 targets hold 64 times
+// the share a capture's budget gave the proxy. Each decoder adds what it holds here and takes it out again.
+struct SharedDecoderHeld
+{
+    std::atomic<size_t> bytes{0};
 };
 
 } // namespace rpcscope

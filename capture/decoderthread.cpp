@@ -65,6 +65,10 @@ void DecoderThread::stop()
     }
     m_wake.notify_one();
     m_thread.join();
+    // Whatever this decoder still counts leaves the shared sum with it (a batch's spare capacity, chunks
+    // pushed after its last round).
+    const size_t held = m_backlog.exchange(0) + m_chunkBytes.exchange(0) + m_batchBytes.exchange(0);
+    if (m_shared) m_shared->bytes.fetch_sub(held, std::memory_order_relaxed);
     for (const std::array<int, 2> &p : m_freePipes) {
         close(p[0]);
         close(p[1]);
@@ -79,7 +83,21 @@ std::string DecoderThread::overHeldLimitReason() const
     const size_t limit = heldLimit();
     const std::string amount =
         limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit >> 10) + " KiB";
+    if (m_shared)
+        return "decoders fell behind (over " + amount +
+               " waiting for them across the proxy's targets); relaying continues without decoding";
     return "decoder fell behind (over " + amount + " waiting for it); relaying continues without decoding";
+}
+
+void DecoderThread::setBatchBytes(size_t n)
+{
+    if (!m_shared) {
+        m_batchBytes.store(n, std::memory_order_relaxed);
+        return;
+    }
+    // Unsigned: a smaller batch wraps around and comes out of the sum.
+    const size_t before = m_batchBytes.exchange(n, std::memory_order_relaxed);
+    m_shared->bytes.fetch_add(n - before, std::memory_order_relaxed);
 }
 
 namespace {
@@ -106,6 +124,7 @@ void DecoderThread::push(RelayChunk &&c)
     // The chunk itself and its bytes' block header, beyond the bytes the backlog counts: a flood of small
     // reads costs several times its bytes.
     m_chunkBytes.fetch_add(kChunkOverhead(c), std::memory_order_relaxed);
+    if (m_shared) m_shared->bytes.fetch_add(c.size + kChunkOverhead(c), std::memory_order_relaxed);
     if (now > m_peakBacklog.load(std::memory_order_relaxed))
         m_peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
     // A handoff pipe must come back soon, and a large backlog is worth decoding now; anything else waits
@@ -201,9 +220,9 @@ void DecoderThread::loop()
     auto handOver = [&] {
         lastBatch = std::min(batch.size(), kFlushEvents);
         if (!m_sink) return;
-        m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+        setBatchBytes(heapbytes::batch(batch));
         m_sink(std::move(batch));
-        m_batchBytes.store(0, std::memory_order_relaxed);
+        setBatchBytes(0);
     };
     size_t sized = 0, sizedBytes = 0; // the events of `batch` counted so far and what they own
     auto freshBatch = [&] {
@@ -221,14 +240,13 @@ void DecoderThread::loop()
             n += heapbytes::block(sizeof(ConnectionDecoder)) - sizeof(ConnectionDecoder) +
                  decoder->memoryBytes();
         m_stateBytes.store(n, std::memory_order_relaxed);
-        m_batchBytes.store(heapbytes::batch(batch), std::memory_order_relaxed);
+        setBatchBytes(heapbytes::batch(batch));
     };
     const std::function<void()> flushIfFull = [&] {
         for (; sized < batch.size(); ++sized)
             sizedBytes += heapbytes::event(batch[sized]) - sizeof(WireEvent);
         // Counted as it grows, not only every kMeasureIntervalNs.
-        m_batchBytes.store(heapbytes::block(batch.capacity() * sizeof(WireEvent)) + sizedBytes,
-                           std::memory_order_relaxed);
+        setBatchBytes(heapbytes::block(batch.capacity() * sizeof(WireEvent)) + sizedBytes);
         if (batch.size() < kFlushEvents && sizedBytes < kFlushBytes) return;
         giveBackPipes(); // before a sink that may wait: the relay thread can splice with them meanwhile
         measure(false);
@@ -333,6 +351,7 @@ void DecoderThread::loop()
             // still sees it as backlog and stops decoding past maxDecoderHeldBytes rather than queue more.
             m_backlog -= c.size;
             m_chunkBytes.fetch_sub(kChunkOverhead(c), std::memory_order_relaxed);
+            if (m_shared) m_shared->bytes.fetch_sub(c.size + kChunkOverhead(c), std::memory_order_relaxed);
             // A round can hold up to the whole backlog; its events go out in batches of kFlushEvents as they
             // come rather than as one batch of millions (a client opening streams as fast as it can).
             flushIfFull();

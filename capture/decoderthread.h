@@ -46,6 +46,9 @@ public:
 
     // `label` names the connections on the timeline.
     void start(Sink sink, const DecoderLimits &limits, std::string label);
+    // What this decoder holds (below) also goes into `held`, and overHeldLimit() weighs the sum of every
+    // decoder sharing it. Null: only its own. Before start().
+    void shareHeld(std::shared_ptr<SharedDecoderHeld> held) { m_shared = std::move(held); }
     // Decodes what is queued, flushes the sink, ends the thread and closes the handoff pipes.
     void stop();
     bool running() const { return m_thread.joinable(); }
@@ -62,14 +65,16 @@ public:
     // Relaxed: the relay asks on every read only to decide whether to stop handing bytes over.
     size_t backlog() const { return m_backlog.load(std::memory_order_relaxed); }
     size_t peakBacklog() const { return m_peakBacklog.load(); }
-    // True when the bytes waiting to be decoded and the batch waiting for the sink are past
-    // DecoderLimits::maxDecoderHeldBytes: the relay then stops decoding instead of queueing more. Relay
-    // thread.
+    // True when the bytes waiting to be decoded and the batch waiting for the sink (of every decoder sharing
+    // them, shareHeld()) are past DecoderLimits::maxDecoderHeldBytes: the relay then stops decoding instead
+    // of queueing more. Relay thread.
     bool overHeldLimit(size_t times = 1) const
     {
-        return m_backlog.load(std::memory_order_relaxed) + m_chunkBytes.load(std::memory_order_relaxed) +
-                   m_batchBytes.load(std::memory_order_relaxed) >
-               m_maxHeld.load(std::memory_order_relaxed) * times;
+        const size_t held = m_shared ? m_shared->bytes.load(std::memory_order_relaxed)
+                                     : m_backlog.load(std::memory_order_relaxed) +
+                                           m_chunkBytes.load(std::memory_order_relaxed) +
+                                           m_batchBytes.load(std::memory_order_relaxed);
+        return held > m_maxHeld.load(std::memory_order_relaxed) * times;
     }
     size_t heldLimit() const { return m_maxHeld.load(std::memory_order_relaxed); }
     // The note on a connection no longer decoded because of overHeldLimit().
@@ -108,6 +113,9 @@ private:
     std::atomic<size_t> m_stateBytes{0}; // the connection decoders
     std::atomic<size_t> m_batchBytes{0}; // the batch being decoded or handed to the sink
     std::atomic<size_t> m_maxHeld{DecoderLimits{}.maxDecoderHeldBytes};
+    std::shared_ptr<SharedDecoderHeld> m_shared; // null: the limit is this decoder's alone
+    // The batch's bytes, into m_shared too.
+    void setBatchBytes(size_t n);
 
     // This thread only: where handoff pipes are read back, and where skipped bytes go.
     std::unique_ptr<std::uint8_t[]> m_readBack;

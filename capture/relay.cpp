@@ -54,6 +54,11 @@ void Relay::setDecoderLimits(const DecoderLimits &limits)
     d->limits = limits;
 }
 
+void Relay::shareDecoderHeld(std::shared_ptr<SharedDecoderHeld> held)
+{
+    d->decoder.shareHeld(std::move(held));
+}
+
 std::int64_t Relay::threadCpuNs() const
 {
     if (!d->loop.running() || !d->decoder.running()) return -1;
@@ -233,7 +238,7 @@ size_t Relay::peakDecoderBacklog() const
 
 size_t Relay::memoryBytes() const
 {
-    return d->loop.memoryBytes() + d->decoder.memoryBytes();
+    return d->loop.memoryBytes() + d->decoder.memoryBytes() + (d->tlsLoop ? d->tlsLoop->adoptedBytes() : 0);
 }
 
 int Relay::openConnections() const

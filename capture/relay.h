@@ -31,6 +31,10 @@ public:
 
     // Applies to connections accepted after the next start().
     void setDecoderLimits(const DecoderLimits &limits);
+    // Weighs what this relay's decoder holds together with every other decoder given the same `held`
+    // against the one DecoderLimits::maxDecoderHeldBytes (a CONNECT proxy's targets share one). Null: its
+    // own. Before start().
+    void shareDecoderHeld(std::shared_ptr<SharedDecoderHeld> held);
     // Off: relay only, nothing decoded (connections still open and close on the timeline). The benchmark's
     // baseline for what decoding costs. Applies to connections accepted after the next start().
     void setDecoding(bool on);
@@ -70,8 +74,9 @@ public:
     // Bytes read but not yet decoded, now and at most so far: what the relay holds for the decoder.
     size_t decoderBacklog() const;
     size_t peakDecoderBacklog() const;
-    // What the relay holds: its loop's buffers (RelayLoop::memoryBytes()) and its decoder's
-    // (DecoderThread::memoryBytes()). A capture's budget counts it. Any thread.
+    // What the relay holds: its loop's buffers (RelayLoop::memoryBytes()), its decoder's
+    // (DecoderThread::memoryBytes()) and, with TLS interception, the tunnels its TLS loop has not taken yet.
+    // A capture's budget counts it. Any thread.
     size_t memoryBytes() const;
     // Reads whose time is the kernel's receive timestamp, and reads timed when the relay read them (spliced
     // reads, timestamps off or not given by the platform).

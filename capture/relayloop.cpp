@@ -175,6 +175,7 @@ void RelayLoop::adopt(int clientFd, int serverFd, std::string clientPeer, std::s
 {
     {
         std::lock_guard lk(m_adoptMutex);
+        m_adoptedBytes += heapbytes::string(early) + heapbytes::string(clientPeer);
         m_adopted.push_back({clientFd, serverFd, std::move(clientPeer), std::move(early), earlyAt});
     }
     const char x = 'a';
@@ -189,6 +190,8 @@ void RelayLoop::takeAdopted()
         taken.swap(m_adopted);
     }
     for (Adopted &a : taken) {
+        // From here on its bytes are the connection's (queued for the server) and the decoder's.
+        m_adoptedBytes -= heapbytes::string(a.early) + heapbytes::string(a.peer);
         // Not inherited by a process another thread starts: a copy there would keep the socket (and its
         // place in the epoll set) alive after the relay closed it.
         fcntl(a.cfd, F_SETFD, FD_CLOEXEC);

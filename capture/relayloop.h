@@ -61,8 +61,12 @@ public:
     std::uint64_t bytesSpliced() const { return m_splicedBytes.load(); }
     int openConnections() const { return m_open.load(); }
     // What the loop holds (read buffer, connections, bytes queued for a slow peer), as the allocator counts
-    // it; refreshed every round of the loop. Any thread.
-    size_t memoryBytes() const { return m_heldBytes.load(std::memory_order_relaxed); }
+    // it, refreshed every round of the loop; and the tunnels handed over by adopt() that it has not taken
+    // yet (what their clients sent after the CONNECT). Any thread.
+    size_t memoryBytes() const
+    {
+        return m_heldBytes.load(std::memory_order_relaxed) + m_adoptedBytes.load(std::memory_order_relaxed);
+    }
     // Reads whose event time is the kernel's receive timestamp, and reads timed when read. Any thread.
     std::uint64_t kernelStampedReads() const { return m_kernelStamped.load(std::memory_order_relaxed); }
     std::uint64_t readTimedReads() const { return m_readTimed.load(std::memory_order_relaxed); }
@@ -200,7 +204,8 @@ private:
         std::int64_t earlyAt;
     };
     std::mutex m_adoptMutex;
-    std::vector<Adopted> m_adopted; // handed over by adopt(), not yet taken by the loop
+    std::vector<Adopted> m_adopted;        // handed over by adopt(), not yet taken by the loop
+    std::atomic<size_t> m_adoptedBytes{0}; // what m_adopted holds
 
     // The loop's thread only.
     std::list<Conn> m_conns;

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "connectionfault.h"
+#include "heapbytes.h"
 #include "kernelrxtime.h"
 #include "relayloop.h"
 #include "rpcscopeca.h"
@@ -367,6 +368,7 @@ void TlsRelayLoop::stop()
         close(in.sfd);
     }
     m_adopted.clear();
+    m_adoptedBytes = 0;
 }
 
 void TlsRelayLoop::adopt(int clientFd, int serverFd, std::string clientPeer, std::string early,
@@ -374,6 +376,7 @@ void TlsRelayLoop::adopt(int clientFd, int serverFd, std::string clientPeer, std
 {
     {
         std::lock_guard lk(m_adoptMutex);
+        m_adoptedBytes += heapbytes::string(early) + heapbytes::string(clientPeer);
         m_adopted.push_back({clientFd, serverFd, std::move(clientPeer), std::move(early), earlyAt, true});
     }
     const char c = 'a';
@@ -441,6 +444,7 @@ void TlsRelayLoop::acceptLoop()
             {
                 std::lock_guard lk(m_adoptMutex);
                 taken.swap(m_adopted);
+                m_adoptedBytes = 0;
             }
             for (Incoming &in : taken)
                 spawn(std::move(in));

@@ -71,6 +71,9 @@ public:
 
     std::uint64_t bytesRelayed() const { return m_bytes.load(); }
     int openConnections() const { return m_open.load(); }
+    // The tunnels handed over by adopt() not yet taken by the accept thread (what their clients sent after
+    // the CONNECT), as the allocator counts it. Any thread.
+    size_t adoptedBytes() const { return m_adoptedBytes.load(std::memory_order_relaxed); }
 
 private:
     struct Conn;
@@ -130,6 +133,7 @@ private:
     int m_adoptPipe[2] = {-1, -1}; // adopt() wakes the accept thread, which starts the tunnel's thread
     std::mutex m_adoptMutex;
     std::vector<Incoming> m_adopted;
+    std::atomic<size_t> m_adoptedBytes{0}; // what m_adopted holds
     PlainHandoff m_plainHandoff;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;

@@ -304,11 +304,8 @@ bool TimelineModel::enforceRetention()
         const size_t limit = m_retention.maxBytes / 20 * 19;
         // The records the statistics keep per call go with their calls: they count as the store's; their
         // rows stay whatever goes. What others hold counts once: the reserve is the most they may come to
-        // hold, so what they hold now is part of it, not beside it. Asked once: asked twice (otherBytes()
-        // asks too), two looks at queues that fill meanwhile could differ by a batch.
-        const size_t external = m_externalBytes ? m_externalBytes() : 0;
-        const size_t others = (m_headers ? m_headers->messageBytes() : 0) +
-                              std::max(external, m_externalReserve) + m_stats.rowBytes();
+        // hold, so what they hold now is part of it, not beside it.
+        const size_t others = otherBytes(std::max(externalBytes(), m_externalReserve));
         const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.memoryBytes() + callBytes();

@@ -90,7 +90,7 @@ public:
     // leaves them room.
     size_t memoryBytes() const
     {
-        return m_store.approxBytes() + m_log.memoryBytes() + callBytes() + otherBytes() + m_stats.rowBytes();
+        return m_store.approxBytes() + m_log.memoryBytes() + callBytes() + otherBytes(externalBytes());
     }
     // The statistics' method and hop rows a budget of `maxBytes` allows (0: no budget): about an eighth of it
     // at a few KiB a row, between 64 and CallStats::kDefaultMaxKeyedRows.
@@ -153,9 +153,14 @@ private:
     std::function<bool(const rpcscope::EventBatch &)> m_divert;
     std::function<size_t()> m_externalBytes;
     size_t m_externalReserve = 0;
-    size_t otherBytes() const
+    // What others hold now (setExternalBytes()).
+    size_t externalBytes() const { return m_externalBytes ? m_externalBytes() : 0; }
+    // What the session holds that retention cannot evict: the inspector's kept messages, what others hold
+    // (`external`: what they hold now, or for retention the most they may come to hold) and the statistics'
+    // rows. O(1): memoryBytes() and retention both count it so, each asking the others once.
+    size_t otherBytes(size_t external) const
     {
-        return (m_headers ? m_headers->messageBytes() : 0) + (m_externalBytes ? m_externalBytes() : 0);
+        return (m_headers ? m_headers->messageBytes() : 0) + external + m_stats.rowBytes();
     }
     std::vector<int> m_publishedAttempts; // per published call
     // What the model keeps per call beside the store (its statistics record, its published row), freed with
@@ -173,12 +178,12 @@ private:
     size_t m_callsAtLastCheck = 0;
     size_t m_nextCheckCalls = 0; // 0: none predicted
     // The memory that grows without calls, in O(1): the log, the frames, the pings, the lab events (an
-    // ingestion burst is nothing else) and what others hold.
+    // ingestion burst is nothing else), what others hold and the statistics' rows.
     size_t cheapBytes() const
     {
         return m_log.memoryBytes() + m_store.frames().size() * sizeof(FrameRecord) +
                m_store.pings().size() * sizeof(PingRecord) +
-               m_store.labEvents().size() * sizeof(LabEventRecord) + otherBytes();
+               m_store.labEvents().size() * sizeof(LabEventRecord) + otherBytes(externalBytes());
     }
     size_t m_cheapBytesAtLastCheck = 0;
 };

@@ -222,7 +222,10 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         m_recording = recording;
         forward = [forward, recording](EventBatch &&batch) {
             std::lock_guard lk(recording->mu);
-            recording->encoding.store(2 * heapbytes::batch(batch), std::memory_order_relaxed);
+            // The events, not the batch's spare capacity: the encoder copies what there is.
+            const size_t spare = heapbytes::block(batch.capacity() * sizeof(WireEvent)) -
+                                 heapbytes::block(batch.size() * sizeof(WireEvent));
+            recording->encoding.store(2 * (heapbytes::batch(batch) - spare), std::memory_order_relaxed);
             recording->file->append(batch); // after a failure it drops batches; recordingError() says why
             recording->encoding.store(0, std::memory_order_relaxed);
             recording->bytes.store(recording->file->bytesWritten(), std::memory_order_relaxed);

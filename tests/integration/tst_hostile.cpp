@@ -30,11 +30,13 @@ Q_DECLARE_METATYPE(hostile::Flood)
 namespace {
 
 constexpr int kKeepMb = 16;
-// The budget plus a quarter: a progress line reports the most the capture held since the line before (looked
-// at every 100 ms), up to one slice of an append (the model checks retention every 2048 events) past an
-// eviction. Before appends were sliced, a rapid reset's one append of tens of thousands of streams reached
-// 21.5 MB with --keep 16.
-constexpr double kReportedLimit = kKeepMb * 1.25 * (1 << 20);
+constexpr size_t kKeepBytes = size_t(kKeepMb) << 20;
+// What the live capture reports is the most it held since the line before, looked at every 100 ms: how far
+// the feed's queue and the decoders have filled at those moments, and how much arrived since retention last
+// ran, depend on how busy the machine is. It is a figure for the benchmark; this test only makes sure the
+// budget was not ignored (before, floods reached 383 MB and more with --keep 16). The budget's accounting
+// itself is asserted on the capture's file below, replayed batch by batch, where no timing enters.
+constexpr double kReportedLimit = kKeepMb * 2.0 * (1 << 20);
 constexpr double kFloodSeconds = 3;
 
 // Normal unary calls through the proxy, one every 50 ms, on a thread of their own until stopped.
@@ -174,23 +176,31 @@ void TestHostile::flood()
     CaptureInfo info;
     std::set<std::string> inFile;
     size_t events = 0;
+    // The accounting invariant, on what the flood made of the capture: appended batch by batch as the capture
+    // appended them, under the capture's budget and with the room it leaves the feed's queue and the decoders
+    // (half of it, app/cli/capture.cpp), what the timeline holds plus that room stays within the budget, but
+    // for what arrives between two checks of retention (a tenth).
     TimelineModel replayed;
-    replayed.setRetention({size_t(kKeepMb) << 20, 0, 0});
+    replayed.setExternalReserve(kKeepBytes / 2);
+    replayed.setRetention({kKeepBytes, 0, 0});
+    size_t replayedPeak = 0;
     const CaptureReadResult read = readCaptureFile(out, &info, [&](EventBatch &&batch) {
         events += batch.size();
         for (const WireEvent &e : batch)
             if (e.kind == EventKind::Headers && e.dir == Direction::ClientToServer && ok.count(e.grpc.callId))
                 inFile.insert(e.grpc.callId);
-        if (kind == hostile::Flood::DistinctPaths) replayed.appendBatch(batch);
+        replayed.appendBatch(batch);
+        replayedPeak = std::max(replayedPeak, replayed.memoryBytes());
     });
 
     // Figures, for the record only (the benchmark holds their goals).
     qInfo("%s: flood %s", qPrintable(name), fr.summary().c_str());
     qInfo("%s: %zu calls succeeded, %d failed; reported at most %s in memory (--keep %d); peak RSS %s; "
-          "capture %s; file %s, %zu events",
+          "capture %s; file %s, %zu events; replayed under the budget, at most %s held",
           qPrintable(name), ok.size(), caller.failures(), qPrintable(mb(reported)), kKeepMb,
           qPrintable(mb(double(exit.peakRssKb) * 1024)), exit.describe().c_str(),
-          read.usable() ? "readable" : qPrintable(QString::fromStdString(read.message)), events);
+          read.usable() ? "readable" : qPrintable(QString::fromStdString(read.message)), events,
+          qPrintable(mb(double(replayedPeak))));
 
     QVERIFY2(fr.error.empty(), fr.error.c_str());
     QVERIFY2(caller.failures() == 0,
@@ -211,6 +221,13 @@ void TestHostile::flood()
     QVERIFY2(read.status == CaptureReadResult::Ok, read.message.c_str());
     QCOMPARE(inFile.size(), ok.size());
     QVERIFY2(capture.progressLines() >= 2, "the capture printed no progress lines");
+    QVERIFY2(
+        replayedPeak + kKeepBytes / 2 <= kKeepBytes + kKeepBytes / 10,
+        qPrintable(QStringLiteral("the %1 flood's capture, replayed under --keep %2 with half of it left "
+                                  "to the others, held %3")
+                       .arg(name)
+                       .arg(kKeepMb)
+                       .arg(mb(double(replayedPeak)))));
     QVERIFY2(reported <= kReportedLimit,
              qPrintable(QStringLiteral("under the %1 flood the capture reported %2 in memory with --keep %3 "
                                        "(limit %4)")

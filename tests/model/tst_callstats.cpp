@@ -420,6 +420,77 @@ private slots:
         QCOMPARE(stats.maxKeyedRows(), size_t(64));
     }
 
+    // The rows' memory is a running count (rowBytes(), O(1)): after many calls, attempts, folds of pending
+    // values (by reads and past the pending limit), evictions of calls and new rows past the row limit, it
+    // equals a count made again from every row's bins. A copy counts its own rows, and a read of its rows
+    // leaves the original's count as it was.
+    void runningRowBytesEqualARecount()
+    {
+        LatencyRecorder alone;
+        for (int i = 0; i < 10'000; ++i)
+            alone.add(std::int64_t(i) * 7919 * (i % 40 + 1));
+        QCOMPARE(alone.memoryBytes(), alone.recountBytes());
+        QVERIFY(alone.memoryBytes() > 0);
+        for (int i = 0; i < 5'000; ++i)
+            alone.remove(std::int64_t(i) * 7919 * (i % 40 + 1));
+        QVERIFY(alone.percentile(0.5));
+        QCOMPARE(alone.memoryBytes(), alone.recountBytes());
+        alone.clear();
+        QCOMPARE(alone.memoryBytes(), size_t(0));
+
+        TimelineModel model;
+        RetentionPolicy policy;
+        policy.maxCalls = 300;
+        model.setRetention(policy);
+        model.setStatsRowLimit(40); // after the retention, which sets its own
+        const CallStats &stats = model.stats();
+        std::uint32_t conn = 1;
+        int id = 0;
+        std::int64_t t = 0;
+        for (int round = 0; round < 60; ++round) {
+            EventBatch b{testev::opened(conn, t)};
+            for (std::uint32_t stream = 1; stream < 200; stream += 2) {
+                // Latencies over many octaves, methods past the row limit, some calls retried once.
+                const std::int64_t lat = std::int64_t(1) << (id % 37);
+                const std::string method = "/svc.S/M" + std::to_string(id % 97);
+                const std::string callId = "c" + std::to_string(id++);
+                b.push_back(request(conn, stream, t, callId, method));
+                if (id % 5 == 0) {
+                    b.push_back(trailers(conn, stream, t + lat, kUnavailable));
+                    stream += 2;
+                    b.push_back(request(conn, stream, t + lat + 100 * ms, callId, method, 1));
+                    b.push_back(trailers(conn, stream, t + 2 * lat + 100 * ms, kOk));
+                } else {
+                    b.push_back(trailers(conn, stream, t + lat, kOk));
+                }
+                t += ms;
+            }
+            model.appendBatch(b);
+            ++conn;
+            if (round % 7 == 3) // a view's read bins the values waiting in the rows it reads
+                for (const auto &[key, row] : stats.methods())
+                    QVERIFY(row.callLatency.percentile(0.9) || row.calls == 0);
+            QCOMPARE(stats.rowBytes(), stats.recountRowBytes());
+        }
+        QVERIFY(model.store().evictedCalls() > 0);
+        QVERIFY(stats.foldedMethodCalls() > 0);
+        QVERIFY(stats.total().callLatency.count() > LatencyRecorder::kBlockBins);
+        QCOMPARE(stats.rowBytes(), stats.recountRowBytes());
+
+        CallStats copy = stats;
+        QCOMPARE(copy.rowBytes(), copy.recountRowBytes());
+        const size_t before = stats.rowBytes();
+        for (const auto &[key, row] : copy.methods())
+            QVERIFY(row.attemptLatency.max() || row.calls == 0);
+        QCOMPARE(copy.rowBytes(), copy.recountRowBytes());
+        QCOMPARE(stats.rowBytes(), before);
+        QCOMPARE(stats.rowBytes(), stats.recountRowBytes());
+
+        model.clear();
+        QCOMPARE(stats.rowBytes(), stats.recountRowBytes());
+        QCOMPARE(stats.rowBytes(), size_t(0));
+    }
+
     // rpcscope-cli stats: a file read batch by batch, its calls counted and evicted as it goes, counts what a
     // store holding every call counts; a cut file hands over its intact batches and says it is cut.
     void streamedFileEqualsWholeStore()

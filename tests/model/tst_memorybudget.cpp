@@ -120,6 +120,62 @@ private slots:
         QCOMPARE(model.store().calls().size(), calls);
     }
 
+    // A rapid reset, as the capture's feed hands it over: appends of thousands of streams, each a request's
+    // headers and frames and the client's RST_STREAM, with what others hold (the feed's queue, the decoders)
+    // at their reserve. After every append, what the session holds stays within the budget: the store, the
+    // log and the statistics' records of reset calls go with their calls, past the budget the oldest first.
+    void rapidResetStaysWithinTheBudget()
+    {
+        constexpr size_t kBudget = size_t(16) << 20;
+        constexpr size_t kReserve = kBudget / 2;
+        TimelineModel model;
+        model.setExternalReserve(kReserve);
+        size_t external = 0;
+        model.setExternalBytes([&external] { return external; });
+        model.setRetention({kBudget, 0, 0});
+        constexpr int kConnections = 4, kAppends = 60, kStreamsPerAppend = 5'000;
+        EventBatch opens;
+        for (std::uint32_t c = 1; c <= kConnections; ++c)
+            opens.push_back(testev::opened(c, 0, "127.0.0.1:" + std::to_string(5000 + c)));
+        model.appendBatch(opens);
+        size_t peak = 0, peakModel = 0;
+        std::int64_t t = ms;
+        std::uint32_t stream = 1;
+        for (int a = 0; a < kAppends; ++a) {
+            // The others fill up to their reserve and empty again, as a queue does under a flood.
+            external = (a % 4) * kReserve / 3;
+            EventBatch batch;
+            for (int i = 0; i < kStreamsPerAppend; ++i, t += 20 * us) {
+                const std::uint32_t conn = std::uint32_t(1 + i % kConnections);
+                WireEvent headers = request(stream, t, 0);
+                headers.connection = conn;
+                headers.grpc.callId.clear(); // a flood names no call id: the stream is the call
+                headers.headers = {{":method", "POST"},
+                                   {":scheme", "http"},
+                                   {":path", "/lab.Lab/Call"},
+                                   {":authority", "127.0.0.1:50051"},
+                                   {"content-type", "application/grpc"},
+                                   {"te", "trailers"}};
+                batch.push_back(
+                    testev::frame(conn, stream, t, Direction::ClientToServer, FrameHeaders, 0, 60));
+                batch.push_back(std::move(headers));
+                batch.push_back(
+                    testev::frame(conn, stream, t + us, Direction::ClientToServer, FrameRstStream, 8, 4));
+                if (conn == kConnections) stream += 2;
+            }
+            model.appendBatch(batch);
+            peak = std::max(peak, model.memoryBytes());
+            peakModel = std::max(peakModel, model.memoryBytes() - external);
+        }
+        qInfo("%d streams reset: peak %.1f MB reported against %zu MB (%.1f MB without the others'); "
+              "%zu calls kept, %zu evicted",
+              kAppends * kStreamsPerAppend, double(peak) / (1 << 20), kBudget >> 20,
+              double(peakModel) / (1 << 20), model.store().calls().size(), model.store().evictedCalls());
+        QVERIFY(model.store().evictedCalls() > 0);
+        QVERIFY2(peak <= kBudget,
+                 qPrintable(QStringLiteral("%1 bytes held against a budget of %2").arg(peak).arg(kBudget)));
+    }
+
     void reportedMemoryFollowsTheAllocator()
     {
         // A large synthetic session: calls with attempts and frames, a flood of one-event batches, lab
