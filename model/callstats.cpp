@@ -37,20 +37,6 @@ void bump(std::uint64_t &v, int sign, std::uint64_t n = 1)
     v = sign > 0 ? v + n : v - n;
 }
 
-// What glibc's malloc takes for a block of n bytes: an 8-byte header, 16-byte steps, 32 at least.
-size_t heapBlock(size_t n)
-{
-    return n ? std::max<size_t>(32, (n + 8 + 15) & ~size_t(15)) : 0;
-}
-
-// A method or hop row's map node: its links and colour (32 bytes) and the key-row pair.
-constexpr size_t kRowNodeBytes = 32 + sizeof(std::string) + sizeof(StatsRow);
-
-size_t keyBytes(const std::string &key)
-{
-    return key.capacity() > 15 ? heapBlock(key.capacity() + 1) : 0;
-}
-
 } // namespace
 
 std::int64_t LatencyBuckets::edgeNs(int i)
@@ -97,21 +83,17 @@ void LatencyRecorder::change(std::int64_t ns, int sign)
     locate(ns, &octave, &bin, &lower);
     if (size_t(octave) >= m_octaves.size()) {
         if (sign < 0) return;
-        const size_t before = heapBlock(m_octaves.capacity() * sizeof(Octave));
         m_octaves.resize(size_t(octave) + 1);
-        grew(before, heapBlock(m_octaves.capacity() * sizeof(Octave)));
     }
     Octave &o = m_octaves[size_t(octave)];
     if (o.blocks.empty()) {
         if (sign < 0) return;
         o.blocks.resize((size_t(1) << kSubBits) / kBlockBins);
-        grew(0, heapBlock(o.blocks.capacity() * sizeof(std::vector<Bin>)));
     }
     std::vector<Bin> &block = o.blocks[size_t(bin / kBlockBins)];
     if (block.empty()) {
         if (sign < 0) return;
         block.resize(kBlockBins);
-        grew(0, heapBlock(block.capacity() * sizeof(Bin)));
     }
     Bin &b = block[size_t(bin % kBlockBins)];
     if (sign < 0 && b.count == 0) return; // never added: nothing to take out
@@ -133,54 +115,14 @@ void LatencyRecorder::change(std::int64_t ns, int sign)
 
 void LatencyRecorder::add(std::int64_t ns)
 {
-    pend(m_pendingAdd, ns);
+    m_pendingAdd.push_back(ns);
     if (m_pendingAdd.size() >= kPendingLimit) fold();
 }
 
 void LatencyRecorder::remove(std::int64_t ns)
 {
-    pend(m_pendingRemove, ns);
+    m_pendingRemove.push_back(ns);
     if (m_pendingRemove.size() >= kPendingLimit) fold();
-}
-
-void LatencyRecorder::pend(std::vector<std::int64_t> &values, std::int64_t ns)
-{
-    if (values.size() < values.capacity()) {
-        values.push_back(ns);
-        return;
-    }
-    const size_t before = heapBlock(values.capacity() * sizeof(std::int64_t));
-    values.push_back(ns);
-    grew(before, heapBlock(values.capacity() * sizeof(std::int64_t)));
-}
-
-void LatencyRecorder::grew(size_t before, size_t after) const
-{
-    // Unsigned: a shrink wraps around and comes back in the sum.
-    m_bytes += after - before;
-    if (m_tally) *m_tally += after - before;
-}
-
-LatencyRecorder::LatencyRecorder(const LatencyRecorder &other)
-    : m_pendingAdd(other.m_pendingAdd), m_pendingRemove(other.m_pendingRemove), m_count(other.m_count),
-      m_buckets(other.m_buckets), m_octaves(other.m_octaves)
-{
-    // Copied vectors get capacities of their own: counted again rather than taken.
-    m_bytes = recountBytes();
-}
-
-LatencyRecorder &LatencyRecorder::operator=(const LatencyRecorder &other)
-{
-    if (this == &other) return *this;
-    // Through a copy: assigned in place, the vectors would keep their capacities.
-    LatencyRecorder copy(other);
-    m_pendingAdd.swap(copy.m_pendingAdd);
-    m_pendingRemove.swap(copy.m_pendingRemove);
-    m_octaves.swap(copy.m_octaves);
-    m_count = copy.m_count;
-    m_buckets = copy.m_buckets;
-    grew(m_bytes, copy.m_bytes);
-    return *this;
 }
 
 void LatencyRecorder::fold() const
@@ -196,8 +138,17 @@ void LatencyRecorder::fold() const
     m_pendingRemove.clear();
 }
 
-size_t LatencyRecorder::recountBytes() const
+namespace {
+// What glibc's malloc takes for a block of n bytes: an 8-byte header, 16-byte steps, 32 at least.
+size_t heapBlock(size_t n)
 {
+    return n ? std::max<size_t>(32, (n + 8 + 15) & ~size_t(15)) : 0;
+}
+} // namespace
+
+size_t LatencyRecorder::memoryBytes() const
+{
+    fold(); // what a read would allocate, counted now
     size_t n = heapBlock(m_octaves.capacity() * sizeof(Octave)) +
                heapBlock(m_pendingAdd.capacity() * sizeof(std::int64_t)) +
                heapBlock(m_pendingRemove.capacity() * sizeof(std::int64_t));
@@ -220,14 +171,17 @@ size_t CallStats::callRecordBytes() const
            heapBlock(m_stragglers.bucket_count() * sizeof(void *));
 }
 
-size_t CallStats::recountRowBytes() const
+size_t CallStats::rowBytes() const
 {
     size_t n = 0;
     auto row = [&n](const StatsRow &r, bool node) {
-        // The map's key is a string of its own, beside the row's.
-        n += (node ? heapBlock(kRowNodeBytes) + keyBytes(r.key) : 0) + r.callLatency.recountBytes() +
-             r.attemptLatency.recountBytes() +
-             heapBlock(r.attemptsPerCall.capacity() * sizeof(std::uint64_t)) + keyBytes(r.key);
+        // A map node: its links and colour (32 bytes) and the key-row pair.
+        n += (node ? heapBlock(32 + sizeof(std::string) + sizeof(StatsRow)) : 0) +
+             r.callLatency.memoryBytes() + r.attemptLatency.memoryBytes() +
+             heapBlock(r.attemptsPerCall.capacity() * sizeof(std::uint64_t)) +
+             (r.key.capacity() > 15 ? heapBlock(r.key.capacity() + 1) : 0);
+        // The map's key is a string of its own.
+        if (node && r.key.capacity() > 15) n += heapBlock(r.key.capacity() + 1);
     };
     row(m_total, false);
     for (const auto &[key, r] : m_methods)
@@ -389,61 +343,10 @@ StatsRow &CallStats::row(std::map<std::string, StatsRow> &rows, StatsRow::Kind k
     const std::string &k = past ? other : key;
     auto [at, fresh] = rows.try_emplace(k);
     if (fresh) {
-        StatsRow &r = at->second;
-        r.kind = kind;
-        r.key = k;
-        r.callLatency.setTally(&m_rowBytes);
-        r.attemptLatency.setTally(&m_rowBytes);
-        m_rowBytes += heapBlock(kRowNodeBytes) + 2 * keyBytes(r.key);
+        at->second.kind = kind;
+        at->second.key = k;
     }
     return at->second;
-}
-
-CallStats::CallStats()
-{
-    attachRows();
-}
-
-CallStats::CallStats(const CallStats &other)
-    : m_total(other.m_total), m_methods(other.m_methods), m_hops(other.m_hops), m_byCall(other.m_byCall),
-      m_firstSerial(other.m_firstSerial), m_stragglers(other.m_stragglers),
-      m_labEventsSeen(other.m_labEventsSeen), m_generation(other.m_generation),
-      m_maxKeyedRows(other.m_maxKeyedRows), m_foldedMethodCalls(other.m_foldedMethodCalls),
-      m_foldedHopCalls(other.m_foldedHopCalls)
-{
-    attachRows();
-}
-
-CallStats &CallStats::operator=(const CallStats &other)
-{
-    if (this == &other) return *this;
-    m_total = other.m_total;
-    m_methods = other.m_methods;
-    m_hops = other.m_hops;
-    m_byCall = other.m_byCall;
-    m_firstSerial = other.m_firstSerial;
-    m_stragglers = other.m_stragglers;
-    m_labEventsSeen = other.m_labEventsSeen;
-    m_generation = other.m_generation;
-    m_maxKeyedRows = other.m_maxKeyedRows;
-    m_foldedMethodCalls = other.m_foldedMethodCalls;
-    m_foldedHopCalls = other.m_foldedHopCalls;
-    attachRows();
-    return *this;
-}
-
-void CallStats::attachRows()
-{
-    for (StatsRow *r : {&m_total}) {
-        r->callLatency.setTally(&m_rowBytes);
-        r->attemptLatency.setTally(&m_rowBytes);
-    }
-    for (auto *rows : {&m_methods, &m_hops})
-        for (auto &[key, r] : *rows) {
-            r.callLatency.setTally(&m_rowBytes);
-            r.attemptLatency.setTally(&m_rowBytes);
-        }
-    m_rowBytes = recountRowBytes();
 }
 
 void CallStats::clear()
@@ -451,7 +354,6 @@ void CallStats::clear()
     m_total = StatsRow();
     m_methods.clear();
     m_hops.clear();
-    m_rowBytes = recountRowBytes(); // the total row alone, empty
     m_byCall.clear();
     m_stragglers.clear();
     m_firstSerial = 0;
@@ -551,11 +453,7 @@ void CallStats::apply(const Contribution &c, int sign)
             else
                 r->callLatency.remove(*c.latencyNs);
         }
-        if (r->attemptsPerCall.size() <= c.attempts) {
-            const size_t before = heapBlock(r->attemptsPerCall.capacity() * sizeof(std::uint64_t));
-            r->attemptsPerCall.resize(c.attempts + 1, 0);
-            m_rowBytes += heapBlock(r->attemptsPerCall.capacity() * sizeof(std::uint64_t)) - before;
-        }
+        if (r->attemptsPerCall.size() <= c.attempts) r->attemptsPerCall.resize(c.attempts + 1, 0);
         bump(r->attemptsPerCall[c.attempts], sign);
         bump(r->gaps.within, sign, c.gaps.within);
         bump(r->gaps.early, sign, c.gaps.early);

@@ -42,12 +42,6 @@ struct LatencyBuckets
 class LatencyRecorder
 {
 public:
-    LatencyRecorder() = default;
-    // A copy holds what the original holds but reports to no tally (setTally()); assigned to, a recorder
-    // keeps its tally and tells it the difference.
-    LatencyRecorder(const LatencyRecorder &other);
-    LatencyRecorder &operator=(const LatencyRecorder &other);
-
     void add(std::int64_t ns);
     // Removes one value added before (a call that was counted as ended started another attempt). A value
     // never added takes nothing out.
@@ -67,14 +61,8 @@ public:
         return m_buckets;
     }
     void clear();
-    // Its bins and the vectors of pending values, as the allocator counts them: a running count, O(1). The
-    // bins pending values need are counted once they are folded in (by a read, or past kPendingLimit).
-    size_t memoryBytes() const { return m_bytes; }
-    // The same, counted again from the bins: O(bins). For tests of the running count.
-    size_t recountBytes() const;
-    // Where every change of memoryBytes() is added as well: a sum over many recorders (CallStats keeps one
-    // over its rows). Null: none. Not taken by a copy.
-    void setTally(size_t *tally) { m_tally = tally; }
+    // Its bins and pending values, as the allocator counts them.
+    size_t memoryBytes() const;
 
     static constexpr int kSubBits = 8;
     static constexpr int kBlockBins = 16;
@@ -99,15 +87,10 @@ private:
     // wait here and go into the bins together, when a read needs them or enough have gathered.
     static constexpr size_t kPendingLimit = 4096;
     void fold() const;
-    void pend(std::vector<std::int64_t> &values, std::int64_t ns);
     mutable std::vector<std::int64_t> m_pendingAdd, m_pendingRemove;
     mutable std::uint64_t m_count = 0;
     mutable std::array<std::uint64_t, LatencyBuckets::kCount> m_buckets{};
     mutable std::vector<Octave> m_octaves; // octave 0: values below 1 << kSubBits, one bin per ns
-    // memoryBytes(), kept as blocks are allocated; each change is added to *m_tally too.
-    mutable size_t m_bytes = 0;
-    size_t *m_tally = nullptr;
-    void grew(size_t before, size_t after) const;
 };
 
 // How a call ended, as the client saw it. Every call is in exactly one category.
@@ -181,24 +164,17 @@ public:
     // their counts stay. Then afterEviction() once the store has evicted them.
     void forget(const TimelineStore &store, const std::vector<size_t> &calls);
     void afterEviction(const TimelineStore &store);
-    CallStats();
-    // The rows' recorders report to the copy's running count (rowBytes()), not to the original's.
-    CallStats(const CallStats &other);
-    CallStats &operator=(const CallStats &other);
-
-    // What the statistics hold, as the allocator counts it: a record per call kept, and the rows' bins. O(1).
+    // What the statistics hold, as the allocator counts it: a record per call kept, and the rows' bins.
+    // O(rows). A session's budget counts the records only (TimelineModel::memoryBytes says why).
     size_t memoryBytes() const { return callRecordBytes() + rowBytes(); }
     // The records of the calls the store keeps: they go with their calls when retention evicts them, so the
     // budget treats them as the store's. O(1).
     size_t callRecordBytes() const;
     // The rows and their latency bins: evicted calls stay counted, so retention cannot make these smaller.
     // They grow with the methods and hops seen (at most maxKeyedRows() of each, below), and a row's bins with
-    // the latencies it saw (blocks of 16 bins, 256 bytes each). A running count, kept as rows are made and
-    // their bins allocated (also when a view's read bins the values waiting): O(1), so that the budget can be
-    // looked at after every batch however many rows there are.
-    size_t rowBytes() const { return m_rowBytes; }
-    // The same, counted again row by row: O(rows and their bins). For tests of the running count.
-    size_t recountRowBytes() const;
+    // the latencies it saw (blocks of 16 bins, 256 bytes each). Values waiting to be binned are binned first,
+    // so that what a view's first read allocates is counted before it happens. O(rows).
+    size_t rowBytes() const;
     // Clears the counts; the row limit stays.
     void clear();
 
@@ -260,9 +236,6 @@ private:
     std::uint64_t m_generation = 0;
     size_t m_maxKeyedRows = kDefaultMaxKeyedRows;
     std::uint64_t m_foldedMethodCalls = 0, m_foldedHopCalls = 0;
-    // rowBytes(): the map nodes, keys and attempt counts added here, the recorders' bins by their tally.
-    mutable size_t m_rowBytes = 0;
-    void attachRows(); // every row's recorders report to m_rowBytes
 };
 
 } // namespace rpcscope
