@@ -74,8 +74,7 @@ void Relay::setKernelTimestamps(bool on)
 
 std::uint64_t Relay::kernelStampedReads() const
 {
-    return d->loop.kernelStampedReads() + d->tlsStamped +
-           (d->tlsLoop ? d->tlsLoop->kernelStampedReads() : 0);
+    return d->loop.kernelStampedReads() + d->tlsStamped + (d->tlsLoop ? d->tlsLoop->kernelStampedReads() : 0);
 }
 
 std::uint64_t Relay::readTimedReads() const

@@ -133,8 +133,8 @@ int stampedRead(BIO *b, char *out, int len)
         return int(n);
     }
     std::int64_t kernelNs = 0;
-    const ssize_t n =
-        p->stamps ? KernelRxTime::receive(p->fd, out, size_t(len), &kernelNs) : recv(p->fd, out, size_t(len), 0);
+    const ssize_t n = p->stamps ? KernelRxTime::receive(p->fd, out, size_t(len), &kernelNs)
+                                : recv(p->fd, out, size_t(len), 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
     if (n == 0) p->eof = true;
     if (n > 0) {

@@ -56,8 +56,8 @@ public:
     // (those are words in the lane header).
     // `inOrder`: the caller knows the events are in time order without suppressed retries (the index's band
     // markers), so they are not checked again.
-    static Clusters clusters(std::span<const LabEventRecord *const> events, const TimeAxis &ax,
-                             double scale, double left, double right, bool inOrder = false);
+    static Clusters clusters(std::span<const LabEventRecord *const> events, const TimeAxis &ax, double scale,
+                             double left, double right, bool inOrder = false);
     // A diamond's half-width at this scale.
     static double radius(double scale) { return 4 * scale; }
     // The word beside a marker or a cluster.

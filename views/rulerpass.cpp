@@ -37,9 +37,10 @@ QRectF RulerPass::captionRect(const PaintContext &ctx)
 QString RulerPass::caption(const PaintContext &ctx)
 {
     const QStringList wordings =
-        wallClockRuler(ctx) ? QStringList{QStringLiteral("wall clock (UTC)"), QStringLiteral("UTC")}
-                            : QStringList{QStringLiteral("time since capture start"),
-                                          QStringLiteral("since capture start"), QStringLiteral("since start")};
+        wallClockRuler(ctx)
+            ? QStringList{QStringLiteral("wall clock (UTC)"), QStringLiteral("UTC")}
+            : QStringList{QStringLiteral("time since capture start"), QStringLiteral("since capture start"),
+                          QStringLiteral("since start")};
     const QFontMetricsF fm(ctx.font(12));
     const double room = captionRect(ctx).width();
     for (const QString &text : wordings)

@@ -404,7 +404,8 @@ private slots:
             if (open < 0 || fields.size() <= 16) continue;
             const bool isMain = tid.toLongLong() == run.process.processId();
             main |= isMain;
-            nice[isMain ? QByteArray("main") : line.mid(open + 1, close - open - 1)].push_back(fields[16].toInt());
+            nice[isMain ? QByteArray("main") : line.mid(open + 1, close - open - 1)].push_back(
+                fields[16].toInt());
         }
         QVERIFY(run.stop(SIGTERM));
         QVERIFY(main);

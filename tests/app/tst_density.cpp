@@ -1,7 +1,7 @@
 // Dense lanes in the real main window: how many calls a 1600x1000 window shows with its default docks,
 // compact and comfortable rows, a call's attempts shown and folded, groups folded into a row of counts, the
-// label column dragged, workshop mode's text size at 1920x1080, and workshop mode's room for the timeline, its
-// legend, ruler caption and inspector at 1600x1000.
+// label column dragged, workshop mode's text size at 1920x1080, and workshop mode's room for the timeline,
+// its legend, ruler caption and inspector at 1600x1000.
 #include "../views/renderfixture.h"
 #include "attemptinspector.h"
 #include "clock.h"
@@ -271,9 +271,10 @@ private slots:
             const double lanes = view->canvas().height() - p.headerHeight() - p.legendHeight(view->width());
             return lanes / (p.metrics().rowHeight + p.metrics().callSpacing);
         };
-        QTRY_VERIFY2(laneRows() >= 10, qPrintable(QStringLiteral("%1 lanes tall, the timeline %2 px")
-                                                      .arg(laneRows())
-                                                      .arg(view->height())));
+        QTRY_VERIFY2(
+            laneRows() >= 10,
+            qPrintable(
+                QStringLiteral("%1 lanes tall, the timeline %2 px").arg(laneRows()).arg(view->height())));
         QVERIFY2(visibleCalls(view) >= 10, qPrintable(QStringLiteral("%1 calls").arg(visibleCalls(view))));
         if (!qEnvironmentVariableIsEmpty("RPCSCOPE_SHOT_DIR"))
             window.grab().save(qEnvironmentVariable("RPCSCOPE_SHOT_DIR") + "/workshop-1600.png");
@@ -285,9 +286,11 @@ private slots:
 
         // The ruler's caption fits its box, whole words (no ellipsis).
         const QString caption = p.rulerCaption(view->canvas(), &box);
-        const double captionWidth = QFontMetricsF(p.context(view->canvas()).font(12)).horizontalAdvance(caption);
-        QVERIFY2(captionWidth <= box.width() && !caption.contains(QChar(0x2026)),
-                 qPrintable(QStringLiteral("'%1': %2 px in %3").arg(caption).arg(captionWidth).arg(box.width())));
+        const double captionWidth =
+            QFontMetricsF(p.context(view->canvas()).font(12)).horizontalAdvance(caption);
+        QVERIFY2(
+            captionWidth <= box.width() && !caption.contains(QChar(0x2026)),
+            qPrintable(QStringLiteral("'%1': %2 px in %3").arg(caption).arg(captionWidth).arg(box.width())));
         QVERIFY(caption.contains(QLatin1String("since")));
 
         // The inspector is in front, its value column sixty characters wide and more.
@@ -296,7 +299,8 @@ private slots:
         QTRY_VERIFY(!tree->visibleRegion().isEmpty());
         const int valueColumn = tree->viewport()->width() - tree->columnWidth(0);
         const int chars = valueColumn / QFontMetrics(tree->font()).averageCharWidth();
-        QVERIFY2(chars >= 60, qPrintable(QStringLiteral("value column %1 px, %2 characters").arg(valueColumn).arg(chars)));
+        QVERIFY2(chars >= 60,
+                 qPrintable(QStringLiteral("value column %1 px, %2 characters").arg(valueColumn).arg(chars)));
 
         window.setWorkshop(false);
         QTRY_COMPARE(calls->geometry(), callsBefore);

@@ -259,7 +259,8 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
             if (e.stream == 0) {
                 c.control[int(e.dir)].push_back({{int(e.frameType), int(e.flags), what}, e.tNs});
             } else {
-                const int n = seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
+                const int n =
+                    seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
                 c.frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n}] = e.tNs;
             }
             if (!c.openedNs) c.openedNs = e.tNs;
@@ -278,9 +279,8 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
 // at most kLookahead frames ahead. Identical frames in a row may then pair one off, which counts against the
 // relay (the error between them), never for it. Returns (relay time, wire time) pairs; *unmatched counts the
 // relay's frames left without a partner.
-std::vector<std::pair<std::int64_t, std::int64_t>> alignControl(const std::vector<ControlFrame> &relay,
-                                                                const std::vector<ControlFrame> &wire,
-                                                                int *unmatched)
+std::vector<std::pair<std::int64_t, std::int64_t>>
+alignControl(const std::vector<ControlFrame> &relay, const std::vector<ControlFrame> &wire, int *unmatched)
 {
     constexpr size_t kLookahead = 64;
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;

@@ -1123,11 +1123,10 @@ void TestRelay::theDecoderRunsBelowTheRelaysPriority()
     QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", 9}, log.sink(), &error), error.c_str());
     std::vector<int> relayNice, decoderNice;
     // The decoder lowers its own priority as its thread starts.
-    QTRY_VERIFY_WITH_TIMEOUT((relayNice = niceOfThreads("rpcscope-relay"),
-                              decoderNice = niceOfThreads("rpcscope-decode"),
-                              relayNice.size() == 1 && decoderNice.size() == 1 &&
-                                  decoderNice[0] != relayNice[0]),
-                             5000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (relayNice = niceOfThreads("rpcscope-relay"), decoderNice = niceOfThreads("rpcscope-decode"),
+         relayNice.size() == 1 && decoderNice.size() == 1 && decoderNice[0] != relayNice[0]),
+        5000);
     QCOMPARE(decoderNice[0], std::min(19, relayNice[0] + 10));
     relay.stop();
 }

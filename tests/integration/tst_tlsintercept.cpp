@@ -145,8 +145,9 @@ private slots:
             for (const WireEvent &e : cap.events) {
                 if (e.kind != EventKind::Frame) continue;
                 std::int64_t &prev = last[{e.connection, e.dir}];
-                QVERIFY2(e.tNs >= prev, qPrintable(QStringLiteral("a frame %1 ns before the one it follows")
-                                                       .arg(prev - e.tNs)));
+                QVERIFY2(
+                    e.tNs >= prev,
+                    qPrintable(QStringLiteral("a frame %1 ns before the one it follows").arg(prev - e.tNs)));
                 prev = e.tNs;
                 ++frames;
             }
