@@ -36,6 +36,9 @@ constexpr size_t kFlushBytes = 1 << 20;
 // read (not decoded), so the tick does not make batches older.
 constexpr std::int64_t kDecodeTickNs = 4'000'000;
 constexpr size_t kWakeBacklog = 1 << 20;
+// Past this backlog the capture is behind: its lowered threads leave the idle policy until the decoder has
+// brought the backlog under a quarter of it (threadpriority.h), so other work cannot starve them.
+constexpr size_t kBehindBacklog = 1 << 20;
 // How often the decoders' state is counted again (memoryBytes()): O(open streams), so not every round.
 constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
 size_t kChunkOverhead(const RelayChunk &c)
@@ -65,6 +68,8 @@ void DecoderThread::stop()
     }
     m_wake.notify_one();
     m_thread.join();
+    // A push after the loop's last look (a close) may have counted the capture behind.
+    if (m_behind.exchange(false)) captureFallingBehind(false);
     // Whatever this decoder still counts leaves the shared sum with it (a batch's spare capacity, chunks
     // pushed after its last round).
     const size_t held = m_backlog.exchange(0) + m_chunkBytes.exchange(0) + m_batchBytes.exchange(0);
@@ -127,6 +132,8 @@ void DecoderThread::push(RelayChunk &&c)
     if (m_shared) m_shared->bytes.fetch_add(c.size + kChunkOverhead(c), std::memory_order_relaxed);
     if (now > m_peakBacklog.load(std::memory_order_relaxed))
         m_peakBacklog.store(now, std::memory_order_relaxed); // only the relay thread writes it
+    if (now >= kBehindBacklog && !m_behind.load(std::memory_order_relaxed) && !m_behind.exchange(true))
+        captureFallingBehind(true);
     // A handoff pipe must come back soon, and a large backlog is worth decoding now; anything else waits
     // for the decoder's next tick unless it is asleep.
     const bool urgent = c.pipe[0] >= 0 || now >= kWakeBacklog;
@@ -208,6 +215,12 @@ void DecoderThread::loop()
         std::lock_guard lk(m_mutex);
         m_freePipes.insert(m_freePipes.end(), returned.begin(), returned.end());
         returned.clear();
+    };
+    // The capture stops being behind (push()) once the backlog is well under the bound again.
+    auto caughtUp = [this] {
+        if (m_behind.load(std::memory_order_relaxed) &&
+            m_backlog.load(std::memory_order_relaxed) <= kBehindBacklog / 4 && m_behind.exchange(false))
+            captureFallingBehind(false);
     };
     EventBatch batch;
     std::int64_t firstPending = 0;
@@ -357,6 +370,7 @@ void DecoderThread::loop()
             flushIfFull();
         }
         giveBackPipes();
+        caughtUp();
         measure(!busy);
         if (!batch.empty() && (stopping || batch.size() >= kFlushEvents || sizedBytes >= kFlushBytes ||
                                steadyNowNs() - firstPending >= kFlushIntervalNs)) {
@@ -365,6 +379,8 @@ void DecoderThread::loop()
         }
         if (stopping) {
             m_stateBytes = 0;
+            if (m_behind.exchange(false)) captureFallingBehind(false);
+            forgetThisThread();
             return;
         }
     }

@@ -52,6 +52,8 @@ public:
     // Decodes what is queued, flushes the sink, ends the thread and closes the handoff pipes.
     void stop();
     bool running() const { return m_thread.joinable(); }
+    // Whether its backlog has made the capture count as behind (threadpriority.h), until it catches up.
+    bool behind() const { return m_behind.load(std::memory_order_relaxed); }
     std::thread::native_handle_type nativeHandle() { return m_thread.native_handle(); }
 
     // Relay thread only.
@@ -109,6 +111,7 @@ private:
     bool m_asleep = false; // waiting until woken, not for its next tick
     std::atomic<size_t> m_backlog{0};
     std::atomic<size_t> m_peakBacklog{0};
+    std::atomic<bool> m_behind{false};   // counted in captureFallingBehind() (threadpriority.h)
     std::atomic<size_t> m_chunkBytes{0}; // the queued chunks beyond their bytes
     std::atomic<size_t> m_stateBytes{0}; // the connection decoders
     std::atomic<size_t> m_batchBytes{0}; // the batch being decoded or handed to the sink

@@ -32,6 +32,14 @@ public:
     // The event time of a read made at `readNs` (steady) whose kernel stamp was `kernelRealNs` (0: none):
     // the stamp on the steady clock, or the read time when there is none or it cannot be right.
     std::int64_t eventTime(std::int64_t kernelRealNs, std::int64_t readNs);
+    // The same, also saying whether the time is the kernel's (else the read's).
+    std::int64_t eventTime(std::int64_t kernelRealNs, std::int64_t readNs, bool *fromKernel)
+    {
+        const std::uint64_t before = m_stamped;
+        const std::int64_t t = eventTime(kernelRealNs, readNs);
+        *fromKernel = m_stamped != before;
+        return t;
+    }
 
     // Reads whose time came from the kernel, and reads that fell back to the read time.
     std::uint64_t stamped() const { return m_stamped; }

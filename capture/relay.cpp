@@ -235,6 +235,11 @@ size_t Relay::peakDecoderBacklog() const
     return d->decoder.peakBacklog();
 }
 
+bool Relay::decoderBehind() const
+{
+    return d->decoder.behind();
+}
+
 size_t Relay::memoryBytes() const
 {
     return d->loop.memoryBytes() + d->decoder.memoryBytes() + (d->tlsLoop ? d->tlsLoop->adoptedBytes() : 0);

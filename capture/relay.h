@@ -74,6 +74,8 @@ public:
     // Bytes read but not yet decoded, now and at most so far: what the relay holds for the decoder.
     size_t decoderBacklog() const;
     size_t peakDecoderBacklog() const;
+    // Whether that backlog has made the capture count as behind, until decoded (threadpriority.h).
+    bool decoderBehind() const;
     // What the relay holds: its loop's buffers (RelayLoop::memoryBytes()), its decoder's
     // (DecoderThread::memoryBytes()) and, with TLS interception, the tunnels its TLS loop has not taken yet.
     // A capture's budget counts it. Any thread.

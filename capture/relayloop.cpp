@@ -547,11 +547,10 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     // forwarding so relaying cannot skew it.
     const std::int64_t readNs = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
-    const std::uint64_t stampedBefore = m_rxTime.stamped();
+    bool fromKernel = false;
     const std::int64_t t = half.lastNs =
-        std::max(half.lastNs, kernelTimes ? m_rxTime.eventTime(kernelNs, readNs) : readNs);
-    (m_rxTime.stamped() != stampedBefore ? m_kernelStamped : m_readTimed)
-        .fetch_add(1, std::memory_order_relaxed);
+        std::max(half.lastNs, kernelTimes ? m_rxTime.eventTime(kernelNs, readNs, &fromKernel) : readNs);
+    (fromKernel ? m_kernelStamped : m_readTimed).fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
 

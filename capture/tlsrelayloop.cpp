@@ -195,15 +195,15 @@ BIO_METHOD *stampedMethod()
     return method;
 }
 
-// Gives `ssl` the socket `fd` for both directions. Does not own the descriptor, like SSL_set_fd's BIO.
-bool setStampedSocket(SSL *ssl, int fd, bool stamps, std::string prefix = {})
+// Gives `ssl` the socket `fd` for both directions. Does not own the descriptor, like SSL_set_fd's BIO. Out of
+// memory, `ssl` is left without one, and its handshake fails with OpenSSL's reason.
+void setStampedSocket(SSL *ssl, int fd, bool stamps, std::string prefix = {})
 {
     BIO *b = BIO_new(stampedMethod());
-    if (!b) return false;
+    if (!b) return;
     BIO_set_data(b, new StampedSocket{fd, std::move(prefix), 0, stamps && KernelRxTime::enable(fd)});
     BIO_set_init(b, 1);
     SSL_set_bio(ssl, b, b);
-    return true;
 }
 
 // Whether `ssl`'s socket was read since the last call, and the first kernel receive time of those reads
@@ -853,18 +853,14 @@ void TlsRelayLoop::relay(Conn &c)
                     // on the plain relay: then it is the read's.
                     const std::int64_t readNs = steadyNowNs();
                     const auto [socketRead, kernelNs] = takeReceiveTime(h.src);
+                    const bool kernelTimes = m_kernelTimes && !(c.fault && c.fault->applied());
                     std::int64_t t = readNs;
-                    if (m_kernelTimes && !(c.fault && c.fault->applied())) {
-                        if (!socketRead && h.lastNs) {
-                            t = h.lastNs;
-                        } else {
-                            const std::uint64_t before = rx.stamped();
-                            t = rx.eventTime(kernelNs, readNs);
-                            (rx.stamped() != before ? m_kernelStamped : m_readTimed)
-                                .fetch_add(1, std::memory_order_relaxed);
-                        }
+                    if (kernelTimes && !socketRead && h.lastNs) {
+                        t = h.lastNs;
                     } else {
-                        m_readTimed.fetch_add(1, std::memory_order_relaxed);
+                        bool fromKernel = false;
+                        if (kernelTimes) t = rx.eventTime(kernelNs, readNs, &fromKernel);
+                        (fromKernel ? m_kernelStamped : m_readTimed).fetch_add(1, std::memory_order_relaxed);
                     }
                     t = h.lastNs = std::max(h.lastNs, t);
                     m_bytes += size_t(n);

@@ -18,6 +18,7 @@
 #include <csignal>
 #include <map>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -386,14 +387,16 @@ private slots:
     }
 
     // The relay's thread forwards at the process's priority; the decoder and the model's thread (the main
-    // one) wait behind it, ten nice levels lower (capture/threadpriority.h).
+    // one) wait behind it, ten nice levels lower and, as this suite runs as root (so the capture may undo
+    // it when it falls behind), at the idle scheduling policy (capture/threadpriority.h).
     void captureRunsItsRelayAboveTheRest()
     {
         CaptureRun run;
         QVERIFY2(run.start({"--out", run.dir.filePath("capture.json")}), run.error.c_str());
         QVERIFY(makeCalls(run.port, "nice-", 1));
         const QString task = QStringLiteral("/proc/%1/task").arg(run.process.processId());
-        std::map<QByteArray, std::vector<int>> nice; // thread name: nice values
+        std::map<QByteArray, std::vector<int>> nice;   // thread name: nice values
+        std::map<QByteArray, std::vector<int>> policy; // and scheduling policies
         bool main = false;
         for (const QString &tid : QDir(task).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
             QFile stat(task + '/' + tid + QStringLiteral("/stat"));
@@ -401,11 +404,12 @@ private slots:
             const QByteArray line = stat.readAll();
             const int open = line.indexOf('('), close = line.lastIndexOf(')');
             const QList<QByteArray> fields = line.mid(close + 2).split(' ');
-            if (open < 0 || fields.size() <= 16) continue;
+            if (open < 0 || fields.size() <= 38) continue;
             const bool isMain = tid.toLongLong() == run.process.processId();
             main |= isMain;
-            nice[isMain ? QByteArray("main") : line.mid(open + 1, close - open - 1)].push_back(
-                fields[16].toInt());
+            const QByteArray name = isMain ? QByteArray("main") : line.mid(open + 1, close - open - 1);
+            nice[name].push_back(fields[16].toInt());
+            policy[name].push_back(fields[38].toInt());
         }
         QVERIFY(run.stop(SIGTERM));
         QVERIFY(main);
@@ -414,6 +418,11 @@ private slots:
         const int relay = nice["rpcscope-relay"][0];
         QCOMPARE(nice["rpcscope-decode"][0], std::min(19, relay + 10));
         QCOMPARE(nice["main"][0], std::min(19, relay + 10));
+        if (geteuid() == 0) {
+            QCOMPARE(policy["rpcscope-relay"][0], SCHED_OTHER);
+            QCOMPARE(policy["rpcscope-decode"][0], SCHED_IDLE);
+            QCOMPARE(policy["main"][0], SCHED_IDLE);
+        }
     }
 
     // At the end the capture names each connection that went wrong on the wire: one that is not HTTP/2, and

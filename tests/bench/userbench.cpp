@@ -404,13 +404,14 @@ int main(int argc, char **argv)
                             "; scripts/setup.sh installs it)");
         // The same build with a stream fault rule that matches no call: its hop is framed for faults, which
         // is the cost a user pays for having rules at all (issue 19's "as fast as today").
-        hostile::CaptureProcess now, ruled, old, level;
+        hostile::CaptureProcess now, ruled, old, level, niceOnly;
         struct CaptureLane
         {
             hostile::CaptureProcess *proc;
             std::string path, name, file;
             std::vector<std::string> extra;
             const char *nice = nullptr; // RPCSCOPE_CAPTURE_NICE for this process, if set
+            const char *idle = nullptr; // RPCSCOPE_CAPTURE_IDLE, if set
         };
         std::vector<CaptureLane> captures{
             {&now, cli, "rpcscope", "now", {"--keep", "0"}},
@@ -423,12 +424,22 @@ int main(int argc, char **argv)
         // lowers them): what that lowering changes, in the same rounds.
         captures.push_back(
             {&level, cli, "rpcscope, all threads at the relay's priority", "level", {"--keep", "0"}, "0"});
+        // And with the nice step alone, without the idle policy: what that policy adds.
+        captures.push_back({&niceOnly,
+                            cli,
+                            "rpcscope, nice step only (no idle policy)",
+                            "niceonly",
+                            {"--keep", "0"},
+                            nullptr,
+                            "0"});
         if (!before.empty()) captures.push_back({&old, before, "rpcscope before", "before", {"--keep", "0"}});
         for (const CaptureLane &c : captures) {
             if (c.nice) setenv("RPCSCOPE_CAPTURE_NICE", c.nice, 1);
+            if (c.idle) setenv("RPCSCOPE_CAPTURE_IDLE", c.idle, 1);
             const bool started =
                 c.proc->start(c.path, serverPort, work + "/" + c.file + ".rpcscope", c.extra, &error);
             unsetenv("RPCSCOPE_CAPTURE_NICE");
+            unsetenv("RPCSCOPE_CAPTURE_IDLE");
             if (!started) {
                 std::fprintf(stderr, "rpcscope-userbench: %s: %s\n", c.path.c_str(), error.c_str());
                 return 1;

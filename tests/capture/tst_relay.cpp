@@ -7,6 +7,7 @@
 #include "labserver.h"
 #include "relay.h"
 #include "testnet.h"
+#include "threadpriority.h"
 
 #include <QCryptographicHash>
 #include <QtTest>
@@ -26,6 +27,7 @@
 #include <optional>
 #include <poll.h>
 #include <random>
+#include <sched.h>
 #include <string>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -514,6 +516,9 @@ class TestRelay : public QObject
     Q_OBJECT
 
 private slots:
+    // Every relay a test stops leaves no capture counted behind (threadpriority.h): one left behind would
+    // keep every lowered thread of the process off the idle policy for good.
+    void cleanup() { QCOMPARE(capturesBehind(), 0); }
     void randomBytesByteExactBothWays();
     void switchingBetweenCopyAndSpliceKeepsOrder();
     void slowReaderGetsEverySplicedByte();
@@ -528,6 +533,7 @@ private slots:
     void aDecoderBehindSendsBoundedBatches();
     void aSmallDecoderBudgetCapsTheBacklog();
     void theDecoderRunsBelowTheRelaysPriority();
+    void aCaptureBehindLeavesTheIdlePolicy();
 };
 
 void TestRelay::randomBytesByteExactBothWays()
@@ -1097,10 +1103,11 @@ void TestRelay::aSmallDecoderBudgetCapsTheBacklog()
              qPrintable(QStringLiteral("%1 decode errors").arg(errors.size())));
 }
 
-// Each thread of this process named `name`: its nice value, from /proc/self/task/TID/stat (field 19).
-static std::vector<int> niceOfThreads(const char *name)
+// Each thread of this process named `name`: field `index` of /proc/self/task/TID/stat (1-based, as proc(5)
+// numbers them; 19 is the nice value, 41 the scheduling policy).
+static std::vector<int> statOfThreads(const char *name, int index)
 {
-    std::vector<int> nice;
+    std::vector<int> values;
     QDir tasks(QStringLiteral("/proc/self/task"));
     for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
         QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
@@ -1110,9 +1117,19 @@ static std::vector<int> niceOfThreads(const char *name)
         const QByteArray line = stat.readAll();
         // The command may hold spaces: the fields after it start past its closing parenthesis (field 3).
         const QList<QByteArray> fields = line.mid(line.lastIndexOf(')') + 2).split(' ');
-        if (fields.size() > 16) nice.push_back(fields[16].toInt());
+        if (fields.size() > index - 3) values.push_back(fields[index - 3].toInt());
     }
-    return nice;
+    return values;
+}
+
+static std::vector<int> niceOfThreads(const char *name)
+{
+    return statOfThreads(name, 19);
+}
+
+static std::vector<int> policyOfThreads(const char *name)
+{
+    return statOfThreads(name, 41);
 }
 
 void TestRelay::theDecoderRunsBelowTheRelaysPriority()
@@ -1128,6 +1145,81 @@ void TestRelay::theDecoderRunsBelowTheRelaysPriority()
          relayNice.size() == 1 && decoderNice.size() == 1 && decoderNice[0] != relayNice[0]),
         5000);
     QCOMPARE(decoderNice[0], std::min(19, relayNice[0] + 10));
+    // And, where the process may undo it (this suite runs as root), takes the idle policy: the relay keeps
+    // the normal one.
+    if (geteuid() == 0) QVERIFY(captureUsesIdlePolicy());
+    if (captureUsesIdlePolicy()) {
+        QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_IDLE}, 5000);
+        QCOMPARE(policyOfThreads("rpcscope-relay"), std::vector<int>{SCHED_OTHER});
+    }
+    relay.stop();
+    QCOMPARE(relay.bytesRelayed(), std::uint64_t(0));
+}
+
+// A decoder that cannot keep up (here its sink waits) makes the capture behind: every lowered thread, the
+// decoder's and any other (the CLI's model thread), goes back to the normal policy so that a busy machine
+// cannot starve them, and returns to idle once the backlog is decoded.
+void TestRelay::aCaptureBehindLeavesTheIdlePolicy()
+{
+    if (!captureUsesIdlePolicy()) QSKIP("this process may not leave the idle policy once in it");
+    std::mutex m;
+    std::condition_variable cv;
+    bool release = false;
+    std::atomic<int> batches{0};
+    auto sink = [&](EventBatch &&) {
+        ++batches;
+        std::unique_lock lk(m);
+        cv.wait(lk, [&] { return release; });
+    };
+    SinkSourceServer server(std::string(), 5);
+    Relay relay; // stopped after the sink lets go (below), whatever fails
+    // Another lowered thread, as the CLI's model thread is.
+    std::atomic<bool> otherDone{false};
+    std::thread other([&] {
+        pthread_setname_np(pthread_self(), "rpcscope-other");
+        lowerThisThreadsPriority();
+        while (!otherDone)
+            std::this_thread::sleep_for(5ms);
+        forgetThisThread();
+    });
+    auto releaseSink = qScopeGuard([&] {
+        {
+            std::lock_guard lk(m);
+            release = true;
+        }
+        cv.notify_all();
+        otherDone = true;
+        if (other.joinable()) other.join();
+    });
+    QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-other"), std::vector<int>{SCHED_IDLE}, 5000);
+
+    QVERIFY(server.start());
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", server.port()}, sink, &error), error.c_str());
+    const int fd = connectLoopback(relay.listenAddress().port);
+    QVERIFY(fd >= 0);
+    setIoTimeouts(fd, 15);
+    QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_IDLE}, 5000);
+    // The connection's opening is a batch; the sink holds the decoder in it while 4 MiB more come.
+    QTRY_VERIFY_WITH_TIMEOUT(batches.load() >= 1, 5000);
+    QVERIFY(!relay.decoderBehind());
+    QVERIFY(sendInRandomChunks(fd, randomBytes(4u << 20, 99), 7, 64 * 1024));
+    QTRY_VERIFY_WITH_TIMEOUT(relay.decoderBehind(), 5000);
+    QCOMPARE(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_OTHER});
+    QCOMPARE(policyOfThreads("rpcscope-other"), std::vector<int>{SCHED_OTHER});
+    // Their nice values stay below the relay's.
+    QCOMPARE(niceOfThreads("rpcscope-decode"), niceOfThreads("rpcscope-other"));
+    QVERIFY(niceOfThreads("rpcscope-decode") != niceOfThreads("rpcscope-relay"));
+
+    {
+        std::lock_guard lk(m);
+        release = true;
+    }
+    cv.notify_all();
+    QTRY_VERIFY_WITH_TIMEOUT(!relay.decoderBehind(), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_IDLE}, 5000);
+    QCOMPARE(policyOfThreads("rpcscope-other"), std::vector<int>{SCHED_IDLE});
+    close(fd);
     relay.stop();
 }
 
