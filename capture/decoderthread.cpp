@@ -66,8 +66,12 @@ void DecoderThread::stop()
         std::lock_guard lk(m_mutex);
         m_stopping = true;
     }
+    // What is left to decode is waited for: meanwhile the lowered threads (this decoder, and a sink's that
+    // it may wait for) do not wait for a busy machine to go quiet.
+    captureFallingBehind(true);
     m_wake.notify_one();
     m_thread.join();
+    captureFallingBehind(false);
     // A push after the loop's last look (a close) may have counted the capture behind.
     if (m_behind.exchange(false)) captureFallingBehind(false);
     // Whatever this decoder still counts leaves the shared sum with it (a batch's spare capacity, chunks

@@ -1,44 +1,42 @@
 #include "threadpriority.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
-#include <vector>
 
 namespace rpcscope {
 
 namespace {
 
-// The lowered threads (by id) and how many captures are behind: all that captureFallingBehind() needs.
-struct Lowered
-{
-    std::mutex mutex;
-    std::vector<pid_t> threads;
-    int behind = 0; // the captures behind, +1 and -1 in any order
-};
-
-Lowered &lowered()
-{
-    static Lowered l;
-    return l;
-}
+// The lowered threads on the idle policy's terms, by id, in slots a signal handler can walk without a lock
+// (stopUsingIdlePolicy()); and how many captures are behind.
+constexpr size_t kSlots = 256;
+std::atomic<pid_t> g_threads[kSlots];
+std::atomic<bool> g_noIdle{false};
+std::mutex g_mutex; // orders captureFallingBehind() and lowerThisThreadsPriority()'s choice
+int g_behind = 0;   // the captures behind, +1 and -1 in any order
 
 int policyFor(int behind)
 {
-    return behind > 0 || !captureUsesIdlePolicy() ? SCHED_OTHER : SCHED_IDLE;
+    return behind > 0 || g_noIdle.load() || !captureUsesIdlePolicy() ? SCHED_OTHER : SCHED_IDLE;
 }
 
+// A plain system call: async-signal-safe.
 void setPolicy(pid_t tid, int policy)
 {
     const sched_param none{};
     // The nice value stays what it was: for the normal and idle policies it is kept across the change.
-    sched_setscheduler(tid, policy, &none);
+    syscall(SYS_sched_setscheduler, tid, policy, &none);
 }
 
 // Whether a thread at this process's nice value plus the increment can leave the idle policy again. Tried on
@@ -91,38 +89,56 @@ void lowerThisThreadsPriority()
     const int now = getpriority(PRIO_PROCESS, id_t(self));
     if (errno == 0) setpriority(PRIO_PROCESS, id_t(self), std::min(19, now + increment));
     if (!captureUsesIdlePolicy()) return;
-    Lowered &l = lowered();
-    std::lock_guard lk(l.mutex);
-    if (std::find(l.threads.begin(), l.threads.end(), self) == l.threads.end()) l.threads.push_back(self);
-    setPolicy(self, policyFor(l.behind));
+    std::lock_guard lk(g_mutex);
+    bool listed = false;
+    for (size_t i = 0; i < kSlots && !listed; ++i) {
+        pid_t expected = 0;
+        listed = g_threads[i].load() == self || g_threads[i].compare_exchange_strong(expected, self);
+    }
+    if (!listed) return; // with no slot left it keeps the nice step only
+    // A stop signal is for a thread that runs now: on this one, which may wait for a busy machine, the
+    // handler (stopUsingIdlePolicy()) would run only as late as the work it is to hurry.
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+        sigaddset(&stops, sig);
+    pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+    setPolicy(self, policyFor(g_behind));
 }
 
 void forgetThisThread()
 {
-    Lowered &l = lowered();
-    std::lock_guard lk(l.mutex);
-    l.threads.erase(std::remove(l.threads.begin(), l.threads.end(), gettid()), l.threads.end());
+    const pid_t self = gettid();
+    for (std::atomic<pid_t> &slot : g_threads) {
+        pid_t expected = self;
+        slot.compare_exchange_strong(expected, 0);
+    }
 }
 
 int capturesBehind()
 {
-    Lowered &l = lowered();
-    std::lock_guard lk(l.mutex);
-    return l.behind;
+    std::lock_guard lk(g_mutex);
+    return g_behind;
 }
 
 void captureFallingBehind(bool behind)
 {
-    Lowered &l = lowered();
-    std::lock_guard lk(l.mutex);
-    const int before = policyFor(l.behind);
+    std::lock_guard lk(g_mutex);
+    const int before = policyFor(g_behind);
     // Not clamped: a capture's "caught up" can come in before its "behind" (two threads), and the sum is
     // right once both have.
-    l.behind += behind ? 1 : -1;
-    const int policy = policyFor(l.behind);
+    g_behind += behind ? 1 : -1;
+    const int policy = policyFor(g_behind);
     if (policy == before) return;
-    for (const pid_t tid : l.threads)
-        setPolicy(tid, policy);
+    for (const std::atomic<pid_t> &slot : g_threads)
+        if (const pid_t tid = slot.load()) setPolicy(tid, policy);
+}
+
+void stopUsingIdlePolicy()
+{
+    if (g_noIdle.exchange(true)) return;
+    for (const std::atomic<pid_t> &slot : g_threads)
+        if (const pid_t tid = slot.load()) setPolicy(tid, SCHED_OTHER);
 }
 
 } // namespace rpcscope

@@ -22,13 +22,18 @@ namespace rpcscope {
 //
 // On Linux a nice value and a policy belong to one thread, and threads it starts afterwards inherit them:
 // call it only on threads that start no relay. A thread that called it calls forgetThisThread() before it
-// ends (its id could otherwise be reused by another thread).
+// ends (its id could otherwise be reused by another thread). A thread on the idle policy's terms also blocks
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT, so that a handler for them runs on a thread that gets a core now.
 void lowerThisThreadsPriority();
 void forgetThisThread();
 
 // A capture starts (true) or stops (false) being behind: its decoder's backlog passed a bound, or it caught
 // up. Calls balance: the lowered threads stay at the normal policy while any capture is behind. Any thread.
 void captureFallingBehind(bool behind);
+// From now on the lowered threads take the normal policy (at their nice value), for good: a process that is
+// ending, whose last work (a file to finish) must not wait for a busy machine to go quiet. Async-signal-safe:
+// a stop signal's handler calls it.
+void stopUsingIdlePolicy();
 // How many captures are behind now (0 once every capture has caught up or stopped).
 int capturesBehind();
 

@@ -33,6 +33,9 @@ std::atomic<bool> g_stop{false};
 void onSignal(int)
 {
     g_stop = true;
+    // What is left (the model's last batches, the file's end) is done by threads that may be on the idle
+    // policy; on a machine kept busy by other work they would finish only seconds later.
+    stopUsingIdlePolicy();
 }
 
 // What `capture` keeps in memory unless --keep says otherwise: the newest calls within this many MB of
@@ -350,6 +353,7 @@ int cmdCapture(std::vector<std::string> args)
             malloc_trim(0);
         }
         if (g_stop || (endAt && now >= endAt)) {
+            stopUsingIdlePolicy();
             QCoreApplication::quit();
             return;
         }

@@ -395,8 +395,9 @@ private slots:
         QVERIFY2(run.start({"--out", run.dir.filePath("capture.json")}), run.error.c_str());
         QVERIFY(makeCalls(run.port, "nice-", 1));
         const QString task = QStringLiteral("/proc/%1/task").arg(run.process.processId());
-        std::map<QByteArray, std::vector<int>> nice;   // thread name: nice values
-        std::map<QByteArray, std::vector<int>> policy; // and scheduling policies
+        std::map<QByteArray, std::vector<int>> nice;     // thread name: nice values
+        std::map<QByteArray, std::vector<int>> policy;   // and scheduling policies
+        std::map<QByteArray, std::vector<bool>> blocked; // and whether they block SIGINT
         bool main = false;
         for (const QString &tid : QDir(task).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
             QFile stat(task + '/' + tid + QStringLiteral("/stat"));
@@ -410,6 +411,12 @@ private slots:
             const QByteArray name = isMain ? QByteArray("main") : line.mid(open + 1, close - open - 1);
             nice[name].push_back(fields[16].toInt());
             policy[name].push_back(fields[38].toInt());
+            QFile status(task + '/' + tid + QStringLiteral("/status"));
+            if (!status.open(QIODevice::ReadOnly)) continue;
+            for (const QByteArray &l : status.readAll().split('\n'))
+                if (l.startsWith("SigBlk:"))
+                    blocked[name].push_back((l.mid(7).trimmed().toULongLong(nullptr, 16) >> (SIGINT - 1)) &
+                                            1);
         }
         QVERIFY(run.stop(SIGTERM));
         QVERIFY(main);
@@ -422,6 +429,10 @@ private slots:
             QCOMPARE(policy["rpcscope-relay"][0], SCHED_OTHER);
             QCOMPARE(policy["rpcscope-decode"][0], SCHED_IDLE);
             QCOMPARE(policy["main"][0], SCHED_IDLE);
+            // A stop signal goes to a thread that runs now (the relay's), whose handler takes the others off
+            // the idle policy: the main thread blocks it.
+            QCOMPARE(blocked["main"][0], true);
+            QCOMPARE(blocked["rpcscope-relay"][0], false);
         }
     }
 

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -534,6 +535,8 @@ private slots:
     void aSmallDecoderBudgetCapsTheBacklog();
     void theDecoderRunsBelowTheRelaysPriority();
     void aCaptureBehindLeavesTheIdlePolicy();
+    // Last: it ends the idle policy for the rest of the process.
+    void stoppingEndsTheIdlePolicyForGood();
 };
 
 void TestRelay::randomBytesByteExactBothWays()
@@ -1205,8 +1208,9 @@ void TestRelay::aCaptureBehindLeavesTheIdlePolicy()
     QVERIFY(!relay.decoderBehind());
     QVERIFY(sendInRandomChunks(fd, randomBytes(4u << 20, 99), 7, 64 * 1024));
     QTRY_VERIFY_WITH_TIMEOUT(relay.decoderBehind(), 5000);
-    QCOMPARE(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_OTHER});
-    QCOMPARE(policyOfThreads("rpcscope-other"), std::vector<int>{SCHED_OTHER});
+    // The relay thread changes the policies right after it counts the capture behind.
+    QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_OTHER}, 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-other"), std::vector<int>{SCHED_OTHER}, 5000);
     // Their nice values stay below the relay's.
     QCOMPARE(niceOfThreads("rpcscope-decode"), niceOfThreads("rpcscope-other"));
     QVERIFY(niceOfThreads("rpcscope-decode") != niceOfThreads("rpcscope-relay"));
@@ -1221,6 +1225,46 @@ void TestRelay::aCaptureBehindLeavesTheIdlePolicy()
     QCOMPARE(policyOfThreads("rpcscope-other"), std::vector<int>{SCHED_IDLE});
     close(fd);
     relay.stop();
+}
+
+// A process that is ending (a stop signal's handler calls this) takes every lowered thread off the idle
+// policy, and a thread lowered afterwards does not take it. Lowered threads leave stop signals to threads
+// that run now.
+void TestRelay::stoppingEndsTheIdlePolicyForGood()
+{
+    if (!captureUsesIdlePolicy()) QSKIP("this process does not use the idle policy");
+    EventLog log;
+    Relay relay;
+    std::string error;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", 9}, log.sink(), &error), error.c_str());
+    QTRY_COMPARE_WITH_TIMEOUT(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_IDLE}, 5000);
+    // Signal masks, from /proc/self/task/TID/status: the decoder blocks SIGINT, the relay does not.
+    auto blocksSigint = [](const char *name) {
+        QDir tasks(QStringLiteral("/proc/self/task"));
+        for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+            QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
+            if (!comm.open(QIODevice::ReadOnly) || comm.readAll().trimmed() != name) continue;
+            QFile status(tasks.filePath(tid + QStringLiteral("/status")));
+            if (!status.open(QIODevice::ReadOnly)) return -1;
+            for (const QByteArray &line : status.readAll().split('\n'))
+                if (line.startsWith("SigBlk:"))
+                    return int((line.mid(7).trimmed().toULongLong(nullptr, 16) >> (SIGINT - 1)) & 1);
+        }
+        return -1;
+    };
+    QCOMPARE(blocksSigint("rpcscope-decode"), 1);
+    // A thread starting blocks every signal until its creator's mask is restored: the relay's may be there.
+    QTRY_COMPARE_WITH_TIMEOUT(blocksSigint("rpcscope-relay"), 0, 5000);
+
+    stopUsingIdlePolicy();
+    QCOMPARE(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_OTHER});
+    relay.stop();
+    Relay again;
+    QVERIFY2(again.start({"127.0.0.1", 0}, {"127.0.0.1", 9}, log.sink(), &error), error.c_str());
+    // Lowered (its nice value differs from the relay's), and still on the normal policy.
+    QTRY_VERIFY_WITH_TIMEOUT(niceOfThreads("rpcscope-decode") != niceOfThreads("rpcscope-relay"), 5000);
+    QCOMPARE(policyOfThreads("rpcscope-decode"), std::vector<int>{SCHED_OTHER});
+    again.stop();
 }
 
 QTEST_GUILESS_MAIN(TestRelay)
