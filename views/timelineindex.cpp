@@ -387,20 +387,20 @@ void TimelineIndex::LabRefs::push(const LabEventRecord *e, std::uint64_t pos)
 
 void TimelineIndex::LabRefs::insertInOrder(const LabEventRecord *e, std::uint64_t pos)
 {
-    const auto i = std::upper_bound(at.begin() + std::ptrdiff_t(head), at.end(), pos) - at.begin();
-    refs.insert(refs.begin() + i, e);
-    at.insert(at.begin() + i, pos);
+    const size_t i = size_t(std::upper_bound(at.begin() + head, at.end(), pos) - at.begin());
+    refs.insert(i, e);
+    at.insert(i, pos);
 }
 
 void TimelineIndex::LabRefs::dropBefore(std::uint64_t pos)
 {
-    head = size_t(std::lower_bound(at.begin() + std::ptrdiff_t(head), at.end(), pos) - at.begin());
+    head = size_t(std::lower_bound(at.begin() + head, at.end(), pos) - at.begin());
     if (head == refs.size()) {
         clear();
     } else if (2 * head >= refs.size()) {
         // The dropped are as many as the kept: moving the kept costs no more than dropping them did.
-        refs.erase(refs.begin(), refs.begin() + std::ptrdiff_t(head));
-        at.erase(at.begin(), at.begin() + std::ptrdiff_t(head));
+        refs.erasePrefix(head);
+        at.erasePrefix(head);
         head = 0;
     }
 }
@@ -413,8 +413,8 @@ void TimelineIndex::LabRefs::eraseAt(const std::vector<std::uint64_t> &sorted)
         refs[write] = refs[i];
         at[write++] = at[i];
     }
-    refs.resize(write);
-    at.resize(write);
+    refs.truncate(write);
+    at.truncate(write);
     head = 0;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "podarray.h"
 #include "ratebins.h"
 #include "timelinelayout.h"
 #include "timelinestore.h"
@@ -105,10 +106,11 @@ private:
     // (TimelineStore::labEventsCut), so a cut of the store's oldest drops a prefix here instead of a rebuild.
     // A dropped prefix only moves the start (`head`); the entries before it go once they are as many as the
     // ones kept, so a cut costs what it drops, not a move of everything kept.
+    // Both grow without a copy of what they hold (PodArray): a burst lists millions.
     struct LabRefs
     {
-        std::vector<const LabEventRecord *> refs;
-        std::vector<std::uint64_t> at;
+        PodArray<const LabEventRecord *> refs;
+        PodArray<std::uint64_t> at;
         size_t head = 0;
         LabSpan events() const { return LabSpan(refs.data() + head, refs.size() - head); }
         bool empty() const { return head == refs.size(); }

@@ -225,7 +225,8 @@ struct IngestServer::Impl
     std::thread jsonThread;
     std::atomic<std::uint64_t> accepted{0}, rejected{0}, pushedBack{0};
 
-    bool take(const ReportedEvent &r, std::string *error)
+    // Hands the event to the sink, or adds it to `batch` for the caller to hand over with others.
+    bool take(const ReportedEvent &r, std::string *error, EventBatch *batch = nullptr)
     {
         WireEvent e;
         if (!toWireEvent(r, steadyNowNs(), wallNowNs(), &e, error)) {
@@ -233,7 +234,10 @@ struct IngestServer::Impl
             return false;
         }
         ++accepted;
-        if (sink) sink({std::move(e)});
+        if (batch)
+            batch->push_back(std::move(e));
+        else if (sink)
+            sink({std::move(e)});
         return true;
     }
 
@@ -302,6 +306,9 @@ struct IngestServer::Impl
                 if (re & (POLLIN | POLLHUP | POLLERR)) {
                     char buf[4096];
                     const ssize_t n = ::read(c.fd, buf, sizeof buf);
+                    // The lines of one read go to the model as one batch: one push (one lock, one
+                    // allocation) instead of one per line, and the model's thread takes them as they are.
+                    EventBatch batch;
                     if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) dead = true;
                     for (ssize_t k = 0; k < n; ++k) {
                         if (buf[k] != '\n') {
@@ -334,9 +341,11 @@ struct IngestServer::Impl
                         if (!ok)
                             ++rejected;
                         else
-                            ok = take(r, &error);
+                            ok = take(r, &error, &batch);
                         c.out += ok ? "ok\n" : "error: " + error + "\n";
                     }
+                    // Before the answers go out: an "ok" is an event queued.
+                    if (!batch.empty() && sink) sink(std::move(batch));
                 }
                 if (!c.out.empty() && !dead) {
                     const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);

@@ -25,12 +25,19 @@ struct Collector
 {
     std::mutex mu;
     EventBatch events;
+    size_t batches = 0;
     IngestServer::Sink sink()
     {
         return [this](EventBatch &&b) {
             std::lock_guard lk(mu);
             events.insert(events.end(), b.begin(), b.end());
+            ++batches;
         };
+    }
+    size_t batchCount()
+    {
+        std::lock_guard lk(mu);
+        return batches;
     }
     size_t labEvents()
     {
@@ -392,6 +399,29 @@ private slots:
         QCOMPARE(QString::fromStdString(got[2].decision()->kind), QStringLiteral("bulkhead-rejected"));
         QCOMPARE(server.accepted(), std::uint64_t(3));
         QCOMPARE(server.rejected(), std::uint64_t(4));
+    }
+
+    // The lines of one read reach the sink as one batch, in order: a burst costs the model's queue one push
+    // per read, not one per line.
+    void jsonLinesBatchedPerRead()
+    {
+        Collector wire;
+        IngestServer server;
+        std::string error;
+        QVERIFY2(server.start(0, 0, wire.sink(), &error), error.c_str());
+        constexpr int kLines = 500;
+        std::string input;
+        for (int i = 0; i < kLines; ++i)
+            input += "{\"kind\":\"custom\",\"label\":\"burst\",\"detail\":\"" + std::to_string(i) + "\"}\n";
+        const QStringList answers = jsonExchange(server.jsonPort(), input, kLines);
+        QCOMPARE(answers.size(), kLines);
+        QCOMPARE(answers.count(QStringLiteral("ok")), kLines);
+        QTRY_COMPARE_WITH_TIMEOUT(wire.labEvents(), size_t(kLines), 5000);
+        QVERIFY2(wire.batchCount() < size_t(kLines) / 4, qPrintable(QString::number(wire.batchCount())));
+        const EventBatch got = wire.snapshot();
+        for (int i = 0; i < kLines; ++i)
+            QCOMPARE(QString::fromStdString(got[size_t(i)].decision()->detail),
+                     QStringLiteral("burst: %1").arg(i));
     }
 
     // Every line gets an answer, a blank one too.
