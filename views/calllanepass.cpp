@@ -453,17 +453,22 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     const QFont &small = f.small;
     const QFontMetricsF &smallFm = *f.smallFm;
     const size_t n = call.attempts.size();
-    QString side = QString::fromStdString(call.method);
-    side = side.mid(side.lastIndexOf(QLatin1Char('/')) + 1);
-    if (n > 1) side = QStringLiteral("%1 attempts").arg(n);
     const double columnRight = rect.left() + m.labelWidth - 6;
     double nameWidth = m.labelWidth - 14 - indent;
     p->setFont(f.name);
     const QFontMetricsF &nameFm = *f.nameFm;
     QString name = callName(call);
     if (n > 1) name = QStringLiteral("▸ ") + name;
-    const double sideWidth =
-        std::min(smallFm.horizontalAdvance(side), nameWidth - nameFm.horizontalAdvance(name) - 8);
+    const double room = nameWidth - nameFm.horizontalAdvance(name) - 8;
+    QString side = QString::fromStdString(call.method);
+    side = side.mid(side.lastIndexOf(QLatin1Char('/')) + 1);
+    // The attempt count is never cut (an elided "…tempts" hid the number): in words where they fit, else
+    // as ×N, else not at all.
+    if (n > 1) {
+        const QString words = QStringLiteral("%1 attempts").arg(n);
+        side = smallFm.horizontalAdvance(words) <= room ? words : QStringLiteral("×%1").arg(n);
+    }
+    const double sideWidth = std::min(smallFm.horizontalAdvance(side), room);
     // Only where a few letters of it fit beside the whole name.
     const bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * m.scale);
     if (showSide) nameWidth -= sideWidth + 8;
