@@ -20,9 +20,6 @@ namespace {
 constexpr size_t kFirstAppend = 2048;
 // Within a turn, events go to the model this many at a time, the turn's time checked after each.
 constexpr size_t kSlice = 1024;
-// A queued batch of at least this many events (and at most a slice) is appended as it is; smaller ones are
-// gathered into one slice, so one-event batches do not cost an append each.
-constexpr size_t kWhole = kSlice / 4;
 } // namespace
 
 // Shared by the feed and every sink it made, so a sink that outlives the feed finds it gone instead of a
@@ -286,81 +283,89 @@ void ModelFeed::schedule()
 
 bool ModelFeed::drainOnce()
 {
-    if (m_applying) return false;
     QElapsedTimer whole;
     whole.start();
     const long long cpu = StallProbe::threadCpuNs();
+    EventBatch merged;
+    size_t takenBytes = 0;
     bool more = false;
     {
         std::lock_guard lk(m_q->mu);
         m_q->budgetBytes = m_model->retention().maxBytes; // it may have changed since the last append
-        // Whole batches, up to the planned append: only their vectors move, so the lock is held (and a
-        // feeder kept waiting) for a few pointers per batch, whatever the batches hold.
-        while (!m_q->batches.empty() && m_takenEvents < m_perAppend) {
-            m_takenEvents += m_q->batches.front().first.size();
-            m_taken.push_back(std::move(m_q->batches.front()));
-            m_q->batches.pop_front();
+        // Room for the whole append at once: growing the merged batch by doubling would hold up to twice
+        // its events for a moment, memory the queue's count never sees.
+        size_t taking = 0;
+        for (const auto &[batch, bytes] : m_q->batches)
+            if ((taking += batch.size()) >= m_perAppend) break;
+        if (!m_q->batches.empty() && m_q->batches.front().first.size() < std::min(taking, m_perAppend))
+            merged.reserve(std::min(taking, m_perAppend));
+        while (!m_q->batches.empty() && merged.size() < m_perAppend) {
+            auto &[batch, bytes] = m_q->batches.front();
+            const size_t want = m_perAppend - merged.size();
+            if (batch.size() <= want) {
+                if (merged.empty() && merged.capacity() == 0)
+                    merged = std::move(batch);
+                else
+                    merged.insert(merged.end(), std::make_move_iterator(batch.begin()),
+                                  std::make_move_iterator(batch.end()));
+                takenBytes += bytes;
+                m_q->batches.pop_front();
+            } else {
+                // A batch larger than one append: its front now, the rest next time.
+                size_t front = 0;
+                for (size_t i = 0; i < want; ++i) {
+                    front += bytesOf(batch[i]);
+                    merged.push_back(std::move(batch[i]));
+                }
+                batch.erase(batch.begin(), batch.begin() + std::ptrdiff_t(want));
+                bytes -= std::min(bytes, front);
+                takenBytes += front;
+            }
         }
         more = !m_q->batches.empty();
         if (!more) m_q->drainPosted = false; // a push from now on posts again
     }
-    const bool any = !m_taken.empty();
+    const bool any = !merged.empty();
     if (any) {
-        // In slices of at most kSlice events, each one model append, while the turn is within its budget
-        // (half a frame interval, the size the append was planned for): the planned size is a guess from
-        // what the last appends cost, and one that meets a retention cut or a busy core costs several times
-        // that. What is left stays first in line for the next turn, so a turn takes its budget and one slice
-        // at most. A batch of a useful size goes to the model as it was queued; smaller ones are gathered
-        // into one slice, and a larger one goes a part at a time, so no turn builds (and frees) a merged copy
-        // of everything it takes.
-        m_applying = true;
+        // In slices, each one model append, while the turn is within its budget (half a frame interval, the
+        // size the append was planned for): the planned size is a guess from what the last appends cost, and
+        // one that meets a retention cut or a busy core costs several times that. What is left goes back to
+        // the front of the queue for the next turn, so a turn takes its budget and one slice at most.
+        const size_t total = merged.size();
         const qint64 budgetNs = std::max<qint64>(1, m_q->limits.interval.count()) * 1'000'000 / 2;
         QElapsedTimer took;
         took.start();
-        size_t n = 0, appliedBytes = 0;
-        while (!m_taken.empty() && n < m_perAppend) {
-            const size_t room = std::min(kSlice, m_perAppend - n);
-            size_t slice = 0;
-            if (auto &[front, bytes] = m_taken.front();
-                m_takenDone == 0 && front.size() >= kWhole && front.size() <= room) {
-                m_model->appendBatch(front);
-                slice = front.size();
-                appliedBytes += bytes;
-                m_taken.pop_front(); // freeing the events is part of the append's cost
+        size_t n = 0;
+        while (n < total) {
+            const size_t slice = std::min(kSlice, total - n);
+            if (n == 0 && slice == total) {
+                m_model->appendBatch(merged);
             } else {
-                m_scratch.clear();
-                while (!m_taken.empty() && m_scratch.size() < room) {
-                    auto &[batch, batchBytes] = m_taken.front();
-                    // A whole batch that can go as it is waits for the next slice.
-                    if (!m_scratch.empty() && m_takenDone == 0 && batch.size() >= kWhole) break;
-                    const size_t left = batch.size() - m_takenDone;
-                    const size_t part = std::min(left, room - m_scratch.size());
-                    const auto from = batch.begin() + std::ptrdiff_t(m_takenDone);
-                    m_scratch.insert(m_scratch.end(), std::make_move_iterator(from),
-                                     std::make_move_iterator(from + std::ptrdiff_t(part)));
-                    if (part == left) {
-                        appliedBytes += batchBytes;
-                        m_taken.pop_front();
-                        m_takenDone = 0;
-                    } else {
-                        // The rest stays counted by its share of the events.
-                        const size_t share = size_t(double(batchBytes) * double(part) / double(left));
-                        batchBytes -= share;
-                        appliedBytes += share;
-                        m_takenDone += part;
-                    }
-                }
-                m_model->appendBatch(m_scratch);
-                slice = m_scratch.size();
-                m_scratch.clear(); // its capacity stays for the next slice
+                EventBatch part(std::make_move_iterator(merged.begin() + std::ptrdiff_t(n)),
+                                std::make_move_iterator(merged.begin() + std::ptrdiff_t(n + slice)));
+                m_model->appendBatch(part);
             }
             n += slice;
-            m_takenEvents -= slice;
             if (took.nsecsElapsed() >= budgetNs) break;
         }
-        m_applying = false;
         m_sinceAppend.start();
         m_mostInOneTurn = std::max(m_mostInOneTurn, n);
+        size_t appliedBytes = takenBytes;
+        if (n < total) {
+            // The rest, first in line; its bytes by its share of the events (it stays counted meanwhile).
+            EventBatch rest(std::make_move_iterator(merged.begin() + std::ptrdiff_t(n)),
+                            std::make_move_iterator(merged.end()));
+            const size_t restBytes = size_t(double(takenBytes) * double(total - n) / double(total));
+            appliedBytes = takenBytes - restBytes;
+            std::lock_guard lk(m_q->mu);
+            m_q->batches.emplace_front(std::move(rest), restBytes);
+            m_q->drainPosted = true;
+            more = true;
+        }
+        {
+            StallProbe probe("feed: free the applied batch");
+            merged = {}; // freeing the events is part of the append's cost
+        }
         const qint64 ns = took.nsecsElapsed();
         {
             std::lock_guard lk(m_q->mu);
@@ -382,9 +387,9 @@ bool ModelFeed::drainOnce()
                          "next %zu%s\n",
                          n, static_cast<long long>(whole.elapsed()),
                          (StallProbe::threadCpuNs() - cpu) / 1000000, static_cast<long long>(ns / 1000000),
-                         m_perAppend, m_taken.empty() ? "" : " (the rest of the turn's share waits)");
+                         m_perAppend, n < total ? " (the rest of the turn's share waits)" : "");
     }
-    if (more || !m_taken.empty()) m_timer.start(int(m_q->limits.interval.count()));
+    if (more) m_timer.start(int(m_q->limits.interval.count()));
     return any;
 }
 
@@ -411,12 +416,11 @@ void ModelFeed::resize(size_t applied, qint64 ns)
 
 void ModelFeed::drainAll()
 {
-    if (m_applying) return; // called from within an append: the turn under way goes on
     m_timer.stop();
     for (;;) {
         {
             std::lock_guard lk(m_q->mu);
-            if (m_q->batches.empty() && m_taken.empty()) {
+            if (m_q->batches.empty()) {
                 m_q->drainPosted = false;
                 return;
             }

@@ -7,7 +7,6 @@
 #include <QTimer>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 
@@ -105,16 +104,6 @@ private:
 
     TimelineModel *m_model;
     std::shared_ptr<ModelFeedQueue> m_q;
-    // On the model's thread: whole batches taken from the queue and not applied yet (the queue's counts
-    // still include them), the first one applied up to m_takenDone. Taking a batch moves its vector, not
-    // its events.
-    std::deque<std::pair<EventBatch, size_t>> m_taken;
-    size_t m_takenDone = 0;
-    size_t m_takenEvents = 0; // not applied yet, in m_taken
-    // Small batches gathered into one model append, or a large one's next part; its capacity is kept, so a
-    // turn allocates nothing for it.
-    EventBatch m_scratch;
-    bool m_applying = false; // a nested event loop in an append must not start another turn
     QTimer m_timer;
     QElapsedTimer m_sinceAppend;
     size_t m_perAppend;

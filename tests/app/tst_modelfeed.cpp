@@ -80,33 +80,6 @@ private slots:
         QCOMPARE(feed->queuedBytes(), size_t(0));
     }
 
-    // Batches of a useful size reach the model as they were queued: a turn moves their vectors, never their
-    // events into a merged copy (which cost a large allocation and a move of every event, each turn).
-    void batchesReachTheModelAsQueued()
-    {
-        TimelineModel model;
-        ModelFeed *feed = ModelFeed::of(&model);
-        std::vector<const WireEvent *> seen;
-        model.setDivert([&](const EventBatch &b) {
-            seen.push_back(b.data());
-            return false; // applied all the same
-        });
-        std::vector<const WireEvent *> queued;
-        for (std::uint32_t from : {1u, 601u}) {
-            EventBatch b;
-            for (std::uint32_t c = from; c < from + 600; ++c)
-                b.push_back(opened(c));
-            queued.push_back(b.data());
-            QVERIFY(feed->push(std::move(b)));
-        }
-        QTRY_COMPARE(model.store().connections().size(), size_t(1200));
-        QCOMPARE(seen, queued);
-        QCOMPARE(feed->queuedEvents(), size_t(0));
-        QCOMPARE(feed->queuedBytes(), size_t(0));
-        for (std::uint32_t c = 0; c < 1200; ++c)
-            QCOMPARE(model.store().connections()[c].id, c + 1);
-    }
-
     // A steady stream of one-event batches: appends come at most once per frame interval, each with many.
     void atMostOneAppendPerInterval()
     {
