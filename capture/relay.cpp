@@ -239,7 +239,7 @@ size_t Relay::peakDecoderBacklog() const
 
 size_t Relay::memoryBytes() const
 {
-    return d->loop.memoryBytes() + d->decoder.memoryBytes() + (d->tlsLoop ? d->tlsLoop->adoptedBytes() : 0);
+    return d->loop.memoryBytes() + d->decoder.memoryBytes() + (d->tlsLoop ? d->tlsLoop->memoryBytes() : 0);
 }
 
 int Relay::openConnections() const
