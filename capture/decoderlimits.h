@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace rpcscope {
 
@@ -19,6 +20,10 @@ struct DecoderLimits
     // batch waiting for the model. Past it the relay stops decoding the connection it is reading, with a
     // note, and relays on. A capture with a memory budget sets a share of it (CaptureSession).
     size_t maxDecoderHeldBytes = 256u << 20;
+    // Not the decoder's, but what else a relay holds that nothing can evict, so a capture's budget sets it
+    // beside the above: what the relay may queue for peers slower than their other side, all its connections
+    // together (RelayLoop::setMaxQueuedBytes). Unlimited by default: each direction's own bound holds.
+    size_t maxRelayQueuedBytes = SIZE_MAX;
 };
 
 // What several decoder threads hold together, weighed against one maxDecoderHeldBytes: a CONNECT proxy's

@@ -23,9 +23,14 @@ constexpr size_t kFlushEvents = 4096;
 // thousands of events, grown by doubling, uncounted until handed over and then written and encoded whole:
 // the capture's peak memory, never seen by its budget.
 constexpr size_t kReadBack = 64 * 1024;
-// A batch also goes out once what its events own passes this: a few hundred streams with 64 KiB header
-// lists each (an HPACK-heavy flood) are tens of MB in one batch, which the file's encoder then copies again.
+// A batch also goes out once it holds this much, its events (576 bytes each) and what they own: a few hundred
+// streams with 64 KiB header lists each (an HPACK-heavy flood) are tens of MB in one batch, which the file's
+// encoder then copies again, and 4,096 events are 2.4 MB before they own anything.
 constexpr size_t kFlushBytes = 1 << 20;
+// The decoder is fed at most this many bytes at a time, so a batch passes kFlushBytes by what one piece
+// decodes to: a piece of rapid-reset frames (HEADERS, RST_STREAM) is about 500 events, 300 KB, where one of
+// 64 KiB was four times that, and often doubled the batch's array past its reserve.
+constexpr size_t kPiece = 16 * 1024;
 // The decoder thread is not woken for every read. While reads keep coming it decodes them every
 // kDecodeTickNs; only after a tick with nothing to do does it sleep until the relay wakes it. A busy relay
 // then wakes nobody per read: on a machine with few cores the client and the server need that time. Events
@@ -76,7 +81,8 @@ void DecoderThread::stop()
     if (m_behind.exchange(false)) captureFallingBehind(false);
     // Whatever this decoder still counts leaves the shared sum with it (a batch's spare capacity, chunks
     // pushed after its last round).
-    const size_t held = m_backlog.exchange(0) + m_chunkBytes.exchange(0) + m_batchBytes.exchange(0);
+    const size_t held = m_backlog.exchange(0) + m_chunkBytes.exchange(0) + m_batchBytes.exchange(0) +
+                        m_stateBytes.exchange(0);
     if (m_shared) m_shared->bytes.fetch_sub(held, std::memory_order_relaxed);
     for (const std::array<int, 2> &p : m_freePipes) {
         close(p[0]);
@@ -94,18 +100,20 @@ std::string DecoderThread::overHeldLimitReason() const
         limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit >> 10) + " KiB";
     if (m_shared)
         return "decoders fell behind (over " + amount +
-               " waiting for them across the proxy's targets); relaying continues without decoding";
-    return "decoder fell behind (over " + amount + " waiting for it); relaying continues without decoding";
+               " waiting for them across the proxy's targets, or held for their open streams); relaying "
+               "continues without decoding";
+    return "decoder fell behind (over " + amount +
+           " waiting for it, or held for its open streams); relaying continues without decoding";
 }
 
-void DecoderThread::setBatchBytes(size_t n)
+void DecoderThread::setShared(std::atomic<size_t> &mine, size_t n)
 {
     if (!m_shared) {
-        m_batchBytes.store(n, std::memory_order_relaxed);
+        mine.store(n, std::memory_order_relaxed);
         return;
     }
-    // Unsigned: a smaller batch wraps around and comes out of the sum.
-    const size_t before = m_batchBytes.exchange(n, std::memory_order_relaxed);
+    // Unsigned: a smaller figure wraps around and comes out of the sum.
+    const size_t before = mine.exchange(n, std::memory_order_relaxed);
     m_shared->bytes.fetch_add(n - before, std::memory_order_relaxed);
 }
 
@@ -202,9 +210,11 @@ bool DecoderThread::readPipe(RelayChunk &c, ConnectionDecoder *decoder, EventBat
             else if (!(r < 0 && errno == EINTR))
                 return false;
         }
-        if (decoder) decoder->feed(c.dir, m_readBack.get(), want, c.t, batch);
+        for (size_t at = 0; at < want; at += kPiece) {
+            if (decoder) decoder->feed(c.dir, m_readBack.get() + at, std::min(kPiece, want - at), c.t, batch);
+            pieceDone();
+        }
         left -= want;
-        pieceDone();
     }
     return true;
 }
@@ -244,7 +254,9 @@ void DecoderThread::loop()
     size_t sized = 0, sizedBytes = 0; // the events of `batch` counted so far and what they own
     auto freshBatch = [&] {
         batch = EventBatch();
-        batch.reserve(lastBatch);
+        // A quarter more: a batch goes out one decoded piece past its flush size, and one that outgrew its
+        // reserve would double its array.
+        batch.reserve(lastBatch + lastBatch / 4);
         sized = sizedBytes = 0;
     };
     auto measure = [&](bool now) {
@@ -256,15 +268,20 @@ void DecoderThread::loop()
         for (const auto &[conn, decoder] : decoders)
             n += heapbytes::block(sizeof(ConnectionDecoder)) - sizeof(ConnectionDecoder) +
                  decoder->memoryBytes();
-        m_stateBytes.store(n, std::memory_order_relaxed);
+        setStateBytes(n);
         setBatchBytes(heapbytes::batch(batch));
+    };
+    // Due to go: kFlushEvents events, or kFlushBytes in its events and what they own (its spare capacity
+    // aside: reserved for the events, it would send a batch reserved for many out with a few).
+    auto full = [&] {
+        return batch.size() >= kFlushEvents || batch.size() * sizeof(WireEvent) + sizedBytes >= kFlushBytes;
     };
     const std::function<void()> flushIfFull = [&] {
         for (; sized < batch.size(); ++sized)
             sizedBytes += heapbytes::event(batch[sized]) - sizeof(WireEvent);
         // Counted as it grows, not only every kMeasureIntervalNs.
         setBatchBytes(heapbytes::block(batch.capacity() * sizeof(WireEvent)) + sizedBytes);
-        if (batch.size() < kFlushEvents && sizedBytes < kFlushBytes) return;
+        if (!full()) return;
         giveBackPipes(); // before a sink that may wait: the relay thread can splice with them meanwhile
         measure(false);
         handOver(); // may wait while the model is behind (app/modelsink.h)
@@ -312,8 +329,8 @@ void DecoderThread::loop()
                 auto it = decoders.find(c.conn);
                 ConnectionDecoder *decoder = it == decoders.end() ? nullptr : it->second.get();
                 if (c.pipe[0] < 0) {
-                    for (size_t at = 0; decoder && at < c.size; at += kReadBack) {
-                        decoder->feed(c.dir, c.data.get() + at, std::min(kReadBack, c.size - at), c.t, batch);
+                    for (size_t at = 0; decoder && at < c.size; at += kPiece) {
+                        decoder->feed(c.dir, c.data.get() + at, std::min(kPiece, c.size - at), c.t, batch);
                         flushIfFull();
                     }
                     break;
@@ -376,13 +393,14 @@ void DecoderThread::loop()
         giveBackPipes();
         caughtUp();
         measure(!busy);
-        if (!batch.empty() && (stopping || batch.size() >= kFlushEvents || sizedBytes >= kFlushBytes ||
-                               steadyNowNs() - firstPending >= kFlushIntervalNs)) {
+        for (; sized < batch.size(); ++sized)
+            sizedBytes += heapbytes::event(batch[sized]) - sizeof(WireEvent);
+        if (!batch.empty() && (stopping || full() || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             handOver();
             freshBatch();
         }
         if (stopping) {
-            m_stateBytes = 0;
+            setStateBytes(0);
             if (m_behind.exchange(false)) captureFallingBehind(false);
             forgetThisThread();
             return;

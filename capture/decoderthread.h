@@ -67,14 +67,17 @@ public:
     // Relaxed: the relay asks on every read only to decide whether to stop handing bytes over.
     size_t backlog() const { return m_backlog.load(std::memory_order_relaxed); }
     size_t peakBacklog() const { return m_peakBacklog.load(); }
-    // True when the bytes waiting to be decoded and the batch waiting for the sink (of every decoder sharing
-    // them, shareHeld()) are past DecoderLimits::maxDecoderHeldBytes: the relay then stops decoding instead
-    // of queueing more. Relay thread.
+    // True when the bytes waiting to be decoded, the connections' decoder state and the batch waiting for
+    // the sink (of every decoder sharing them, shareHeld()) are past DecoderLimits::maxDecoderHeldBytes: the
+    // relay then stops decoding instead of queueing more. The state counts too: a client that opens streams
+    // and never ends them (100,000 of them are 11 MB of per-stream state) is held to the same share.
+    // Relay thread.
     bool overHeldLimit(size_t times = 1) const
     {
         const size_t held = m_shared ? m_shared->bytes.load(std::memory_order_relaxed)
                                      : m_backlog.load(std::memory_order_relaxed) +
                                            m_chunkBytes.load(std::memory_order_relaxed) +
+                                           m_stateBytes.load(std::memory_order_relaxed) +
                                            m_batchBytes.load(std::memory_order_relaxed);
         return held > m_maxHeld.load(std::memory_order_relaxed) * times;
     }
@@ -117,8 +120,10 @@ private:
     std::atomic<size_t> m_batchBytes{0}; // the batch being decoded or handed to the sink
     std::atomic<size_t> m_maxHeld{DecoderLimits{}.maxDecoderHeldBytes};
     std::shared_ptr<SharedDecoderHeld> m_shared; // null: the limit is this decoder's alone
-    // The batch's bytes, into m_shared too.
-    void setBatchBytes(size_t n);
+    // The batch's bytes and the state's, into m_shared too.
+    void setBatchBytes(size_t n) { setShared(m_batchBytes, n); }
+    void setStateBytes(size_t n) { setShared(m_stateBytes, n); }
+    void setShared(std::atomic<size_t> &mine, size_t n);
 
     // This thread only: where handoff pipes are read back, and where skipped bytes go.
     std::unique_ptr<std::uint8_t[]> m_readBack;

@@ -150,6 +150,7 @@ bool Relay::start(const HostPort &listen, const HostPort &target, Sink sink, std
     d->decoder.start(std::move(sink), d->limits, d->label);
     d->loop.setFaults(d->faults, d->label);
     d->loop.setKernelTimestamps(d->kernelTimes);
+    d->loop.setMaxQueuedBytes(d->limits.maxRelayQueuedBytes);
     d->loop.run();
     return true;
 }
@@ -173,6 +174,7 @@ bool Relay::startTunnels(const HostPort &target, Sink sink, std::string *error)
     d->decoder.start(std::move(sink), d->limits, d->label);
     d->loop.setFaults(d->faults, d->label);
     d->loop.setKernelTimestamps(d->kernelTimes);
+    d->loop.setMaxQueuedBytes(d->limits.maxRelayQueuedBytes);
     d->loop.run();
     if (tls) {
         tls->setPlainHandoff([this](int cfd, int sfd, std::string peer, std::string early, std::int64_t at) {
@@ -242,7 +244,7 @@ bool Relay::decoderBehind() const
 
 size_t Relay::memoryBytes() const
 {
-    return d->loop.memoryBytes() + d->decoder.memoryBytes() + (d->tlsLoop ? d->tlsLoop->adoptedBytes() : 0);
+    return d->loop.memoryBytes() + d->decoder.memoryBytes() + (d->tlsLoop ? d->tlsLoop->memoryBytes() : 0);
 }
 
 int Relay::openConnections() const

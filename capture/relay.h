@@ -77,7 +77,9 @@ public:
     // Whether that backlog has made the capture count as behind, until decoded (threadpriority.h).
     bool decoderBehind() const;
     // What the relay holds: its loop's buffers (RelayLoop::memoryBytes()), its decoder's
-    // (DecoderThread::memoryBytes()) and, with TLS interception, the tunnels its TLS loop has not taken yet.
+    // (DecoderThread::memoryBytes()) and, with TLS interception, its intercepted connections' (their TLS
+    // sessions, buffers and threads) and the tunnels its TLS loop has not taken yet
+    // (TlsRelayLoop::memoryBytes()).
     // A capture's budget counts it. Any thread.
     size_t memoryBytes() const;
     // Reads whose time is the kernel's receive timestamp, and reads timed when the relay read them (spliced

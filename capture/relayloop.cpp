@@ -59,9 +59,9 @@ void setNoDelay(int fd)
 }
 } // namespace
 
-bool RelayLoop::HalfConnection::wantsRead() const
+bool RelayLoop::HalfConnection::wantsRead(size_t most) const
 {
-    return !eof && inPipe == 0 && pending() < kMaxPendingPerDirection;
+    return !eof && inPipe == 0 && pending() < most;
 }
 
 bool RelayLoop::open(int listenFd, const HostPort &target, std::vector<sockaddr_storage> targetAddrs,
@@ -403,7 +403,11 @@ bool RelayLoop::flush(Conn &c, bool toClient)
             return writeFailed(c, toClient, errno);
         }
     }
-    buf.clear();
+    // All taken: a buffer a slow peer grew goes back (the loop counts its capacity).
+    if (buf.capacity() > kReadSize)
+        std::string().swap(buf);
+    else
+        buf.clear();
     off = 0;
     while (half.inPipe > 0) {
         const ssize_t n =
@@ -663,9 +667,13 @@ void RelayLoop::loop()
         size_t held = heapbytes::block(m_readBuffer.capacity()) +
                       heapbytes::block(ready.capacity() * sizeof(epoll_event)) +
                       heapbytes::block(events.capacity() * sizeof(events[0]));
+        // Past setMaxQueuedBytes() in all, only directions with nothing waiting are read.
+        const size_t most = m_queued >= m_maxQueued ? 1 : std::min(kMaxPendingPerDirection, m_maxQueued);
+        m_queued = 0;
         for (Conn &c : m_conns) {
             held += heapbytes::block(sizeof(Conn) + 2 * sizeof(void *)) + heapbytes::string(c.up.queued) +
                     heapbytes::string(c.down.queued) + heapbytes::string(c.closeReason);
+            m_queued += heapbytes::string(c.up.queued) + heapbytes::string(c.down.queued);
             short ce = 0, se = 0;
             if (c.draining) {
                 // Only the survivor's writability matters, and (with a timeout) its acknowledgements.
@@ -675,8 +683,8 @@ void RelayLoop::loop()
             } else if (c.connecting) {
                 se = POLLOUT;
             } else {
-                if (c.up.wantsRead()) ce |= POLLIN;
-                if (c.down.wantsRead()) se |= POLLIN;
+                if (c.up.wantsRead(most)) ce |= POLLIN;
+                if (c.down.wantsRead(most)) se |= POLLIN;
                 if (c.up.pending()) se |= POLLOUT;
                 if (c.down.pending()) ce |= POLLOUT;
             }

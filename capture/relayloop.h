@@ -44,6 +44,11 @@ public:
     // Copied reads take their time from the kernel's receive timestamp (kernelrxtime.h) where it gives one;
     // off, or for spliced reads, the read time. For connections accepted after this; before run().
     void setKernelTimestamps(bool on) { m_kernelTimes = on; }
+    // What the loop may queue for slow peers across all its connections (what a peer has not taken yet,
+    // beyond the kernel's buffers): past it a direction with bytes waiting is not read until they are
+    // taken, so the sender is held back by TCP flow control. One read (256 KiB) may go beyond it. Before
+    // run(); by default only each direction's own bound (4 MiB) holds.
+    void setMaxQueuedBytes(size_t bytes) { m_maxQueued = bytes; }
     // Any thread: relays an already connected pair (a CONNECT tunnel whose handshake the proxy did) as if it
     // had been accepted and connected here. The loop takes ownership of both descriptors. `early`: bytes the
     // client sent right after its CONNECT, read at `earlyAt`, which go to the server (and the decoder) first.
@@ -93,9 +98,9 @@ private:
         bool splicing = false;     // the last read was large enough to splice the next one
         bool spliceFailed = false; // no pipes for this direction: it always copies
         size_t pending() const { return queued.size() - queuedOff + inPipe; }
-        // More is read only while little waits for the destination. A spliced direction reads only into an
-        // empty pipe, because tee duplicates a pipe from its start.
-        bool wantsRead() const;
+        // More is read only while less than `most` waits for the destination. A spliced direction reads only
+        // into an empty pipe, because tee duplicates a pipe from its start.
+        bool wantsRead(size_t most) const;
     };
 
     struct Conn
@@ -191,6 +196,8 @@ private:
     std::atomic<std::uint64_t> m_splicedBytes{0};
     std::atomic<int> m_open{0};
     std::atomic<size_t> m_heldBytes{0};
+    size_t m_maxQueued = SIZE_MAX; // setMaxQueuedBytes()
+    size_t m_queued = 0;           // what every connection's queues held at the loop's last round
     std::atomic<std::uint64_t> m_kernelStamped{0};
     std::atomic<std::uint64_t> m_readTimed{0};
     bool m_kernelTimes = true;

@@ -35,6 +35,20 @@ constexpr size_t kReadSize = 64 * 1024;
 constexpr int kMaxConnections = 512;
 const char kTrustFix[] = "client does not trust the rpcscope CA: see `rpcscope-cli ca`";
 
+// What a connection holds, for the capture's budget (memoryBytes()). OpenSSL allocates a record buffer to
+// read and one to write per TLS session (ssl3_setup_read_buffer, ssl3_setup_write_buffer: the largest
+// record's plaintext, its encryption overhead and header, aligned) and keeps them while the session lives
+// (SSL_MODE_RELEASE_BUFFERS is not set).
+constexpr size_t kSslRecordBuffer = SSL3_RT_MAX_PLAIN_LENGTH + SSL3_RT_MAX_ENCRYPTED_OVERHEAD +
+                                    2 * SSL3_RT_HEADER_LENGTH + SSL3_ALIGN_PAYLOAD - 1;
+// Beside them, the SSL object (7.5 KB as SSL_new makes it, with OpenSSL 3.0), and after the handshake its
+// keys, cipher contexts, session and the peer's certificate: measured at 48-51 KB a session with the two
+// buffers, after a TLS 1.3 handshake and a record each way.
+constexpr size_t kSslStateBytes = 16 * 1024;
+// A thread serves each connection: the pages of its stack a handshake and the relay touch (measured as the
+// stack mapping's resident size after a handshake).
+constexpr size_t kThreadStackBytes = 16 * 1024;
+
 std::string sslErrors()
 {
     std::string s;
@@ -238,7 +252,30 @@ struct TlsRelayLoop::Conn
     std::unique_ptr<ConnectionFault> fault;
     std::int64_t openedAt = 0;
     std::string closeReason; // set by relay() when it ends the connection itself
+
+    // What the connection holds, in the loop's sum (m_connBytes) while it lives: its thread's stack, its TLS
+    // sessions, and `buffers` (relay()'s read buffers and what waits in them).
+    std::atomic<size_t> *sum = nullptr;
+    size_t counted = 0;
+    size_t buffers = 0;
+    void recount()
+    {
+        const size_t n = kThreadStackBytes + heapbytes::string(sni) + heapbytes::string(failure) +
+                         (cs ? tlsSessionBytes() : 0) + (ss ? tlsSessionBytes() : 0) + buffers;
+        if (!sum || n == counted) return;
+        sum->fetch_add(n - counted, std::memory_order_relaxed); // unsigned: a smaller n wraps and subtracts
+        counted = n;
+    }
+    ~Conn()
+    {
+        if (sum) sum->fetch_sub(counted, std::memory_order_relaxed);
+    }
 };
+
+size_t TlsRelayLoop::tlsSessionBytes()
+{
+    return 2 * heapbytes::block(kSslRecordBuffer) + kSslStateBytes;
+}
 
 TlsRelayLoop::TlsRelayLoop(DecoderThread &decoder) : m_decoder(decoder) {}
 
@@ -546,6 +583,7 @@ bool TlsRelayLoop::connectTarget(Conn &c)
 bool TlsRelayLoop::handshakeTarget(Conn &c)
 {
     c.ss = SSL_new(m_clientCtx);
+    c.recount();
     setStampedSocket(c.ss, c.sfd, m_kernelTimes);
     // The name the client asked for is what its own check would have used; without one, the target's.
     const std::string name = !c.sni.empty() ? c.sni : m_target.host;
@@ -662,6 +700,8 @@ void TlsRelayLoop::serve(Incoming in)
         return;
     }
     Conn c;
+    c.sum = &m_connBytes;
+    c.recount();
     c.id = RelayLoop::newConnectionId();
     c.cfd = cfd;
     c.decode = m_decoding;
@@ -700,6 +740,7 @@ void TlsRelayLoop::serve(Incoming in)
              "; make the client use TLS, or capture this hop without --tls-intercept");
     } else {
         c.cs = SSL_new(m_serverCtx);
+        c.recount();
         SSL_set_app_data(c.cs, &c);
         setStampedSocket(c.cs, cfd, m_kernelTimes, std::move(in.early));
         ERR_clear_error();
@@ -811,6 +852,10 @@ void TlsRelayLoop::relay(Conn &c)
                       {c.ss, c.cs, c.sfd, c.cfd, Direction::ServerToClient}};
     halves[0].framed = halves[1].framed = c.streams != nullptr;
     for (;;) {
+        // The read buffers, and with stream faults what waits for each side.
+        c.buffers = 2 * heapbytes::block(kReadSize) + heapbytes::string(halves[0].out) +
+                    heapbytes::string(halves[1].out);
+        c.recount();
         bool progress = false;
         short want[2] = {0, 0}; // poll events for cfd, sfd
         auto wantFor = [&](int fd, int sslError) {
@@ -954,6 +999,8 @@ void TlsRelayLoop::blackhole(Conn &c)
     // send dropped), so neither is held up by a full window; the decoder still sees what the client sent into
     // the hole, so the timeline shows the calls the server never got. It ends when the client gives up.
     const auto buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
+    c.buffers += heapbytes::block(kReadSize);
+    c.recount();
     bool serverOpen = true;
     for (;;) {
         short events[2] = {POLLIN, short(serverOpen ? POLLIN : 0)};

@@ -74,6 +74,12 @@ public:
     // The tunnels handed over by adopt() not yet taken by the accept thread (what their clients sent after
     // the CONNECT), as the allocator counts it. Any thread.
     size_t adoptedBytes() const { return m_adoptedBytes.load(std::memory_order_relaxed); }
+    // What the intercepted connections hold: per connection its two TLS sessions (OpenSSL's record buffers
+    // and state, estimated from their sizes), its relay buffers and what waits in them, and its thread's
+    // stack pages; with the tunnels not taken yet. A capture's budget counts it. Any thread.
+    size_t memoryBytes() const { return adoptedBytes() + m_connBytes.load(std::memory_order_relaxed); }
+    // The estimate for one TLS session, kept while it lives (tlsrelayloop.cpp says how it is made).
+    static size_t tlsSessionBytes();
 
 private:
     struct Conn;
@@ -134,6 +140,7 @@ private:
     std::mutex m_adoptMutex;
     std::vector<Incoming> m_adopted;
     std::atomic<size_t> m_adoptedBytes{0}; // what m_adopted holds
+    std::atomic<size_t> m_connBytes{0};    // what the connections being served hold (Conn::recount)
     PlainHandoff m_plainHandoff;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;

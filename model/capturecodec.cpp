@@ -189,7 +189,7 @@ bool decodeEvent(const capture::Event &p, WireEvent *e)
     return true;
 }
 
-std::string encodeBatch(const EventBatch &batch, const Redaction *redaction)
+std::string encodeEvents(std::span<const WireEvent> batch, const Redaction *redaction)
 {
     // The messages live in an arena: a batch is a few allocations of up to 64 KiB, not several small ones
     // per event (its messages, their strings) that are freed again right after. The model encodes every

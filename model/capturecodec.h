@@ -7,6 +7,7 @@
 #include "events.h"
 #include "redaction.h"
 
+#include <span>
 #include <string>
 
 namespace rpcscope {
@@ -16,7 +17,11 @@ class Event;
 }
 
 // `redaction`, when given, masks the header values it names.
-std::string encodeBatch(const EventBatch &batch, const Redaction *redaction = nullptr);
+std::string encodeEvents(std::span<const WireEvent> events, const Redaction *redaction = nullptr);
+inline std::string encodeBatch(const EventBatch &batch, const Redaction *redaction = nullptr)
+{
+    return encodeEvents(batch, redaction);
+}
 // False when the bytes are not a batch this version can read (`out` then holds the events before the bad
 // one).
 bool decodeBatch(const char *data, size_t len, EventBatch *out);

@@ -90,12 +90,12 @@ bool CaptureFileStream::open(const QString &path, const CaptureInfo &info, const
     return true;
 }
 
-bool CaptureFileStream::append(const EventBatch &batch)
+bool CaptureFileStream::appendPart(std::span<const WireEvent> batch)
 {
     if (failed() || m_fd < 0 || m_finished) return false;
     if (batch.empty()) return true;
     QByteArray record;
-    appendBatchRecord(record, encodeBatch(batch, &m_redaction));
+    appendBatchRecord(record, encodeEvents(batch, &m_redaction));
     // A short write leaves part of a record after m_intact: readers stop there (a truncated file).
     if (const int err = writeAll(m_fd, record.constData(), size_t(record.size()))) return fail(err, nullptr);
     m_intact += record.size();

@@ -8,6 +8,7 @@
 #include <QByteArray>
 #include <QString>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace rpcscope {
@@ -28,7 +29,9 @@ public:
     bool open(const QString &path, const CaptureInfo &info, const Redaction &redaction, std::string *error);
     // Appends one batch and hands it to the system. False once writing has failed (error() says why): from
     // then on batches are dropped, and what was written before stays readable.
-    bool append(const EventBatch &batch);
+    bool append(const EventBatch &batch) { return appendPart(batch); }
+    // The same for part of a batch: a record of its own.
+    bool appendPart(std::span<const WireEvent> events);
     bool failed() const { return !m_error.empty(); }
     const std::string &error() const { return m_error; }
     QString partialPath() const;

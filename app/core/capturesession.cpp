@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <netinet/in.h>
+#include <span>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,18 @@ namespace {
 // machine. At 1 MiB, 4,000 plain unary calls under --keep 1 lost their decoding, and with it their place in
 // the .rpcscope file, which promises every call.
 constexpr size_t kMinDecoderHeldBytes = 4 << 20;
+// A recorded batch is encoded in parts of about this many bytes of events, each a record of the file: the
+// encoder's message and the encoded copy beside the batch are then at most twice that (counted while they
+// live, relayMemoryBytes()) instead of twice a batch of a megabyte or more.
+constexpr size_t kEncodeSliceBytes = 256 << 10;
+// However small the budget, a relay may queue this much for slow peers (a few reads' worth).
+constexpr size_t kMinRelayQueuedBytes = 1 << 20;
+// Beyond its limit a decoder may hold one read the relay pushed before it looked (256 KiB), and a batch may
+// be one decoded piece past its flush size with its array's spare capacity (decoderthread.cpp): together
+// under this.
+constexpr size_t kDecoderSlackBytes = 2 << 20;
+// A relay's read buffer and one read queued beyond its limit.
+constexpr size_t kRelaySlackBytes = 512 << 10;
 } // namespace
 
 CaptureSession::CaptureSession(TimelineModel *model, QObject *parent, Sink toModel)
@@ -124,9 +137,9 @@ struct CaptureSession::Recording
     std::atomic<std::int64_t> bytes{0};
     std::atomic<bool> failed{false};
     std::string error;
-    // While a batch is encoded and written: the encoder's message and the encoded copies beside the batch,
-    // counted at twice what the batch's events own (the message copies them; the encoded record and its
-    // framing are smaller each). The budget counts it (relayMemoryBytes).
+    // While a part of a batch is encoded and written: the encoder's message and the encoded copies beside
+    // the batch, counted at twice what the part's events own (the message copies them; the encoded record
+    // and its framing are smaller each). The budget counts it (relayMemoryBytes).
     std::atomic<size_t> encoding{0};
 };
 
@@ -139,6 +152,16 @@ size_t CaptureSession::relayMemoryBytes() const
     for (const auto &p : m_proxies)
         n += p->memoryBytes();
     return n;
+}
+
+size_t CaptureSession::mostHeldBytes() const
+{
+    size_t n = m_feed ? m_feed->byteLimit() : 0;
+    if (m_recording) n += 2 * kEncodeSliceBytes + kEncodeSliceBytes / 4; // one event past a slice, about
+    const size_t hops = m_relays.size() + m_proxies.size();
+    const auto &l = m_runningLimits;
+    const size_t queued = l.maxRelayQueuedBytes == SIZE_MAX ? 0 : l.maxRelayQueuedBytes;
+    return n + hops * (l.maxDecoderHeldBytes + kDecoderSlackBytes + queued + kRelaySlackBytes);
 }
 
 void CaptureSession::setRecordTo(const QString &path)
@@ -222,11 +245,17 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
         m_recording = recording;
         forward = [forward, recording](EventBatch &&batch) {
             std::lock_guard lk(recording->mu);
-            // The events, not the batch's spare capacity: the encoder copies what there is.
-            const size_t spare = heapbytes::block(batch.capacity() * sizeof(WireEvent)) -
-                                 heapbytes::block(batch.size() * sizeof(WireEvent));
-            recording->encoding.store(2 * (heapbytes::batch(batch) - spare), std::memory_order_relaxed);
-            recording->file->append(batch); // after a failure it drops batches; recordingError() says why
+            // In records of up to kEncodeSliceBytes of events each, so that the encoder's copies beside the
+            // batch stay that small however large the batch (after a failure the file drops them;
+            // recordingError() says why).
+            for (size_t from = 0; from < batch.size();) {
+                size_t to = from, bytes = 0;
+                while (to < batch.size() && (to == from || bytes < kEncodeSliceBytes))
+                    bytes += heapbytes::event(batch[to++]);
+                recording->encoding.store(2 * bytes, std::memory_order_relaxed);
+                recording->file->appendPart(std::span<const WireEvent>(batch.data() + from, to - from));
+                from = to;
+            }
             recording->encoding.store(0, std::memory_order_relaxed);
             recording->bytes.store(recording->file->bytesWritten(), std::memory_order_relaxed);
             if (recording->file->failed() && !recording->failed.load(std::memory_order_relaxed)) {
@@ -251,10 +280,16 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     // What the decoders hold and nothing can evict (bytes waiting to be decoded, a batch waiting for the
     // model) counts against the model's budget: together they may take a quarter of it, past which a relay
     // stops decoding the connection it reads, with a note. Without a budget each keeps its own limit.
+    // So may the relays' queues for slow peers: a sixteenth of it, past which a relay stops reading a side
+    // whose bytes wait for the other (TCP flow control holds the sender back).
     DecoderLimits limits = m_limits;
-    if (const size_t budget = m_model->retention().maxBytes)
+    if (const size_t budget = m_model->retention().maxBytes) {
         limits.maxDecoderHeldBytes =
             std::min(limits.maxDecoderHeldBytes, std::max(kMinDecoderHeldBytes, budget / 4 / hops.size()));
+        limits.maxRelayQueuedBytes =
+            std::min(limits.maxRelayQueuedBytes, std::max(kMinRelayQueuedBytes, budget / 16 / hops.size()));
+    }
+    m_runningLimits = limits;
     for (const HopSpec &h : hops) {
         HostPort listen, target;
         std::string err;

@@ -137,6 +137,11 @@ public:
     int openConnections() const;
     // What the relays' decoders hold now (counted in the model's memoryBytes()).
     size_t relayMemoryBytes() const;
+    // The most that, and the model's feed queue, may come to hold while running (their bounds from the
+    // model's budget, set at start()): what retention must leave room for (TimelineModel::setExternalReserve)
+    // so that the capture stays within its budget while they fill. The decoders' per-connection state
+    // (HPACK tables, open streams) is not in it: it is counted as it grows.
+    size_t mostHeldBytes() const;
     double eventsPerSecond() const { return m_rate; }
     std::uint64_t decodeProblems() const { return m_stats->problems.load(); }
     std::uint32_t lastProblemConnection() const { return m_stats->problemConnection.load(); }
@@ -193,6 +198,7 @@ private:
     Redaction m_recordRedaction;
     std::string m_recordWriter; // empty: the file's default
     DecoderLimits m_limits;
+    DecoderLimits m_runningLimits; // as start() gave them to the hops, from the budget
     bool m_ingestEnabled = true;
     QString m_recordingResult;
     std::uint64_t m_lastEvents = 0;

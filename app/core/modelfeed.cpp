@@ -103,29 +103,76 @@ struct ModelFeedQueue
         batch = std::move(kept);
     }
 
+    // Whether `n` more events of `b` bytes fit within the bounds. An empty queue takes any one event, so a
+    // batch always gets on however small the bounds.
+    bool fits(size_t n, size_t b) const
+    {
+        return (events + n <= limits.maxQueuedEvents && bytes + b <= byteLimit()) || (events == 0 && n <= 1);
+    }
+
+    // How many of `batch`'s events from `from` on fit now (their bytes in *taken), at least one when the
+    // queue is empty.
+    size_t fitting(const EventBatch &batch, size_t from, size_t *taken) const
+    {
+        size_t n = 0, owned = 0;
+        for (size_t i = from; i < batch.size(); ++i) {
+            const size_t more = heapbytes::event(batch[i]) - sizeof(WireEvent);
+            if (!fits(n + 1, heapbytes::block((n + 1) * sizeof(WireEvent)) + owned + more)) break;
+            owned += more;
+            ++n;
+        }
+        *taken = heapbytes::block(n * sizeof(WireEvent)) + owned;
+        return n;
+    }
+
     bool push(EventBatch &&batch)
     {
         if (batch.empty()) return true;
-        size_t b = bytesOf(batch);
+        const size_t whole = bytesOf(batch);
         std::unique_lock lk(mu);
         if (!owner) return false;
-        bool wasShed = false;
-        // Never on the model's own thread: only it could make room.
-        if (full() && QThread::currentThread() != ownerThread) {
-            if (!gaveUp && stopping == 0) {
-                ++waits;
-                if (!room.wait_for(lk, limits.giveUpAfter, [&] { return !full() || stopping > 0 || !owner; }))
-                    gaveUp = true;
-                if (!owner) return false;
-            }
-            if (full()) {
-                shedInto(batch);
-                b = bytesOf(batch);
-                wasShed = true;
-            }
+        // Never waits on the model's own thread: only it could make room.
+        if (QThread::currentThread() == ownerThread) {
+            enqueue(std::move(batch), whole);
+            return true;
         }
-        if (!batch.empty()) enqueue(std::move(batch), b);
-        return !wasShed;
+        // The bounds hold with the batch in: what does not fit waits for room, in as many parts as it takes
+        // (a batch of a megabyte would otherwise take a quarter-budget queue past it by as much).
+        if (fits(batch.size(), whole)) {
+            enqueue(std::move(batch), whole);
+            return true;
+        }
+        size_t from = 0;
+        while (from < batch.size()) {
+            size_t b = 0;
+            const size_t n = fitting(batch, from, &b);
+            if (n > 0) {
+                EventBatch part(std::make_move_iterator(batch.begin() + std::ptrdiff_t(from)),
+                                std::make_move_iterator(batch.begin() + std::ptrdiff_t(from + n)));
+                enqueue(std::move(part), b);
+                from += n;
+                continue;
+            }
+            // No room for the next event: wait for it, unless waiting already ran out.
+            if (gaveUp || stopping > 0) break;
+            ++waits;
+            const size_t next = heapbytes::event(batch[from]);
+            if (!room.wait_for(lk, limits.giveUpAfter,
+                               [&] { return fits(1, next) || stopping > 0 || !owner; }))
+                gaveUp = true;
+            if (!owner) return false;
+        }
+        if (from == batch.size()) return true;
+        // What found no room in time is shed; what keeps the timeline's connections whole is queued anyway.
+        EventBatch rest(std::make_move_iterator(batch.begin() + std::ptrdiff_t(from)),
+                        std::make_move_iterator(batch.end()));
+        batch = {};
+        shedInto(rest);
+        if (!rest.empty()) {
+            const size_t b = bytesOf(rest);
+            enqueue(std::move(rest), b);
+        }
+        return false;
     }
 
     bool tryPush(EventBatch &&batch)
@@ -133,7 +180,9 @@ struct ModelFeedQueue
         if (batch.empty()) return true;
         const size_t b = bytesOf(batch);
         std::lock_guard lk(mu);
-        if (!owner || full()) return false;
+        // With the batch in, the bounds hold; an empty queue takes any batch, so a large one is not refused
+        // for ever.
+        if (!owner || (events > 0 && !fits(batch.size(), b))) return false;
         enqueue(std::move(batch), b);
         return true;
     }
@@ -239,6 +288,12 @@ size_t ModelFeed::queuedBytes() const
 {
     std::lock_guard lk(m_q->mu);
     return m_q->bytes;
+}
+
+size_t ModelFeed::byteLimit() const
+{
+    std::lock_guard lk(m_q->mu);
+    return m_q->byteLimit();
 }
 
 std::uint64_t ModelFeed::appends() const

@@ -66,6 +66,8 @@ public:
     // What is queued and not applied yet (the budget counts it), and what happened so far.
     size_t queuedEvents() const;
     size_t queuedBytes() const;
+    // The most the queue holds in bytes: maxQueuedBytes, or a quarter of the model's retention budget.
+    size_t byteLimit() const;
     std::uint64_t appends() const;
     std::uint64_t appliedEvents() const;
     std::uint64_t shedEvents() const; // dropped by relay sinks that waited in vain

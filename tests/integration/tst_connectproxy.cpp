@@ -781,7 +781,7 @@ print('ok')
                              [](const std::string &r) {
                                  return r.find(
                                             "decoders fell behind (over 128 KiB waiting for them across the "
-                                            "proxy's targets)") != std::string::npos;
+                                            "proxy's targets") != std::string::npos;
                              }),
                  qPrintable(QStringLiteral("%1 decode errors").arg(shed.size())));
     }

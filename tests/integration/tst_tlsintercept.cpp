@@ -9,12 +9,14 @@
 #include "rpcscopeca.h"
 #include "testnet.h"
 #include "timelinestore.h"
+#include "tlsrelayloop.h"
 #include "tlstestclient.h"
 #include "tlstestserver.h"
 
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -24,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 using namespace rpcscope;
@@ -279,6 +282,59 @@ private slots:
         }
         relay.stop();
         QVERIFY2(missing.isEmpty(), qPrintable(missing));
+    }
+
+    // What intercepted connections hold (two TLS sessions, relay buffers and a thread each) is in the relay's
+    // memory, which a capture's budget counts: it grows with every connection and goes when they close.
+    void interceptedConnectionsCountInMemory()
+    {
+        Captured cap;
+        Relay relay;
+        QVERIFY(startRelay(relay, cap, m_tls));
+        const size_t idle = relay.memoryBytes();
+        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+        QVERIFY(ctx);
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr); // the minted certificate is not what this is about
+        std::vector<std::pair<int, SSL *>> clients;
+        auto closeAll = qScopeGuard([&] {
+            for (auto &[fd, ssl] : clients) {
+                SSL_free(ssl);
+                close(fd);
+            }
+            clients.clear();
+        });
+        constexpr size_t kConnections = 8;
+        for (size_t i = 0; i < kConnections; ++i) {
+            const int fd = connectLoopback(relay.listenAddress().port);
+            QVERIFY(fd >= 0);
+            setIoTimeouts(fd, 10);
+            SSL *ssl = SSL_new(ctx);
+            clients.emplace_back(fd, ssl);
+            SSL_set_fd(ssl, fd);
+            SSL_set_tlsext_host_name(ssl, "localhost");
+            QVERIFY2(SSL_connect(ssl) == 1, "a handshake through the intercepting hop");
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), int(kConnections), 10000);
+        // Each connection: a TLS session on each side, and a 64 KiB read buffer each way once it relays.
+        const size_t each = 2 * TlsRelayLoop::tlsSessionBytes() + 2 * (64u << 10);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            relay.memoryBytes() >= idle + kConnections * each,
+            qPrintable(QStringLiteral("%1 bytes, %2 idle").arg(relay.memoryBytes()).arg(idle)), 10000);
+        // Beyond that, little per connection: its thread's stack, its decoder's state.
+        QVERIFY2(relay.memoryBytes() < idle + kConnections * (each + (64u << 10)),
+                 qPrintable(QString::number(relay.memoryBytes())));
+        closeAll.dismiss();
+        for (auto &[fd, ssl] : clients) {
+            SSL_free(ssl);
+            close(fd);
+        }
+        clients.clear();
+        SSL_CTX_free(ctx);
+        QTRY_COMPARE_WITH_TIMEOUT(relay.openConnections(), 0, 10000);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            relay.memoryBytes() < idle + each,
+            qPrintable(QStringLiteral("%1 bytes, %2 idle").arg(relay.memoryBytes()).arg(idle)), 10000);
+        relay.stop();
     }
 
     void withoutInterceptionTlsIsNamed()
