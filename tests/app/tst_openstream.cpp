@@ -176,20 +176,37 @@ private slots:
         QVERIFY2(kept.size() < all.size(),
                  qPrintable(QStringLiteral("%1 of %2").arg(kept.size()).arg(all.size())));
         QVERIFY(model.store().evictedCalls() > 0);
-        // The oldest went, the newest stayed: retention evicts whole calls, oldest first, so the last call
-        // stays; a packet capture's retry whose first attempts went becomes a call of its own, and the
-        // attempt that started last stays then.
+        // The oldest went, the newest stayed: retention evicts whole calls, oldest first, so the call that
+        // started last stays. A call evicted in flight (a storm's calls all are, from their first attempt to
+        // their last) loses what it had; its later attempts become a call of their own, which starts later
+        // still. Either way the newest call kept starts no earlier than the file's last call, and every
+        // attempt kept is one the file holds, under the same key.
         QVERIFY2(!kept.contains(all.front()), qPrintable(all.front()));
-        const auto keyAndStart = [](const QString &call) {
-            return call.section(' ', 0, 0) + call.section(' ', 2, 2);
-        };
-        bool lastCallKept = false;
+        const auto startOf = [](const QString &call) { return call.section(' ', 2, 2).toLongLong(); };
+        qint64 newestKept = 0;
         for (const QString &call : kept)
-            lastCallKept |= keyAndStart(call) == keyAndStart(all.back());
-        // A packet capture has no call ids of its own to keep a call whole across an eviction: which of its
-        // attempts end up newest depends on where the cut fell, so only the .rpcscope file is held to this.
+            newestKept = std::max(newestKept, startOf(call));
+        QVERIFY2(newestKept >= startOf(all.back()),
+                 qPrintable(QStringLiteral("the newest call kept starts at %1, the file's last call at %2")
+                                .arg(newestKept)
+                                .arg(all.back())));
+        const auto attemptsOf = [](const QString &call) {
+            QStringList out;
+            const QString list = call.section('[', 1).chopped(1);
+            for (const QString &a : list.split(' ', Qt::SkipEmptyParts))
+                out << call.section(' ', 0, 0) + ' ' + a;
+            return out;
+        };
+        QSet<QString> fileAttempts;
+        for (const QString &call : all)
+            for (const QString &a : attemptsOf(call))
+                fileAttempts.insert(a);
+        // A packet capture has no call ids of its own to keep a call whole across an eviction: its keys
+        // depend on where the cut fell, so only the .rpcscope file is held to the keys.
         if (!path.endsWith(QStringLiteral(".pcapng")))
-            QVERIFY2(lastCallKept || lastAttempt(model.store()) == allLast, qPrintable(all.back()));
+            for (const QString &call : kept)
+                for (const QString &a : attemptsOf(call))
+                    QVERIFY2(fileAttempts.contains(a), qPrintable(a));
         QCOMPARE(model.rowCount(), kept.size());
         QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("evicted while opening")),
                  qPrintable(window.statusBar()->currentMessage()));
