@@ -264,8 +264,11 @@ void TimelineModel::checkRetention()
     // Records that are no calls (a flood of frames on a connection without any, a burst of ingested events)
     // grow it too: check once they may have added a twentieth of the budget. (A fortieth made a capture with
     // --keep 2 check so often that its relays shed calls while the model caught up.)
+    // A twentieth, but at most 8 MB: between two checks a large budget grew by the whole step past the 95%
+    // at which eviction starts (a 2 M-event burst in the window peaked 9-14 MB over its 512 MB).
     const size_t cheap = cheapBytes();
-    const bool grew = m_retention.maxBytes && cheap > m_cheapBytesAtLastCheck + m_retention.maxBytes / 20;
+    const bool grew = m_retention.maxBytes &&
+                      cheap > m_cheapBytesAtLastCheck + std::min<size_t>(m_retention.maxBytes / 20, 8 << 20);
     if (overCalls || overAge || grew || now - m_lastRetentionCheckMs >= 1000 ||
         calls >= m_callsAtLastCheck + step || (m_nextCheckCalls && calls >= m_nextCheckCalls))
         enforceRetention();

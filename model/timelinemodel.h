@@ -183,7 +183,8 @@ private:
     {
         return m_log.memoryBytes() + m_store.frames().size() * sizeof(FrameRecord) +
                m_store.pings().size() * sizeof(PingRecord) +
-               m_store.labEvents().size() * sizeof(LabEventRecord) + otherBytes(externalBytes());
+               m_store.labEvents().size() * sizeof(LabEventRecord) + m_store.keptLabEventHeapBytes() +
+               otherBytes(externalBytes());
     }
     size_t m_cheapBytesAtLastCheck = 0;
 };

@@ -80,6 +80,8 @@ public:
     // ever recorded, as long as labEventsMoved() is unchanged. It changes when a cut kept some of the oldest
     // (a pinned call's) and moved them, or the store was cleared: a view indexing lab events starts again.
     size_t labEventsCut() const { return m_labEventsCut; }
+    // What the kept lab events hold on the heap beyond their records (their strings), in O(1).
+    size_t keptLabEventHeapBytes() const { return m_labEventBytes; }
     std::uint64_t labEventsMoved() const { return m_labEventsMoved; }
     // For tests: records retention's passes visited (approxBytes, planAgeCut, evict) since the last reset,
     // so a test can tell a pass that touches what it cuts from one that walks everything kept.
