@@ -110,6 +110,15 @@ struct ModelFeedQueue
         return (events + n <= limits.maxQueuedEvents && bytes + b <= byteLimit()) || (events == 0 && n <= 1);
     }
 
+    // The bytes `e` takes queued alone, as fitting() counts it: its record in a block of its own and what it
+    // owns. What a waiting push waits for must be exactly what fitting() then takes, or a push that finds
+    // "room" for the event but then fits none of it turns again at once without ever letting go of the lock,
+    // and the model's thread, which alone could make room, waits for that lock for ever.
+    static size_t aloneBytes(const WireEvent &e)
+    {
+        return heapbytes::block(sizeof(WireEvent)) + heapbytes::event(e) - sizeof(WireEvent);
+    }
+
     // How many of `batch`'s events from `from` on fit now (their bytes in *taken), at least one when the
     // queue is empty.
     size_t fitting(const EventBatch &batch, size_t from, size_t *taken) const
@@ -156,7 +165,7 @@ struct ModelFeedQueue
             // No room for the next event: wait for it, unless waiting already ran out.
             if (gaveUp || stopping > 0) break;
             ++waits;
-            const size_t next = heapbytes::event(batch[from]);
+            const size_t next = aloneBytes(batch[from]);
             if (!room.wait_for(lk, limits.giveUpAfter,
                                [&] { return fits(1, next) || stopping > 0 || !owner; }))
                 gaveUp = true;

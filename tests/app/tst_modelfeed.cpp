@@ -240,6 +240,41 @@ private slots:
                  c->notes.front().c_str());
     }
 
+    // A queue with room for an event's own bytes but not for the block its record takes queued alone: the
+    // push waits for room without holding the queue, then gives up and sheds. It once turned for ever holding
+    // the queue's lock, and the window froze, SIGINT and all, under a burst that filled the queue to just
+    // that point.
+    void aPushThatAlmostFitsWaitsWithoutHoldingTheQueue()
+    {
+        TimelineModel model;
+        model.setRetention({}); // the queue's byte limit is maxQueuedBytes alone
+        ModelFeed *feed = ModelFeed::of(&model);
+        EventBatch first{opened(1)};
+        QVERIFY(feed->push(std::move(first))); // an empty queue takes any one event
+        const size_t held = feed->queuedBytes();
+        QVERIFY(held > 0);
+        WireEvent next = ping(1, 2);
+        ModelFeedLimits limits;
+        limits.maxQueuedBytes = held + ModelFeed::bytesOf(next); // its own bytes fit; queued alone, not
+        limits.giveUpAfter = std::chrono::milliseconds(300);
+        feed->setLimits(limits);
+        QCOMPARE(feed->byteLimit(), limits.maxQueuedBytes);
+
+        std::atomic<bool> done{false}, queued{true};
+        std::thread feeder([&] {
+            queued = feed->push({std::move(next)});
+            done = true;
+        });
+        if (!waitWithoutEvents([&] { return done.load(); }, 20'000))
+            qFatal("a push that almost fits never returned: it holds the queue and no one can make room");
+        feeder.join();
+        QVERIFY2(!queued.load(), "an event found room that was never made");
+        QCOMPARE(feed->shedEvents(), std::uint64_t(1));
+        QCOMPARE(feed->waits(), std::uint64_t(1));
+        feed->drainAll();
+        QCOMPARE(model.store().findConnection(1)->notes.size(), size_t(1)); // the shed ping, in a note
+    }
+
     // A thread stopping a relay waits for its decoder thread: a sink waiting for room lets go at once.
     void stoppingReleasesWaitingSinks()
     {
