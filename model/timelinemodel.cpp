@@ -308,7 +308,10 @@ bool TimelineModel::enforceRetention()
         // The records the statistics keep per call go with their calls: they count as the store's; their
         // rows stay whatever goes. What others hold counts once: the reserve is the most they may come to
         // hold, so what they hold now is part of it, not beside it.
-        const size_t others = otherBytes(std::max(externalBytes(), m_externalReserve));
+        // A reserve set for a larger budget than the one now in force (changed while capturing) is held to
+        // three quarters of it, so that the calls keep a quarter.
+        const size_t reserve = std::min(m_externalReserve, m_retention.maxBytes / 4 * 3);
+        const size_t others = otherBytes(std::max(externalBytes(), reserve));
         const size_t room = limit > others ? limit - others : limit / 20;
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.memoryBytes() + callBytes();

@@ -113,6 +113,7 @@ public:
     // retention leaves the store and the log room for that much, not only for what they hold now, so that the
     // session stays within its budget while they fill. 0 by default.
     void setExternalReserve(size_t bytes) { m_externalReserve = bytes; }
+    size_t externalReserve() const { return m_externalReserve; }
     // Keeps a call from eviction (and shows it as pinned).
     void setPinned(int callRow, bool pinned);
 

@@ -278,12 +278,6 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: %s\n", qPrintable(failure.reason));
         return failure.stage == CaptureStartError::Recording ? 2 : 1;
     }
-    // The decoders may hold a quarter of the budget and the feed's queue another, the relays' queues for slow
-    // peers a sixteenth, beside a batch being written (capturesession.cpp, modelfeed.cpp): the calls get the
-    // rest, so the capture stays within --keep while those fill under a flood. At most three quarters:
-    // below about 16 MB the decoders' and the queues' floors (4 MB and 1 MB) are more than the budget, and
-    // the calls still get a quarter of it.
-    if (keepMb) model.setExternalReserve(std::min(session.mostHeldBytes(), (keepMb << 20) / 4 * 3));
     // This thread applies the decoded batches to the model and prints progress: like the decoder's, that work
     // waits behind the relay's threads, which session.start() has started at the process's priority (and
     // which start whatever relays they need themselves: a CONNECT target's, an intercepted connection's).

@@ -341,6 +341,13 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
                         QStringLiteral("event ingestion endpoint: %1").arg(why));
         }
     }
+    // The decoders may hold a quarter of the budget and the feed's queue another, the relays' queues for slow
+    // peers a sixteenth, beside a batch being written: the calls get the rest, so the capture stays within
+    // its budget while those fill under a flood (the window's retention as the CLI's --keep). At most three
+    // quarters: below about 16 MB the decoders' and the queues' floors (4 MB and 1 MB) are more than the
+    // budget, and the calls still get a quarter of it.
+    if (const size_t budget = m_model->retention().maxBytes)
+        m_model->setExternalReserve(std::min(mostHeldBytes(), budget / 4 * 3));
     m_lastEvents = 0;
     m_lastSampleMs = QDateTime::currentMSecsSinceEpoch();
     m_rate = 0;
@@ -367,6 +374,7 @@ bool CaptureSession::stopRunning()
     m_relays.clear();
     m_hops.clear();
     m_rate = 0;
+    if (wasRunning) m_model->setExternalReserve(0); // nothing is held for a capture any more
     return wasRunning;
 }
 

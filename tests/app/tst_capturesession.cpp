@@ -348,6 +348,34 @@ private slots:
         QVERIFY2(panel.statusText().contains(QStringLiteral("1 connection")), qPrintable(panel.statusText()));
     }
 
+    // What the capture's decoders and queues may come to hold is kept free of calls while it runs, in the
+    // window as in the CLI, and given back when it stops.
+    void aRunningCaptureReservesWhatItMayHold()
+    {
+        TimelineModel model;
+        RetentionPolicy keep;
+        keep.maxBytes = size_t(64) << 20;
+        model.setRetention(keep);
+        CaptureSession session(&model);
+        QCOMPARE(model.externalReserve(), size_t(0));
+        QString error;
+        QVERIFY2(session.start({{QStringLiteral("a"), QStringLiteral("127.0.0.1:0"), m_target},
+                                {QStringLiteral("b"), QStringLiteral("127.0.0.1:0"), m_target}},
+                               false, &error),
+                 qPrintable(error));
+        const size_t reserve = model.externalReserve();
+        QVERIFY2(reserve > 0, "nothing reserved while capturing");
+        QCOMPARE(reserve, std::min(session.mostHeldBytes(), keep.maxBytes / 4 * 3));
+        // Two hops hold more than one: the decoders' shares are counted per hop.
+        QVERIFY2(reserve > ModelFeed::of(&model)->byteLimit(), qPrintable(QString::number(reserve)));
+        lab::LabClient client(session.hops()[0].listen.toStdString(), {});
+        for (int i = 0; i < 20; ++i)
+            QCOMPARE(client.call(request("reserve-" + std::to_string(i)), std::chrono::seconds(5)).code, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(model.store().calls().size() == 20, 5000);
+        session.stop();
+        QCOMPARE(model.externalReserve(), size_t(0));
+    }
+
 private:
     lab::LabServer m_server;
     QString m_target;
