@@ -186,6 +186,22 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     if (ctx.options.grouping == LaneGrouping::Chain && ctx.options.filter.collapsed.count(call.key))
         summary += QStringLiteral(" · ▸ nested calls folded (double-click)");
     p->setFont(ctx.font(13));
+    // The deadline's line and label in view matter more than the summary's tail, which the edge would cut
+    // anyway: the summary ends before the label (elided, and at least a third of the header is left to it),
+    // so the label goes left of the line, where the story is ("the deadline simply cancels the call").
+    if (const auto deadline = call.deadlineNs(); deadline && warning.isEmpty()) {
+        const double dx = ax.timeToX(*deadline);
+        const QFontMetricsF smallFm(ctx.font(12));
+        const double labelLeft =
+            dx - 4 -
+            smallFm.horizontalAdvance(
+                QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()))) -
+            2;
+        const QFontMetricsF fm(p->font());
+        if (dx >= ax.left && dx <= right && labelLeft - ax.left >= (right - ax.left) / 3 &&
+            ax.left + fm.horizontalAdvance(summary) + 8 > labelLeft)
+            summary = fm.elidedText(summary, Qt::ElideRight, labelLeft - ax.left - 16);
+    }
     p->drawText(QRectF(ax.left, top, right - ax.left - 8, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
                 summary);
     double summaryRight = ax.left + QFontMetricsF(p->font()).horizontalAdvance(summary) + 8;
