@@ -305,6 +305,12 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 p->setPen(th.background.lightness() > 128 ? c.darker(130) : c.lighter(130));
                 p->drawText(QRectF(x1 - 6 - tw, barTop, tw + 4, barH), Qt::AlignVCenter | Qt::AlignLeft,
                             text);
+            } else if (const double room = right - x2 - 10; room >= 6 * barFm.averageCharWidth()) {
+                // Room on neither side (large workshop text near the edge): as much as fits after the bar,
+                // elided, rather than nothing where the story ends.
+                p->setPen(th.background.lightness() > 128 ? c.darker(130) : c.lighter(130));
+                p->drawText(QRectF(x2 + 5, barTop, room + 4, barH), Qt::AlignVCenter | Qt::AlignLeft,
+                            barFm.elidedText(text, Qt::ElideRight, room));
             }
         }
 
