@@ -8,6 +8,7 @@
 #include "modelfeed.h"
 #include "options.h"
 #include "output.h"
+#include "residentmemory.h"
 #include "threadpriority.h"
 #include "timelinemodel.h"
 #include "tlsoptions.h"
@@ -278,6 +279,9 @@ int cmdCapture(std::vector<std::string> args)
         std::fprintf(stderr, "rpcscope-cli: %s\n", qPrintable(failure.reason));
         return failure.stage == CaptureStartError::Recording ? 2 : 1;
     }
+    // What the process comes to hold beyond what the model counts (the allocator's free memory after a churn
+    // of records, say) counts against --keep too, above the process as it stands now, before any traffic.
+    if (keepMb) countResidentMemory(&model, residentBytes());
     // This thread applies the decoded batches to the model and prints progress: like the decoder's, that work
     // waits behind the relay's threads, which session.start() has started at the process's priority (and
     // which start whatever relays they need themselves: a CONNECT target's, an intercepted connection's).

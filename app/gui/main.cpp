@@ -8,6 +8,7 @@
 #include "modelfeed.h"
 #include "modelsink.h"
 #include "policydock.h"
+#include "residentmemory.h"
 #include "stallprobe.h"
 #include "statsdock.h"
 #include "swimlaneview.h"
@@ -66,17 +67,6 @@ void onQuitSignal(int)
 {
     const char byte = 1;
     [[maybe_unused]] const ssize_t n = write(g_signalPipe[1], &byte, 1);
-}
-
-// The process's resident memory (RSS), from /proc; 0 when it cannot be read.
-size_t residentBytes()
-{
-    long pages = 0, resident = 0;
-    FILE *f = std::fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    const bool ok = std::fscanf(f, "%ld %ld", &pages, &resident) == 2;
-    std::fclose(f);
-    return ok ? size_t(resident) * size_t(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 bool haveDisplay()
@@ -194,21 +184,8 @@ int main(int argc, char **argv)
     // it settles at the burst's high-water mark instead of some 70 MB under it. Retention's budget is what
     // the window takes, as the system counts it: what the model counts of itself is most of it, but not the
     // window's own baseline (libraries, fonts, the views' indices) nor the free memory the allocator has not
-    // given back yet. Without that, 2 M ingested events kept 512 MB of timeline in a 640 MB process. The rest
-    // of RSS counts too, refreshed at most every 200 ms (reading it is a syscall, the model's own count a
-    // walk), and at most half the budget: should the allocator hold on to freed memory, retention must not
-    // chase it down to an empty timeline.
-    model.addExternalBytes([&model, guard = false, at = QElapsedTimer(), uncounted = size_t(0)]() mutable {
-        if (guard) return size_t(0);
-        if (at.isValid() && at.elapsed() < 200) return uncounted;
-        at.start();
-        guard = true;
-        const size_t counted = model.memoryBytes();
-        guard = false;
-        const size_t rss = residentBytes();
-        uncounted = std::min(rss > counted ? rss - counted : 0, model.retention().maxBytes / 2);
-        return uncounted;
-    });
+    // given back yet (app/core/residentmemory.h): all of RSS counts, from 0.
+    countResidentMemory(&model, 0);
     // With RPCSCOPE_STALLS: once a second, what the model counts against what the kernel says, to find memory
     // that lingers or is not counted. What the allocator says only with RPCSCOPE_STALLS_MALLOC=1: mallinfo2
     // walks every free block while it holds the allocator's lock, some 50 ms of the GUI thread's CPU a second
