@@ -187,8 +187,8 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         summary += QStringLiteral(" · ▸ nested calls folded (double-click)");
     p->setFont(ctx.font(13));
     // The deadline's line and label in view matter more than the summary's tail, which the edge would cut
-    // anyway: the summary ends before the label (elided, and at least a third of the header is left to it),
-    // so the label goes left of the line, where the story is ("the deadline simply cancels the call").
+    // anyway: the summary ends before the label (elided, while some eight characters of it are left), so the
+    // label goes left of the line, where the story is ("the deadline simply cancels the call").
     if (const auto deadline = call.deadlineNs(); deadline && warning.isEmpty()) {
         const double dx = ax.timeToX(*deadline);
         const QFontMetricsF smallFm(ctx.font(12));
@@ -198,7 +198,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()))) -
             2;
         const QFontMetricsF fm(p->font());
-        if (dx >= ax.left && dx <= right && labelLeft - ax.left >= (right - ax.left) / 3 &&
+        if (dx >= ax.left && dx <= right && labelLeft - ax.left - 16 >= 8 * fm.averageCharWidth() &&
             ax.left + fm.horizontalAdvance(summary) + 8 > labelLeft)
             summary = fm.elidedText(summary, Qt::ElideRight, labelLeft - ax.left - 16);
     }

@@ -58,6 +58,33 @@ private slots:
             QVERIFY2(svg.contains(label), label);
     }
 
+    // A window or picture narrow enough that a call's summary (its lane's header, comfortable rows) runs into
+    // its deadline: the deadline keeps its label beside its line (the summary's tail gives way), in workshop
+    // sizes as in normal ones.
+    void aDeadlineKeepsItsLabelWhenTheSummaryIsLong()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        QTemporaryDir dir;
+        for (const bool workshop : {false, true})
+            for (const int width :
+                 workshop ? std::vector{1100, 1400, 1920} : std::vector{700, 900, 1100, 1400}) {
+                TimelinePainter::Options o;
+                o.workshop = workshop;
+                o.density = LaneDensity::Comfortable;
+                const QString file = dir.filePath(QStringLiteral("w%1-%2.svg").arg(workshop).arg(width));
+                QVERIFY(TimelinePainter::renderSvg(model.store(), width, o, file));
+                QFile f(file);
+                QVERIFY(f.open(QIODevice::ReadOnly));
+                const QByteArray svg = f.readAll();
+                QVERIFY2(svg.contains("deadline +120.0 ms"),
+                         qPrintable(QStringLiteral("no deadline label at %1 px%2")
+                                        .arg(width)
+                                        .arg(workshop ? QStringLiteral(", workshop") : QString())));
+            }
+    }
+
     void themesAndWorkshop()
     {
         TimelineModel model;
