@@ -185,26 +185,29 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     if (!chain.isEmpty() && (call.parentCall || !call.hop.empty())) summary += QStringLiteral(" · ") + chain;
     if (ctx.options.grouping == LaneGrouping::Chain && ctx.options.filter.collapsed.count(call.key))
         summary += QStringLiteral(" · ▸ nested calls folded (double-click)");
+    const QFont small = ctx.font(12);
+    const QFont barFont = ctx.font(11, true);
+    const QFontMetricsF smallFm(small), barFm(barFont);
+    const std::optional<std::int64_t> deadline = call.deadlineNs();
+    // The deadline's label and its width, beside its line in the header (below).
+    const QString deadlineText =
+        deadline ? QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs())) : QString();
+    const double deadlineTw = deadline ? smallFm.horizontalAdvance(deadlineText) + 2 : 0;
     p->setFont(ctx.font(13));
+    const QFontMetricsF summaryFm(p->font());
     // The deadline's line and label in view matter more than the summary's tail, which the edge would cut
     // anyway: the summary ends before the label (elided, while some eight characters of it are left), so the
     // label goes left of the line, where the story is ("the deadline simply cancels the call").
-    if (const auto deadline = call.deadlineNs(); deadline && warning.isEmpty()) {
+    if (deadline && warning.isEmpty()) {
         const double dx = ax.timeToX(*deadline);
-        const QFontMetricsF smallFm(ctx.font(12));
-        const double labelLeft =
-            dx - 4 -
-            smallFm.horizontalAdvance(
-                QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()))) -
-            2;
-        const QFontMetricsF fm(p->font());
-        if (dx >= ax.left && dx <= right && labelLeft - ax.left - 16 >= 8 * fm.averageCharWidth() &&
-            ax.left + fm.horizontalAdvance(summary) + 8 > labelLeft)
-            summary = fm.elidedText(summary, Qt::ElideRight, labelLeft - ax.left - 16);
+        const double labelLeft = dx - 4 - deadlineTw;
+        if (dx >= ax.left && dx <= right && labelLeft - ax.left - 16 >= 8 * summaryFm.averageCharWidth() &&
+            ax.left + summaryFm.horizontalAdvance(summary) + 8 > labelLeft)
+            summary = summaryFm.elidedText(summary, Qt::ElideRight, labelLeft - ax.left - 16);
     }
     p->drawText(QRectF(ax.left, top, right - ax.left - 8, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
                 summary);
-    double summaryRight = ax.left + QFontMetricsF(p->font()).horizontalAdvance(summary) + 8;
+    double summaryRight = ax.left + summaryFm.horizontalAdvance(summary) + 8;
     if (!warning.isEmpty()) {
         p->setFont(ctx.font(13, true));
         p->setPen(th.deadline);
@@ -214,10 +217,6 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         p->setPen(th.text);
     }
 
-    const QFont small = ctx.font(12);
-    const QFont barFont = ctx.font(11, true);
-    const QFontMetricsF smallFm(small), barFm(barFont);
-    const std::optional<std::int64_t> deadline = call.deadlineNs();
     p->setFont(small);
     p->setPen(th.text);
     for (size_t k = 0; k < call.attempts.size(); ++k) {
@@ -298,19 +297,19 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             if (tw + 8 <= bar.width()) {
                 p->setPen(Qt::white);
                 p->drawText(textBar.adjusted(4, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
-            } else if (x2 + 6 + tw < right) {
+            } else {
+                // Beside the bar: after it, or before it, or (room on neither side: large workshop text near
+                // the edge) as much as fits after it, elided, rather than nothing where the story ends.
                 p->setPen(th.background.lightness() > 128 ? c.darker(130) : c.lighter(130));
-                p->drawText(QRectF(x2 + 5, barTop, tw + 4, barH), Qt::AlignVCenter | Qt::AlignLeft, text);
-            } else if (x1 - 6 - tw > ax.left) {
-                p->setPen(th.background.lightness() > 128 ? c.darker(130) : c.lighter(130));
-                p->drawText(QRectF(x1 - 6 - tw, barTop, tw + 4, barH), Qt::AlignVCenter | Qt::AlignLeft,
-                            text);
-            } else if (const double room = right - x2 - 10; room >= 6 * barFm.averageCharWidth()) {
-                // Room on neither side (large workshop text near the edge): as much as fits after the bar,
-                // elided, rather than nothing where the story ends.
-                p->setPen(th.background.lightness() > 128 ? c.darker(130) : c.lighter(130));
-                p->drawText(QRectF(x2 + 5, barTop, room + 4, barH), Qt::AlignVCenter | Qt::AlignLeft,
-                            barFm.elidedText(text, Qt::ElideRight, room));
+                const double room = right - x2 - 10;
+                if (x2 + 6 + tw < right)
+                    p->drawText(QRectF(x2 + 5, barTop, tw + 4, barH), Qt::AlignVCenter | Qt::AlignLeft, text);
+                else if (x1 - 6 - tw > ax.left)
+                    p->drawText(QRectF(x1 - 6 - tw, barTop, tw + 4, barH), Qt::AlignVCenter | Qt::AlignLeft,
+                                text);
+                else if (room >= 6 * barFm.averageCharWidth())
+                    p->drawText(QRectF(x2 + 5, barTop, room + 4, barH), Qt::AlignVCenter | Qt::AlignLeft,
+                                barFm.elidedText(text, Qt::ElideRight, room));
             }
         }
 
@@ -400,7 +399,6 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     if (deadline) {
         const double dx = ax.timeToX(*deadline);
         p->setFont(small);
-        const QString text = QStringLiteral("deadline +%1").arg(formatDuration(*deadline - call.startNs()));
         if (dx >= ax.left && dx <= right) {
             ctx.mark(kUseDeadline);
             p->setPen(QPen(th.deadline, 2 * m.scale, Qt::DashLine));
@@ -408,18 +406,19 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             p->drawLine(QPointF(dx, dx < summaryRight ? top + m.callHeader : top), QPointF(dx, laneBottom));
             // The label goes left of the line, or right of it, wherever it does not cover the lane's summary.
             p->setPen(th.deadline);
-            const double tw = smallFm.horizontalAdvance(text) + 2;
+            const double tw = deadlineTw;
             if (dx - 4 - tw >= summaryRight)
                 p->drawText(QRectF(dx - 4 - tw, top, tw, m.callHeader), Qt::AlignVCenter | Qt::AlignRight,
-                            text);
+                            deadlineText);
             else if (dx + 4 >= summaryRight && dx + 4 + tw <= right)
-                p->drawText(QRectF(dx + 4, top, tw, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft, text);
+                p->drawText(QRectF(dx + 4, top, tw, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
+                            deadlineText);
         } else if (dx > right) {
             ctx.mark(kUseDeadline);
             // Beyond the view: an arrow at the edge, with as much of the label as fits after the summary.
             p->setPen(th.deadline);
             for (const QString &t :
-                 {text + QStringLiteral("  ▶"), QStringLiteral("deadline ▶"), QStringLiteral("▶")}) {
+                 {deadlineText + QStringLiteral("  ▶"), QStringLiteral("deadline ▶"), QStringLiteral("▶")}) {
                 const double tw = smallFm.horizontalAdvance(t) + 2;
                 if (right - 8 - tw >= summaryRight || t.size() == 1) {
                     p->drawText(QRectF(right - 8 - tw, top, tw, m.callHeader),
