@@ -3,10 +3,13 @@
 // What every benchmark prints with: progress lines on stderr (stdout is the table alone), a number as a
 // table cell, and the machine's load beside the figures, since these machines are shared.
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 namespace benchtext {
 
@@ -35,6 +38,22 @@ inline std::string loadAverage()
     std::string a, b, c;
     f >> a >> b >> c;
     return a + " " + b + " " + c;
+}
+
+// A program's path: the first executable of that name on PATH, else in /usr/sbin (where Debian puts some,
+// and an ordinary user's PATH may leave out); empty when there is none.
+inline std::string inPath(const char *name)
+{
+    const char *env = std::getenv("PATH");
+    const std::string dirs = env ? env : "/usr/bin:/bin";
+    for (size_t start = 0; start <= dirs.size();) {
+        const size_t end = std::min(dirs.find(':', start), dirs.size());
+        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
+        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+        start = end + 1;
+    }
+    const std::string sbin = std::string("/usr/sbin/") + name;
+    return access(sbin.c_str(), X_OK) == 0 ? sbin : std::string();
 }
 
 } // namespace benchtext

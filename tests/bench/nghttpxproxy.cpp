@@ -1,5 +1,6 @@
 #include "nghttpxproxy.h"
 
+#include "benchtext.h"
 #include "testnet.h"
 
 #include <cerrno>
@@ -17,21 +18,6 @@
 namespace rpcscope::bench {
 
 namespace {
-std::string onPath(const char *name)
-{
-    const char *env = std::getenv("PATH");
-    const std::string dirs = env ? env : "/usr/bin:/usr/sbin";
-    for (size_t start = 0; start <= dirs.size();) {
-        const size_t end = std::min(dirs.find(':', start), dirs.size());
-        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
-        if (access(candidate.c_str(), X_OK) == 0) return candidate;
-        start = end + 1;
-    }
-    // Debian puts it in /usr/sbin, which an ordinary user's PATH may leave out.
-    const std::string sbin = std::string("/usr/sbin/") + name;
-    return access(sbin.c_str(), X_OK) == 0 ? sbin : std::string();
-}
-
 bool accepts(std::uint16_t port)
 {
     const int fd = testnet::connectLoopback(port);
@@ -47,17 +33,18 @@ NghttpxProxy::~NghttpxProxy()
 
 std::string NghttpxProxy::missing()
 {
-    return onPath("nghttpx").empty() ? "nghttpx baseline skipped: nghttpx not found (Debian package "
-                                       "nghttp2-proxy; scripts/setup.sh "
-                                       "installs it)"
-                                     : std::string();
+    return benchtext::inPath("nghttpx").empty()
+               ? "nghttpx baseline skipped: nghttpx not found (Debian package "
+                 "nghttp2-proxy; scripts/setup.sh "
+                 "installs it)"
+               : std::string();
 }
 
 bool NghttpxProxy::start(std::uint16_t backendPort, const std::string &backendName,
                          const std::string &backendCa, const std::string &certFile,
                          const std::string &keyFile, std::string *error)
 {
-    const std::string path = onPath("nghttpx");
+    const std::string path = benchtext::inPath("nghttpx");
     if (path.empty()) {
         *error = missing();
         return false;

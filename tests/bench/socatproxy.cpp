@@ -1,5 +1,6 @@
 #include "socatproxy.h"
 
+#include "benchtext.h"
 #include "testnet.h"
 
 #include <arpa/inet.h>
@@ -38,19 +39,7 @@ bool SocatProxy::start(std::uint16_t targetPort, std::string *error)
     m_port = testnet::closedPort();
     const std::string listen = "TCP-LISTEN:" + std::to_string(m_port) + ",bind=127.0.0.1,reuseaddr,fork";
     const std::string target = "TCP:127.0.0.1:" + std::to_string(targetPort);
-    std::string path;
-    if (const char *env = std::getenv("PATH")) {
-        std::string dirs = env;
-        for (size_t start = 0; start <= dirs.size();) {
-            const size_t end = std::min(dirs.find(':', start), dirs.size());
-            const std::string candidate = dirs.substr(start, end - start) + "/socat";
-            if (access(candidate.c_str(), X_OK) == 0) {
-                path = candidate;
-                break;
-            }
-            start = end + 1;
-        }
-    }
+    const std::string path = benchtext::inPath("socat");
     if (path.empty()) {
         *error = "socat not found (install it: apt-get install socat)";
         return false;

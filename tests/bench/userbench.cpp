@@ -23,6 +23,7 @@
 #include "relay.h"
 #include "socatproxy.h"
 #include "stats.h"
+#include "wiretimes.h"
 
 #include <chrono>
 #include <csignal>
@@ -63,24 +64,6 @@ std::string selfPath()
     char buf[4096];
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     return n > 0 ? std::string(buf, size_t(n)) : std::string();
-}
-
-bool executable(const std::string &path)
-{
-    return access(path.c_str(), X_OK) == 0;
-}
-
-std::string inPath(const char *name)
-{
-    const char *env = std::getenv("PATH");
-    std::string dirs = env ? env : "/usr/bin:/bin";
-    for (size_t start = 0; start <= dirs.size();) {
-        const size_t end = std::min(dirs.find(':', start), dirs.size());
-        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
-        if (executable(candidate)) return candidate;
-        start = end + 1;
-    }
-    return {};
 }
 
 // --client PORT CALLS: the plain grpc++ client, one call at a time, printing each call's microseconds.
@@ -191,135 +174,6 @@ struct Lane
     int failures = 0;
 };
 
-// realtime - steady, the narrowest of a few samples.
-std::int64_t wallMinusSteady()
-{
-    std::int64_t best = -1, offset = 0;
-    for (int i = 0; i < 20; ++i) {
-        timespec a{}, r{}, b{};
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        clock_gettime(CLOCK_REALTIME, &r);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        const std::int64_t sa = a.tv_sec * 1'000'000'000LL + a.tv_nsec,
-                           sb = b.tv_sec * 1'000'000'000LL + b.tv_nsec,
-                           rr = r.tv_sec * 1'000'000'000LL + r.tv_nsec;
-        if (best < 0 || sb - sa < best) {
-            best = sb - sa;
-            offset = rr - (sa + (sb - sa) / 2);
-        }
-    }
-    return offset;
-}
-
-struct EventSink
-{
-    std::mutex mu;
-    EventBatch all;
-    Relay::Sink sink()
-    {
-        return [this](EventBatch &&b) {
-            std::lock_guard lk(mu);
-            for (WireEvent &e : b)
-                all.push_back(std::move(e));
-        };
-    }
-};
-
-// dir, stream, type, flags, what tells a connection's frames apart (a PING's opaque data, a WINDOW_UPDATE's
-// increment), occurrence
-using FrameKey = std::tuple<int, std::uint32_t, int, int, std::uint64_t, int>;
-// A connection's own frame (stream 0): type, flags, what tells it apart; and its time.
-using ControlFrame = std::pair<std::tuple<int, int, std::uint64_t>, std::int64_t>;
-
-// Every connection's frames, and its opening (time, client peer), in the order connections opened. A call
-// stream's frames are keyed by their stream and occurrence on it; a connection's own frames (SETTINGS, PING,
-// WINDOW_UPDATE on stream 0) are kept in order per direction and aligned by sequence (alignControl), so one
-// the recording missed is one unmatched frame instead of shifting every later one of its kind.
-struct ConnFrames
-{
-    std::int64_t openedNs = 0;
-    std::string client;
-    std::map<FrameKey, std::int64_t> frames;
-    std::vector<ControlFrame> control[2]; // [dir]
-};
-
-std::vector<ConnFrames> byConnection(const EventBatch &events)
-{
-    std::map<std::uint32_t, ConnFrames> conns;
-    std::map<std::tuple<std::uint32_t, int, std::uint32_t, int, int, std::uint64_t>, int> seen;
-    for (const WireEvent &e : events) {
-        if (e.kind == EventKind::ConnectionOpened) {
-            conns[e.connection].openedNs = e.tNs;
-            if (const PeerNames *p = e.peers()) conns[e.connection].client = p->client;
-        } else if (e.kind == EventKind::Frame) {
-            const std::uint64_t what = e.frameType == FramePing           ? e.pingData
-                                       : e.frameType == FrameWindowUpdate ? e.windowIncrement
-                                                                          : 0;
-            ConnFrames &c = conns[e.connection];
-            if (e.stream == 0) {
-                c.control[int(e.dir)].push_back({{int(e.frameType), int(e.flags), what}, e.tNs});
-            } else {
-                const int n =
-                    seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
-                c.frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n}] = e.tNs;
-            }
-            if (!c.openedNs) c.openedNs = e.tNs;
-        }
-    }
-    std::vector<ConnFrames> out;
-    for (auto &[id, c] : conns)
-        out.push_back(std::move(c));
-    std::sort(out.begin(), out.end(),
-              [](const ConnFrames &a, const ConnFrames &b) { return a.openedNs < b.openedNs; });
-    return out;
-}
-
-// Pairs the relay's control frames with the recording's by their sequence of kinds, not their times: where
-// the two differ (a frame one of them lacks), the shorter skip that makes them agree again is taken, looking
-// at most kLookahead frames ahead. Identical frames in a row may then pair one off, which counts against the
-// relay (the error between them), never for it. Returns (relay time, wire time) pairs; *unmatched counts the
-// relay's frames left without a partner.
-std::vector<std::pair<std::int64_t, std::int64_t>>
-alignControl(const std::vector<ControlFrame> &relay, const std::vector<ControlFrame> &wire, int *unmatched)
-{
-    constexpr size_t kLookahead = 64;
-    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-    size_t i = 0, j = 0;
-    while (i < relay.size() && j < wire.size()) {
-        if (relay[i].first == wire[j].first) {
-            pairs.push_back({relay[i++].second, wire[j++].second});
-            continue;
-        }
-        size_t skipWire = 0, skipRelay = 0; // 0: no agreement within the lookahead
-        for (size_t k = 1; k <= kLookahead && j + k < wire.size() && !skipWire; ++k)
-            if (wire[j + k].first == relay[i].first) skipWire = k;
-        for (size_t k = 1; k <= kLookahead && i + k < relay.size() && !skipRelay; ++k)
-            if (relay[i + k].first == wire[j].first) skipRelay = k;
-        if (skipWire && (!skipRelay || skipWire <= skipRelay)) {
-            j += skipWire; // frames the relay did not see (or saw on no connection of its own)
-        } else if (skipRelay) {
-            *unmatched += int(skipRelay); // frames the recording missed
-            i += skipRelay;
-        } else {
-            ++*unmatched;
-            ++i;
-            ++j;
-        }
-    }
-    *unmatched += int(relay.size() - i);
-    return pairs;
-}
-
-pid_t spin()
-{
-    const pid_t pid = fork();
-    if (pid == 0) {
-        for (volatile unsigned long i = 0;; i = i + 1) {
-        }
-    }
-    return pid;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -362,7 +216,7 @@ int main(int argc, char **argv)
         }
     }
     for (const std::string &c : {cli, before})
-        if (!c.empty() && !executable(c)) {
+        if (!c.empty() && access(c.c_str(), X_OK) != 0) {
             std::fprintf(stderr, "rpcscope-userbench: %s is not an executable rpcscope-cli\n", c.c_str());
             return 2;
         }
@@ -564,11 +418,7 @@ int main(int argc, char **argv)
     }
 
     // ---- 2. wire times against dumpcap, both cores busy ----
-    const std::string dumpcap = inPath("dumpcap");
-    if (dumpcap.empty()) {
-        notes.push_back(
-            "DUMPCAP MISSING: the wire-time rows are skipped (install tshark; scripts/setup.sh does)");
-    } else {
+    {
         EventSink readSink, kernelSink;
         Relay readTimed, kernelTimed;
         readTimed.setKernelTimestamps(false);
@@ -582,126 +432,49 @@ int main(int argc, char **argv)
         const std::string pcap = work + "/wire.pcapng";
         const std::string filter = "tcp port " + std::to_string(pr) + " or tcp port " + std::to_string(pk) +
                                    " or tcp port " + std::to_string(serverPort);
-        const pid_t cap = fork();
-        if (cap == 0) {
-            const int devnull = open("/dev/null", O_WRONLY);
-            dup2(devnull, 1);
-            dup2(devnull, 2);
-            execl(dumpcap.c_str(), "dumpcap", "-q", "-i", "lo", "-f", filter.c_str(), "-w", pcap.c_str(),
-                  static_cast<char *>(nullptr));
-            _exit(127);
-        }
-        // dumpcap writes its file once it captures.
-        for (int i = 0; i < 100; ++i) {
-            struct stat st
-            {
+        DumpcapRecording recording;
+        if (!recording.start(filter, pcap, &error)) {
+            notes.push_back("DUMPCAP: " + error + ": the wire-time rows are skipped");
+        } else {
+            const pid_t spinners[2] = {spin(), spin()};
+            const int tsCalls = quick ? 500 : 1500;
+            progress("wire times: %d rounds x %d calls x 2 configurations, two spinning processes", rounds,
+                     tsCalls);
+            for (int r = 0; r < rounds; ++r)
+                for (int k = 0; k < 2; ++k) {
+                    const bool kernel = (k + r) % 2 == 1;
+                    spawnClient(kernel ? pk : pr, tsCalls, 50);
+                }
+            for (pid_t p : spinners) {
+                kill(p, SIGKILL);
+                waitpid(p, nullptr, 0);
+            }
+            std::this_thread::sleep_for(500ms); // dumpcap's last packets
+            recording.stop();
+            readTimed.stop();
+            kernelTimed.stop();
+            const std::int64_t offset = wallMinusSteady();
+            auto imported = [&](std::uint16_t port) {
+                PcapImportOptions o;
+                o.serverPort = port;
+                PcapImportResult res;
+                std::string err;
+                if (!importPcap(pcap, o, &res, &err)) notes.push_back("pcap import: " + err);
+                return byConnection(res.events);
             };
-            if (stat(pcap.c_str(), &st) == 0 && st.st_size > 0) break;
-            std::this_thread::sleep_for(50ms);
+            const WireErrors e = compareWireTimes({{byConnection(readSink.all), imported(pr), false},
+                                                   {byConnection(kernelSink.all), imported(pk), true}},
+                                                  imported(serverPort), offset);
+            wireTimeRows(e, "", &rows, &notes);
+            notes.push_back("wire times: frames of " + std::to_string(e.connections) +
+                            " relay connections matched with dumpcap's by direction, stream, type, flags, "
+                            "PING data or WINDOW_UPDATE increment, and occurrence on their stream (stream 0: "
+                            "aligned in sequence per direction), client leg for requests, server leg for "
+                            "responses; " +
+                            std::to_string(e.unmatched) + " unmatched; kernel-timed reads " +
+                            std::to_string(kernelTimed.kernelStampedReads()) + ", of which fell back " +
+                            std::to_string(kernelTimed.readTimedReads()));
         }
-        std::this_thread::sleep_for(300ms);
-        const pid_t spinners[2] = {spin(), spin()};
-        const int tsCalls = quick ? 500 : 1500;
-        progress("wire times: %d rounds x %d calls x 2 configurations, two spinning processes", rounds,
-                 tsCalls);
-        for (int r = 0; r < rounds; ++r)
-            for (int k = 0; k < 2; ++k) {
-                const bool kernel = (k + r) % 2 == 1;
-                spawnClient(kernel ? pk : pr, tsCalls, 50);
-            }
-        for (pid_t p : spinners) {
-            kill(p, SIGKILL);
-            waitpid(p, nullptr, 0);
-        }
-        std::this_thread::sleep_for(500ms); // dumpcap's last packets
-        kill(cap, SIGINT);
-        waitpid(cap, nullptr, 0);
-        readTimed.stop();
-        kernelTimed.stop();
-        const std::int64_t offset = wallMinusSteady();
-        auto imported = [&](std::uint16_t port) {
-            PcapImportOptions o;
-            o.serverPort = port;
-            PcapImportResult res;
-            std::string err;
-            if (!importPcap(pcap, o, &res, &err)) notes.push_back("pcap import: " + err);
-            return byConnection(res.events);
-        };
-        const std::vector<ConnFrames> clientLegR = imported(pr), clientLegK = imported(pk),
-                                      serverLeg = imported(serverPort);
-        std::vector<ConnFrames> relayR = byConnection(readSink.all), relayK = byConnection(kernelSink.all);
-        // The server leg's connections, in the order they opened, are the two relays' in theirs.
-        std::vector<std::pair<const ConnFrames *, bool>> relayConns; // (connection, kernel-timed)
-        for (const ConnFrames &c : relayR)
-            relayConns.push_back({&c, false});
-        for (const ConnFrames &c : relayK)
-            relayConns.push_back({&c, true});
-        std::sort(relayConns.begin(), relayConns.end(),
-                  [](auto &a, auto &b) { return a.first->openedNs < b.first->openedNs; });
-        std::vector<double> err[2]; // [kernel] microseconds
-        // The same, call streams' frames only (HEADERS, DATA, RST_STREAM), each matched on its own stream; a
-        // connection's frames (SETTINGS, PING, WINDOW_UPDATE on stream 0) are aligned by their sequence.
-        std::vector<double> streamErr[2];
-        int unmatched = 0;
-        for (size_t i = 0; i < relayConns.size(); ++i) {
-            const ConnFrames &rc = *relayConns[i].first;
-            const bool kernel = relayConns[i].second;
-            const std::vector<ConnFrames> &legs = kernel ? clientLegK : clientLegR;
-            const ConnFrames *client = nullptr;
-            for (const ConnFrames &c : legs)
-                if (c.client == rc.client) client = &c;
-            const ConnFrames *upstream = i < serverLeg.size() ? &serverLeg[i] : nullptr;
-            for (const auto &[key, t] : rc.frames) {
-                const bool c2s = std::get<0>(key) == int(Direction::ClientToServer);
-                const ConnFrames *wire = c2s ? client : upstream;
-                const auto it = wire ? wire->frames.find(key) : decltype(wire->frames.end()){};
-                if (!wire || it == wire->frames.end()) {
-                    ++unmatched;
-                    continue;
-                }
-                err[kernel].push_back(std::abs(double(t + offset - it->second)) / 1e3);
-                streamErr[kernel].push_back(err[kernel].back());
-            }
-            for (Direction dir : {Direction::ClientToServer, Direction::ServerToClient}) {
-                const ConnFrames *wire = dir == Direction::ClientToServer ? client : upstream;
-                const std::vector<ControlFrame> &mine = rc.control[int(dir)];
-                if (!wire) {
-                    unmatched += int(mine.size());
-                    continue;
-                }
-                for (const auto &[t, w] : alignControl(mine, wire->control[int(dir)], &unmatched))
-                    err[kernel].push_back(std::abs(double(t + offset - w)) / 1e3);
-            }
-        }
-        for (int kernel = 0; kernel < 2; ++kernel) {
-            const std::vector<double> &e = err[kernel];
-            if (e.empty()) {
-                notes.push_back(std::string(kernel ? "kernel" : "read") + "-timed relay: no frame matched");
-                continue;
-            }
-            const double p99 = percentile(e, 99);
-            rows.push_back({std::string("wire time error vs dumpcap, ") +
-                                (kernel ? "kernel timestamps" : "read time (old way)") +
-                                ", p50 / p99 / max (" + std::to_string(e.size()) + " frames)",
-                            fmt("%.1f", median(e)) + " / " + fmt("%.1f", p99) + " / " +
-                                fmt("%.1f us", percentile(e, 100)),
-                            "", "", "p99 <= 200 us", p99 <= 200 ? "met" : "missed"});
-            const std::vector<double> &se = streamErr[kernel];
-            if (!se.empty())
-                rows.push_back({std::string("  of which call streams' frames, p50 / p99 / max (") +
-                                    std::to_string(se.size()) + " frames)",
-                                fmt("%.1f", median(se)) + " / " + fmt("%.1f", percentile(se, 99)) + " / " +
-                                    fmt("%.1f us", percentile(se, 100)),
-                                "", "", "", ""});
-        }
-        notes.push_back("wire times: frames of " + std::to_string(relayConns.size()) +
-                        " relay connections matched with dumpcap's by direction, stream, type, flags, "
-                        "PING data or WINDOW_UPDATE increment, and occurrence on their stream (stream 0: "
-                        "aligned in sequence per direction), client leg for requests, server leg for "
-                        "responses; " +
-                        std::to_string(unmatched) + " unmatched; kernel-timed reads " +
-                        std::to_string(kernelTimed.kernelStampedReads()) + ", of which fell back " +
-                        std::to_string(kernelTimed.readTimedReads()));
     }
 
     std::error_code ignored;

@@ -1,0 +1,249 @@
+#include "wiretimes.h"
+
+#include "benchtext.h"
+#include "stats.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace rpcscope::bench {
+
+std::int64_t wallMinusSteady()
+{
+    std::int64_t best = -1, offset = 0;
+    for (int i = 0; i < 20; ++i) {
+        timespec a{}, r{}, b{};
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        const std::int64_t sa = a.tv_sec * 1'000'000'000LL + a.tv_nsec,
+                           sb = b.tv_sec * 1'000'000'000LL + b.tv_nsec,
+                           rr = r.tv_sec * 1'000'000'000LL + r.tv_nsec;
+        if (best < 0 || sb - sa < best) {
+            best = sb - sa;
+            offset = rr - (sa + (sb - sa) / 2);
+        }
+    }
+    return offset;
+}
+
+Relay::Sink EventSink::sink()
+{
+    return [this](EventBatch &&b) {
+        std::lock_guard lk(mu);
+        for (WireEvent &e : b)
+            all.push_back(std::move(e));
+    };
+}
+
+std::vector<ConnFrames> byConnection(const EventBatch &events)
+{
+    std::map<std::uint32_t, ConnFrames> conns;
+    std::map<std::tuple<std::uint32_t, int, std::uint32_t, int, int, std::uint64_t>, int> seen;
+    for (const WireEvent &e : events) {
+        if (e.kind == EventKind::ConnectionOpened) {
+            conns[e.connection].openedNs = e.tNs;
+            if (const PeerNames *p = e.peers()) conns[e.connection].client = p->client;
+        } else if (e.kind == EventKind::Frame) {
+            const std::uint64_t what = e.frameType == FramePing           ? e.pingData
+                                       : e.frameType == FrameWindowUpdate ? e.windowIncrement
+                                                                          : 0;
+            ConnFrames &c = conns[e.connection];
+            if (e.stream == 0) {
+                c.control[int(e.dir)].push_back({{int(e.frameType), int(e.flags), what}, e.tNs});
+            } else {
+                const int n =
+                    seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
+                c.frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n}] = e.tNs;
+            }
+            if (!c.openedNs) c.openedNs = e.tNs;
+        }
+    }
+    std::vector<ConnFrames> out;
+    for (auto &[id, c] : conns)
+        out.push_back(std::move(c));
+    std::sort(out.begin(), out.end(),
+              [](const ConnFrames &a, const ConnFrames &b) { return a.openedNs < b.openedNs; });
+    return out;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>>
+alignControl(const std::vector<ControlFrame> &relay, const std::vector<ControlFrame> &wire, int *unmatched)
+{
+    constexpr size_t kLookahead = 64;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+    size_t i = 0, j = 0;
+    while (i < relay.size() && j < wire.size()) {
+        if (relay[i].first == wire[j].first) {
+            pairs.push_back({relay[i++].second, wire[j++].second});
+            continue;
+        }
+        size_t skipWire = 0, skipRelay = 0; // 0: no agreement within the lookahead
+        for (size_t k = 1; k <= kLookahead && j + k < wire.size() && !skipWire; ++k)
+            if (wire[j + k].first == relay[i].first) skipWire = k;
+        for (size_t k = 1; k <= kLookahead && i + k < relay.size() && !skipRelay; ++k)
+            if (relay[i + k].first == wire[j].first) skipRelay = k;
+        if (skipWire && (!skipRelay || skipWire <= skipRelay)) {
+            j += skipWire; // frames the relay did not see (or saw on no connection of its own)
+        } else if (skipRelay) {
+            *unmatched += int(skipRelay); // frames the recording missed
+            i += skipRelay;
+        } else {
+            ++*unmatched;
+            ++i;
+            ++j;
+        }
+    }
+    *unmatched += int(relay.size() - i);
+    return pairs;
+}
+
+WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
+                            const std::vector<ConnFrames> &serverLeg, std::int64_t offsetNs)
+{
+    // The server leg's connections, in the order they opened, are the relays' in theirs.
+    struct Conn
+    {
+        const ConnFrames *frames;
+        const RelayUnderTest *relay;
+    };
+    std::vector<Conn> conns;
+    for (const RelayUnderTest &r : relays)
+        for (const ConnFrames &c : r.relay)
+            conns.push_back({&c, &r});
+    std::sort(conns.begin(), conns.end(),
+              [](const Conn &a, const Conn &b) { return a.frames->openedNs < b.frames->openedNs; });
+    WireErrors out;
+    out.connections = conns.size();
+    for (size_t i = 0; i < conns.size(); ++i) {
+        const ConnFrames &rc = *conns[i].frames;
+        const bool kernel = conns[i].relay->kernel;
+        const ConnFrames *client = nullptr;
+        for (const ConnFrames &c : conns[i].relay->clientLeg)
+            if (c.client == rc.client) client = &c;
+        const ConnFrames *upstream = i < serverLeg.size() ? &serverLeg[i] : nullptr;
+        // Call streams' frames, each matched on its own stream.
+        for (const auto &[key, t] : rc.frames) {
+            const bool c2s = std::get<0>(key) == int(Direction::ClientToServer);
+            const ConnFrames *wire = c2s ? client : upstream;
+            const auto it = wire ? wire->frames.find(key) : decltype(wire->frames.end()){};
+            if (!wire || it == wire->frames.end()) {
+                ++out.unmatched;
+                continue;
+            }
+            out.all[kernel].push_back(std::abs(double(t + offsetNs - it->second)) / 1e3);
+            out.streams[kernel].push_back(out.all[kernel].back());
+        }
+        // The connection's own frames, aligned by their sequence.
+        for (Direction dir : {Direction::ClientToServer, Direction::ServerToClient}) {
+            const ConnFrames *wire = dir == Direction::ClientToServer ? client : upstream;
+            const std::vector<ControlFrame> &mine = rc.control[int(dir)];
+            if (!wire) {
+                out.unmatched += int(mine.size());
+                continue;
+            }
+            for (const auto &[t, w] : alignControl(mine, wire->control[int(dir)], &out.unmatched))
+                out.all[kernel].push_back(std::abs(double(t + offsetNs - w)) / 1e3);
+        }
+    }
+    return out;
+}
+
+void wireTimeRows(const WireErrors &e, const std::string &what, std::vector<Row> *rows,
+                  std::vector<std::string> *notes)
+{
+    using benchtext::fmt;
+    for (int kernel = 0; kernel < 2; ++kernel) {
+        const std::vector<double> &all = e.all[kernel];
+        if (all.empty()) {
+            notes->push_back(what + (kernel ? "kernel" : "read") + "-timed relay: no frame matched");
+            continue;
+        }
+        const double p99 = percentile(all, 99);
+        rows->push_back({what + "wire time error vs dumpcap, " +
+                             (kernel ? "kernel timestamps" : "read time (old way)") + ", p50 / p99 / max (" +
+                             std::to_string(all.size()) + " frames)",
+                         fmt("%.1f", median(all)) + " / " + fmt("%.1f", p99) + " / " +
+                             fmt("%.1f us", percentile(all, 100)),
+                         "", "", "p99 <= 200 us", p99 <= 200 ? "met" : "missed"});
+        const std::vector<double> &streams = e.streams[kernel];
+        if (!streams.empty())
+            rows->push_back({std::string("  of which call streams' frames, p50 / p99 / max (") +
+                                 std::to_string(streams.size()) + " frames)",
+                             fmt("%.1f", median(streams)) + " / " + fmt("%.1f", percentile(streams, 99)) +
+                                 " / " + fmt("%.1f us", percentile(streams, 100)),
+                             "", "", "", ""});
+    }
+}
+
+bool DumpcapRecording::start(const std::string &filter, const std::string &pcapPath, std::string *error)
+{
+    const std::string dumpcap = benchtext::inPath("dumpcap");
+    if (dumpcap.empty()) {
+        *error = "dumpcap not found (install tshark; scripts/setup.sh does)";
+        return false;
+    }
+    m_pid = fork();
+    if (m_pid == 0) {
+        const int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execl(dumpcap.c_str(), "dumpcap", "-q", "-i", "lo", "-f", filter.c_str(), "-w", pcapPath.c_str(),
+              static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    if (m_pid < 0) {
+        *error = "cannot start dumpcap";
+        return false;
+    }
+    // dumpcap writes its file once it captures.
+    using namespace std::chrono_literals;
+    for (int i = 0; i < 100; ++i) {
+        struct stat st
+        {
+        };
+        if (stat(pcapPath.c_str(), &st) == 0 && st.st_size > 0) {
+            std::this_thread::sleep_for(300ms);
+            return true;
+        }
+        int status = 0;
+        if (waitpid(m_pid, &status, WNOHANG) == m_pid) {
+            m_pid = -1;
+            *error = "dumpcap exited at start (exit status " + std::to_string(WEXITSTATUS(status)) +
+                     "; it needs permission to capture on lo)";
+            return false;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    stop();
+    *error = "dumpcap wrote nothing to " + pcapPath + " within 5 s";
+    return false;
+}
+
+void DumpcapRecording::stop()
+{
+    if (m_pid <= 0) return;
+    kill(m_pid, SIGINT);
+    waitpid(m_pid, nullptr, 0);
+    m_pid = -1;
+}
+
+pid_t spin()
+{
+    const pid_t pid = fork();
+    if (pid == 0) {
+        for (;;)
+            asm volatile("" ::: "memory"); // a loop the compiler keeps
+    }
+    return pid;
+}
+
+} // namespace rpcscope::bench

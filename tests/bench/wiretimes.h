@@ -1,0 +1,110 @@
+#pragma once
+
+// A relay's frame times against a loopback recording's packet times, for the benchmarks that report the
+// wire-time error (userbench: plaintext hops; tlsbench: intercepted TLS hops, the recording decrypted with
+// the relay's key log). dumpcap records; rpcscope's own pcap reader imports; frames are matched by
+// connection, direction, stream, type, flags, a PING's data or a WINDOW_UPDATE's increment, and occurrence
+// on their stream (a connection's own frames, stream 0, aligned in sequence per direction); requests on the
+// client leg, responses on the server leg.
+
+#include "benchtable.h"
+#include "events.h"
+#include "relay.h"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <sys/types.h>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace rpcscope::bench {
+
+// realtime - steady, the narrowest of a few samples: what turns a packet's wall-clock time into the
+// relay's steady clock.
+std::int64_t wallMinusSteady();
+
+// Every event a relay hands over, kept.
+struct EventSink
+{
+    std::mutex mu;
+    EventBatch all;
+    Relay::Sink sink();
+};
+
+// dir, stream, type, flags, what tells a connection's frames apart (a PING's opaque data, a WINDOW_UPDATE's
+// increment), occurrence
+using FrameKey = std::tuple<int, std::uint32_t, int, int, std::uint64_t, int>;
+// A connection's own frame (stream 0): type, flags, what tells it apart; and its time.
+using ControlFrame = std::pair<std::tuple<int, int, std::uint64_t>, std::int64_t>;
+
+// A connection's frames and its opening (time, client peer). A call stream's frames are keyed by their
+// stream and occurrence on it; a connection's own frames (SETTINGS, PING, WINDOW_UPDATE on stream 0) are kept
+// in order per direction and aligned by sequence (alignControl), so one the recording missed is one
+// unmatched frame instead of shifting every later one of its kind.
+struct ConnFrames
+{
+    std::int64_t openedNs = 0;
+    std::string client;
+    std::map<FrameKey, std::int64_t> frames;
+    std::vector<ControlFrame> control[2]; // [dir]
+};
+
+// Every connection's frames, in the order connections opened.
+std::vector<ConnFrames> byConnection(const EventBatch &events);
+
+// Pairs the relay's control frames with the recording's by their sequence of kinds, not their times: where
+// the two differ (a frame one of them lacks), the shorter skip that makes them agree again is taken, looking
+// a bounded number of frames ahead. Identical frames in a row may then pair one off, which counts against the
+// relay (the error between them), never for it. Returns (relay time, wire time) pairs; *unmatched counts the
+// relay's frames left without a partner.
+std::vector<std::pair<std::int64_t, std::int64_t>>
+alignControl(const std::vector<ControlFrame> &relay, const std::vector<ControlFrame> &wire, int *unmatched);
+
+// One relay whose frames are judged: its own events, the recording's client leg of it (connections to its
+// listening port) and whether it takes kernel receive times (else read times).
+struct RelayUnderTest
+{
+    std::vector<ConnFrames> relay;
+    std::vector<ConnFrames> clientLeg;
+    bool kernel = false;
+};
+
+// Absolute errors in microseconds, [kernel]: all frames, and the call streams' frames alone.
+struct WireErrors
+{
+    std::vector<double> all[2];
+    std::vector<double> streams[2];
+    int unmatched = 0;
+    size_t connections = 0;
+};
+
+// `serverLeg`: the recording's connections to the real server, which are the relays' upstream connections
+// in the order they opened. `offsetNs`: wallMinusSteady().
+WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
+                            const std::vector<ConnFrames> &serverLeg, std::int64_t offsetNs);
+
+// The table's rows: p50 / p99 / max per way of timing, the goal on the p99 (kernel times and read times
+// alike, so the old way shows what it missed by). `what` names the hop ("", "TLS "...).
+void wireTimeRows(const WireErrors &e, const std::string &what, std::vector<Row> *rows,
+                  std::vector<std::string> *notes);
+
+// dumpcap on loopback with a capture filter, writing a pcapng; stop() ends it (SIGINT) and waits.
+class DumpcapRecording
+{
+public:
+    ~DumpcapRecording() { stop(); }
+    // False when there is no dumpcap (the caller says so and skips its rows) or it wrote nothing within 5 s.
+    bool start(const std::string &filter, const std::string &pcapPath, std::string *error);
+    void stop();
+
+private:
+    pid_t m_pid = -1;
+};
+
+// A process that keeps one core busy until killed (SIGKILL, then waitpid).
+pid_t spin();
+
+} // namespace rpcscope::bench
