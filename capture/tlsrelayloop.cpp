@@ -872,7 +872,8 @@ void TlsRelayLoop::relay(Conn &c)
                 if (!streamOutput(c, now, halves[0].out, halves[1].out)) return;
             }
         }
-        for (Half &h : halves) {
+        // Writes what waits for h's destination; false when the peer went away.
+        auto forward = [&](Half &h) {
             while (h.pending() > 0) {
                 const int n = SSL_write(h.dst, h.next(), int(std::min<size_t>(h.pending(), INT_MAX)));
                 if (n > 0) {
@@ -881,10 +882,17 @@ void TlsRelayLoop::relay(Conn &c)
                     continue;
                 }
                 const int e = SSL_get_error(h.dst, n);
-                if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return; // the peer went away
+                if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return false;
                 wantFor(h.dstFd, e);
                 break;
             }
+            return true;
+        };
+        // A decoder woken by what is read wakes once the bytes are forwarded, not in between (and before the
+        // poll below).
+        std::optional<DecoderThread::DeferWakes> forwardFirst(std::in_place);
+        for (Half &h : halves) {
+            if (!forward(h)) return;
             const bool fromClient = h.dir == Direction::ClientToServer;
             // bandwidth counts the decrypted bytes (what the peers' HTTP/2 carries), read in measured
             // amounts.
@@ -932,6 +940,8 @@ void TlsRelayLoop::relay(Conn &c)
                             c.streams->fromServer(bytes, size_t(n), t);
                         if (!streamOutput(c, t, halves[0].out, halves[1].out)) return;
                     }
+                    // On at once, before the other direction is looked at.
+                    if (!forward(h)) return;
                 } else {
                     const int e = SSL_get_error(h.src, n);
                     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
@@ -951,6 +961,7 @@ void TlsRelayLoop::relay(Conn &c)
                 progress = true;
             }
         }
+        forwardFirst.reset();
         if (halves[0].shut && halves[1].shut) return;
         if (progress) continue;
         // POLLIN on a side at EOF, or whose bytes wait for a destination that cannot take them, would spin:
