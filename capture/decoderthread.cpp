@@ -276,9 +276,13 @@ void DecoderThread::loop()
     auto full = [&] {
         return batch.size() >= kFlushEvents || batch.size() * sizeof(WireEvent) + sizedBytes >= kFlushBytes;
     };
-    const std::function<void()> flushIfFull = [&] {
+    // What the events decoded since the last look own.
+    auto sizeNew = [&] {
         for (; sized < batch.size(); ++sized)
             sizedBytes += heapbytes::event(batch[sized]) - sizeof(WireEvent);
+    };
+    const std::function<void()> flushIfFull = [&] {
+        sizeNew();
         // Counted as it grows, not only every kMeasureIntervalNs.
         setBatchBytes(heapbytes::block(batch.capacity() * sizeof(WireEvent)) + sizedBytes);
         if (!full()) return;
@@ -393,8 +397,7 @@ void DecoderThread::loop()
         giveBackPipes();
         caughtUp();
         measure(!busy);
-        for (; sized < batch.size(); ++sized)
-            sizedBytes += heapbytes::event(batch[sized]) - sizeof(WireEvent);
+        sizeNew();
         if (!batch.empty() && (stopping || full() || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             handOver();
             freshBatch();

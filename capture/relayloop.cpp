@@ -671,9 +671,10 @@ void RelayLoop::loop()
         const size_t most = m_queued >= m_maxQueued ? 1 : std::min(kMaxPendingPerDirection, m_maxQueued);
         m_queued = 0;
         for (Conn &c : m_conns) {
-            held += heapbytes::block(sizeof(Conn) + 2 * sizeof(void *)) + heapbytes::string(c.up.queued) +
-                    heapbytes::string(c.down.queued) + heapbytes::string(c.closeReason);
-            m_queued += heapbytes::string(c.up.queued) + heapbytes::string(c.down.queued);
+            const size_t queued = heapbytes::string(c.up.queued) + heapbytes::string(c.down.queued);
+            held += heapbytes::block(sizeof(Conn) + 2 * sizeof(void *)) + queued +
+                    heapbytes::string(c.closeReason);
+            m_queued += queued;
             short ce = 0, se = 0;
             if (c.draining) {
                 // Only the survivor's writability matters, and (with a timeout) its acknowledgements.

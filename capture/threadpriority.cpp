@@ -31,12 +31,16 @@ int policyFor(int behind)
     return behind > 0 || g_noIdle.load() || !captureUsesIdlePolicy() ? SCHED_OTHER : SCHED_IDLE;
 }
 
-// A plain system call: async-signal-safe.
-void setPolicy(pid_t tid, int policy)
+// A plain system call: async-signal-safe (errno is kept, for a signal handler's sake). False when the kernel
+// refused it.
+bool setPolicy(pid_t tid, int policy)
 {
+    const int saved = errno;
     const sched_param none{};
     // The nice value stays what it was: for the normal and idle policies it is kept across the change.
-    syscall(SYS_sched_setscheduler, tid, policy, &none);
+    const bool done = syscall(SYS_sched_setscheduler, tid, policy, &none) == 0;
+    errno = saved;
+    return done;
 }
 
 // Whether a thread at this process's nice value plus the increment can leave the idle policy again. Tried on
@@ -103,7 +107,9 @@ void lowerThisThreadsPriority()
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
         sigaddset(&stops, sig);
     pthread_sigmask(SIG_BLOCK, &stops, nullptr);
-    setPolicy(self, policyFor(g_behind));
+    // Refused (a sandbox's seccomp filter, say): the thread keeps the nice step alone, and is not listed for
+    // later changes it would refuse too.
+    if (!setPolicy(self, policyFor(g_behind))) forgetThisThread();
 }
 
 void forgetThisThread()
