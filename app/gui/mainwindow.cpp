@@ -2,6 +2,7 @@
 
 #include "attemptinspector.h"
 #include "callsfilterproxy.h"
+#include "elidingstatusbar.h"
 #include "filewrite.h"
 #include "labpanel.h"
 #include "labsession.h"
@@ -40,6 +41,8 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     : QMainWindow(parent), m_model(model), m_lab(lab)
 {
     setWindowTitle(QStringLiteral("rpcscope"));
+    setStatusBar(
+        new ElidingStatusBar(this)); // a long message ends in an ellipsis beside the session's status
     m_view = new SwimlaneView(model, this);
     setCentralWidget(m_view);
 

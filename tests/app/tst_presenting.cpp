@@ -8,6 +8,7 @@
 #include "attemptinspector.h"
 #include "callsfilterproxy.h"
 #include "clock.h"
+#include "elidingstatusbar.h"
 #include "labpanel.h"
 #include "labsession.h"
 #include "mainwindow.h"
@@ -425,6 +426,47 @@ private slots:
         QVERIFY(calls->isVisible());
         if (merged) QCOMPARE(merged->isVisible(), mergedVisible);
         QVERIFY(w->findChild<QToolBar *>(QStringLiteral("view"))->isVisible());
+    }
+
+    // A status message longer than the room left beside the session's status and the lab's addresses ends in
+    // an ellipsis, whole in its tooltip, instead of being cut off mid-word under them; a short one is shown
+    // as it is.
+    void statusMessageEndsInEllipsis()
+    {
+        TimelineModel model;
+        MainWindow w(&model, nullptr, QString());
+        w.setPromptOnClose(false);
+        w.resize(900, 600);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        auto *bar = qobject_cast<ElidingStatusBar *>(w.statusBar());
+        QVERIFY(bar);
+        auto *session = bar->findChild<QLabel *>(QStringLiteral("sessionStatus"));
+        QVERIFY(session && session->isVisible());
+        QString longMessage =
+            QStringLiteral("retry-storm: 20 calls made 80 requests: amplification 4.00x, downstream load 199 "
+                           "requests/s over 401 ms, as expected");
+        bar->showMessage(longMessage);
+        QApplication::processEvents();
+        const QRect room = bar->messageRect();
+        // Longer than the room, whatever the font.
+        while (bar->fontMetrics().horizontalAdvance(longMessage) <= room.width())
+            longMessage += QStringLiteral(", and so on");
+        bar->showMessage(longMessage);
+        QApplication::processEvents();
+        QCOMPARE(bar->messageRect(), room);
+        QVERIFY(room.width() > 0);
+        QVERIFY2(room.right() < session->x(), "the message's room reaches under the session's status");
+        const QString shown = bar->shownMessage();
+        QVERIFY2(shown.endsWith(QChar(0x2026)), qPrintable(shown));
+        QVERIFY(shown.size() > 5);
+        QVERIFY(bar->fontMetrics().horizontalAdvance(shown) <= room.width());
+        QCOMPARE(bar->toolTip(), longMessage);
+        QVERIFY(!bar->grab().isNull()); // paints
+        bar->showMessage(QStringLiteral("Saved"));
+        QApplication::processEvents();
+        QCOMPARE(bar->shownMessage(), QStringLiteral("Saved"));
+        QVERIFY(bar->toolTip().isEmpty());
     }
 
     // A real run of retry-basic: the parameter fields keep their full height once the result text appears,
