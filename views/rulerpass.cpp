@@ -48,6 +48,39 @@ QString RulerPass::caption(const PaintContext &ctx)
     return fm.elidedText(wordings.back(), Qt::ElideRight, room);
 }
 
+RulerPass::TitleLine RulerPass::titleLine(const PaintContext &ctx)
+{
+    const QRectF &rect = ctx.rect;
+    const LaneMetrics &m = ctx.metrics;
+    const QRectF band(rect.left() + 10, rect.top(), std::max(0.0, rect.width() - 20), m.titleHeight);
+    const QFontMetricsF titleFm(ctx.font(16, true)), rangeFm(ctx.font(12));
+    TitleLine line;
+    line.title = titleFm.elidedText(ctx.options.title, Qt::ElideRight, band.width());
+    const double titleWidth = titleFm.horizontalAdvance(line.title);
+    line.titleRect = QRectF(band.left(), band.top(), titleWidth, band.height());
+    const QString span = QStringLiteral("%1 – %2 from capture start")
+                             .arg(formatDuration(ctx.startNs() - ctx.store.originNs()),
+                                  formatDuration(ctx.endNs() - ctx.store.originNs()));
+    QString range = span;
+    if (ctx.store.originWallNs() != 0)
+        range += QStringLiteral(" (%1 UTC)")
+                     .arg(QDateTime::fromMSecsSinceEpoch(
+                              (ctx.store.originWallNs() + ctx.startNs() - ctx.store.originNs()) / 1'000'000,
+                              Qt::UTC)
+                              .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz")));
+    const double room = band.width() - titleWidth - 16 * m.scale; // a gap after the title
+    if (rangeFm.horizontalAdvance(range) > room) range = span;
+    if (rangeFm.horizontalAdvance(range) > room) range = rangeFm.elidedText(span, Qt::ElideRight, room);
+    // Less than a few characters of it says nothing: then the title stands alone.
+    if (range.size() < 8) range.clear();
+    if (!range.isEmpty()) {
+        const double w = rangeFm.horizontalAdvance(range);
+        line.range = range;
+        line.rangeRect = QRectF(band.right() - w - 1, band.top(), w + 1, band.height());
+    }
+    return line;
+}
+
 void RulerPass::paint(QPainter *p, const PaintContext &ctx)
 {
     const QRectF &rect = ctx.rect;
@@ -57,24 +90,13 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     double top = rect.top();
     if (!ctx.options.title.isEmpty()) {
         p->fillRect(QRectF(rect.left(), top, rect.width(), m.titleHeight), th.background);
+        const TitleLine line = titleLine(ctx);
         p->setPen(th.text);
         p->setFont(ctx.font(16, true));
-        p->drawText(QRectF(rect.left() + 10, top, rect.width() - 20, m.titleHeight),
-                    Qt::AlignVCenter | Qt::AlignLeft, ctx.options.title);
+        p->drawText(line.titleRect, Qt::AlignVCenter | Qt::AlignLeft, line.title);
         p->setFont(ctx.font(12));
         p->setPen(th.muted);
-        QString range = QStringLiteral("%1 – %2 from capture start")
-                            .arg(formatDuration(ctx.startNs() - ctx.store.originNs()),
-                                 formatDuration(ctx.endNs() - ctx.store.originNs()));
-        if (ctx.store.originWallNs() != 0)
-            range +=
-                QStringLiteral(" (%1 UTC)")
-                    .arg(QDateTime::fromMSecsSinceEpoch(
-                             (ctx.store.originWallNs() + ctx.startNs() - ctx.store.originNs()) / 1'000'000,
-                             Qt::UTC)
-                             .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss.zzz")));
-        p->drawText(QRectF(rect.left() + 10, top, rect.width() - 20, m.titleHeight),
-                    Qt::AlignVCenter | Qt::AlignRight, range);
+        if (!line.range.isEmpty()) p->drawText(line.rangeRect, Qt::AlignVCenter | Qt::AlignRight, line.range);
         top += m.titleHeight;
     }
     const QRectF ruler(rect.left(), top, rect.width(), m.rulerHeight);
@@ -89,11 +111,13 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     const QFontMetricsF fm(p->font());
     if (ticks.empty() || ax.timeToX(ticks.front()) - ax.left > 0.4 * (right - ax.left)) {
         // A range narrower than a step or two (large type on a narrow window, a wide wall-clock label) still
-        // says where it starts, to the finer unit.
+        // says where it starts: as the title's range does ("3.60 ms", not a step's rounding "4 ms", which
+        // would read as a tick), or to a tenth of a step on a wall clock.
         p->setPen(th.text);
         p->drawText(QRectF(ax.left + 3, ruler.top(), 200 * m.scale, ruler.height() - 6),
                     Qt::AlignLeft | Qt::AlignBottom,
-                    tickLabel(ctx, ctx.startNs(), std::max<qint64>(step / 10, 1)));
+                    wallClockRuler(ctx) ? tickLabel(ctx, ctx.startNs(), std::max<qint64>(step / 10, 1))
+                                        : formatDuration(ctx.startNs() - ctx.store.originNs()));
     }
     for (const qint64 t : ticks) {
         const double x = ax.timeToX(t);

@@ -27,6 +27,15 @@ public:
     // narrow column says less rather than cutting a word off), elided only when none does.
     static QString caption(const PaintContext &ctx);
     static QRectF captionRect(const PaintContext &ctx);
+    // An exported picture's title line: the title on the left, the time range on the right, never over each
+    // other. A narrow picture drops the range's UTC date first, then elides the range, then drops it; a
+    // title wider than the picture is elided. Rects are where each is drawn (empty: not drawn).
+    struct TitleLine
+    {
+        QString title, range;
+        QRectF titleRect, rangeRect;
+    };
+    static TitleLine titleLine(const PaintContext &ctx);
     // Forgets the overview's counts (the store was reset or evicted calls).
     void invalidate()
     {

@@ -1,5 +1,6 @@
 // Exported pictures (PNG at any scale, SVG) and the themes.
 #include "renderfixture.h"
+#include "rulerpass.h"
 
 #include <QTemporaryDir>
 #include <QXmlStreamReader>
@@ -82,6 +83,38 @@ private slots:
                          qPrintable(QStringLiteral("no deadline label at %1 px%2")
                                         .arg(width)
                                         .arg(workshop ? QStringLiteral(", workshop") : QString())));
+            }
+    }
+
+    // An exported picture's title and its time range share one line: a narrow picture shortens the range
+    // (its UTC date first), never draws it over the title, and keeps the title.
+    void aNarrowTitleLineKeepsItsPartsApart()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 1'700'000'000'000'000'000LL);
+        model.appendBatch(scene());
+        for (const bool workshop : {false, true})
+            for (const int width : {420, 560, 700, 900, 1400, 1920}) {
+                TimelinePainter painter(&model.store());
+                TimelinePainter::Options o;
+                o.workshop = workshop;
+                o.legend = true;
+                o.title = QStringLiteral("rpcscope timeline");
+                painter.setOptions(o);
+                const auto [lo, hi] = painter.fullRange();
+                painter.setRange(lo, hi);
+                const PaintContext ctx = painter.context(QRectF(0, 0, width, painter.contentHeight(width)));
+                const RulerPass::TitleLine line = RulerPass::titleLine(ctx);
+                const QString where = QStringLiteral("%1 px%2").arg(width).arg(workshop ? ", workshop" : "");
+                QVERIFY2(line.title.startsWith(QStringLiteral("rpcscope")), qPrintable(where));
+                QVERIFY2(line.titleRect.right() <= width - 10 + 0.5, qPrintable(where));
+                if (!line.range.isEmpty()) {
+                    QVERIFY2(line.titleRect.right() < line.rangeRect.left(),
+                             qPrintable(where + QStringLiteral(": the range runs over the title")));
+                    QVERIFY2(line.rangeRect.right() <= width - 10 + 0.5, qPrintable(where));
+                }
+                // Wide pictures say it all.
+                if (width >= 1400) QVERIFY2(line.range.contains(QStringLiteral("UTC")), qPrintable(where));
             }
     }
 
