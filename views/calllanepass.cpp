@@ -358,7 +358,11 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 const QString text = gapText(call, k, gap, transparent, expected, outside);
                 p->setFont(small);
                 const double tw = smallFm.horizontalAdvance(text);
-                QRectF labelRect((g1 + g2) / 2 - tw / 2 - 3, rowTop + 1, tw + 6, smallFm.height());
+                // Over the part of the gap in view, and within the view: a gap running off an edge keeps its
+                // words whole.
+                const double v1 = std::max(g1, ax.left), v2 = std::min(g2, right);
+                QRectF labelRect((v1 + v2) / 2 - tw / 2 - 3, rowTop + 1, tw + 6, smallFm.height());
+                if (labelRect.right() > right) labelRect.moveRight(right);
                 if (labelRect.left() < ax.left) labelRect.moveLeft(ax.left);
                 p->setPen(gapColor);
                 p->drawText(labelRect, Qt::AlignCenter, text);
@@ -513,6 +517,17 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     const double cy = barTop + barH / 2;
     const std::optional<std::int64_t> deadline = call.deadlineNs();
     double textRight = ax.left; // right of the last text drawn on the row, so later text does not cover it
+    // A deadline beyond the view is an arrow at the right edge (below): gap labels keep clear of it.
+    const double labelsRight = deadline && ax.timeToX(*deadline) > right
+                                   ? right - 12 - smallFm.horizontalAdvance(QStringLiteral("▶"))
+                                   : right;
+    // Text drawn over a line (a gap's, the grid's) first clears the row's ground under it, so it does not
+    // read as struck through.
+    const QColor ground = th.headerBand.lighter(light ? 101 : 110);
+    auto clearUnder = [&](const QRectF &text) {
+        p->fillRect(QRectF(text.left() - 2, cy - smallFm.height() / 2, text.width() + 4, smallFm.height()),
+                    ground);
+    };
     p->save();
     p->setClipRect(QRectF(ax.left, top, right - ax.left, h), Qt::IntersectClip);
     for (size_t k = 0; k < n; ++k) {
@@ -552,10 +567,13 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                     // whichever fits between the bars.
                     QString text = gapText(call, k, gap, transparent, std::nullopt, false);
                     if (outside) text += QStringLiteral(" — outside");
-                    if (smallFm.horizontalAdvance(text) + 12 > g2 - g1) text = formatDuration(gap);
+                    // Written in the part of the gap in view (a gap running off either edge would have
+                    // its label cut there), clear of a deadline's arrow at the right edge.
+                    const double v1 = std::max(g1, ax.left), v2 = std::min(g2, labelsRight);
+                    if (smallFm.horizontalAdvance(text) + 12 > v2 - v1) text = formatDuration(gap);
                     const double tw = smallFm.horizontalAdvance(text);
-                    if (tw + 12 <= g2 - g1) {
-                        const QRectF labelRect((g1 + g2) / 2 - tw / 2 - 3, top, tw + 6, h);
+                    if (tw + 12 <= v2 - v1) {
+                        const QRectF labelRect((v1 + v2) / 2 - tw / 2 - 3, top, tw + 6, h);
                         p->drawLine(QPointF(g1, cy), QPointF(labelRect.left(), cy));
                         p->drawLine(QPointF(labelRect.right(), cy), QPointF(g2, cy));
                         p->setFont(small);
@@ -666,9 +684,11 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             p->setPen(th.deadline);
             if (dx - 4 - tw >= textRight) {
                 deadlineLabel = QRectF(dx - 4 - tw, top, tw, h);
+                clearUnder(deadlineLabel);
                 textAt(p, deadlineLabel.right() - tw, top, h, smallFm, text);
             } else if (dx + 4 >= textRight && dx + 4 + tw <= right) {
                 deadlineLabel = QRectF(dx + 4, top, tw, h);
+                clearUnder(deadlineLabel);
                 textAt(p, deadlineLabel.left(), top, h, smallFm, text);
             }
         } else if (dx > right) {
@@ -678,6 +698,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 const double w = smallFm.horizontalAdvance(t) + 2;
                 if (right - 8 - w >= textRight || t.size() == 1) {
                     deadlineLabel = QRectF(right - 8 - w, top, w, h);
+                    clearUnder(deadlineLabel);
                     textAt(p, deadlineLabel.right() - w, top, h, smallFm, t);
                     break;
                 }
@@ -696,15 +717,19 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         double x = textRight + 8;
         if (!clear(x, x + tw) && !deadlineLabel.isNull()) x = std::max(x, deadlineLabel.right() + 8);
         if (!clear(x, x + tw)) return;
+        clearUnder(QRectF(x, top, tw, h));
         p->setPen(color);
         textAt(p, x, top, h, smallFm, text);
         textRight = x + tw;
     };
-    QString tail;
-    if (call.endNs() && n > 0) tail = formatDuration(*call.endNs() - call.startNs());
-    if (call.inferred) tail += QStringLiteral(" · grouped by inference");
-    if (!call.hop.empty()) tail += QStringLiteral(" · hop %1").arg(QString::fromStdString(call.hop));
-    if (!tail.isEmpty()) place(tail, th.muted);
+    // The call's length only where its end is in view: with its last attempt beyond the view it would sit
+    // inside a gap, as if it were the gap's.
+    QStringList tail;
+    if (call.endNs() && n > 0 && ax.timeToX(*call.endNs()) <= right)
+        tail << formatDuration(*call.endNs() - call.startNs());
+    if (call.inferred) tail << QStringLiteral("grouped by inference");
+    if (!call.hop.empty()) tail << QStringLiteral("hop %1").arg(QString::fromStdString(call.hop));
+    if (!tail.isEmpty()) place(tail.join(QStringLiteral(" · ")), th.muted);
     if (call.deadlineReset)
         place(QStringLiteral("⚠ deadline reset: the budget grew"), th.deadline);
     else if (call.deadlineDropped)
