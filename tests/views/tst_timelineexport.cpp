@@ -118,6 +118,34 @@ private slots:
             }
     }
 
+    // Zoomed in so that a backoff gap runs off the right edge, with the call's deadline beyond the view (an
+    // arrow there): the gap's label is written whole over the part in view, clear of the arrow, in compact
+    // and comfortable rows.
+    void aGapRunningOffTheViewKeepsItsLabelInView()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        for (const LaneDensity density : {LaneDensity::Compact, LaneDensity::Comfortable}) {
+            TimelinePainter painter(&model.store());
+            TimelinePainter::Options o;
+            o.density = density;
+            painter.setOptions(o);
+            painter.setRange(0, 100 * ms); // retry-basic-1's second gap is 64 to 160 ms
+            const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
+            render(painter, rect);
+            const GapLabel *second = nullptr;
+            for (const GapLabel &g : painter.gapLabels())
+                if (g.call == 0 && g.attempt == 2) second = &g;
+            const char *where = density == LaneDensity::Compact ? "compact" : "comfortable";
+            QVERIFY2(second, where);
+            QVERIFY2(second->rect.left() >= painter.labelWidth(), where);
+            // The deadline's arrow takes the last dozen pixels in compact rows.
+            QVERIFY2(second->rect.right() <= rect.right() - (density == LaneDensity::Compact ? 12 : 0),
+                     where);
+        }
+    }
+
     void themesAndWorkshop()
     {
         TimelineModel model;
