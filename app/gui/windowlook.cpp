@@ -1,6 +1,7 @@
 #include "windowlook.h"
 
 #include <QApplication>
+#include <QEvent>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QToolTip>
@@ -76,6 +77,7 @@ void WindowLook::setWorkshop(bool on)
         for (const SavedFont &s : m_ownFonts)
             if (s.widget) s.widget->setFont(scaled(s.font, kWorkshopFontScale));
         QToolTip::setFont(scaled(m_toolTipFont, kWorkshopFontScale));
+        qApp->installEventFilter(this);
         // The timeline scales its own text; it keeps the font it had (a size set, so not inherited).
         if (m_timeline) {
             QFont own = m_windowFont;
@@ -86,6 +88,10 @@ void WindowLook::setWorkshop(bool on)
             m_timeline->setFont(own);
         }
     } else {
+        qApp->removeEventFilter(this);
+        for (const SavedFont &s : m_otherWindows)
+            if (s.widget) s.widget->setFont(s.font);
+        m_otherWindows.clear();
         for (const SavedFont &s : m_ownFonts)
             if (s.widget) s.widget->setFont(s.font);
         m_ownFonts.clear();
@@ -102,6 +108,19 @@ void WindowLook::setWorkshop(bool on)
         QToolTip::setFont(m_toolTipFont);
     }
     emit changed();
+}
+
+bool WindowLook::eventFilter(QObject *watched, QEvent *event)
+{
+    if (event->type() != QEvent::Polish || !watched->isWidgetType()) return false;
+    auto *w = static_cast<QWidget *>(watched);
+    // Tooltips have their own font (set above); the main window and its children are scaled already.
+    if (!w->isWindow() || w == m_window || w->windowType() == Qt::ToolTip) return false;
+    for (const SavedFont &s : m_otherWindows)
+        if (s.widget == w) return false;
+    m_otherWindows.push_back({w, w->font()});
+    w->setFont(scaled(w->font(), kWorkshopFontScale));
+    return false;
 }
 
 void WindowLook::setDark(bool on)

@@ -37,6 +37,11 @@ signals:
     // After the fonts or the palette changed (the inspector rebuilds its rows, say).
     void changed();
 
+protected:
+    // In workshop mode: a window opened from the main window (a file dialog, a message box, a menu, the
+    // compare window) does not inherit its font, so it is scaled as it is first polished.
+    bool eventFilter(QObject *watched, QEvent *event) override;
+
 private:
     struct SavedFont
     {
@@ -52,6 +57,7 @@ private:
     bool m_windowHadFont = false;
     QFont m_toolTipFont;
     std::vector<SavedFont> m_ownFonts;
+    std::vector<SavedFont> m_otherWindows; // scaled by eventFilter(), their fonts before
     QString m_styleName;
     QPalette m_palette;
 };

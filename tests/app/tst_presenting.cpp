@@ -22,6 +22,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QFileDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
@@ -173,6 +174,7 @@ private slots:
         const double timelineBefore = pointSize(w->swimlanes());
         const int treeRowBefore = w->callsTree()->sizeHintForRow(0);
         const int nameColumn = w->inspector()->tree()->columnWidth(0);
+        const double dialogBefore = QFileDialog().font().pointSizeF();
         w->setWorkshop(true);
         QVERIFY(w->inspector()->tree()->columnWidth(0) > nameColumn);
         QVERIFY(w->look()->workshop());
@@ -191,7 +193,15 @@ private slots:
         QVERIFY(!edits.isEmpty());
         QCOMPARE(pointSize(edits.first()), before[0] * WindowLook::kWorkshopFontScale);
 
+        // A window opened from it (a file dialog) takes the workshop sizes too, and gives them back.
+        auto *dialog = new QFileDialog(w, QStringLiteral("Open"));
+        dialog->setOption(QFileDialog::DontUseNativeDialog);
+        dialog->ensurePolished();
+        QCOMPARE(dialog->font().pointSizeF(), dialogBefore * WindowLook::kWorkshopFontScale);
+
         w->setWorkshop(false);
+        QCOMPARE(dialog->font().pointSizeF(), dialogBefore);
+        delete dialog;
         for (size_t i = 0; i < widgets.size(); ++i)
             QCOMPARE(pointSize(widgets[i]), before[i]);
         QCOMPARE(w->inspector()->tree()->columnWidth(0), nameColumn);
