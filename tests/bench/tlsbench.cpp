@@ -18,7 +18,6 @@
 #include "clock.h"
 #include "lab.grpc.pb.h"
 #include "nghttpxproxy.h"
-#include "pcapimport.h"
 #include "relay.h"
 #include "rpcscopeca.h"
 #include "stats.h"
@@ -38,7 +37,6 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -381,83 +379,64 @@ int main(int argc, char **argv)
 
     // ---- 3. wire times on intercepted hops against dumpcap, both cores busy ----
     {
-        EventSink readSink, kernelSink;
-        Relay readTimed, kernelTimed;
-        TlsInterceptOptions readTls = tls, kernelTls = tls;
-        readTls.keylogFile = dir + "/read-hop.keys";
-        kernelTls.keylogFile = dir + "/kernel-hop.keys";
-        readTimed.setTlsIntercept(readTls);
-        kernelTimed.setTlsIntercept(kernelTls);
-        readTimed.setKernelTimestamps(false);
-        kernelTimed.setKernelTimestamps(true);
-        const HostPort target{"127.0.0.1", std::uint16_t(serverPort)};
-        if (!readTimed.start({"127.0.0.1", 0}, target, readSink.sink(), &error) ||
-            !kernelTimed.start({"127.0.0.1", 0}, target, kernelSink.sink(), &error)) {
+        // Each hop writes a key log of both its legs; the recording is decrypted with both.
+        const std::string keyFiles[2] = {dir + "/read-hop.keys", dir + "/kernel-hop.keys"};
+        int failures = 0;
+        size_t sessions = 0;
+        WireTimesRun run;
+        const bool started = measureWireTimes(
+            std::uint16_t(serverPort), dir + "/wire.pcapng",
+            [&](Relay &hop, bool kernel) {
+                TlsInterceptOptions o = tls;
+                o.keylogFile = keyFiles[kernel];
+                hop.setTlsIntercept(o);
+            },
+            [&](std::uint16_t pr, std::uint16_t pk) {
+                Lane viaRead{"read-timed hop", stubFor(pr, proxyCa.certPem())};
+                Lane viaKernel{"kernel-timed hop", stubFor(pk, proxyCa.certPem())};
+                viaRead.unary(50, false);
+                viaKernel.unary(50, false);
+                const int rounds = plan.quick ? 2 : 5, calls = plan.quick ? 300 : 1000;
+                progress("TLS wire times: %d rounds x %d calls x 2 hops, two spinning processes", rounds,
+                         calls);
+                for (int round = 0; round < rounds; ++round) {
+                    (round % 2 ? viaKernel : viaRead).unary(calls, false);
+                    (round % 2 ? viaRead : viaKernel).unary(calls, false);
+                }
+                failures = viaRead.failures + viaKernel.failures;
+            },
+            [&] {
+                auto keys = std::make_shared<TlsKeyLog>();
+                std::string text, why;
+                for (const std::string &f : keyFiles) {
+                    std::ifstream in(f, std::ios::binary);
+                    text += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+                }
+                if (!keys->parse(text, &why)) notes.push_back("key log: " + why);
+                sessions = keys->size();
+                return keys;
+            },
+            &run, &error);
+        if (!started) {
             std::fprintf(stderr, "rpcscope-tlsbench: relay: %s\n", error.c_str());
             return 1;
         }
-        const std::uint16_t pr = readTimed.listenAddress().port, pk = kernelTimed.listenAddress().port;
-        const std::string pcap = dir + "/wire.pcapng";
-        const std::string filter = "tcp port " + std::to_string(pr) + " or tcp port " + std::to_string(pk) +
-                                   " or tcp port " + std::to_string(serverPort);
-        DumpcapRecording recording;
-        if (!recording.start(filter, pcap, &error)) {
-            notes.push_back("DUMPCAP: " + error + ": the TLS wire-time rows are skipped");
+        if (!run.recorded) {
+            notes.push_back("DUMPCAP: " + run.why + ": the TLS wire-time rows are skipped");
         } else {
-            Lane viaRead{"read-timed hop", stubFor(pr, proxyCa.certPem())};
-            Lane viaKernel{"kernel-timed hop", stubFor(pk, proxyCa.certPem())};
-            viaRead.unary(50, false);
-            viaKernel.unary(50, false);
-            const pid_t spinners[2] = {spin(), spin()};
-            const int rounds = plan.quick ? 2 : 5, calls = plan.quick ? 300 : 1000;
-            progress("TLS wire times: %d rounds x %d calls x 2 hops, two spinning processes", rounds, calls);
-            for (int round = 0; round < rounds; ++round) {
-                (round % 2 ? viaKernel : viaRead).unary(calls, false);
-                (round % 2 ? viaRead : viaKernel).unary(calls, false);
-            }
-            for (pid_t p : spinners) {
-                kill(p, SIGKILL);
-                waitpid(p, nullptr, 0);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(500)); // dumpcap's last packets
-            recording.stop();
-            readTimed.stop();
-            kernelTimed.stop();
-            const std::int64_t offset = wallMinusSteady();
-            // Both hops' key logs, for both legs of each.
-            auto keys = std::make_shared<TlsKeyLog>();
-            std::string text;
-            for (const std::string &f : {readTls.keylogFile, kernelTls.keylogFile}) {
-                std::ifstream in(f, std::ios::binary);
-                text += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-            }
-            if (!keys->parse(text, &error)) notes.push_back("key log: " + error);
-            auto imported = [&](std::uint16_t port) {
-                PcapImportOptions o;
-                o.serverPort = port;
-                o.keylog = keys;
-                PcapImportResult res;
-                std::string err;
-                if (!importPcap(pcap, o, &res, &err)) notes.push_back("pcap import: " + err);
-                return byConnection(res.events);
-            };
-            const WireErrors e = compareWireTimes({{byConnection(readSink.all), imported(pr), false},
-                                                   {byConnection(kernelSink.all), imported(pk), true}},
-                                                  imported(std::uint16_t(serverPort)), offset);
-            wireTimeRows(e, "TLS ", &rows, &notes);
-            notes.push_back("TLS wire times: frames of " + std::to_string(e.connections) +
+            notes.insert(notes.end(), run.importNotes.begin(), run.importNotes.end());
+            wireTimeRows(run.errors, "TLS ", &rows, &notes);
+            notes.push_back("TLS wire times: frames of " + std::to_string(run.errors.connections) +
                             " intercepted connections (two hops, one timing its reads, one kernel receive "
                             "times) matched with dumpcap's, decrypted with the hops' key log (" +
-                            std::to_string(keys->size()) +
+                            std::to_string(sessions) +
                             " sessions), by direction, stream, type, flags, "
                             "PING data or WINDOW_UPDATE increment and occurrence (stream 0 aligned in "
                             "sequence); " +
-                            std::to_string(e.unmatched) + " unmatched; kernel-timed reads " +
-                            std::to_string(kernelTimed.kernelStampedReads()) + ", of which fell back " +
-                            std::to_string(kernelTimed.readTimedReads()));
-            if (viaRead.failures + viaKernel.failures)
-                notes.push_back("TLS wire times: " + std::to_string(viaRead.failures + viaKernel.failures) +
-                                " calls failed");
+                            std::to_string(run.errors.unmatched) + " unmatched; kernel-timed reads " +
+                            std::to_string(run.kernelStampedReads) + ", of which fell back " +
+                            std::to_string(run.readTimedReads));
+            if (failures) notes.push_back("TLS wire times: " + std::to_string(failures) + " calls failed");
         }
     }
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

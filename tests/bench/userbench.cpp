@@ -19,7 +19,6 @@
 #include "lab.pb.h"
 #include "labclient.h"
 #include "labserver.h"
-#include "pcapimport.h"
 #include "relay.h"
 #include "socatproxy.h"
 #include "stats.h"
@@ -41,7 +40,6 @@
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -419,61 +417,37 @@ int main(int argc, char **argv)
 
     // ---- 2. wire times against dumpcap, both cores busy ----
     {
-        EventSink readSink, kernelSink;
-        Relay readTimed, kernelTimed;
-        readTimed.setKernelTimestamps(false);
-        kernelTimed.setKernelTimestamps(true);
-        if (!readTimed.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, readSink.sink(), &error) ||
-            !kernelTimed.start({"127.0.0.1", 0}, {"127.0.0.1", serverPort}, kernelSink.sink(), &error)) {
+        const int tsCalls = quick ? 500 : 1500;
+        WireTimesRun run;
+        const bool started = measureWireTimes(
+            serverPort, work + "/wire.pcapng", {},
+            [&](std::uint16_t pr, std::uint16_t pk) {
+                progress("wire times: %d rounds x %d calls x 2 configurations, two spinning processes",
+                         rounds, tsCalls);
+                for (int r = 0; r < rounds; ++r)
+                    for (int k = 0; k < 2; ++k) {
+                        const bool kernel = (k + r) % 2 == 1;
+                        spawnClient(kernel ? pk : pr, tsCalls, 50);
+                    }
+            },
+            {}, &run, &error);
+        if (!started) {
             std::fprintf(stderr, "rpcscope-userbench: relay: %s\n", error.c_str());
             return 1;
         }
-        const std::uint16_t pr = readTimed.listenAddress().port, pk = kernelTimed.listenAddress().port;
-        const std::string pcap = work + "/wire.pcapng";
-        const std::string filter = "tcp port " + std::to_string(pr) + " or tcp port " + std::to_string(pk) +
-                                   " or tcp port " + std::to_string(serverPort);
-        DumpcapRecording recording;
-        if (!recording.start(filter, pcap, &error)) {
-            notes.push_back("DUMPCAP: " + error + ": the wire-time rows are skipped");
+        if (!run.recorded) {
+            notes.push_back("DUMPCAP: " + run.why + ": the wire-time rows are skipped");
         } else {
-            const pid_t spinners[2] = {spin(), spin()};
-            const int tsCalls = quick ? 500 : 1500;
-            progress("wire times: %d rounds x %d calls x 2 configurations, two spinning processes", rounds,
-                     tsCalls);
-            for (int r = 0; r < rounds; ++r)
-                for (int k = 0; k < 2; ++k) {
-                    const bool kernel = (k + r) % 2 == 1;
-                    spawnClient(kernel ? pk : pr, tsCalls, 50);
-                }
-            for (pid_t p : spinners) {
-                kill(p, SIGKILL);
-                waitpid(p, nullptr, 0);
-            }
-            std::this_thread::sleep_for(500ms); // dumpcap's last packets
-            recording.stop();
-            readTimed.stop();
-            kernelTimed.stop();
-            const std::int64_t offset = wallMinusSteady();
-            auto imported = [&](std::uint16_t port) {
-                PcapImportOptions o;
-                o.serverPort = port;
-                PcapImportResult res;
-                std::string err;
-                if (!importPcap(pcap, o, &res, &err)) notes.push_back("pcap import: " + err);
-                return byConnection(res.events);
-            };
-            const WireErrors e = compareWireTimes({{byConnection(readSink.all), imported(pr), false},
-                                                   {byConnection(kernelSink.all), imported(pk), true}},
-                                                  imported(serverPort), offset);
-            wireTimeRows(e, "", &rows, &notes);
-            notes.push_back("wire times: frames of " + std::to_string(e.connections) +
+            notes.insert(notes.end(), run.importNotes.begin(), run.importNotes.end());
+            wireTimeRows(run.errors, "", &rows, &notes);
+            notes.push_back("wire times: frames of " + std::to_string(run.errors.connections) +
                             " relay connections matched with dumpcap's by direction, stream, type, flags, "
                             "PING data or WINDOW_UPDATE increment, and occurrence on their stream (stream 0: "
                             "aligned in sequence per direction), client leg for requests, server leg for "
                             "responses; " +
-                            std::to_string(e.unmatched) + " unmatched; kernel-timed reads " +
-                            std::to_string(kernelTimed.kernelStampedReads()) + ", of which fell back " +
-                            std::to_string(kernelTimed.readTimedReads()));
+                            std::to_string(run.errors.unmatched) + " unmatched; kernel-timed reads " +
+                            std::to_string(run.kernelStampedReads) + ", of which fell back " +
+                            std::to_string(run.readTimedReads));
         }
     }
 

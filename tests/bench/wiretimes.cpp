@@ -1,6 +1,7 @@
 #include "wiretimes.h"
 
 #include "benchtext.h"
+#include "pcapimport.h"
 #include "stats.h"
 
 #include <algorithm>
@@ -244,6 +245,59 @@ pid_t spin()
             asm volatile("" ::: "memory"); // a loop the compiler keeps
     }
     return pid;
+}
+
+bool measureWireTimes(std::uint16_t serverPort, const std::string &pcapPath,
+                      const std::function<void(Relay &relay, bool kernel)> &configure,
+                      const std::function<void(std::uint16_t readPort, std::uint16_t kernelPort)> &drive,
+                      const std::function<std::shared_ptr<const TlsKeyLog>()> &keys, WireTimesRun *run,
+                      std::string *error)
+{
+    EventSink readSink, kernelSink;
+    Relay readTimed, kernelTimed;
+    if (configure) {
+        configure(readTimed, false);
+        configure(kernelTimed, true);
+    }
+    readTimed.setKernelTimestamps(false);
+    kernelTimed.setKernelTimestamps(true);
+    const HostPort target{"127.0.0.1", serverPort};
+    if (!readTimed.start({"127.0.0.1", 0}, target, readSink.sink(), error) ||
+        !kernelTimed.start({"127.0.0.1", 0}, target, kernelSink.sink(), error))
+        return false;
+    const std::uint16_t pr = readTimed.listenAddress().port, pk = kernelTimed.listenAddress().port;
+    const std::string filter = "tcp port " + std::to_string(pr) + " or tcp port " + std::to_string(pk) +
+                               " or tcp port " + std::to_string(serverPort);
+    DumpcapRecording recording;
+    if (!recording.start(filter, pcapPath, &run->why)) return true;
+    run->recorded = true;
+    const pid_t spinners[2] = {spin(), spin()};
+    drive(pr, pk);
+    for (pid_t p : spinners) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500)); // dumpcap's last packets
+    recording.stop();
+    readTimed.stop();
+    kernelTimed.stop();
+    run->kernelStampedReads = kernelTimed.kernelStampedReads();
+    run->readTimedReads = kernelTimed.readTimedReads();
+    const std::int64_t offset = wallMinusSteady();
+    const std::shared_ptr<const TlsKeyLog> keylog = keys ? keys() : nullptr;
+    auto imported = [&](std::uint16_t port) {
+        PcapImportOptions o;
+        o.serverPort = port;
+        o.keylog = keylog;
+        PcapImportResult res;
+        std::string err;
+        if (!importPcap(pcapPath, o, &res, &err)) run->importNotes.push_back("pcap import: " + err);
+        return byConnection(res.events);
+    };
+    run->errors = compareWireTimes({{byConnection(readSink.all), imported(pr), false},
+                                    {byConnection(kernelSink.all), imported(pk), true}},
+                                   imported(serverPort), offset);
+    return true;
 }
 
 } // namespace rpcscope::bench

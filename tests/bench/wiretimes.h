@@ -12,13 +12,19 @@
 #include "relay.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <sys/types.h>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+namespace rpcscope {
+class TlsKeyLog;
+}
 
 namespace rpcscope::bench {
 
@@ -106,5 +112,24 @@ private:
 
 // A process that keeps one core busy until killed (SIGKILL, then waitpid).
 pid_t spin();
+
+// One measurement: two relays to 127.0.0.1:serverPort, set up by `configure` (a TLS interception, say), one
+// timing its reads and one taking kernel receive times. dumpcap records loopback while two spinning processes
+// keep both cores busy and `drive(readPort, kernelPort)` sends calls through them; the recording is then
+// imported (decrypted with `keys()`, asked once the relays have stopped, when set) and compared.
+struct WireTimesRun
+{
+    bool recorded = false; // false: dumpcap could not record, `why` says why
+    std::string why;
+    WireErrors errors;
+    std::uint64_t kernelStampedReads = 0, readTimedReads = 0; // of the kernel-timed relay
+    std::vector<std::string> importNotes;
+};
+// False (and *error) when a relay does not start.
+bool measureWireTimes(std::uint16_t serverPort, const std::string &pcapPath,
+                      const std::function<void(Relay &relay, bool kernel)> &configure,
+                      const std::function<void(std::uint16_t readPort, std::uint16_t kernelPort)> &drive,
+                      const std::function<std::shared_ptr<const TlsKeyLog>()> &keys, WireTimesRun *run,
+                      std::string *error);
 
 } // namespace rpcscope::bench
