@@ -444,6 +444,7 @@ const CallLanePass::RowFonts &CallLanePass::rowFonts(const PaintContext &ctx)
         m_rowFonts.bar = ctx.font(11, true);
         m_rowFonts.nameFm.emplace(m_rowFonts.name);
         m_rowFonts.smallFm.emplace(m_rowFonts.small);
+        m_rowFonts.arrowWidth = m_rowFonts.smallFm->horizontalAdvance(QStringLiteral("▶"));
         m_rowFonts.barFm.emplace(m_rowFonts.bar);
     }
     return m_rowFonts;
@@ -518,9 +519,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     const std::optional<std::int64_t> deadline = call.deadlineNs();
     double textRight = ax.left; // right of the last text drawn on the row, so later text does not cover it
     // A deadline beyond the view is an arrow at the right edge (below): gap labels keep clear of it.
-    const double labelsRight = deadline && ax.timeToX(*deadline) > right
-                                   ? right - 12 - smallFm.horizontalAdvance(QStringLiteral("▶"))
-                                   : right;
+    const double labelsRight = deadline && ax.timeToX(*deadline) > right ? right - 12 - f.arrowWidth : right;
     // Text drawn over a line (a gap's, the grid's) first clears the row's ground under it, so it does not
     // read as struck through.
     const QColor ground = th.headerBand.lighter(light ? 101 : 110);

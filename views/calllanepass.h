@@ -48,6 +48,7 @@ private:
         double scale = 0;
         QFont name, small, bar;
         std::optional<QFontMetricsF> nameFm, smallFm, barFm;
+        double arrowWidth = 0; // "▶" in the small font: an off-view deadline's arrow
     };
     const RowFonts &rowFonts(const PaintContext &ctx);
 

@@ -33,7 +33,12 @@ QRect ElidingStatusBar::messageRect() const
 
 QString ElidingStatusBar::shownMessage() const
 {
-    return fontMetrics().elidedText(currentMessage(), Qt::ElideRight, messageRect().width());
+    return elided(messageRect());
+}
+
+QString ElidingStatusBar::elided(const QRect &room) const
+{
+    return fontMetrics().elidedText(currentMessage(), Qt::ElideRight, room.width());
 }
 
 void ElidingStatusBar::updateToolTip()
@@ -70,8 +75,9 @@ void ElidingStatusBar::paintEvent(QPaintEvent *event)
         item.state = QStyle::State_None;
         style()->drawPrimitive(QStyle::PE_FrameStatusBarItem, &item, &p, w);
     }
+    const QRect room = messageRect();
     p.setPen(palette().windowText().color());
-    p.drawText(messageRect(), Qt::AlignLeading | Qt::AlignVCenter | Qt::TextSingleLine, shownMessage());
+    p.drawText(room, Qt::AlignLeading | Qt::AlignVCenter | Qt::TextSingleLine, elided(room));
 }
 
 } // namespace rpcscope

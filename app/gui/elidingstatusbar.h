@@ -23,6 +23,7 @@ protected:
     void resizeEvent(QResizeEvent *event) override;
 
 private:
+    QString elided(const QRect &room) const;
     void updateToolTip();
 };
 

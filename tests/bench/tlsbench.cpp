@@ -379,16 +379,17 @@ int main(int argc, char **argv)
 
     // ---- 3. wire times on intercepted hops against dumpcap, both cores busy ----
     {
-        // Each hop writes a key log of both its legs; the recording is decrypted with both.
-        const std::string keyFiles[2] = {dir + "/read-hop.keys", dir + "/kernel-hop.keys"};
+        // Both hops append the keys of both their legs to one key log (a line per write); the recording is
+        // decrypted with it.
+        const std::string keyFile = dir + "/hops.keys";
         int failures = 0;
         size_t sessions = 0;
         WireTimesRun run;
         const bool started = measureWireTimes(
             std::uint16_t(serverPort), dir + "/wire.pcapng",
-            [&](Relay &hop, bool kernel) {
+            [&](Relay &hop, bool) {
                 TlsInterceptOptions o = tls;
-                o.keylogFile = keyFiles[kernel];
+                o.keylogFile = keyFile;
                 hop.setTlsIntercept(o);
             },
             [&](std::uint16_t pr, std::uint16_t pk) {
@@ -407,12 +408,8 @@ int main(int argc, char **argv)
             },
             [&] {
                 auto keys = std::make_shared<TlsKeyLog>();
-                std::string text, why;
-                for (const std::string &f : keyFiles) {
-                    std::ifstream in(f, std::ios::binary);
-                    text += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-                }
-                if (!keys->parse(text, &why)) notes.push_back("key log: " + why);
+                std::string why;
+                if (!keys->load(keyFile, &why)) notes.push_back("key log: " + why);
                 sessions = keys->size();
                 return keys;
             },
@@ -421,23 +418,12 @@ int main(int argc, char **argv)
             std::fprintf(stderr, "rpcscope-tlsbench: relay: %s\n", error.c_str());
             return 1;
         }
-        if (!run.recorded) {
-            notes.push_back("DUMPCAP: " + run.why + ": the TLS wire-time rows are skipped");
-        } else {
-            notes.insert(notes.end(), run.importNotes.begin(), run.importNotes.end());
-            wireTimeRows(run.errors, "TLS ", &rows, &notes);
-            notes.push_back("TLS wire times: frames of " + std::to_string(run.errors.connections) +
-                            " intercepted connections (two hops, one timing its reads, one kernel receive "
-                            "times) matched with dumpcap's, decrypted with the hops' key log (" +
-                            std::to_string(sessions) +
-                            " sessions), by direction, stream, type, flags, "
-                            "PING data or WINDOW_UPDATE increment and occurrence (stream 0 aligned in "
-                            "sequence); " +
-                            std::to_string(run.errors.unmatched) + " unmatched; kernel-timed reads " +
-                            std::to_string(run.kernelStampedReads) + ", of which fell back " +
-                            std::to_string(run.readTimedReads));
-            if (failures) notes.push_back("TLS wire times: " + std::to_string(failures) + " calls failed");
-        }
+        reportWireTimes(run, "TLS ",
+                        "intercepted connections (two hops, one timing its reads, one kernel receive times; "
+                        "decrypted with their key log, " +
+                            std::to_string(sessions) + " TLS sessions)",
+                        &rows, &notes);
+        if (failures) notes.push_back("TLS wire times: " + std::to_string(failures) + " calls failed");
     }
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 

@@ -435,20 +435,7 @@ int main(int argc, char **argv)
             std::fprintf(stderr, "rpcscope-userbench: relay: %s\n", error.c_str());
             return 1;
         }
-        if (!run.recorded) {
-            notes.push_back("DUMPCAP: " + run.why + ": the wire-time rows are skipped");
-        } else {
-            notes.insert(notes.end(), run.importNotes.begin(), run.importNotes.end());
-            wireTimeRows(run.errors, "", &rows, &notes);
-            notes.push_back("wire times: frames of " + std::to_string(run.errors.connections) +
-                            " relay connections matched with dumpcap's by direction, stream, type, flags, "
-                            "PING data or WINDOW_UPDATE increment, and occurrence on their stream (stream 0: "
-                            "aligned in sequence per direction), client leg for requests, server leg for "
-                            "responses; " +
-                            std::to_string(run.errors.unmatched) + " unmatched; kernel-timed reads " +
-                            std::to_string(run.kernelStampedReads) + ", of which fell back " +
-                            std::to_string(run.readTimedReads));
-        }
+        reportWireTimes(run, "", "relay connections", &rows, &notes);
     }
 
     std::error_code ignored;

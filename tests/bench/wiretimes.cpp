@@ -158,33 +158,6 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
     return out;
 }
 
-void wireTimeRows(const WireErrors &e, const std::string &what, std::vector<Row> *rows,
-                  std::vector<std::string> *notes)
-{
-    using benchtext::fmt;
-    for (int kernel = 0; kernel < 2; ++kernel) {
-        const std::vector<double> &all = e.all[kernel];
-        if (all.empty()) {
-            notes->push_back(what + (kernel ? "kernel" : "read") + "-timed relay: no frame matched");
-            continue;
-        }
-        const double p99 = percentile(all, 99);
-        rows->push_back({what + "wire time error vs dumpcap, " +
-                             (kernel ? "kernel timestamps" : "read time (old way)") + ", p50 / p99 / max (" +
-                             std::to_string(all.size()) + " frames)",
-                         fmt("%.1f", median(all)) + " / " + fmt("%.1f", p99) + " / " +
-                             fmt("%.1f us", percentile(all, 100)),
-                         "", "", "p99 <= 200 us", p99 <= 200 ? "met" : "missed"});
-        const std::vector<double> &streams = e.streams[kernel];
-        if (!streams.empty())
-            rows->push_back({std::string("  of which call streams' frames, p50 / p99 / max (") +
-                                 std::to_string(streams.size()) + " frames)",
-                             fmt("%.1f", median(streams)) + " / " + fmt("%.1f", percentile(streams, 99)) +
-                                 " / " + fmt("%.1f us", percentile(streams, 100)),
-                             "", "", "", ""});
-    }
-}
-
 bool DumpcapRecording::start(const std::string &filter, const std::string &pcapPath, std::string *error)
 {
     const std::string dumpcap = benchtext::inPath("dumpcap");
@@ -298,6 +271,46 @@ bool measureWireTimes(std::uint16_t serverPort, const std::string &pcapPath,
                                     {byConnection(kernelSink.all), imported(pk), true}},
                                    imported(serverPort), offset);
     return true;
+}
+
+void reportWireTimes(const WireTimesRun &run, const std::string &what, const std::string &connections,
+                     std::vector<Row> *rows, std::vector<std::string> *notes)
+{
+    using benchtext::fmt;
+    if (!run.recorded) {
+        notes->push_back("DUMPCAP: " + run.why + ": the " + what + "wire-time rows are skipped");
+        return;
+    }
+    notes->insert(notes->end(), run.importNotes.begin(), run.importNotes.end());
+    const WireErrors &e = run.errors;
+    for (int kernel = 0; kernel < 2; ++kernel) {
+        const std::vector<double> &all = e.all[kernel];
+        if (all.empty()) {
+            notes->push_back(what + (kernel ? "kernel" : "read") + "-timed relay: no frame matched");
+            continue;
+        }
+        const double p99 = percentile(all, 99);
+        rows->push_back({what + "wire time error vs dumpcap, " +
+                             (kernel ? "kernel timestamps" : "read time (old way)") + ", p50 / p99 / max (" +
+                             std::to_string(all.size()) + " frames)",
+                         fmt("%.1f", median(all)) + " / " + fmt("%.1f", p99) + " / " +
+                             fmt("%.1f us", percentile(all, 100)),
+                         "", "", "p99 <= 200 us", p99 <= 200 ? "met" : "missed"});
+        const std::vector<double> &streams = e.streams[kernel];
+        if (!streams.empty())
+            rows->push_back({std::string("  of which call streams' frames, p50 / p99 / max (") +
+                                 std::to_string(streams.size()) + " frames)",
+                             fmt("%.1f", median(streams)) + " / " + fmt("%.1f", percentile(streams, 99)) +
+                                 " / " + fmt("%.1f us", percentile(streams, 100)),
+                             "", "", "", ""});
+    }
+    notes->push_back(what + "wire times: frames of " + std::to_string(e.connections) + " " + connections +
+                     " matched with dumpcap's by direction, stream, type, flags, PING data or WINDOW_UPDATE "
+                     "increment, and occurrence on their stream (stream 0: aligned in sequence per "
+                     "direction), client leg for requests, server leg for responses; " +
+                     std::to_string(e.unmatched) + " unmatched; kernel-timed reads " +
+                     std::to_string(run.kernelStampedReads) + ", of which fell back " +
+                     std::to_string(run.readTimedReads));
 }
 
 } // namespace rpcscope::bench

@@ -92,11 +92,6 @@ struct WireErrors
 WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
                             const std::vector<ConnFrames> &serverLeg, std::int64_t offsetNs);
 
-// The table's rows: p50 / p99 / max per way of timing, the goal on the p99 (kernel times and read times
-// alike, so the old way shows what it missed by). `what` names the hop ("", "TLS "...).
-void wireTimeRows(const WireErrors &e, const std::string &what, std::vector<Row> *rows,
-                  std::vector<std::string> *notes);
-
 // dumpcap on loopback with a capture filter, writing a pcapng; stop() ends it (SIGINT) and waits.
 class DumpcapRecording
 {
@@ -131,5 +126,12 @@ bool measureWireTimes(std::uint16_t serverPort, const std::string &pcapPath,
                       const std::function<void(std::uint16_t readPort, std::uint16_t kernelPort)> &drive,
                       const std::function<std::shared_ptr<const TlsKeyLog>()> &keys, WireTimesRun *run,
                       std::string *error);
+
+// A run's rows and notes: where nothing was recorded, a note saying so; else the import's notes, p50 / p99 /
+// max per way of timing with the goal on the p99 (kernel times and read times alike, so the old way shows
+// what it missed by), the call streams' frames alone, and how `connections` (what was matched, e.g. "relay
+// connections") were matched. `what` prefixes the rows ("", "TLS ").
+void reportWireTimes(const WireTimesRun &run, const std::string &what, const std::string &connections,
+                     std::vector<Row> *rows, std::vector<std::string> *notes);
 
 } // namespace rpcscope::bench
