@@ -17,16 +17,102 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 
 using namespace rpcscope;
 
 namespace {
 
 constexpr std::int64_t ms = 1'000'000;
+
+// tshark stamps packets on the wall clock and the relay's events are on the steady clock. A machine whose
+// wall clock is stepped while the test runs (a virtual machine's time sync, say) moves one against the other,
+// so the recording's times go back to the steady clock through the offset in effect when each packet was
+// seen, sampled every millisecond while the scenario runs.
+class WallClockTrack
+{
+public:
+    WallClockTrack()
+    {
+        sample();
+        m_thread = std::thread([this] {
+            std::unique_lock lk(m_mu);
+            while (!m_cv.wait_for(lk, std::chrono::milliseconds(1), [this] { return m_stop; })) {
+                lk.unlock();
+                sample();
+                lk.lock();
+            }
+        });
+    }
+    ~WallClockTrack() { stop(); }
+    void stop()
+    {
+        {
+            std::lock_guard lk(m_mu);
+            m_stop = true;
+        }
+        m_cv.notify_all();
+        if (m_thread.joinable()) m_thread.join();
+        sample();
+    }
+    // How far the wall clock moved against the steady clock, ns, between the first and the last sample.
+    std::int64_t drift() const
+    {
+        std::lock_guard lk(m_mu);
+        std::int64_t lo = m_samples.front().offset, hi = lo;
+        for (const Sample &s : m_samples) {
+            lo = std::min(lo, s.offset);
+            hi = std::max(hi, s.offset);
+        }
+        return hi - lo;
+    }
+    // A wall-clock time on the steady clock.
+    std::int64_t toSteady(std::int64_t wallNs) const
+    {
+        std::lock_guard lk(m_mu);
+        const auto it = std::upper_bound(m_samples.begin(), m_samples.end(), wallNs,
+                                         [](std::int64_t t, const Sample &s) { return t < s.wallNs; });
+        return wallNs - (it == m_samples.begin() ? it : std::prev(it))->offset;
+    }
+
+private:
+    struct Sample
+    {
+        std::int64_t wallNs, offset; // offset: wall - steady
+    };
+    void sample()
+    {
+        // The narrowest of three windows around one wall-clock reading.
+        Sample best{0, 0};
+        std::int64_t window = -1;
+        for (int i = 0; i < 3; ++i) {
+            timespec a{}, w{}, b{};
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            clock_gettime(CLOCK_REALTIME, &w);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            const auto ns = [](const timespec &t) {
+                return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+            };
+            if (window < 0 || ns(b) - ns(a) < window) {
+                window = ns(b) - ns(a);
+                best = {ns(w), ns(w) - (ns(a) + ns(b)) / 2};
+            }
+        }
+        std::lock_guard lk(m_mu);
+        if (m_samples.empty() || best.wallNs > m_samples.back().wallNs) m_samples.push_back(best);
+    }
+
+    mutable std::mutex m_mu;
+    std::condition_variable m_cv;
+    bool m_stop = false;
+    std::vector<Sample> m_samples;
+    std::thread m_thread;
+};
 
 // A classic pcap file (nanosecond timestamps, Ethernet) written segment by segment.
 class PcapWriter
@@ -523,6 +609,7 @@ private slots:
 
         const lab::Scenario *scenario = lab::findScenario("retry-basic");
         QVERIFY(scenario);
+        WallClockTrack wall;
         const lab::ScenarioResult result = session.run(*scenario);
         QVERIFY2(result.expectationHeld, result.summary.c_str());
         session.stop(); // closes the connection: its FIN is the last thing to capture
@@ -546,8 +633,11 @@ private slots:
             cap.waitForReadyRead(100);
             output += QString::fromUtf8(cap.readAll());
         }
+        wall.stop();
         cap.terminate();
         QVERIFY(cap.waitForFinished(10000));
+        qInfo("the wall clock moved %.3f ms against the steady clock during the run",
+              double(wall.drift()) / ms);
 
         // Both legs: the client's (to the relay) and the server's (from it).
         PcapImportResult r, rs;
@@ -557,6 +647,9 @@ private slots:
         QVERIFY2(importPcap(file.toStdString(), clientLeg, &r, &error), error.c_str());
         QCOMPARE(int(r.serverPort), proxyPort);
         QVERIFY2(importPcap(file.toStdString(), serverLeg, &rs, &error), error.c_str());
+        for (auto *events : {&r.events, &rs.events})
+            for (WireEvent &e : *events)
+                e.tNs = wall.toSteady(e.tNs);
         TimelineStore imported, upstream, liveStore;
         imported.apply(r.events);
         upstream.apply(rs.events);
