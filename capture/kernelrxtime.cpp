@@ -7,7 +7,8 @@
 namespace rpcscope {
 
 namespace {
-constexpr std::int64_t kResampleNs = 1'000'000'000;
+// Three samples take well under a microsecond; 100 a second cost nothing a relay would notice.
+constexpr std::int64_t kResampleNs = 10'000'000;
 // A stamp this much older than its read is not believed (a wall-clock step between two samples): no relay
 // thread waits that long for a core.
 constexpr std::int64_t kMaxAgeNs = 2'000'000'000;

@@ -12,10 +12,11 @@ namespace rpcscope {
 //
 // The kernel stamps in CLOCK_REALTIME; a capture's events are on the steady clock (steadyNowNs(),
 // CLOCK_MONOTONIC). The two are converted by an offset sampled between two steady-clock readings around one
-// realtime reading, the narrowest of a few tries, and sampled again every second: its error is half that
+// realtime reading, the narrowest of a few tries, and sampled again every 10 ms: its error is half that
 // window (well under a microsecond unless the thread is preempted in it, which the narrowest try avoids)
-// plus any step of the wall clock within the second (NTP slews both clocks alike; a step makes a stamp later
-// than its read or far too early, and then the read time is used and the offset sampled again).
+// plus any step of the wall clock within those 10 ms (NTP slews both clocks alike, but some virtual machines
+// step the wall clock by 0.5 ms at a time). A step forward makes a stamp later than its read, and the offset
+// is sampled again at once; a stamp still wrong after that, or far too early, gives way to the read time.
 //
 // A socket's receive queue keeps one time per buffer, and TCP merges a segment into the unread one before it:
 // two writes that both wait for a late reader come back with the first one's time.
