@@ -48,7 +48,9 @@ constexpr size_t kBehindBacklog = 1 << 20;
 constexpr std::int64_t kMeasureIntervalNs = 20'000'000;
 size_t kChunkOverhead(const RelayChunk &c)
 {
-    return sizeof(RelayChunk) + (c.data ? heapbytes::block(c.size) - c.size : 0);
+    if (!c.data) return sizeof(RelayChunk);
+    return sizeof(RelayChunk) + heapbytes::block(c.data.get_deleter().pooled ? kPooledChunkBytes : c.size) -
+           c.size;
 }
 } // namespace
 

@@ -7,7 +7,10 @@ namespace rpcscope {
 RelayChunk copiedBytes(std::uint32_t conn, Direction dir, std::int64_t t, const void *data, size_t size)
 {
     RelayChunk chunk = RelayChunk::bytes(conn, dir, t);
-    chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size);
+    if (size >= kPoolFromBytes && size <= kPooledChunkBytes)
+        chunk.data = pooledChunkBytes();
+    else
+        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size);
     chunk.size = size;
     std::memcpy(chunk.data.get(), data, size);
     return chunk;
