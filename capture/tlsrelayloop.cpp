@@ -30,6 +30,10 @@ namespace {
 // A peer that stalls a handshake (or a connect) this long is given up.
 constexpr int kHandshakeTimeoutMs = 10'000;
 constexpr size_t kReadSize = 64 * 1024;
+// A direction whose reads decrypt records this large is streaming: it reads ahead, and reads up to
+// kBulkBurst records in a row before looking at the other direction (whose read would mostly find nothing).
+constexpr size_t kBulkRecord = 8 * 1024;
+constexpr int kBulkBurst = 4;
 // A thread (and two TLS sessions) per connection: past this many at once a new client is turned away, with a
 // note, so that a connection flood cannot exhaust threads or memory.
 constexpr int kMaxConnections = 512;
@@ -819,6 +823,7 @@ void TlsRelayLoop::relay(Conn &c)
         size_t len = 0;
         bool eof = false;
         bool shut = false;
+        bool readAhead = false;
         std::int64_t lastNs = 0; // the time of the last bytes decrypted: a direction's times never go back
         // With stream faults, what dst is to get, as StreamFaults wrote it (the read buffer is handed to it
         // whole at once). OpenSSL takes a retried write from a moved buffer
@@ -896,10 +901,20 @@ void TlsRelayLoop::relay(Conn &c)
             const bool fromClient = h.dir == Direction::ClientToServer;
             // bandwidth counts the decrypted bytes (what the peers' HTTP/2 carries), read in measured
             // amounts.
-            const size_t allowance = c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
-            if (h.readable() && allowance > 0) {
+            for (int burst = 0; burst < kBulkBurst; ++burst) {
+                const size_t allowance =
+                    c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
+                if (!h.readable() || allowance == 0) break;
                 const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
+                    // A large record is a bulk transfer: read ahead (the next record's header comes with
+                    // this one's body, one read instead of two) and read on. A small one goes back to reading
+                    // each record's header alone, so small records keep their own kernel times.
+                    const bool bulk = size_t(n) >= kBulkRecord;
+                    if (bulk != h.readAhead) {
+                        SSL_set_read_ahead(h.src, bulk ? 1 : 0);
+                        h.readAhead = bulk;
+                    }
                     // The bytes' time is when the kernel took in the first record read for them. Bytes of a
                     // record read before (OpenSSL keeps what one read does not take) are as old as the last
                     // ones. A connection fault holding reads back makes the kernel's time the wrong one, as
@@ -942,6 +957,7 @@ void TlsRelayLoop::relay(Conn &c)
                     }
                     // On at once, before the other direction is looked at.
                     if (!forward(h)) return;
+                    if (!bulk) break;
                 } else {
                     const int e = SSL_get_error(h.src, n);
                     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
@@ -950,6 +966,7 @@ void TlsRelayLoop::relay(Conn &c)
                         h.eof = true;
                     else
                         return; // reset, or a TLS error: both sides close
+                    break;
                 }
             }
             if (h.eof && h.pending() == 0 && !h.shut &&

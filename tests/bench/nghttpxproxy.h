@@ -21,6 +21,7 @@ public:
                const std::string &certFile, const std::string &keyFile, std::string *error);
     void stop();
     std::uint16_t port() const { return m_port; }
+    pid_t pid() const { return m_pid; }
     // The flags it ran with, for the table's notes.
     const std::string &flags() const { return m_flags; }
 

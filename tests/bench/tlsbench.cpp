@@ -11,7 +11,10 @@
 //
 // Each proxy's overhead is its number minus direct's; the ratio (rpcscope - direct) / (nghttpx - direct) says
 // how rpcscope's interception compares with nghttpx's (goal: at most 1). For throughput the overhead is in
-// time per byte: (1/rpcscope - 1/direct) / (1/nghttpx - 1/direct).
+// time per byte: (1/rpcscope - 1/direct) / (1/nghttpx - 1/direct). Beside it, each proxy's own CPU time per
+// MB streamed (the kernel's per-thread run time): nghttpx rewrites flow control with the wide windows it is
+// given, while rpcscope relays grpc++'s own byte for byte, so throughput alone mixes the proxies' cost with
+// their windows.
 
 #include "benchtable.h"
 #include "benchtext.h"
@@ -120,8 +123,8 @@ struct Lane
 {
     std::string name;
     std::unique_ptr<lab::Lab::Stub> stub;
-    std::vector<double> us;
-    std::vector<double> mbs;
+    std::vector<double> us = {};
+    std::vector<double> mbs = {};
     int failures = 0;
 
     void unary(int calls, bool record)
@@ -169,6 +172,46 @@ struct Lane
         if (record) mbs.push_back(double(bytes) / (double(t1 - t0) / 1e9) / 1e6);
     }
 };
+
+// CPU time (ns) that the threads of `pid` named one of `names` (all threads when empty) have run, from the
+// kernel's per-thread schedstat.
+std::int64_t threadsCpuNs(pid_t pid, std::initializer_list<const char *> names = {})
+{
+    std::int64_t sum = 0;
+    std::error_code ec;
+    for (const auto &task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::string comm;
+        std::getline(std::ifstream(task.path() / "comm"), comm);
+        bool keep = names.size() == 0;
+        for (const char *name : names)
+            keep = keep || comm == name;
+        std::int64_t ns = 0;
+        if (keep && (std::ifstream(task.path() / "schedstat") >> ns)) sum += ns;
+    }
+    return sum;
+}
+
+// CPU time (ns) of every thread of every process in process group `pgid` (nghttpx forks its worker).
+std::int64_t groupCpuNs(pid_t pgid)
+{
+    std::int64_t sum = 0;
+    std::error_code ec;
+    for (const auto &proc : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string name = proc.path().filename();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string stat;
+        std::getline(std::ifstream(proc.path() / "stat"), stat);
+        // pid (comm) state ppid pgrp ...: comm may hold spaces, so read after its closing parenthesis.
+        const size_t close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        char state = 0;
+        long ppid = 0, pgrp = 0;
+        if (std::sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 && pgrp == pgid)
+            sum += threadsCpuNs(pid_t(std::stol(name)));
+    }
+    return sum;
+}
 
 std::unique_ptr<lab::Lab::Stub> stubFor(std::uint16_t port, const std::string &roots)
 {
@@ -325,9 +368,25 @@ int main(int argc, char **argv)
              plan.streamMessages, lanes.size());
     for (Lane &l : lanes)
         l.stream(16, false);
+    // Each proxy's CPU while its own lane streams: rpcscope's relay, decoder and model threads, nghttpx's
+    // processes.
+    std::int64_t rpcscopeCpuNs = 0, nghttpxCpuNs = 0, decodeCpuNs = 0;
+    auto proxyCpuNs = [&](const Lane &l) -> std::int64_t {
+        if (&l == &r) return threadsCpuNs(getpid(), {"rpcscope-tls", "rpcscope-decode", "rpcscope-model"});
+        if (&l == n) return groupCpuNs(nghttpx.pid());
+        return 0;
+    };
     for (int round = 0; round < plan.streamRounds; ++round)
-        for (size_t k = 0; k < lanes.size(); ++k)
-            lanes[(k + size_t(round)) % lanes.size()].stream(plan.streamMessages, true);
+        for (size_t k = 0; k < lanes.size(); ++k) {
+            Lane &l = lanes[(k + size_t(round)) % lanes.size()];
+            const std::int64_t before = proxyCpuNs(l);
+            const std::int64_t decodeBefore =
+                &l == &r ? threadsCpuNs(getpid(), {"rpcscope-decode", "rpcscope-model"}) : 0;
+            l.stream(plan.streamMessages, true);
+            (&l == &r ? rpcscopeCpuNs : nghttpxCpuNs) += proxyCpuNs(l) - before;
+            if (&l == &r)
+                decodeCpuNs += threadsCpuNs(getpid(), {"rpcscope-decode", "rpcscope-model"}) - decodeBefore;
+        }
     {
         const double dv = median(d.mbs), rv = median(r.mbs);
         const std::string what = "TLS server stream " + std::to_string(plan.streamMessages) + " x 1 MiB";
@@ -353,6 +412,15 @@ int main(int argc, char **argv)
                 rows.push_back({what + ", direct slower than nghttpx: time per MB, rpcscope / nghttpx",
                                 fmt("%.0f us/MB", rt), "nghttpx " + fmt("%.0f us/MB", nt),
                                 fmt("%.2f", rt / nt), "<= 1.00", rt <= nt ? "met" : "missed"});
+            const double mb = double(plan.streamRounds) * plan.streamMessages * double(1 << 20) / 1e6;
+            if (rpcscopeCpuNs > 0 && nghttpxCpuNs > 0)
+                rows.push_back({what + ", proxy CPU per MB: rpcscope (relay, decoder, model) / nghttpx",
+                                fmt("%.0f us/MB", double(rpcscopeCpuNs) / 1e3 / mb),
+                                "nghttpx " + fmt("%.0f us/MB", double(nghttpxCpuNs) / 1e3 / mb),
+                                fmt("%.2f", double(rpcscopeCpuNs) / double(nghttpxCpuNs)), "", ""});
+            if (rpcscopeCpuNs > 0)
+                rows.push_back({what + ", of which decoding and the model (the rest is the relay thread)",
+                                fmt("%.0f us/MB", double(decodeCpuNs) / 1e3 / mb), "", "", "", ""});
         } else {
             rows.push_back({what + ", rpcscope intercepting", fmt("%.0f MB/s", rv),
                             "direct " + fmt("%.0f MB/s", dv), fmt("%.2f", rv / dv), "", ""});
