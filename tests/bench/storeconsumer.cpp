@@ -1,14 +1,8 @@
 #include "storeconsumer.h"
 
-#include <pthread.h>
-
 namespace rpcscope::bench {
 
-StoreConsumer::StoreConsumer() : m_thread([this] { loop(); })
-{
-    // Named as the application's model thread is, so the benchmarks can count its CPU with rpcscope's.
-    pthread_setname_np(m_thread.native_handle(), "rpcscope-model");
-}
+StoreConsumer::StoreConsumer() : m_thread([this] { loop(); }) {}
 
 StoreConsumer::~StoreConsumer()
 {

@@ -1,6 +1,7 @@
 // rpcscope-tlsbench (scripts/bench.sh --tls): what TLS interception costs, against nghttpx, a real
 // TLS-terminating HTTP/2 proxy, in front of the same grpc++ TLS server in the same run, and against the
-// client talking TLS to the server directly.
+// client talking TLS to the server directly. rpcscope runs as a user runs it, `rpcscope-cli capture
+// --tls-intercept` in its own process, as nghttpx runs in its own.
 //
 //   1. unary latency of 100-byte RPCs, p50 and p99, interleaved in rounds;
 //   2. server-streaming throughput with 1 MiB messages, rotating;
@@ -18,17 +19,18 @@
 
 #include "benchtable.h"
 #include "benchtext.h"
+#include "captureprocess.h"
 #include "clock.h"
 #include "lab.grpc.pb.h"
 #include "nghttpxproxy.h"
 #include "relay.h"
 #include "rpcscopeca.h"
 #include "stats.h"
-#include "storeconsumer.h"
 #include "tlskeylog.h"
 #include "wiretimes.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -237,19 +239,29 @@ std::string overheadRatio(double proxy, double baseline, double direct)
 int main(int argc, char **argv)
 {
     bool quick = false;
+    std::string cli = RPCSCOPE_CLI;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) {
             quick = true;
+        } else if (std::strcmp(argv[i], "--cli") == 0 && i + 1 < argc) {
+            cli = argv[++i];
         } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-            std::printf("usage: rpcscope-tlsbench [--quick]\n"
-                        "  TLS interception against nghttpx (nghttp2-proxy) and direct TLS, in one run:\n"
-                        "  unary p50/p99 and 1 MiB server streaming (about 1 minute; --quick about 20 s).\n");
+            std::printf(
+                "usage: rpcscope-tlsbench [--quick] [--cli PATH]\n"
+                "  TLS interception (rpcscope-cli capture --tls-intercept, this build's or PATH) against\n"
+                "  nghttpx (nghttp2-proxy) and direct TLS, in one run: unary p50/p99, 1 MiB server\n"
+                "  streaming and wire times (about 1 minute; --quick about 20 s).\n");
             return 0;
         } else {
             std::fprintf(stderr, "rpcscope-tlsbench: unknown argument '%s' (try --help)\n", argv[i]);
             return 2;
         }
     }
+    if (access(cli.c_str(), X_OK) != 0) {
+        std::fprintf(stderr, "rpcscope-tlsbench: %s is not an executable rpcscope-cli\n", cli.c_str());
+        return 2;
+    }
+    std::signal(SIGPIPE, SIG_IGN);
     const Plan plan = quick ? Plan::quickPlan() : Plan();
     const std::int64_t runStart = steadyNowNs();
     const std::string loadBefore = loadAverage();
@@ -301,18 +313,31 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    // rpcscope: a hop with interception, the decoder running and a TimelineStore applying its batches.
+    // rpcscope as a user runs it: `rpcscope-cli capture --tls-intercept`, its own process (a relay thread per
+    // connection, the decoder, the model, the capture file), its CA made on first use in a config folder of
+    // this run's.
+    const std::string cliConfig = dir + "/cli-config";
+    std::filesystem::create_directories(cliConfig);
+    hostile::CaptureProcess capture;
+    setenv("XDG_CONFIG_HOME", cliConfig.c_str(), 1);
+    const bool captureStarted =
+        capture.start(cli, std::uint16_t(serverPort), dir + "/capture.rpcscope",
+                      {"--tls-intercept", "--target-ca", serverCa.certPath()}, &error);
+    unsetenv("XDG_CONFIG_HOME");
+    if (!captureStarted) {
+        std::fprintf(stderr, "rpcscope-tlsbench: %s: %s\n", cli.c_str(), error.c_str());
+        return 1;
+    }
+    RpcscopeCa cliCa;
+    if (!cliCa.open(cliConfig + "/rpcscope", false, &error)) {
+        std::fprintf(stderr, "rpcscope-tlsbench: rpcscope-cli's CA: %s\n", error.c_str());
+        return 1;
+    }
+    // The wire-time hops below run in this process, with their own CA.
     TlsInterceptOptions tls;
     tls.enabled = true;
     tls.caDirectory = dir + "/rpcscope-ca";
     tls.targetCaFile = serverCa.certPath();
-    StoreConsumer consumer;
-    Relay relay;
-    relay.setTlsIntercept(tls);
-    if (!relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(serverPort)}, consumer.sink(), &error)) {
-        std::fprintf(stderr, "rpcscope-tlsbench: relay: %s\n", error.c_str());
-        return 1;
-    }
     RpcscopeCa proxyCa;
     if (!proxyCa.open(tls.caDirectory, false, &error)) {
         std::fprintf(stderr, "rpcscope-tlsbench: %s\n", error.c_str());
@@ -330,7 +355,7 @@ int main(int argc, char **argv)
     std::vector<Lane> lanes;
     lanes.push_back({"direct", stubFor(std::uint16_t(serverPort), serverCa.certPem())});
     if (haveNghttpx) lanes.push_back({"nghttpx", stubFor(nghttpx.port(), serverCa.certPem())});
-    lanes.push_back({"rpcscope", stubFor(relay.listenAddress().port, proxyCa.certPem())});
+    lanes.push_back({"rpcscope", stubFor(capture.listenPort(), cliCa.certPem())});
     const Lane &d = lanes.front();
     const Lane &r = lanes.back();
     const Lane *n = haveNghttpx ? &lanes[1] : nullptr;
@@ -368,11 +393,10 @@ int main(int argc, char **argv)
              plan.streamMessages, lanes.size());
     for (Lane &l : lanes)
         l.stream(16, false);
-    // Each proxy's CPU while its own lane streams: rpcscope's relay, decoder and model threads, nghttpx's
-    // processes.
-    std::int64_t rpcscopeCpuNs = 0, nghttpxCpuNs = 0, decodeCpuNs = 0;
+    // Each proxy's CPU while its own lane streams: all of rpcscope-cli's threads, all of nghttpx's processes.
+    std::int64_t rpcscopeCpuNs = 0, nghttpxCpuNs = 0, relayCpuNs = 0;
     auto proxyCpuNs = [&](const Lane &l) -> std::int64_t {
-        if (&l == &r) return threadsCpuNs(getpid(), {"rpcscope-tls", "rpcscope-decode", "rpcscope-model"});
+        if (&l == &r) return threadsCpuNs(capture.pid());
         if (&l == n) return groupCpuNs(nghttpx.pid());
         return 0;
     };
@@ -380,12 +404,10 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < lanes.size(); ++k) {
             Lane &l = lanes[(k + size_t(round)) % lanes.size()];
             const std::int64_t before = proxyCpuNs(l);
-            const std::int64_t decodeBefore =
-                &l == &r ? threadsCpuNs(getpid(), {"rpcscope-decode", "rpcscope-model"}) : 0;
+            const std::int64_t relayBefore = &l == &r ? threadsCpuNs(capture.pid(), {"rpcscope-tls"}) : 0;
             l.stream(plan.streamMessages, true);
             (&l == &r ? rpcscopeCpuNs : nghttpxCpuNs) += proxyCpuNs(l) - before;
-            if (&l == &r)
-                decodeCpuNs += threadsCpuNs(getpid(), {"rpcscope-decode", "rpcscope-model"}) - decodeBefore;
+            if (&l == &r) relayCpuNs += threadsCpuNs(capture.pid(), {"rpcscope-tls"}) - relayBefore;
         }
     {
         const double dv = median(d.mbs), rv = median(r.mbs);
@@ -414,13 +436,13 @@ int main(int argc, char **argv)
                                 fmt("%.2f", rt / nt), "<= 1.00", rt <= nt ? "met" : "missed"});
             const double mb = double(plan.streamRounds) * plan.streamMessages * double(1 << 20) / 1e6;
             if (rpcscopeCpuNs > 0 && nghttpxCpuNs > 0)
-                rows.push_back({what + ", proxy CPU per MB: rpcscope (relay, decoder, model) / nghttpx",
+                rows.push_back({what + ", proxy CPU per MB: rpcscope-cli / nghttpx, whole processes",
                                 fmt("%.0f us/MB", double(rpcscopeCpuNs) / 1e3 / mb),
                                 "nghttpx " + fmt("%.0f us/MB", double(nghttpxCpuNs) / 1e3 / mb),
                                 fmt("%.2f", double(rpcscopeCpuNs) / double(nghttpxCpuNs)), "", ""});
             if (rpcscopeCpuNs > 0)
-                rows.push_back({what + ", of which decoding and the model (the rest is the relay thread)",
-                                fmt("%.0f us/MB", double(decodeCpuNs) / 1e3 / mb), "", "", "", ""});
+                rows.push_back({what + ", of which the relay thread (the rest: decoder, model, capture file)",
+                                fmt("%.0f us/MB", double(relayCpuNs) / 1e3 / mb), "", "", "", ""});
         } else {
             rows.push_back({what + ", rpcscope intercepting", fmt("%.0f MB/s", rv),
                             "direct " + fmt("%.0f MB/s", dv), fmt("%.2f", rv / dv), "", ""});
@@ -434,16 +456,18 @@ int main(int argc, char **argv)
             "nghttpx: TLS to the client and to the server (the server verified against its CA), " +
             nghttpx.flags());
     notes.push_back(
-        "rpcscope: a hop with --tls-intercept (a thread per connection, OpenSSL both legs, the "
-        "decoder on and a TimelineStore applying its batches); all three lanes use the same grpc++ "
-        "TLS server and client code, each lane its own connection");
+        "rpcscope: " + cli +
+        " capture --tls-intercept --target-ca FILE --out FILE.rpcscope, its own process (a relay "
+        "thread per connection, OpenSSL both legs, the decoder, the model, the capture file); all "
+        "three lanes use the same grpc++ TLS server and client code, each lane its own connection");
 
     nghttpx.stop();
-    relay.stop();
-    consumer.calls(); // drains
-    if (consumer.decodeErrors())
-        notes.push_back("the relay reported " + std::to_string(consumer.decodeErrors()) + " decode errors");
-    lanes.clear(); // their connections close: the recording below holds only its own hops' connections
+    lanes.clear();
+    const hostile::CaptureProcess::Exit exit = capture.stop(30000);
+    if (!exit.exited || exit.code != 0)
+        notes.push_back("rpcscope-cli did not end cleanly: " +
+                        exit.describe()); // their connections close: the recording below holds only its own
+                                          // hops' connections
 
     // ---- 3. wire times on intercepted hops against dumpcap, both cores busy ----
     {
