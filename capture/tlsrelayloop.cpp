@@ -980,7 +980,13 @@ void TlsRelayLoop::relay(Conn &c)
         }
         forwardFirst.reset();
         if (halves[0].shut && halves[1].shut) return;
-        if (progress) continue;
+        // After small records, another round of reads would mostly find both sockets empty (two reads for
+        // nothing per record): the poll below asks the kernel instead, and returns at once if more came. Only
+        // bytes OpenSSL already holds (read ahead, or a record it has not yet handed out), a streaming
+        // direction, or fault rules' timing go round again without it.
+        const bool goRound = SSL_has_pending(c.cs) || SSL_has_pending(c.ss) || halves[0].readAhead ||
+                             halves[1].readAhead || c.streams || c.fault;
+        if (progress && goRound) continue;
         // POLLIN on a side at EOF, or whose bytes wait for a destination that cannot take them, would spin:
         // only asked for when that side is to be read or a TLS write wants it.
         bool clientIn = halves[0].readable(), serverIn = halves[1].readable();
