@@ -2,10 +2,14 @@
 
 #include <QApplication>
 #include <QEvent>
+#include <QFileDialog>
+#include <QHeaderView>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QToolTip>
+#include <QTreeView>
 #include <QWidget>
+#include <algorithm>
 
 namespace rpcscope {
 
@@ -92,6 +96,9 @@ void WindowLook::setWorkshop(bool on)
         for (const SavedFont &s : m_otherWindows)
             if (s.widget) s.widget->setFont(s.font);
         m_otherWindows.clear();
+        for (const QPointer<QHeaderView> &h : m_fittedHeaders)
+            if (h) h->setSectionResizeMode(QHeaderView::Interactive);
+        m_fittedHeaders.clear();
         for (const SavedFont &s : m_ownFonts)
             if (s.widget) s.widget->setFont(s.font);
         m_ownFonts.clear();
@@ -112,10 +119,26 @@ void WindowLook::setWorkshop(bool on)
 
 bool WindowLook::eventFilter(QObject *watched, QEvent *event)
 {
-    if (event->type() != QEvent::Polish || !watched->isWidgetType()) return false;
+    if ((event->type() != QEvent::Polish && event->type() != QEvent::Show) || !watched->isWidgetType())
+        return false;
     auto *w = static_cast<QWidget *>(watched);
     // Tooltips have their own font (set above); the main window and its children are scaled already.
     if (!w->isWindow() || w == m_window || w->windowType() == Qt::ToolTip) return false;
+    if (event->type() == QEvent::Show) {
+        // A file dialog's details list keeps the column widths it chose for the smaller font: size, type
+        // and date follow their contents instead, and the name takes what is left. On show, when the
+        // dialog has made its widgets.
+        if (qobject_cast<QFileDialog *>(w))
+            for (QTreeView *tree : w->findChildren<QTreeView *>()) {
+                QHeaderView *h = tree->header();
+                if (std::find(m_fittedHeaders.begin(), m_fittedHeaders.end(), h) != m_fittedHeaders.end())
+                    continue;
+                for (int i = 1; i < h->count(); ++i)
+                    h->setSectionResizeMode(i, QHeaderView::ResizeToContents);
+                m_fittedHeaders.push_back(h);
+            }
+        return false;
+    }
     for (const SavedFont &s : m_otherWindows)
         if (s.widget == w) return false;
     m_otherWindows.push_back({w, w->font()});

@@ -7,6 +7,7 @@
 #include <QString>
 #include <vector>
 
+class QHeaderView;
 class QWidget;
 
 namespace rpcscope {
@@ -58,6 +59,9 @@ private:
     QFont m_toolTipFont;
     std::vector<SavedFont> m_ownFonts;
     std::vector<SavedFont> m_otherWindows; // scaled by eventFilter(), their fonts before
+    // File dialogs' list headers whose columns after the name fit their contents in workshop mode (the
+    // dialog sized them for the smaller font, and its dates came out elided); interactive again after.
+    std::vector<QPointer<QHeaderView>> m_fittedHeaders;
     QString m_styleName;
     QPalette m_palette;
 };

@@ -22,7 +22,9 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QFile>
 #include <QFileDialog>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
@@ -30,6 +32,7 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTemporaryDir>
 #include <QToolBar>
 #include <QTreeView>
 #include <QTreeWidget>
@@ -198,9 +201,26 @@ private slots:
         dialog->setOption(QFileDialog::DontUseNativeDialog);
         dialog->ensurePolished();
         QCOMPARE(dialog->font().pointSizeF(), dialogBefore * WindowLook::kWorkshopFontScale);
+        // Its details list shows whole dates at the workshop size (they were cut to "2 De...2:48").
+        QTemporaryDir listed;
+        QFile(listed.filePath(QStringLiteral("capture.rpcscope"))).open(QIODevice::WriteOnly);
+        dialog->setViewMode(QFileDialog::Detail);
+        dialog->setDirectory(listed.path());
+        dialog->show();
+        auto *list = dialog->findChild<QTreeView *>(QStringLiteral("treeView"));
+        QVERIFY(list && list->model());
+        QTRY_VERIFY(list->model()->rowCount(list->rootIndex()) == 1);
+        const QModelIndex date = list->model()->index(0, 3, list->rootIndex());
+        const QString dateText = date.data().toString();
+        QVERIFY(!dateText.isEmpty());
+        QTRY_VERIFY2(
+            list->header()->sectionSize(3) >= list->fontMetrics().horizontalAdvance(dateText),
+            qPrintable(QStringLiteral("%1 px for \"%2\"").arg(list->header()->sectionSize(3)).arg(dateText)));
+        dialog->hide();
 
         w->setWorkshop(false);
         QCOMPARE(dialog->font().pointSizeF(), dialogBefore);
+        QCOMPARE(list->header()->sectionResizeMode(3), QHeaderView::Interactive);
         delete dialog;
         for (size_t i = 0; i < widgets.size(); ++i)
             QCOMPARE(pointSize(widgets[i]), before[i]);
