@@ -66,6 +66,22 @@ void DecoderThread::start(Sink sink, const DecoderLimits &limits, std::string la
     pthread_setname_np(m_thread.native_handle(), "rpcscope-decode");
 }
 
+bool DecoderThread::sync(std::chrono::milliseconds timeout)
+{
+    if (!m_thread.joinable()) return true;
+    std::unique_lock lk(m_mutex);
+    const std::uint64_t ticket = ++m_syncAsked;
+    m_wake.notify_one();
+    // Waited for as stop() waits: the decoder leaves the idle policy meanwhile.
+    lk.unlock();
+    captureFallingBehind(true);
+    lk.lock();
+    const bool done = m_synced.wait_for(lk, timeout, [&] { return m_syncDone >= ticket || m_stopping; });
+    lk.unlock();
+    captureFallingBehind(false);
+    return done;
+}
+
 void DecoderThread::stop()
 {
     if (!m_thread.joinable()) return;
@@ -73,6 +89,7 @@ void DecoderThread::stop()
         std::lock_guard lk(m_mutex);
         m_stopping = true;
     }
+    m_synced.notify_all();
     // What is left to decode is waited for: meanwhile the lowered threads (this decoder, and a sink's that
     // it may wait for) do not wait for a busy machine to go quiet.
     captureFallingBehind(true);
@@ -239,6 +256,7 @@ void DecoderThread::loop()
             captureFallingBehind(false);
     };
     EventBatch batch;
+    std::uint64_t syncTicket = 0, syncedUpTo = 0; // sync() tickets: the last seen, the last answered
     std::int64_t firstPending = 0;
     bool busy = false; // the last round had work
     std::int64_t nextMeasure = 0;
@@ -298,7 +316,7 @@ void DecoderThread::loop()
         bool stopping = false;
         {
             std::unique_lock lk(m_mutex);
-            auto ready = [&] { return m_stopping || !m_queue.empty(); };
+            auto ready = [&] { return m_stopping || !m_queue.empty() || m_syncAsked > m_syncDone; };
             auto untilFlush = [&] {
                 return std::chrono::nanoseconds(
                     std::max<std::int64_t>(0, firstPending + kFlushIntervalNs - steadyNowNs()));
@@ -315,6 +333,8 @@ void DecoderThread::loop()
             }
             work.swap(m_queue);
             stopping = m_stopping;
+            // Every chunk pushed before this ticket was asked for is in `work` or decoded already.
+            syncTicket = m_syncAsked;
         }
         busy = !work.empty();
         for (RelayChunk &c : work) {
@@ -400,9 +420,19 @@ void DecoderThread::loop()
         caughtUp();
         measure(!busy);
         sizeNew();
-        if (!batch.empty() && (stopping || full() || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
+        const bool syncing = syncTicket > syncedUpTo;
+        if (!batch.empty() &&
+            (stopping || syncing || full() || steadyNowNs() - firstPending >= kFlushIntervalNs)) {
             handOver();
             freshBatch();
+        }
+        if (syncing) {
+            syncedUpTo = syncTicket;
+            {
+                std::lock_guard lk(m_mutex);
+                m_syncDone = syncTicket;
+            }
+            m_synced.notify_all();
         }
         if (stopping) {
             setStateBytes(0);

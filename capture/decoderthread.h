@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -51,6 +52,11 @@ public:
     void shareHeld(std::shared_ptr<SharedDecoderHeld> held) { m_shared = std::move(held); }
     // Decodes what is queued, flushes the sink, ends the thread and closes the handoff pipes.
     void stop();
+    // Waits (up to `timeout`) until every chunk pushed before the call is decoded and its events are with the
+    // sink, without stopping: whoever ends a run of traffic learns that its events have all been handed
+    // over, not 16 ms or (with the decoder at the idle policy on a busy machine) seconds later. False on
+    // timeout. Any thread but the sink's.
+    bool sync(std::chrono::milliseconds timeout);
     bool running() const { return m_thread.joinable(); }
     // Whether its backlog has made the capture count as behind (threadpriority.h), until it catches up.
     bool behind() const { return m_behind.load(std::memory_order_relaxed); }
@@ -112,6 +118,10 @@ private:
     std::vector<std::array<int, 2>> m_freePipes; // read back and returned by the decoder
     bool m_stopping = false;
     bool m_asleep = false; // waiting until woken, not for its next tick
+    // sync(): tickets asked for and the last one answered; m_synced tells the waiters.
+    std::uint64_t m_syncAsked = 0;
+    std::uint64_t m_syncDone = 0;
+    std::condition_variable m_synced;
     std::atomic<size_t> m_backlog{0};
     std::atomic<size_t> m_peakBacklog{0};
     std::atomic<bool> m_behind{false};   // counted in captureFallingBehind() (threadpriority.h)

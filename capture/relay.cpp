@@ -212,6 +212,11 @@ void Relay::stop()
     d->decoder.stop();
 }
 
+bool Relay::sync(std::chrono::milliseconds timeout)
+{
+    return d->decoder.sync(timeout);
+}
+
 HostPort Relay::listenAddress() const
 {
     return d->listenAddr;

@@ -6,6 +6,7 @@
 #include "hostport.h"
 #include "tlsintercept.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,9 @@ public:
                std::int64_t earlyAt = 0);
     // Closes every connection (emitting their close events), drains the decoder and flushes the sink.
     void stop();
+    // Waits (up to `timeout`) until the events of every byte relayed so far are with the sink
+    // (DecoderThread::sync()); false on timeout.
+    bool sync(std::chrono::milliseconds timeout);
 
     HostPort listenAddress() const;
     std::uint64_t bytesRelayed() const;

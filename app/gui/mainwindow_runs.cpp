@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "labpanel.h"
 #include "mainwindow.h"
+#include "modelfeed.h"
 #include "replayer.h"
 #include "runbar.h"
 #include "swimlaneview.h"
@@ -226,6 +227,9 @@ bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString
         return false;
     }
     if (m_replayer->isLoaded()) stopReplay();
+    // What the model's feed still queues belongs to the run before (a finished run's last batches): applied
+    // to it before it is archived, not to the new run.
+    if (auto *feed = m_model->findChild<ModelFeed *>(QString(), Qt::FindDirectChildrenOnly)) feed->drainAll();
     archiveStage();
     // A run recorded in the background has stopped (a new one cannot start while it records): what
     // arrives from now on belongs to the new run.

@@ -72,6 +72,9 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
     for (auto &hop : m_hops)
         hop->stop(); // closes the hop's connections and flushes their events
     m_hops.clear();
+    // The run is over when its events are: the decoder may still hold the last calls' frames (16 ms, or
+    // longer on a busy machine), which would otherwise arrive after a next run has begun.
+    m_relay.sync(std::chrono::seconds(5));
     return result;
 }
 

@@ -162,7 +162,7 @@ struct Lane
     std::string name;
     std::uint16_t port = 0;
     pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
-    std::vector<double> us;
+    std::vector<double> us = {};
     std::int64_t relayNs = 0;
     std::int64_t decoderNs = 0; // of which the decoder thread's (it also encodes and writes the capture file)
     std::int64_t relaySwitches = 0;

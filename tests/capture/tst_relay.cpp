@@ -524,6 +524,7 @@ private slots:
     void switchingBetweenCopyAndSpliceKeepsOrder();
     void slowReaderGetsEverySplicedByte();
     void grpcExchangeByteIdentical();
+    void syncHandsOverEveryRelayedCall();
     void startOnPortInUseFails();
     void parseHostPortErrors();
     void probeClosedPortIsUnreachable();
@@ -797,6 +798,40 @@ void TestRelay::grpcExchangeByteIdentical()
     QCOMPARE(requestHeaders, 6);
 
     relay.stop();
+}
+
+// A run of traffic is over when its events are: sync() returns once the decoder has handed over the events of
+// every byte relayed so far, so a call's trailers are with the sink the moment sync() returns, not a batch
+// interval (16 ms) or, on a busy machine, seconds later.
+void TestRelay::syncHandsOverEveryRelayedCall()
+{
+    lab::LabServer server;
+    std::string error;
+    QVERIFY2(server.start(&error), error.c_str());
+    EventLog log;
+    Relay relay;
+    QVERIFY2(relay.start({"127.0.0.1", 0}, {"127.0.0.1", std::uint16_t(server.port())}, log.sink(), &error),
+             error.c_str());
+    lab::LabClient client(loopback(relay.listenAddress().port), {});
+    // Responses' trailers (a grpc-status) handed over so far.
+    auto trailers = [&] {
+        const std::vector<WireEvent> all = log.all();
+        return int(std::count_if(all.begin(), all.end(), [](const WireEvent &e) {
+            return e.kind == EventKind::Headers && e.grpc.status.has_value();
+        }));
+    };
+    for (int i = 0; i < 20; ++i) {
+        lab::CallRequest r;
+        r.set_call_id("sync-" + std::to_string(i));
+        r.set_response_size(100);
+        QCOMPARE(client.call(r, std::chrono::seconds(5)).code, 0);
+        QVERIFY(relay.sync(std::chrono::seconds(5)));
+        // Looked at once, not waited for.
+        QCOMPARE(trailers(), i + 1);
+    }
+    relay.stop();
+    // A stopped relay's sync has nothing to wait for.
+    QVERIFY(relay.sync(std::chrono::milliseconds(1)));
 }
 
 void TestRelay::startOnPortInUseFails()
