@@ -76,7 +76,9 @@ bool DecoderThread::sync(std::chrono::milliseconds timeout)
     lk.unlock();
     captureFallingBehind(true);
     lk.lock();
-    const bool done = m_synced.wait_for(lk, timeout, [&] { return m_syncDone >= ticket || m_stopping; });
+    m_synced.wait_for(lk, timeout, [&] { return m_syncDone >= ticket || m_stopping; });
+    // Woken by stop() instead: its drain is still to come, so not synced yet.
+    const bool done = m_syncDone >= ticket;
     lk.unlock();
     captureFallingBehind(false);
     return done;

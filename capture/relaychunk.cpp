@@ -9,7 +9,12 @@ namespace {
 std::mutex g_poolMutex;
 std::vector<std::uint8_t *> &freeBuffers()
 {
-    static auto *buffers = new std::vector<std::uint8_t *>; // never destroyed: chunks may outlive statics
+    // Never destroyed: chunks may outlive statics. Room for all it keeps, so a free never allocates.
+    static auto *buffers = [] {
+        auto *v = new std::vector<std::uint8_t *>;
+        v->reserve(kMaxPooledChunks);
+        return v;
+    }();
     return *buffers;
 }
 } // namespace
@@ -34,7 +39,6 @@ ChunkBytes pooledChunkBytes()
     {
         std::lock_guard lk(g_poolMutex);
         auto &buffers = freeBuffers();
-        if (buffers.capacity() < kMaxPooledChunks) buffers.reserve(kMaxPooledChunks);
         if (!buffers.empty()) {
             p = buffers.back();
             buffers.pop_back();

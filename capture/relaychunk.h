@@ -25,7 +25,7 @@ constexpr size_t kPooledChunkBytes = 16 * 1024;
 constexpr size_t kPoolFromBytes = 4 * 1024;
 // A buffer of kPooledChunkBytes, reused. An intercepting relay copies each decrypted record for the decoder,
 // which frees it on its own thread; from the heap, a stream's 16 KB copies made the relay thread's arena
-// give its top back to the kernel and fault it in again and again (about 15% of the relay's CPU while
+// give its top back to the kernel and fault it in again and again (11% of the relay's CPU while
 // streaming). The pool keeps at most kMaxPooledChunks free buffers (1 MiB); thread-safe.
 ChunkBytes pooledChunkBytes();
 constexpr size_t kMaxPooledChunks = 64;

@@ -175,21 +175,23 @@ struct Lane
     }
 };
 
-// CPU time (ns) that the threads of `pid` named one of `names` (all threads when empty) have run, from the
-// kernel's per-thread schedstat.
-std::int64_t threadsCpuNs(pid_t pid, std::initializer_list<const char *> names = {})
+// CPU time (ns) that the threads of `pid` have run, from the kernel's per-thread schedstat: all of them, and
+// those named `name` (when given).
+struct ThreadsCpu
 {
-    std::int64_t sum = 0;
+    std::int64_t all = 0, named = 0;
+};
+ThreadsCpu threadsCpu(pid_t pid, const char *name = nullptr)
+{
+    ThreadsCpu sum;
     std::error_code ec;
     for (const auto &task :
          std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-        std::string comm;
-        std::getline(std::ifstream(task.path() / "comm"), comm);
-        bool keep = names.size() == 0;
-        for (const char *name : names)
-            keep = keep || comm == name;
         std::int64_t ns = 0;
-        if (keep && (std::ifstream(task.path() / "schedstat") >> ns)) sum += ns;
+        if (!(std::ifstream(task.path() / "schedstat") >> ns)) continue;
+        sum.all += ns;
+        std::string comm;
+        if (name && std::getline(std::ifstream(task.path() / "comm"), comm) && comm == name) sum.named += ns;
     }
     return sum;
 }
@@ -210,7 +212,7 @@ std::int64_t groupCpuNs(pid_t pgid)
         char state = 0;
         long ppid = 0, pgrp = 0;
         if (std::sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 && pgrp == pgid)
-            sum += threadsCpuNs(pid_t(std::stol(name)));
+            sum += threadsCpu(pid_t(std::stol(name))).all;
     }
     return sum;
 }
@@ -395,19 +397,19 @@ int main(int argc, char **argv)
         l.stream(16, false);
     // Each proxy's CPU while its own lane streams: all of rpcscope-cli's threads, all of nghttpx's processes.
     std::int64_t rpcscopeCpuNs = 0, nghttpxCpuNs = 0, relayCpuNs = 0;
-    auto proxyCpuNs = [&](const Lane &l) -> std::int64_t {
-        if (&l == &r) return threadsCpuNs(capture.pid());
-        if (&l == n) return groupCpuNs(nghttpx.pid());
-        return 0;
+    auto proxyCpu = [&](const Lane &l) -> ThreadsCpu {
+        if (&l == &r) return threadsCpu(capture.pid(), "rpcscope-tls");
+        if (&l == n) return {groupCpuNs(nghttpx.pid()), 0};
+        return {};
     };
     for (int round = 0; round < plan.streamRounds; ++round)
         for (size_t k = 0; k < lanes.size(); ++k) {
             Lane &l = lanes[(k + size_t(round)) % lanes.size()];
-            const std::int64_t before = proxyCpuNs(l);
-            const std::int64_t relayBefore = &l == &r ? threadsCpuNs(capture.pid(), {"rpcscope-tls"}) : 0;
+            const ThreadsCpu before = proxyCpu(l);
             l.stream(plan.streamMessages, true);
-            (&l == &r ? rpcscopeCpuNs : nghttpxCpuNs) += proxyCpuNs(l) - before;
-            if (&l == &r) relayCpuNs += threadsCpuNs(capture.pid(), {"rpcscope-tls"}) - relayBefore;
+            const ThreadsCpu after = proxyCpu(l);
+            (&l == &r ? rpcscopeCpuNs : nghttpxCpuNs) += after.all - before.all;
+            relayCpuNs += after.named - before.named;
         }
     {
         const double dv = median(d.mbs), rv = median(r.mbs);
@@ -456,18 +458,16 @@ int main(int argc, char **argv)
             "nghttpx: TLS to the client and to the server (the server verified against its CA), " +
             nghttpx.flags());
     notes.push_back(
-        "rpcscope: " + cli +
+        "rpcscope: " + (cli == RPCSCOPE_CLI ? std::string("this build's rpcscope-cli") : cli) +
         " capture --tls-intercept --target-ca FILE --out FILE.rpcscope, its own process (a relay "
         "thread per connection, OpenSSL both legs, the decoder, the model, the capture file); all "
         "three lanes use the same grpc++ TLS server and client code, each lane its own connection");
 
     nghttpx.stop();
-    lanes.clear();
+    lanes.clear(); // their connections close: the recording below holds only its own hops' connections
     const hostile::CaptureProcess::Exit exit = capture.stop(30000);
     if (!exit.exited || exit.code != 0)
-        notes.push_back("rpcscope-cli did not end cleanly: " +
-                        exit.describe()); // their connections close: the recording below holds only its own
-                                          // hops' connections
+        notes.push_back("rpcscope-cli did not end cleanly: " + exit.describe());
 
     // ---- 3. wire times on intercepted hops against dumpcap, both cores busy ----
     {

@@ -91,16 +91,10 @@ private:
         Sample best{0, 0};
         std::int64_t window = -1;
         for (int i = 0; i < 3; ++i) {
-            timespec a{}, w{}, b{};
-            clock_gettime(CLOCK_MONOTONIC, &a);
-            clock_gettime(CLOCK_REALTIME, &w);
-            clock_gettime(CLOCK_MONOTONIC, &b);
-            const auto ns = [](const timespec &t) {
-                return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-            };
-            if (window < 0 || ns(b) - ns(a) < window) {
-                window = ns(b) - ns(a);
-                best = {ns(w), ns(w) - (ns(a) + ns(b)) / 2};
+            const std::int64_t a = steadyNowNs(), w = wallNowNs(), b = steadyNowNs();
+            if (window < 0 || b - a < window) {
+                window = b - a;
+                best = {w, w - (a + b) / 2};
             }
         }
         std::lock_guard lk(m_mu);
