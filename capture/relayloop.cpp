@@ -558,6 +558,17 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
 
+    // The bytes go to the decoder before the peer gets them, so that whoever has seen the peer get them and
+    // then asks DecoderThread::sync() finds them decoded; its wake waits until they are out.
+    const DecoderThread::DeferWakes forwardFirst;
+    if (c.decode) {
+        RelayChunk chunk =
+            RelayChunk::bytes(c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t);
+        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
+        chunk.size = size_t(n);
+        std::memcpy(chunk.data.get(), buf, size_t(n));
+        toDecoder(c, std::move(chunk));
+    }
     // Forward straight from the read buffer; only what the peer cannot take now is queued for it.
     size_t sent = 0;
     if (half.pending() == 0) {
@@ -576,14 +587,6 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     }
     if (sent < size_t(n)) half.queued.append(buf + sent, size_t(n) - sent);
     m_bytes += std::uint64_t(n);
-    if (c.decode) {
-        RelayChunk chunk =
-            RelayChunk::bytes(c.id, fromClient ? Direction::ClientToServer : Direction::ServerToClient, t);
-        chunk.data = std::make_unique_for_overwrite<std::uint8_t[]>(size_t(n));
-        chunk.size = size_t(n);
-        std::memcpy(chunk.data.get(), buf, size_t(n));
-        toDecoder(c, std::move(chunk));
-    }
     return true;
 }
 
