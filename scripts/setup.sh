@@ -19,6 +19,12 @@ PACKAGES=(
   golang-go golang-google-grpc-dev
 )
 
+# Not needed to build, test or run: a virtual display, a key and click sender and screenshots, for driving a
+# real window through a session on a machine without a screen. RPCSCOPE_WINDOW_TOOLS=1 installs them too.
+if [ "${RPCSCOPE_WINDOW_TOOLS:-0}" = 1 ]; then
+  PACKAGES+=(xvfb xdotool imagemagick)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

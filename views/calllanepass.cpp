@@ -622,7 +622,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                     const QString got = QStringLiteral("client: ") + QString::fromStdString(client.label());
                     text += QStringLiteral(" → ") + got;
                     const double w = barFm.horizontalAdvance(text);
-                    if (w + 8 > bar.width() && x2 + 6 + w >= right) text = got;
+                    if (w + 8 > bar.width() && x2 + 6 + w >= labelsRight) text = got;
                 }
             }
             const double tw = barFm.horizontalAdvance(text);
@@ -631,10 +631,13 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 p->setPen(Qt::white);
                 textAt(p, bar.left() + 4, top, h, barFm, text);
                 textRight = std::max(textRight, bar.right());
-            } else if (k + 1 == n && x2 + 6 + tw < right) {
+            } else if (const double room = labelsRight - x2 - 6;
+                       k + 1 == n && (tw < room || room >= 6 * barFm.averageCharWidth())) {
+                // After the bar, clear of a deadline's arrow at the edge: whole, or as much as fits there.
+                const QString shown = tw < room ? text : barFm.elidedText(text, Qt::ElideRight, room);
                 p->setPen(light ? c.darker(130) : c.lighter(130));
-                textAt(p, x2 + 5, top, h, barFm, text);
-                textRight = x2 + 5 + tw + 4;
+                textAt(p, x2 + 5, top, h, barFm, shown);
+                textRight = x2 + 5 + barFm.horizontalAdvance(shown) + 4;
             } else {
                 textRight = std::max(textRight, x2);
             }

@@ -9,9 +9,12 @@
 
 #include <QColor>
 #include <QImage>
+#include <QPaintEngine>
 #include <QPainter>
+#include <QTextItem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rpcscope::rendertest {
 
@@ -102,6 +105,81 @@ inline QImage render(TimelinePainter &painter, const QRectF &rect)
     painter.paint(&p, rect);
     return img;
 }
+
+// A paint device that keeps the text drawn on it and where (device coordinates), and draws nothing: which
+// label a pass wrote, whole or elided, and what else it shares its place with.
+class TextRecorder : public QPaintDevice
+{
+public:
+    struct Text
+    {
+        QString text;
+        QRectF rect;
+    };
+
+    explicit TextRecorder(QSize size) : m_size(size), m_engine(this) {}
+    QPaintEngine *paintEngine() const override { return &m_engine; }
+    const std::vector<Text> &texts() const { return m_texts; }
+
+protected:
+    int metric(PaintDeviceMetric m) const override
+    {
+        switch (m) {
+        case PdmWidth:
+            return m_size.width();
+        case PdmHeight:
+            return m_size.height();
+        case PdmWidthMM:
+            return m_size.width() * 254 / 960;
+        case PdmHeightMM:
+            return m_size.height() * 254 / 960;
+        case PdmDpiX:
+        case PdmDpiY:
+        case PdmPhysicalDpiX:
+        case PdmPhysicalDpiY:
+            return 96;
+        case PdmDevicePixelRatio:
+            return 1;
+        case PdmDevicePixelRatioScaled:
+            return int(devicePixelRatioFScale());
+        default:
+            return QPaintDevice::metric(m);
+        }
+    }
+
+private:
+    class Engine : public QPaintEngine
+    {
+    public:
+        explicit Engine(TextRecorder *to) : QPaintEngine(AllFeatures), m_to(to) {}
+        bool begin(QPaintDevice *) override { return true; }
+        bool end() override { return true; }
+        void updateState(const QPaintEngineState &s) override
+        {
+            if (s.state() & DirtyTransform) m_transform = s.transform();
+        }
+        void drawPixmap(const QRectF &, const QPixmap &, const QRectF &) override {}
+        void drawPath(const QPainterPath &) override {}
+        void drawRects(const QRectF *, int) override {}
+        void drawLines(const QLineF *, int) override {}
+        void drawPolygon(const QPointF *, int, PolygonDrawMode) override {}
+        void drawTextItem(const QPointF &at, const QTextItem &item) override
+        {
+            const QFontMetricsF fm(item.font());
+            const QRectF local(at.x(), at.y() - fm.ascent(), fm.horizontalAdvance(item.text()), fm.height());
+            m_to->m_texts.push_back({item.text(), m_transform.mapRect(local)});
+        }
+        Type type() const override { return User; }
+
+    private:
+        TextRecorder *m_to;
+        QTransform m_transform;
+    };
+
+    QSize m_size;
+    mutable Engine m_engine;
+    std::vector<Text> m_texts;
+};
 
 // The fraction of pixels of colour c in r (exact match).
 inline bool hasColor(const QImage &img, const QRect &r, QColor c, int atLeast = 1)

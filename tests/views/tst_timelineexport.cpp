@@ -146,6 +146,52 @@ private slots:
         }
     }
 
+    // A compact row's last attempt ends near the right edge and the call's deadline is beyond the view (an
+    // arrow there): the outcome after the bar stops short of the arrow, whole where it fits, elided where it
+    // does not, and is never cut by the arrow ("UNAVAILAB▶").
+    void anOutcomeBesideTheEdgeKeepsClearOfTheDeadlineArrow()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch({opened(1), req(1, 10 * ms, std::nullopt, "edge-1", 5000 * ms),
+                           end(1, 10 * ms + 50'000, 14)}); // a bar too short to hold its status
+        int whole = 0, elided = 0;
+        for (std::int64_t rangeEnd = 10'100'000; rangeEnd <= 14 * ms; rangeEnd += 20'000) {
+            TimelinePainter painter(&model.store());
+            TimelinePainter::Options o;
+            o.density = LaneDensity::Compact;
+            painter.setOptions(o);
+            painter.setRange(0, rangeEnd);
+            const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
+            TextRecorder device(rect.size().toSize());
+            {
+                QPainter p(&device);
+                painter.paint(&p, rect);
+            }
+            const TextRecorder::Text *outcome = nullptr, *arrow = nullptr;
+            for (const TextRecorder::Text &t : device.texts()) {
+                if (t.text.startsWith(QStringLiteral("UNAVA"))) outcome = &t;
+                if (t.text.endsWith(QStringLiteral("▶"))) arrow = &t;
+            }
+            const QString where = QStringLiteral("view 0 to %1 ms").arg(double(rangeEnd) / ms);
+            QVERIFY2(arrow, qPrintable(where + ": no deadline arrow"));
+            if (!outcome) continue;
+            QVERIFY2(outcome->rect.right() <= arrow->rect.left(),
+                     qPrintable(QStringLiteral("%1: \"%2\" ends at %3 px, the arrow \"%4\" starts at %5 px")
+                                    .arg(where, outcome->text)
+                                    .arg(outcome->rect.right())
+                                    .arg(arrow->text)
+                                    .arg(arrow->rect.left())));
+            if (outcome->text == QStringLiteral("UNAVAILABLE"))
+                ++whole;
+            else if (outcome->text.endsWith(QChar(0x2026)))
+                ++elided;
+        }
+        // Both ways were painted: the scan passed views where the whole outcome fits and where it does not.
+        QVERIFY2(whole > 0 && elided > 0,
+                 qPrintable(QStringLiteral("whole %1, elided %2").arg(whole).arg(elided)));
+    }
+
     void themesAndWorkshop()
     {
         TimelineModel model;
