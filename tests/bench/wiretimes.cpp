@@ -124,6 +124,28 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
               [](const Conn &a, const Conn &b) { return a.frames->openedNs < b.frames->openedNs; });
     WireErrors out;
     out.connections = conns.size();
+    // The recording's frame times in one direction of a connection, sorted: the packets a late frame's time
+    // may have come from.
+    auto packetTimes = [](const ConnFrames *wire, Direction dir) {
+        std::vector<std::int64_t> times;
+        if (!wire) return times;
+        for (const auto &[key, t] : wire->frames)
+            if (std::get<0>(key) == int(dir)) times.push_back(t);
+        for (const ControlFrame &f : wire->control[int(dir)])
+            times.push_back(f.second);
+        std::sort(times.begin(), times.end());
+        return times;
+    };
+    auto judge = [&](bool kernel, std::int64_t relayWallNs, std::int64_t wireNs,
+                     const std::vector<std::int64_t> &packets) {
+        const double us = std::abs(double(relayWallNs - wireNs)) / 1e3;
+        out.all[kernel].push_back(us);
+        if (us <= WireErrors::kOffUs) return;
+        ++out.off[kernel];
+        const auto near = std::lower_bound(packets.begin(), packets.end(), relayWallNs - 2'000);
+        if (near != packets.end() && *near <= relayWallNs + 2'000 && *near > wireNs + 1'000)
+            ++out.offByLaterPacket[kernel];
+    };
     for (size_t i = 0; i < conns.size(); ++i) {
         const ConnFrames &rc = *conns[i].frames;
         const bool kernel = conns[i].relay->kernel;
@@ -131,6 +153,8 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
         for (const ConnFrames &c : conns[i].relay->clientLeg)
             if (c.client == rc.client) client = &c;
         const ConnFrames *upstream = i < serverLeg.size() ? &serverLeg[i] : nullptr;
+        const std::vector<std::int64_t> packets[2] = {packetTimes(client, Direction::ClientToServer),
+                                                      packetTimes(upstream, Direction::ServerToClient)};
         // Call streams' frames, each matched on its own stream.
         for (const auto &[key, t] : rc.frames) {
             const bool c2s = std::get<0>(key) == int(Direction::ClientToServer);
@@ -140,7 +164,7 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
                 ++out.unmatched;
                 continue;
             }
-            out.all[kernel].push_back(std::abs(double(t + offsetNs - it->second)) / 1e3);
+            judge(kernel, t + offsetNs, it->second, packets[c2s ? 0 : 1]);
             out.streams[kernel].push_back(out.all[kernel].back());
         }
         // The connection's own frames, aligned by their sequence.
@@ -152,7 +176,7 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
                 continue;
             }
             for (const auto &[t, w] : alignControl(mine, wire->control[int(dir)], &out.unmatched))
-                out.all[kernel].push_back(std::abs(double(t + offsetNs - w)) / 1e3);
+                judge(kernel, t + offsetNs, w, packets[dir == Direction::ClientToServer ? 0 : 1]);
         }
     }
     return out;
@@ -303,6 +327,11 @@ void reportWireTimes(const WireTimesRun &run, const std::string &what, const std
                              fmt("%.1f", median(streams)) + " / " + fmt("%.1f", percentile(streams, 99)) +
                                  " / " + fmt("%.1f us", percentile(streams, 100)),
                              "", "", "", ""});
+        rows->push_back({"  frames over " + fmt("%.0f", WireErrors::kOffUs) +
+                             " us off / of them timed as a later packet (segments the kernel merged before "
+                             "the read)",
+                         std::to_string(e.off[kernel]) + " / " + std::to_string(e.offByLaterPacket[kernel]),
+                         "", "", "", ""});
     }
     notes->push_back(what + "wire times: frames of " + std::to_string(e.connections) + " " + connections +
                      " matched with dumpcap's by direction, stream, type, flags, PING data or WINDOW_UPDATE "

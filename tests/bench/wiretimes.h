@@ -83,6 +83,12 @@ struct WireErrors
 {
     std::vector<double> all[2];
     std::vector<double> streams[2];
+    // Frames more than kOffUs off, and those of them whose time is (within 2 µs) that of a later packet in
+    // the same direction: the kernel merged their segment into a later one before the relay read it, and a
+    // merged segment keeps only the later one's receive time.
+    static constexpr double kOffUs = 20;
+    int off[2] = {0, 0};
+    int offByLaterPacket[2] = {0, 0};
     int unmatched = 0;
     size_t connections = 0;
 };
