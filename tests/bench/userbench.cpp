@@ -7,8 +7,9 @@
 //      threads used per call (their /proc schedstat run time).
 //   2. Wire times: with both cores kept busy by two spinning processes, the relay's frame times against
 //      dumpcap's packet times on loopback, frames matched by connection, direction, stream, type, flags and
-//      occurrence (and a PING's data or a WINDOW_UPDATE's increment; stream 0's aligned in sequence); the
-//      relay timing reads when it reads them (the old way) against kernel receive timestamps.
+//      occurrence (and a PING's data or a WINDOW_UPDATE's increment; stream 0's by the call stream's frame
+//      they follow); the relay timing reads when it reads them (the old way) against kernel receive
+//      timestamps.
 //
 // The machine is shared and noisy: every comparison alternates its configurations within one run.
 

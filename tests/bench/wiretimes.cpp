@@ -10,6 +10,7 @@
 #include <csignal>
 #include <ctime>
 #include <fcntl.h>
+#include <optional>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -49,6 +50,8 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
 {
     std::map<std::uint32_t, ConnFrames> conns;
     std::map<std::tuple<std::uint32_t, int, std::uint32_t, int, int, std::uint64_t>, int> seen;
+    // Per connection and direction: the last call stream's frame, and the connection frames since.
+    std::map<std::pair<std::uint32_t, int>, std::pair<FrameKey, int>> anchors;
     for (const WireEvent &e : events) {
         if (e.kind == EventKind::ConnectionOpened) {
             conns[e.connection].openedNs = e.tNs;
@@ -58,12 +61,18 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
                                        : e.frameType == FrameWindowUpdate ? e.windowIncrement
                                                                           : 0;
             ConnFrames &c = conns[e.connection];
+            auto [anchor, since] = anchors
+                                       .try_emplace({e.connection, int(e.dir)},
+                                                    std::pair{FrameKey{int(e.dir), 0, -1, 0, 0, 0}, 0})
+                                       .first->second;
             if (e.stream == 0) {
-                c.control[int(e.dir)].push_back({{int(e.frameType), int(e.flags), what}, e.tNs});
+                c.control[{anchor, since++, int(e.frameType), int(e.flags), what}] = e.tNs;
             } else {
                 const int n =
                     seen[{e.connection, int(e.dir), e.stream, int(e.frameType), int(e.flags), what}]++;
-                c.frames[{int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n}] = e.tNs;
+                anchor = {int(e.dir), e.stream, int(e.frameType), int(e.flags), what, n};
+                since = 0;
+                c.frames[anchor] = e.tNs;
             }
             if (!c.openedNs) c.openedNs = e.tNs;
         }
@@ -74,37 +83,6 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
     std::sort(out.begin(), out.end(),
               [](const ConnFrames &a, const ConnFrames &b) { return a.openedNs < b.openedNs; });
     return out;
-}
-
-std::vector<std::pair<std::int64_t, std::int64_t>>
-alignControl(const std::vector<ControlFrame> &relay, const std::vector<ControlFrame> &wire, int *unmatched)
-{
-    constexpr size_t kLookahead = 64;
-    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-    size_t i = 0, j = 0;
-    while (i < relay.size() && j < wire.size()) {
-        if (relay[i].first == wire[j].first) {
-            pairs.push_back({relay[i++].second, wire[j++].second});
-            continue;
-        }
-        size_t skipWire = 0, skipRelay = 0; // 0: no agreement within the lookahead
-        for (size_t k = 1; k <= kLookahead && j + k < wire.size() && !skipWire; ++k)
-            if (wire[j + k].first == relay[i].first) skipWire = k;
-        for (size_t k = 1; k <= kLookahead && i + k < relay.size() && !skipRelay; ++k)
-            if (relay[i + k].first == wire[j].first) skipRelay = k;
-        if (skipWire && (!skipRelay || skipWire <= skipRelay)) {
-            j += skipWire; // frames the relay did not see (or saw on no connection of its own)
-        } else if (skipRelay) {
-            *unmatched += int(skipRelay); // frames the recording missed
-            i += skipRelay;
-        } else {
-            ++*unmatched;
-            ++i;
-            ++j;
-        }
-    }
-    *unmatched += int(relay.size() - i);
-    return pairs;
 }
 
 WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
@@ -124,15 +102,15 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
               [](const Conn &a, const Conn &b) { return a.frames->openedNs < b.frames->openedNs; });
     WireErrors out;
     out.connections = conns.size();
-    // The recording's frame times in one direction of a connection, sorted: the packets a late frame's time
-    // may have come from.
+    // The recording's packet times in one direction of a connection (its frames' times), sorted: where a late
+    // frame's time may have come from.
     auto packetTimes = [](const ConnFrames *wire, Direction dir) {
         std::vector<std::int64_t> times;
         if (!wire) return times;
         for (const auto &[key, t] : wire->frames)
             if (std::get<0>(key) == int(dir)) times.push_back(t);
-        for (const ControlFrame &f : wire->control[int(dir)])
-            times.push_back(f.second);
+        for (const auto &[key, t] : wire->control)
+            if (std::get<0>(std::get<0>(key)) == int(dir)) times.push_back(t);
         std::sort(times.begin(), times.end());
         return times;
     };
@@ -167,16 +145,16 @@ WireErrors compareWireTimes(const std::vector<RelayUnderTest> &relays,
             judge(kernel, t + offsetNs, it->second, packets[c2s ? 0 : 1]);
             out.streams[kernel].push_back(out.all[kernel].back());
         }
-        // The connection's own frames, aligned by their sequence.
-        for (Direction dir : {Direction::ClientToServer, Direction::ServerToClient}) {
-            const ConnFrames *wire = dir == Direction::ClientToServer ? client : upstream;
-            const std::vector<ControlFrame> &mine = rc.control[int(dir)];
-            if (!wire) {
-                out.unmatched += int(mine.size());
+        // The connection's own frames, by the call stream's frame they follow.
+        for (const auto &[key, t] : rc.control) {
+            const bool c2s = std::get<0>(std::get<0>(key)) == int(Direction::ClientToServer);
+            const ConnFrames *wire = c2s ? client : upstream;
+            const auto it = wire ? wire->control.find(key) : decltype(wire->control.end()){};
+            if (!wire || it == wire->control.end()) {
+                ++out.unmatched;
                 continue;
             }
-            for (const auto &[t, w] : alignControl(mine, wire->control[int(dir)], &out.unmatched))
-                judge(kernel, t + offsetNs, w, packets[dir == Direction::ClientToServer ? 0 : 1]);
+            judge(kernel, t + offsetNs, it->second, packets[c2s ? 0 : 1]);
         }
     }
     return out;
@@ -335,8 +313,8 @@ void reportWireTimes(const WireTimesRun &run, const std::string &what, const std
     }
     notes->push_back(what + "wire times: frames of " + std::to_string(e.connections) + " " + connections +
                      " matched with dumpcap's by direction, stream, type, flags, PING data or WINDOW_UPDATE "
-                     "increment, and occurrence on their stream (stream 0: aligned in sequence per "
-                     "direction), client leg for requests, server leg for responses; " +
+                     "increment, and occurrence on their stream (stream 0: by the call stream's frame "
+                     "they follow), client leg for requests, server leg for responses; " +
                      std::to_string(e.unmatched) + " unmatched; kernel-timed reads " +
                      std::to_string(run.kernelStampedReads) + ", of which fell back " +
                      std::to_string(run.readTimedReads));

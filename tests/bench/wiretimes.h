@@ -4,8 +4,8 @@
 // wire-time error (userbench: plaintext hops; tlsbench: intercepted TLS hops, the recording decrypted with
 // the relay's key log). dumpcap records; rpcscope's own pcap reader imports; frames are matched by
 // connection, direction, stream, type, flags, a PING's data or a WINDOW_UPDATE's increment, and occurrence
-// on their stream (a connection's own frames, stream 0, aligned in sequence per direction); requests on the
-// client leg, responses on the server leg.
+// on their stream (a connection's own frames, stream 0, by the call stream's frame they follow); requests on
+// the client leg, responses on the server leg.
 
 #include "benchtable.h"
 #include "events.h"
@@ -43,31 +43,27 @@ struct EventSink
 // dir, stream, type, flags, what tells a connection's frames apart (a PING's opaque data, a WINDOW_UPDATE's
 // increment), occurrence
 using FrameKey = std::tuple<int, std::uint32_t, int, int, std::uint64_t, int>;
-// A connection's own frame (stream 0): type, flags, what tells it apart; and its time.
-using ControlFrame = std::pair<std::tuple<int, int, std::uint64_t>, std::int64_t>;
+// A connection's own frame (stream 0): the call stream's frame it follows in its direction (a FrameKey with
+// type -1 before any), how many connection frames came between that one and it, its type, flags and what
+// tells it apart. Both legs carry the same bytes in the same order, so the key names one frame on either;
+// a frame the recording lost leaves only the frames right after it without a partner.
+using ControlKey = std::tuple<FrameKey, int, int, int, std::uint64_t>;
 
 // A connection's frames and its opening (time, client peer). A call stream's frames are keyed by their
-// stream and occurrence on it; a connection's own frames (SETTINGS, PING, WINDOW_UPDATE on stream 0) are kept
-// in order per direction and aligned by sequence (alignControl), so one the recording missed is one
-// unmatched frame instead of shifting every later one of its kind.
+// stream and occurrence on it; a connection's own frames (SETTINGS, PING, WINDOW_UPDATE on stream 0) by the
+// call stream's frame they follow (ControlKey). Matching the latter by their sequence alone paired a run of
+// identical ones (a WINDOW_UPDATE of the same increment after every call) one off after a single lost packet,
+// and counted a call's length as the relay's error.
 struct ConnFrames
 {
     std::int64_t openedNs = 0;
     std::string client;
     std::map<FrameKey, std::int64_t> frames;
-    std::vector<ControlFrame> control[2]; // [dir]
+    std::map<ControlKey, std::int64_t> control;
 };
 
 // Every connection's frames, in the order connections opened.
 std::vector<ConnFrames> byConnection(const EventBatch &events);
-
-// Pairs the relay's control frames with the recording's by their sequence of kinds, not their times: where
-// the two differ (a frame one of them lacks), the shorter skip that makes them agree again is taken, looking
-// a bounded number of frames ahead. Identical frames in a row may then pair one off, which counts against the
-// relay (the error between them), never for it. Returns (relay time, wire time) pairs; *unmatched counts the
-// relay's frames left without a partner.
-std::vector<std::pair<std::int64_t, std::int64_t>>
-alignControl(const std::vector<ControlFrame> &relay, const std::vector<ControlFrame> &wire, int *unmatched);
 
 // One relay whose frames are judged: its own events, the recording's client leg of it (connections to its
 // listening port) and whether it takes kernel receive times (else read times).
