@@ -27,6 +27,8 @@ QFont scaled(QFont f, double s)
 WindowLook::WindowLook(QWidget *window, QWidget *timeline)
     : QObject(window), m_window(window), m_timeline(timeline)
 {
+    // File dialogs are fitted as they open, in either mode (eventFilter()).
+    qApp->installEventFilter(this);
 }
 
 QPalette WindowLook::darkPalette()
@@ -81,7 +83,6 @@ void WindowLook::setWorkshop(bool on)
         for (const SavedFont &s : m_ownFonts)
             if (s.widget) s.widget->setFont(scaled(s.font, kWorkshopFontScale));
         QToolTip::setFont(scaled(m_toolTipFont, kWorkshopFontScale));
-        qApp->installEventFilter(this);
         // The timeline scales its own text; it keeps the font it had (a size set, so not inherited).
         if (m_timeline) {
             QFont own = m_windowFont;
@@ -92,13 +93,9 @@ void WindowLook::setWorkshop(bool on)
             m_timeline->setFont(own);
         }
     } else {
-        qApp->removeEventFilter(this);
         for (const SavedFont &s : m_otherWindows)
             if (s.widget) s.widget->setFont(s.font);
         m_otherWindows.clear();
-        for (const QPointer<QHeaderView> &h : m_fittedHeaders)
-            if (h) h->setSectionResizeMode(QHeaderView::Interactive);
-        m_fittedHeaders.clear();
         for (const SavedFont &s : m_ownFonts)
             if (s.widget) s.widget->setFont(s.font);
         m_ownFonts.clear();
@@ -125,9 +122,9 @@ bool WindowLook::eventFilter(QObject *watched, QEvent *event)
     // Tooltips have their own font (set above); the main window and its children are scaled already.
     if (!w->isWindow() || w == m_window || w->windowType() == Qt::ToolTip) return false;
     if (event->type() == QEvent::Show) {
-        // A file dialog's details list keeps the column widths it chose for the smaller font: size, type
-        // and date follow their contents instead, and the name takes what is left. On show, when the
-        // dialog has made its widgets.
+        // A file dialog's details list keeps column widths of its own that cut dates ("3 Dec ...:16:39";
+        // at the workshop size "2 De...2:48"): size, type and date follow their contents instead, and the
+        // name takes what is left. On show, when the dialog has made its widgets.
         if (qobject_cast<QFileDialog *>(w))
             for (QTreeView *tree : w->findChildren<QTreeView *>()) {
                 QHeaderView *h = tree->header();
@@ -135,10 +132,12 @@ bool WindowLook::eventFilter(QObject *watched, QEvent *event)
                     continue;
                 for (int i = 1; i < h->count(); ++i)
                     h->setSectionResizeMode(i, QHeaderView::ResizeToContents);
+                std::erase(m_fittedHeaders, nullptr); // dialogs closed and gone since
                 m_fittedHeaders.push_back(h);
             }
         return false;
     }
+    if (!m_workshop) return false;
     for (const SavedFont &s : m_otherWindows)
         if (s.widget == w) return false;
     m_otherWindows.push_back({w, w->font()});

@@ -59,8 +59,8 @@ private:
     QFont m_toolTipFont;
     std::vector<SavedFont> m_ownFonts;
     std::vector<SavedFont> m_otherWindows; // scaled by eventFilter(), their fonts before
-    // File dialogs' list headers whose columns after the name fit their contents in workshop mode (the
-    // dialog sized them for the smaller font, and its dates came out elided); interactive again after.
+    // File dialogs' list headers whose columns after the name fit their contents (the dialog's own widths
+    // cut its dates, in either mode).
     std::vector<QPointer<QHeaderView>> m_fittedHeaders;
     QString m_styleName;
     QPalette m_palette;

@@ -203,25 +203,51 @@ private slots:
         QCOMPARE(dialog->font().pointSizeF(), dialogBefore * WindowLook::kWorkshopFontScale);
         // Its details list shows whole dates at the workshop size (they were cut to "2 De...2:48").
         QTemporaryDir listed;
-        QFile(listed.filePath(QStringLiteral("capture.rpcscope"))).open(QIODevice::WriteOnly);
-        dialog->setViewMode(QFileDialog::Detail);
-        dialog->setDirectory(listed.path());
-        dialog->show();
-        auto *list = dialog->findChild<QTreeView *>(QStringLiteral("treeView"));
-        QVERIFY(list && list->model());
-        QTRY_VERIFY(list->model()->rowCount(list->rootIndex()) == 1);
-        const QModelIndex date = list->model()->index(0, 3, list->rootIndex());
-        const QString dateText = date.data().toString();
-        QVERIFY(!dateText.isEmpty());
-        QTRY_VERIFY2(
-            list->header()->sectionSize(3) >= list->fontMetrics().horizontalAdvance(dateText),
-            qPrintable(QStringLiteral("%1 px for \"%2\"").arg(list->header()->sectionSize(3)).arg(dateText)));
-        dialog->hide();
+        {
+            // Dated as wide as dates get (a two-digit day, a wide month), so that what is checked does not
+            // depend on today's date.
+            QFile file(listed.filePath(QStringLiteral("capture.rpcscope")));
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            QVERIFY(file.setFileTime(QDateTime(QDate(2026, 5, 28), QTime(20, 48, 48)),
+                                     QFileDevice::FileModificationTime));
+        }
+        auto showsWholeDates = [&](QFileDialog *d) -> QTreeView * {
+            d->setViewMode(QFileDialog::Detail);
+            d->setDirectory(listed.path());
+            d->resize(600, 400); // the size it opened at on a display
+            d->show();
+            auto *list = d->findChild<QTreeView *>(QStringLiteral("treeView"));
+            if (!list || !list->model()) return nullptr;
+            if (!QTest::qWaitFor([&] { return list->model()->rowCount(list->rootIndex()) == 1; }))
+                return nullptr;
+            const QString dateText = list->model()->index(0, 3, list->rootIndex()).data().toString();
+            // Whole: the column is as wide as the view says its contents need (their text and its margins).
+            const bool whole = !dateText.isEmpty() && QTest::qWaitFor([&] {
+                return list->header()->sectionSize(3) >=
+                       static_cast<QAbstractItemView *>(list)->sizeHintForColumn(3);
+            });
+            if (!whole)
+                qWarning("%d px for \"%s\", which needs %d", list->header()->sectionSize(3),
+                         qPrintable(dateText), static_cast<QAbstractItemView *>(list)->sizeHintForColumn(3));
+            d->hide();
+            return whole ? list : nullptr;
+        };
+        QTreeView *list = showsWholeDates(dialog);
+        QVERIFY(list);
 
         w->setWorkshop(false);
         QCOMPARE(dialog->font().pointSizeF(), dialogBefore);
-        QCOMPARE(list->header()->sectionResizeMode(3), QHeaderView::Interactive);
         delete dialog;
+        // And at the normal size too (they were cut to "3 Dec ...:16:39").
+        auto *normal = new QFileDialog(w, QStringLiteral("Save"));
+        normal->setOption(QFileDialog::DontUseNativeDialog);
+        // A font other than the one the dialog sized its columns for when it was made, as a display's own
+        // fonts gave it there (offscreen, the defaults happen to fit).
+        QFont larger = normal->font();
+        larger.setPointSizeF(dialogBefore * 1.25);
+        normal->setFont(larger);
+        QVERIFY(showsWholeDates(normal));
+        delete normal;
         for (size_t i = 0; i < widgets.size(); ++i)
             QCOMPARE(pointSize(widgets[i]), before[i]);
         QCOMPARE(w->inspector()->tree()->columnWidth(0), nameColumn);
