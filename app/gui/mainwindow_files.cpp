@@ -21,6 +21,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPointer>
 #include <QProgressDialog>
 #include <QSettings>
 #include <QStatusBar>
@@ -274,6 +275,7 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, co
     // leaves it as it was.
     bool started = false;
     bool refused = false;
+    std::vector<QPointer<QWidget>> held;
     CaptureInfo info;
     const CaptureReadResult r = loadCaptureBatches(
         path, &info,
@@ -287,8 +289,14 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, co
                 }
                 started = true;
                 // No view paints a model in the middle of its reset; the progress dialog (a window) still
-                // does.
-                setUpdatesEnabled(false);
+                // does. The views are held, not the window: on an X server a window whose updates were off
+                // when it was exposed (a file named on the command line, or the file dialog closing over
+                // it) never painted again, black or frozen on the dialog's last picture.
+                if (centralWidget()) held.push_back(centralWidget());
+                for (QDockWidget *d : findChildren<QDockWidget *>(Qt::FindDirectChildrenOnly))
+                    held.push_back(d);
+                for (QWidget *w : held)
+                    w->setUpdatesEnabled(false);
                 m_model->beginReplay(info); // the origin is the first batch's (captureio.h)
             }
             m_model->replayBatch(batch);
@@ -302,7 +310,8 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, co
     progress.reset();
     if (started) {
         m_model->endReplay();
-        setUpdatesEnabled(true);
+        for (QWidget *w : held)
+            if (w) w->setUpdatesEnabled(true);
     }
     if (refused) {
         *error = QStringLiteral("a lab scenario is still running: open the file when it ends");

@@ -10,6 +10,7 @@
 #include "timelinepainter.h"
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QProcess>
 #include <QSettings>
 #include <QStatusBar>
@@ -139,6 +140,39 @@ private slots:
                  old.swimlanes()->timelinePainter().rangeStart());
         QCOMPARE(window.swimlanes()->timelinePainter().rangeEnd(),
                  old.swimlanes()->timelinePainter().rangeEnd());
+    }
+
+    // A file opened in a shown window: the views hold their painting while the model is reset and refilled,
+    // the window does not. On an X server a window whose own updates were off when it was exposed (the file
+    // dialog closing over it, or its first show with a file named on the command line) never painted
+    // again: black, or frozen on the dialog's last picture.
+    void theWindowKeepsPaintingWhileAFileOpens()
+    {
+        TimelineModel model;
+        MainWindow window(&model, nullptr, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        // Looked at whenever the model resets: the last reset is the file's, begun before it is read and
+        // ended after (one before it clears the run the window showed).
+        std::vector<std::pair<bool, bool>> looks; // (window paints, its timeline paints)
+        auto look = [&] { looks.push_back({window.updatesEnabled(), window.swimlanes()->updatesEnabled()}); };
+        const QMetaObject::Connection c[] = {
+            connect(&model, &QAbstractItemModel::modelAboutToBeReset, &window, look),
+            connect(&model, &QAbstractItemModel::modelReset, &window, look)};
+        QString error;
+        QVERIFY2(window.openFile(m_rpcscope, &error, true), qPrintable(error));
+        for (const QMetaObject::Connection &x : c)
+            disconnect(x);
+        QVERIFY(looks.size() >= 2);
+        for (size_t i = looks.size() - 2; i < looks.size(); ++i) {
+            QVERIFY2(looks[i].first, "the window held its painting");
+            QVERIFY2(!looks[i].second, "the timeline painted the model in the middle of its reset");
+        }
+        QVERIFY(window.updatesEnabled());
+        QVERIFY(window.swimlanes()->updatesEnabled());
+        for (QDockWidget *d : window.findChildren<QDockWidget *>())
+            QVERIFY2(d->updatesEnabled(), qPrintable(d->objectName()));
     }
 
     void keepsTheNewestWithinTheBudget_data() { opensAsTheWholeFile_data(); }
