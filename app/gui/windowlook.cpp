@@ -4,6 +4,8 @@
 #include <QEvent>
 #include <QFileDialog>
 #include <QHeaderView>
+#include <QLayout>
+#include <QScreen>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QToolTip>
@@ -135,6 +137,18 @@ bool WindowLook::eventFilter(QObject *watched, QEvent *event)
                 std::erase(m_fittedHeaders, nullptr); // dialogs closed and gone since
                 m_fittedHeaders.push_back(h);
             }
+        // A window scaled on its polish was sized by layouts that had not yet seen the larger font (their
+        // update was still posted): New capture's hop row came out squeezed to half its height, text over
+        // text. Before it is mapped, its layout catches up and it grows to what the larger text needs.
+        if (m_workshop && w->layout() &&
+            std::any_of(m_otherWindows.begin(), m_otherWindows.end(),
+                        [w](const SavedFont &s) { return s.widget == w; })) {
+            w->layout()->invalidate();
+            w->layout()->activate();
+            QSize size = w->size().expandedTo(w->sizeHint());
+            if (const QScreen *screen = w->screen()) size = size.boundedTo(screen->availableSize());
+            w->resize(size);
+        }
         return false;
     }
     if (!m_workshop) return false;

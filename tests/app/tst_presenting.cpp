@@ -7,6 +7,7 @@
 #include "../views/renderfixture.h"
 #include "attemptinspector.h"
 #include "callsfilterproxy.h"
+#include "capturedialog.h"
 #include "clock.h"
 #include "elidingstatusbar.h"
 #include "labpanel.h"
@@ -234,6 +235,23 @@ private slots:
         };
         QTreeView *list = showsWholeDates(dialog);
         QVERIFY(list);
+        // A dialog made while in workshop mode opens at the size its larger text needs: New capture's hop row
+        // (its line edits under their column titles) was squeezed into the height the normal font needed.
+        {
+            CaptureDialog capture(w->captureSession(), w);
+            capture.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&capture));
+            QVERIFY(capture.font().pointSizeF() > dialogBefore);
+            for (QLineEdit *edit : capture.findChildren<QLineEdit *>())
+                if (edit->isVisible())
+                    QVERIFY2(edit->height() >= edit->minimumSizeHint().height(),
+                             qPrintable(QStringLiteral("%1: %2 px high, needs %3")
+                                            .arg(edit->objectName().isEmpty() ? edit->placeholderText()
+                                                                              : edit->objectName())
+                                            .arg(edit->height())
+                                            .arg(edit->minimumSizeHint().height())));
+            QVERIFY(capture.height() >= capture.minimumSizeHint().height());
+        }
 
         w->setWorkshop(false);
         QCOMPARE(dialog->font().pointSizeF(), dialogBefore);
