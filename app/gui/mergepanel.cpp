@@ -1,6 +1,7 @@
 #include "mergepanel.h"
 
 #include "mergeset.h"
+#include "timeformat.h"
 
 #include <QDateTime>
 #include <QDoubleSpinBox>
@@ -85,7 +86,9 @@ void MergePanel::setSources(const MergeSet *set, size_t reference, const std::ve
         if (i == reference)
             what += QStringLiteral(" · reference clock");
         else if (wall && refWall)
-            what += QStringLiteral(" · starts %1 ms later").arg(double(wall - refWall) / 1e6, 0, 'f', 1);
+            what += QStringLiteral(" · starts %1 %2")
+                        .arg(formatDuration(std::abs(wall - refWall)),
+                             wall >= refWall ? QStringLiteral("later") : QStringLiteral("earlier"));
         else
             what += QStringLiteral(" · no wall clock: starts with the reference");
         auto *info = new QLabel(what, this);

@@ -14,11 +14,13 @@
 #include "mergeset.h"
 #include "modelfeed.h"
 #include "runtool.h"
+#include "timeformat.h"
 #include "timelinemodel.h"
 
 #include <QAbstractItemModelTester>
 #include <QDoubleSpinBox>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
 #include <QSettings>
@@ -568,6 +570,28 @@ private slots:
         QCOMPARE(panel.rows(), 2);
         QCOMPARE(panel.offsetBox(1)->value(), -2.5);
         QCOMPARE(panel.labelEdit(0)->text(), QStringLiteral("edge"));
+        // How far apart the files' clocks start, in the unit that reads (it said "886417.9 ms later"), and
+        // which way.
+        auto startsText = [&] {
+            QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete); // the rows before a rebuild
+            QStringList said;
+            for (const QLabel *l : panel.findChildren<QLabel *>())
+                if (l->text().contains(QStringLiteral(" · starts "))) said << l->text();
+            return said;
+        };
+        const std::int64_t apart =
+            set.sources()[1].data.info.originWallNs - set.sources()[0].data.info.originWallNs;
+        QVERIFY(apart != 0);
+        const QString later = QStringLiteral(" · starts %1 %2")
+                                  .arg(formatDuration(std::abs(apart)), apart > 0 ? "later" : "earlier");
+        QCOMPARE(startsText().size(), 1);
+        QVERIFY2(startsText().front().endsWith(later), qPrintable(startsText().front()));
+        panel.setSources(&set, 1, {});
+        const QString earlier = QStringLiteral(" · starts %1 %2")
+                                    .arg(formatDuration(std::abs(apart)), apart > 0 ? "earlier" : "later");
+        QCOMPARE(startsText().size(), 1);
+        QVERIFY2(startsText().front().endsWith(earlier), qPrintable(startsText().front()));
+        panel.setSources(&set, 0, {"a note"});
         QSignalSpy offsets(&panel, &MergePanel::offsetChanged);
         panel.offsetBox(1)->setValue(12.5);
         panel.offsetBox(0)->setValue(-0.001);
