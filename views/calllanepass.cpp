@@ -527,6 +527,30 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         p->fillRect(QRectF(text.left() - 2, cy - smallFm.height() / 2, text.width() + 4, smallFm.height()),
                     ground);
     };
+    // Where the call's outcome goes after its last bar: clear of a deadline's arrow at the edge, and not
+    // across the deadline's line in view (it was struck through: "DEADLINE_EXCEEDED" just before the
+    // deadline it names): whole before the line, else whole after it, else as much as fits before it, else
+    // after it. False where not even a few characters fit.
+    double outcomeFrom = 0, outcomeRoom = 0;
+    const double fewChars = 6 * f.barFm->averageCharWidth();
+    auto placeOutcome = [&](double barEnd, double textWidth, double *from, double *room) {
+        *from = barEnd + 5;
+        *room = labelsRight - barEnd - 6;
+        if (deadline) {
+            const double dx = ax.timeToX(*deadline);
+            if (dx >= ax.left && dx <= right && dx > *from - 2 &&
+                dx < *from + std::min(textWidth, *room) + 2) {
+                const double before = dx - 4 - *from, after = labelsRight - dx - 6;
+                if (textWidth < after || before < fewChars) {
+                    *from = dx + 5;
+                    *room = after;
+                } else {
+                    *room = before;
+                }
+            }
+        }
+        return textWidth < *room || *room >= fewChars;
+    };
     p->save();
     p->setClipRect(QRectF(ax.left, top, right - ax.left, h), Qt::IntersectClip);
     for (size_t k = 0; k < n; ++k) {
@@ -631,13 +655,13 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 p->setPen(Qt::white);
                 textAt(p, bar.left() + 4, top, h, barFm, text);
                 textRight = std::max(textRight, bar.right());
-            } else if (const double room = labelsRight - x2 - 6;
-                       k + 1 == n && (tw < room || room >= 6 * barFm.averageCharWidth())) {
-                // After the bar, clear of a deadline's arrow at the edge: whole, or as much as fits there.
-                const QString shown = tw < room ? text : barFm.elidedText(text, Qt::ElideRight, room);
+            } else if (k + 1 == n && placeOutcome(x2, tw, &outcomeFrom, &outcomeRoom)) {
+                // After the bar: whole, or as much as fits there.
+                const QString shown =
+                    tw < outcomeRoom ? text : barFm.elidedText(text, Qt::ElideRight, outcomeRoom);
                 p->setPen(light ? c.darker(130) : c.lighter(130));
-                textAt(p, x2 + 5, top, h, barFm, shown);
-                textRight = x2 + 5 + barFm.horizontalAdvance(shown) + 4;
+                textAt(p, outcomeFrom, top, h, barFm, shown);
+                textRight = outcomeFrom + barFm.horizontalAdvance(shown) + 4;
             } else {
                 textRight = std::max(textRight, x2);
             }

@@ -106,8 +106,9 @@ inline QImage render(TimelinePainter &painter, const QRectF &rect)
     return img;
 }
 
-// A paint device that keeps the text drawn on it and where (device coordinates), and draws nothing: which
-// label a pass wrote, whole or elided, and what else it shares its place with.
+// A paint device that keeps the text drawn on it and where (device coordinates), and the dashed lines (a
+// deadline's), and draws nothing: which label a pass wrote, whole or elided, and what else it shares its
+// place with.
 class TextRecorder : public QPaintDevice
 {
 public:
@@ -120,6 +121,7 @@ public:
     explicit TextRecorder(QSize size) : m_size(size), m_engine(this) {}
     QPaintEngine *paintEngine() const override { return &m_engine; }
     const std::vector<Text> &texts() const { return m_texts; }
+    const std::vector<QLineF> &dashedLines() const { return m_dashed; }
 
 protected:
     int metric(PaintDeviceMetric m) const override
@@ -157,11 +159,17 @@ private:
         void updateState(const QPaintEngineState &s) override
         {
             if (s.state() & DirtyTransform) m_transform = s.transform();
+            if (s.state() & DirtyPen) m_dashedPen = s.pen().style() == Qt::DashLine;
         }
         void drawPixmap(const QRectF &, const QPixmap &, const QRectF &) override {}
         void drawPath(const QPainterPath &) override {}
         void drawRects(const QRectF *, int) override {}
-        void drawLines(const QLineF *, int) override {}
+        void drawLines(const QLineF *lines, int count) override
+        {
+            if (m_dashedPen)
+                for (int i = 0; i < count; ++i)
+                    m_to->m_dashed.push_back(m_transform.map(lines[i]));
+        }
         void drawPolygon(const QPointF *, int, PolygonDrawMode) override {}
         void drawTextItem(const QPointF &at, const QTextItem &item) override
         {
@@ -174,11 +182,13 @@ private:
     private:
         TextRecorder *m_to;
         QTransform m_transform;
+        bool m_dashedPen = false;
     };
 
     QSize m_size;
     mutable Engine m_engine;
     std::vector<Text> m_texts;
+    std::vector<QLineF> m_dashed;
 };
 
 // The fraction of pixels of colour c in r (exact match).

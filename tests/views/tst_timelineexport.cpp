@@ -192,6 +192,52 @@ private slots:
                  qPrintable(QStringLiteral("whole %1, elided %2").arg(whole).arg(elided)));
     }
 
+    // The same row with its deadline in view, just after the last bar ("DEADLINE_EXCEEDED" written after a
+    // bar that ends a millisecond before the deadline): the outcome is never struck through by the deadline's
+    // line; it goes after the line where it does not fit before it.
+    void anOutcomeBesideTheDeadlineIsNotStruckThrough()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch({opened(1), req(1, 38 * ms, std::nullopt, "late-1", 2 * ms), end(1, 39 * ms, 4)});
+        int drawn = 0, afterTheLine = 0;
+        for (std::int64_t rangeEnd = 41 * ms; rangeEnd <= 120 * ms; rangeEnd += 500'000) {
+            TimelinePainter painter(&model.store());
+            TimelinePainter::Options o;
+            o.density = LaneDensity::Compact;
+            painter.setOptions(o);
+            painter.setRange(0, rangeEnd);
+            const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
+            TextRecorder device(rect.size().toSize());
+            {
+                QPainter p(&device);
+                painter.paint(&p, rect);
+            }
+            const TextRecorder::Text *outcome = nullptr;
+            for (const TextRecorder::Text &t : device.texts())
+                if (t.text.startsWith(QStringLiteral("DEADL"))) outcome = &t;
+            const QString where = QStringLiteral("view 0 to %1 ms").arg(double(rangeEnd) / ms);
+            const QLineF *deadline = nullptr;
+            for (const QLineF &l : device.dashedLines())
+                if (l.x1() == l.x2() && l.x1() > painter.labelWidth()) deadline = &l;
+            QVERIFY2(deadline, qPrintable(where + ": no deadline line"));
+            if (!outcome) continue;
+            ++drawn;
+            const double x = deadline->x1();
+            QVERIFY2(
+                x < outcome->rect.left() || x > outcome->rect.right(),
+                qPrintable(QStringLiteral("%1: the deadline's line at %2 px strikes \"%3\" (%4 to %5 px)")
+                               .arg(where)
+                               .arg(x)
+                               .arg(outcome->text)
+                               .arg(outcome->rect.left())
+                               .arg(outcome->rect.right())));
+            afterTheLine += outcome->rect.left() > x;
+        }
+        QVERIFY2(drawn > 0 && afterTheLine > 0,
+                 qPrintable(QStringLiteral("drawn %1, after the line %2").arg(drawn).arg(afterTheLine)));
+    }
+
     void themesAndWorkshop()
     {
         TimelineModel model;
