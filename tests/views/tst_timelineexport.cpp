@@ -5,9 +5,31 @@
 #include <QTemporaryDir>
 #include <QXmlStreamReader>
 #include <QtTest>
+#include <memory>
 
 using namespace rpcscope;
 using namespace rpcscope::rendertest;
+
+namespace {
+// The model's calls in compact rows from 0 to rangeEnd, 1000 px wide, painted on a recorder; and the
+// width of the lanes' label column.
+std::pair<std::unique_ptr<TextRecorder>, double> recordCompact(const TimelineModel &model,
+                                                               std::int64_t rangeEnd)
+{
+    TimelinePainter painter(&model.store());
+    TimelinePainter::Options o;
+    o.density = LaneDensity::Compact;
+    painter.setOptions(o);
+    painter.setRange(0, rangeEnd);
+    const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
+    auto device = std::make_unique<TextRecorder>(rect.size().toSize());
+    {
+        QPainter p(device.get());
+        painter.paint(&p, rect);
+    }
+    return {std::move(device), painter.labelWidth()};
+}
+} // namespace
 
 class TestTimelineExport : public QObject
 {
@@ -157,17 +179,8 @@ private slots:
                            end(1, 10 * ms + 50'000, 14)}); // a bar too short to hold its status
         int whole = 0, elided = 0;
         for (std::int64_t rangeEnd = 10'100'000; rangeEnd <= 14 * ms; rangeEnd += 20'000) {
-            TimelinePainter painter(&model.store());
-            TimelinePainter::Options o;
-            o.density = LaneDensity::Compact;
-            painter.setOptions(o);
-            painter.setRange(0, rangeEnd);
-            const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
-            TextRecorder device(rect.size().toSize());
-            {
-                QPainter p(&device);
-                painter.paint(&p, rect);
-            }
+            const auto [recorded, labelWidth] = recordCompact(model, rangeEnd);
+            const TextRecorder &device = *recorded;
             const TextRecorder::Text *outcome = nullptr, *arrow = nullptr;
             for (const TextRecorder::Text &t : device.texts()) {
                 if (t.text.startsWith(QStringLiteral("UNAVA"))) outcome = &t;
@@ -202,24 +215,15 @@ private slots:
         model.appendBatch({opened(1), req(1, 38 * ms, std::nullopt, "late-1", 2 * ms), end(1, 39 * ms, 4)});
         int drawn = 0, afterTheLine = 0;
         for (std::int64_t rangeEnd = 41 * ms; rangeEnd <= 120 * ms; rangeEnd += 500'000) {
-            TimelinePainter painter(&model.store());
-            TimelinePainter::Options o;
-            o.density = LaneDensity::Compact;
-            painter.setOptions(o);
-            painter.setRange(0, rangeEnd);
-            const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
-            TextRecorder device(rect.size().toSize());
-            {
-                QPainter p(&device);
-                painter.paint(&p, rect);
-            }
+            const auto [recorded, labelWidth] = recordCompact(model, rangeEnd);
+            const TextRecorder &device = *recorded;
             const TextRecorder::Text *outcome = nullptr;
             for (const TextRecorder::Text &t : device.texts())
                 if (t.text.startsWith(QStringLiteral("DEADL"))) outcome = &t;
             const QString where = QStringLiteral("view 0 to %1 ms").arg(double(rangeEnd) / ms);
             const QLineF *deadline = nullptr;
             for (const QLineF &l : device.dashedLines())
-                if (l.x1() == l.x2() && l.x1() > painter.labelWidth()) deadline = &l;
+                if (l.x1() == l.x2() && l.x1() > labelWidth) deadline = &l;
             QVERIFY2(deadline, qPrintable(where + ": no deadline line"));
             if (!outcome) continue;
             ++drawn;
