@@ -10,7 +10,6 @@
 #include <csignal>
 #include <ctime>
 #include <fcntl.h>
-#include <optional>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -61,10 +60,10 @@ std::vector<ConnFrames> byConnection(const EventBatch &events)
                                        : e.frameType == FrameWindowUpdate ? e.windowIncrement
                                                                           : 0;
             ConnFrames &c = conns[e.connection];
-            auto [anchor, since] = anchors
-                                       .try_emplace({e.connection, int(e.dir)},
-                                                    std::pair{FrameKey{int(e.dir), 0, -1, 0, 0, 0}, 0})
-                                       .first->second;
+            auto &[anchor, since] = anchors
+                                        .try_emplace({e.connection, int(e.dir)},
+                                                     std::pair{FrameKey{int(e.dir), 0, -1, 0, 0, 0}, 0})
+                                        .first->second;
             if (e.stream == 0) {
                 c.control[{anchor, since++, int(e.frameType), int(e.flags), what}] = e.tNs;
             } else {
