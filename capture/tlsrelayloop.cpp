@@ -45,6 +45,14 @@ const char kTrustFix[] = "client does not trust the rpcscope CA: see `rpcscope-c
 // (SSL_MODE_RELEASE_BUFFERS is not set).
 constexpr size_t kSslRecordBuffer = SSL3_RT_MAX_PLAIN_LENGTH + SSL3_RT_MAX_ENCRYPTED_OVERHEAD +
                                     2 * SSL3_RT_HEADER_LENGTH + SSL3_ALIGN_PAYLOAD - 1;
+// A streaming direction's source session reads with a buffer this large: with read-ahead on, one read of
+// the socket takes up to a burst's records instead of one. Each system call costs more than its bytes on a
+// virtual machine, where these reads were a tenth of the relay thread's time.
+constexpr size_t kBulkReadBuffer = kBulkBurst * kSslRecordBuffer;
+// And its destination's records, written during a burst, go out in one send at its end (at most this many
+// bytes wait) instead of one each.
+constexpr size_t kCoalesceBytes =
+    kBulkBurst * (SSL3_RT_MAX_PLAIN_LENGTH + SSL3_RT_MAX_ENCRYPTED_OVERHEAD + SSL3_RT_HEADER_LENGTH);
 // Beside them, the SSL object (7.5 KB as SSL_new makes it, with OpenSSL 3.0), and after the handshake its
 // keys, cipher contexts, session and the peer's certificate: measured at 48-51 KB a session with the two
 // buffers, after a TLS 1.3 handshake and a record each way.
@@ -136,7 +144,27 @@ struct StampedSocket
     bool eof = false; // the socket's read returned 0: OpenSSL asks (BIO_eof) to tell a peer's FIN
     bool readSinceTaken = false;
     std::int64_t kernelNs = 0; // realtime; the first stamp since the relay took the last one, 0: none
+    // While coalescing (a streaming burst), written records wait here, up to kCoalesceBytes, and go out
+    // together when the relay sends them (sendUnsent) or a write does not fit.
+    bool coalesce = false;
+    std::string unsent;
+    size_t unsentAt = 0;
 };
+
+// Sends what waits in p->unsent. False when some still waits: errno tells why (EAGAIN: the socket is full).
+bool sendUnsent(StampedSocket *p)
+{
+    while (p->unsentAt < p->unsent.size()) {
+        const ssize_t n =
+            send(p->fd, p->unsent.data() + p->unsentAt, p->unsent.size() - p->unsentAt, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p->unsentAt += size_t(n);
+    }
+    p->unsent.clear();
+    p->unsentAt = 0;
+    return true;
+}
 
 int stampedRead(BIO *b, char *out, int len)
 {
@@ -166,6 +194,17 @@ int stampedWrite(BIO *b, const char *in, int len)
 {
     auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
     BIO_clear_retry_flags(b);
+    if (len <= 0) return 0;
+    // What waits goes first; OpenSSL retries this record's write until it is taken.
+    const bool fits = p->unsent.size() + size_t(len) <= kCoalesceBytes;
+    if ((!p->coalesce || !fits) && !p->unsent.empty() && !sendUnsent(p)) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
+        return -1;
+    }
+    if (p->coalesce) {
+        p->unsent.append(in, size_t(len));
+        return len;
+    }
     const ssize_t n = send(p->fd, in, size_t(len), MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
     return int(n);
@@ -175,8 +214,10 @@ long stampedCtrl(BIO *b, int cmd, long, void *)
 {
     auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
     switch (cmd) {
-    case BIO_CTRL_FLUSH:
-        return 1;
+    case BIO_CTRL_FLUSH: // records a burst left waiting
+        if (p->unsent.empty() || sendUnsent(p)) return 1;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
+        return 0;
     case BIO_CTRL_PENDING:
         return long(p->prefix.size() - p->at);
     case BIO_CTRL_EOF: // a FIN without close_notify is then a close (SSL_OP_IGNORE_UNEXPECTED_EOF), as with
@@ -219,18 +260,50 @@ void setStampedSocket(SSL *ssl, int fd, bool stamps, std::string prefix = {})
 {
     BIO *b = BIO_new(stampedMethod());
     if (!b) return;
-    BIO_set_data(b, new StampedSocket{fd, std::move(prefix), 0, stamps && KernelRxTime::enable(fd)});
+    auto *socket = new StampedSocket;
+    socket->fd = fd;
+    socket->prefix = std::move(prefix);
+    socket->stamps = stamps && KernelRxTime::enable(fd);
+    BIO_set_data(b, socket);
     BIO_set_init(b, 1);
     SSL_set_bio(ssl, b, b);
+}
+
+StampedSocket *stampedSocketOf(BIO *b)
+{
+    return b && BIO_method_type(b) == stampedType() ? static_cast<StampedSocket *>(BIO_get_data(b)) : nullptr;
+}
+
+// Whether what `ssl` writes waits to be sent together (a streaming burst's records) or goes out at once.
+void setCoalescing(SSL *ssl, bool on)
+{
+    if (StampedSocket *p = stampedSocketOf(SSL_get_wbio(ssl))) p->coalesce = on;
+}
+
+// Sends the records waiting in `ssl`'s socket. False when the connection failed (errno); *waiting: bytes
+// still wait for room in the socket.
+bool flushCoalesced(SSL *ssl, bool *waiting)
+{
+    *waiting = false;
+    StampedSocket *p = stampedSocketOf(SSL_get_wbio(ssl));
+    if (!p || sendUnsent(p)) return true;
+    *waiting = errno == EAGAIN || errno == EWOULDBLOCK;
+    return *waiting;
+}
+
+// What waits in `ssl`'s socket to be sent, as allocated.
+size_t coalescedBytes(SSL *ssl)
+{
+    const StampedSocket *p = stampedSocketOf(SSL_get_wbio(ssl));
+    return p ? heapbytes::string(p->unsent) : 0;
 }
 
 // Whether `ssl`'s socket was read since the last call, and the first kernel receive time of those reads
 // (realtime ns; 0: none).
 std::pair<bool, std::int64_t> takeReceiveTime(SSL *ssl)
 {
-    BIO *b = SSL_get_rbio(ssl);
-    if (!b || BIO_method_type(b) != stampedType()) return {true, 0};
-    auto *p = static_cast<StampedSocket *>(BIO_get_data(b));
+    StampedSocket *p = stampedSocketOf(SSL_get_rbio(ssl));
+    if (!p) return {true, 0};
     const std::pair<bool, std::int64_t> taken{p->readSinceTaken, p->kernelNs};
     p->readSinceTaken = false;
     p->kernelNs = 0;
@@ -824,6 +897,8 @@ void TlsRelayLoop::relay(Conn &c)
         bool eof = false;
         bool shut = false;
         bool readAhead = false;
+        bool bigBuffer = false;  // src reads with kBulkReadBuffer
+        bool waiting = false;    // records written for dst wait for room in its socket
         std::int64_t lastNs = 0; // the time of the last bytes decrypted: a direction's times never go back
         // With stream faults, what dst is to get, as StreamFaults wrote it (the read buffer is handed to it
         // whole at once). OpenSSL takes a retried write from a moved buffer
@@ -859,7 +934,10 @@ void TlsRelayLoop::relay(Conn &c)
     for (;;) {
         // The read buffers, and with stream faults what waits for each side.
         c.buffers = 2 * heapbytes::block(kReadSize) + heapbytes::string(halves[0].out) +
-                    heapbytes::string(halves[1].out);
+                    heapbytes::string(halves[1].out) + coalescedBytes(c.cs) + coalescedBytes(c.ss);
+        for (const Half &h : halves)
+            if (h.bigBuffer)
+                c.buffers += heapbytes::block(kBulkReadBuffer) - heapbytes::block(kSslRecordBuffer);
         c.recount();
         bool progress = false;
         short want[2] = {0, 0}; // poll events for cfd, sfd
@@ -893,12 +971,21 @@ void TlsRelayLoop::relay(Conn &c)
             }
             return true;
         };
+        // Sends the records a burst wrote for h's destination; false when the peer went away.
+        auto flushOut = [&](Half &h) {
+            setCoalescing(h.dst, false);
+            if (!flushCoalesced(h.dst, &h.waiting)) return false;
+            if (h.waiting) wantFor(h.dstFd, SSL_ERROR_WANT_WRITE);
+            return true;
+        };
         // A decoder woken by what is read wakes once the bytes are forwarded, not in between (and before the
         // poll below).
         std::optional<DecoderThread::DeferWakes> forwardFirst(std::in_place);
         for (Half &h : halves) {
-            if (!forward(h)) return;
+            if (!flushOut(h) || !forward(h)) return;
             const bool fromClient = h.dir == Direction::ClientToServer;
+            // A streaming direction's records go out together at the burst's end.
+            setCoalescing(h.dst, h.readAhead);
             // bandwidth counts the decrypted bytes (what the peers' HTTP/2 carries), read in measured
             // amounts.
             for (int burst = 0; burst < kBulkBurst; ++burst) {
@@ -914,6 +1001,11 @@ void TlsRelayLoop::relay(Conn &c)
                     if (bulk != h.readAhead) {
                         SSL_set_read_ahead(h.src, bulk ? 1 : 0);
                         h.readAhead = bulk;
+                    }
+                    // The larger read buffer replaces the session's first one when it holds nothing.
+                    if (bulk && !h.bigBuffer && !SSL_has_pending(h.src)) {
+                        SSL_set_default_read_buffer_len(h.src, kBulkReadBuffer);
+                        h.bigBuffer = SSL_free_buffers(h.src) == 1;
                     }
                     // The bytes' time is when the kernel took in the first record read for them. Bytes of a
                     // record read before (OpenSSL keeps what one read does not take) are as old as the last
@@ -969,7 +1061,8 @@ void TlsRelayLoop::relay(Conn &c)
                     break;
                 }
             }
-            if (h.eof && h.pending() == 0 && !h.shut &&
+            if (!flushOut(h)) return;
+            if (h.eof && h.pending() == 0 && !h.waiting && !h.shut &&
                 !(c.fault && c.fault->holdsClose(fromClient, steadyNowNs()))) {
                 // The close_notify, then the TCP half-close, as the peer sent them.
                 SSL_shutdown(h.dst);

@@ -20,7 +20,9 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <atomic>
 #include <cstring>
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 #include <map>
@@ -28,6 +30,8 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <poll.h>
+#include <thread>
 
 using namespace rpcscope;
 using namespace testnet;
@@ -282,6 +286,112 @@ private slots:
         }
         relay.stop();
         QVERIFY2(missing.isEmpty(), qPrintable(missing));
+    }
+
+    // A streaming direction's records are written in bursts and sent together; a client that stops reading
+    // leaves them waiting in the relay, which must send them, whole and in order, once it reads again. A raw
+    // TLS target streams 16 MiB as fast as it can; the client reads nothing until the whole path is full (the
+    // target's write blocks), then reads it all.
+    void aStalledClientGetsTheStreamWhole()
+    {
+        RpcscopeCa targetCa;
+        std::string error;
+        QVERIFY2(targetCa.open(m_dir.filePath("raw-target-ca").toStdString(), false, &error), error.c_str());
+        const auto leaf = targetCa.leafFor("localhost", &error);
+        QVERIFY2(leaf, error.c_str());
+        SSL_CTX *serverCtx = SSL_CTX_new(TLS_server_method());
+        SSL_CTX *clientCtx = SSL_CTX_new(TLS_client_method());
+        auto freeContexts = qScopeGuard([&] {
+            SSL_CTX_free(serverCtx);
+            SSL_CTX_free(clientCtx);
+        });
+        QVERIFY(serverCtx && clientCtx);
+        QVERIFY(SSL_CTX_use_certificate(serverCtx, leaf->cert) == 1);
+        QVERIFY(SSL_CTX_use_PrivateKey(serverCtx, leaf->key) == 1);
+        SSL_CTX_set_verify(clientCtx, SSL_VERIFY_NONE, nullptr);
+
+        constexpr size_t kTotal = 16u << 20;
+        auto byteAt = [](size_t i) { return std::uint8_t((i >> 14) * 7 + i * 13); };
+        const int listenFd = listenLoopback();
+        QVERIFY(listenFd >= 0);
+        std::atomic<bool> blocked{false};
+        std::atomic<size_t> written{0};
+        std::thread target([&] {
+            const int fd = accept(listenFd, nullptr, nullptr);
+            if (fd < 0) return;
+            setIoTimeouts(fd, 20);
+            SSL *ssl = SSL_new(serverCtx);
+            SSL_set_fd(ssl, fd);
+            if (SSL_accept(ssl) == 1) {
+                std::vector<std::uint8_t> chunk(16 * 1024);
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                while (written < kTotal) {
+                    const size_t at = written;
+                    const size_t n = std::min(chunk.size(), kTotal - at);
+                    for (size_t i = 0; i < n; ++i)
+                        chunk[i] = byteAt(at + i);
+                    const int w = SSL_write(ssl, chunk.data(), int(n));
+                    if (w > 0) {
+                        written += size_t(w);
+                        continue;
+                    }
+                    if (SSL_get_error(ssl, w) != SSL_ERROR_WANT_WRITE) break;
+                    blocked = true; // the client, the relay and every socket between them are full
+                    pollfd p{fd, POLLOUT, 0};
+                    if (poll(&p, 1, 20000) != 1) break;
+                }
+                SSL_shutdown(ssl);
+            }
+            SSL_free(ssl);
+            close(fd);
+        });
+        auto joinTarget = qScopeGuard([&] {
+            shutdown(listenFd, SHUT_RDWR);
+            target.join();
+            close(listenFd);
+        });
+
+        TlsInterceptOptions tls = m_tls;
+        tls.targetCaFile = targetCa.certPath();
+        Captured cap;
+        Relay relay;
+        relay.setTlsIntercept(tls);
+        QVERIFY2(relay.start({"127.0.0.1", 0}, {"localhost", localPort(listenFd)}, cap.sink(), &error),
+                 error.c_str());
+        const int fd = connectLoopback(relay.listenAddress().port);
+        QVERIFY(fd >= 0);
+        const int small = 64 * 1024; // fills sooner
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        setIoTimeouts(fd, 20);
+        SSL *ssl = SSL_new(clientCtx);
+        auto freeClient = qScopeGuard([&] {
+            SSL_free(ssl);
+            close(fd);
+        });
+        SSL_set_fd(ssl, fd);
+        SSL_set_tlsext_host_name(ssl, "localhost");
+        QVERIFY2(SSL_connect(ssl) == 1, "a handshake through the intercepting hop");
+        QTRY_VERIFY2_WITH_TIMEOUT(blocked.load(),
+                                  qPrintable(QStringLiteral("the target wrote %1 bytes and never "
+                                                            "blocked")
+                                                 .arg(written.load())),
+                                  20000);
+        QVERIFY2(written < kTotal, "the whole stream fitted in the sockets; the client never held it up");
+
+        std::vector<std::uint8_t> buf(64 * 1024);
+        size_t got = 0;
+        while (got < kTotal) {
+            const int n = SSL_read(ssl, buf.data(), int(buf.size()));
+            QVERIFY2(
+                n > 0,
+                qPrintable(QStringLiteral("the stream ended after %1 of %2 bytes").arg(got).arg(kTotal)));
+            for (int i = 0; i < n; ++i)
+                if (buf[size_t(i)] != byteAt(got + size_t(i)))
+                    QFAIL(qPrintable(QStringLiteral("byte %1 differs").arg(got + size_t(i))));
+            got += size_t(n);
+        }
+        QCOMPARE(got, kTotal);
+        relay.stop();
     }
 
     // What intercepted connections hold (two TLS sessions, relay buffers and a thread each) is in the relay's
