@@ -120,7 +120,7 @@ size_t EventLog::heapBytes(const std::string &s)
     return s.capacity() > 15 ? std::max<size_t>(32, (s.capacity() + 1 + 8 + 15) & ~size_t(15)) : 0;
 }
 
-void EventLog::append(const EventBatch &batch)
+void EventLog::append(EventSpan batch)
 {
     if (batch.empty()) return;
     size_t payload = 0;
@@ -137,11 +137,11 @@ void EventLog::append(const EventBatch &batch)
     std::string encoded;
     if (m_payloadBytes + payload <= m_payloadBudget && !longHeaders) {
         m_payloadBytes += payload;
-        encoded = encodeBatch(batch);
+        encoded = encodeEvents(batch);
     } else {
         // Over the budget: keep the payloads that still fit, drop the rest. Long header lists keep their
         // first names and values.
-        EventBatch trimmed = batch;
+        EventBatch trimmed(batch.begin(), batch.end());
         for (WireEvent &e : trimmed) {
             if (e.kind == EventKind::Headers) {
                 size_t bytes = 0, keep = 0;
@@ -180,7 +180,7 @@ EventBatch EventLog::batch(size_t i) const
     return out;
 }
 
-EventLog::Batch EventLog::describe(std::string encoded, const EventBatch &events)
+EventLog::Batch EventLog::describe(std::string encoded, EventSpan events)
 {
     Batch b{std::move(encoded), events.size(), INT64_MAX, INT64_MIN, false, true, true};
     for (const WireEvent &e : events) {

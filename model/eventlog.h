@@ -23,7 +23,8 @@ class EventLog
 public:
     static constexpr size_t kDefaultPayloadBudget = size_t(64) << 20;
 
-    void append(const EventBatch &batch);
+    void append(EventSpan batch);
+    void append(const EventBatch &batch) { append(EventSpan(batch)); }
     void clear();
     // Retention: drops the events of evicted calls (their streams, sorted, and call keys) and the frames,
     // pings and lab events before keepFromNs that belong to no call kept; connection opens and closes always
@@ -69,7 +70,7 @@ private:
         bool onlyKept = false;  // holds nothing else (connections, notices): retention never rewrites it
         bool callFreeLabOnly = false; // lab events of no call alone: past the cut it goes whole
     };
-    static Batch describe(std::string encoded, const EventBatch &events);
+    static Batch describe(std::string encoded, EventSpan events);
     std::vector<Batch> m_batches;
     size_t m_events = 0;
     size_t m_encodedBytes = 0;

@@ -25,7 +25,7 @@ void HeaderLog::forgetOldest()
     m_order.pop_front();
 }
 
-void HeaderLog::record(const EventBatch &batch)
+void HeaderLog::record(EventSpan batch)
 {
     for (const WireEvent &e : batch) {
         if (e.kind == EventKind::Headers) {

@@ -45,7 +45,8 @@ public:
     {
     }
 
-    void record(const EventBatch &batch);
+    void record(EventSpan batch);
+    void record(const EventBatch &batch) { record(EventSpan(batch)); }
     void clear();
     // The blocks of one stream in arrival order; null when never seen or already forgotten.
     const std::vector<Block> *blocks(std::uint32_t connection, std::uint32_t stream) const;

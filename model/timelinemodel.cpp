@@ -181,16 +181,28 @@ void TimelineModel::setKeepHeaders(bool keep)
 void TimelineModel::appendBatch(const EventBatch &batch)
 {
     if (m_divert && m_divert(batch)) return;
+    deliver(batch);
+}
+
+void TimelineModel::appendEvents(EventSpan events)
+{
+    // The divert takes a batch of its own (a run recorded while another is shown: seldom).
+    if (m_divert && m_divert(EventBatch(events.begin(), events.end()))) return;
+    deliver(events);
+}
+
+void TimelineModel::deliver(EventSpan events)
+{
     // A live batch delivered while a file is replayed (the event loop runs for its progress dialog) follows
     // the file, as it did when a file was replayed at once.
     if (m_replaying) {
-        m_heldDuringReplay.push_back(batch);
+        m_heldDuringReplay.emplace_back(events.begin(), events.end());
         return;
     }
-    applyBatch(batch);
+    applyBatch(events);
 }
 
-StoreChanges TimelineModel::take(const EventBatch &batch)
+StoreChanges TimelineModel::take(EventSpan batch)
 {
     if (m_headers) m_headers->record(batch);
     StoreChanges ch;
@@ -200,17 +212,15 @@ StoreChanges TimelineModel::take(const EventBatch &batch)
     return ch;
 }
 
-void TimelineModel::applyBatch(const EventBatch &batch)
+void TimelineModel::applyBatch(EventSpan batch)
 {
     // A memory budget is checked between appends, so one large append (a feed that coalesced many batches of
     // a flood, tens of thousands of new streams) could hold well past it before retention ran: large batches
     // go in slices, each followed by the check.
     constexpr size_t kSlice = 2048;
     if (m_retention.maxBytes && batch.size() > kSlice) {
-        for (size_t from = 0; from < batch.size(); from += kSlice) {
-            const auto first = batch.begin() + std::ptrdiff_t(from);
-            applyBatch(EventBatch(first, first + std::ptrdiff_t(std::min(kSlice, batch.size() - from))));
-        }
+        for (size_t from = 0; from < batch.size(); from += kSlice)
+            applyBatch(batch.subspan(from, std::min(kSlice, batch.size() - from)));
         return;
     }
     // Before the rows are announced, so whoever reacts to them finds the headers already there.

@@ -130,8 +130,10 @@ public:
     void setDivert(std::function<bool(const rpcscope::EventBatch &)> divert) { m_divert = std::move(divert); }
     bool isDiverting() const { return bool(m_divert); }
     // A batch into the headers, the store, the event log and the statistics (live and replayed alike).
-    StoreChanges take(const EventBatch &batch);
-    void applyBatch(const rpcscope::EventBatch &batch);
+    StoreChanges take(EventSpan batch);
+    void applyBatch(EventSpan batch);
+    // As appendBatch, for events the caller keeps (a slice of a larger batch, which need not be moved out).
+    void appendEvents(EventSpan events);
 
 public slots:
     void appendBatch(const rpcscope::EventBatch &batch);
@@ -174,6 +176,8 @@ private:
     RetentionPolicy m_retention;
     bool m_replaying = false; // between beginReplay and endReplay
     std::vector<rpcscope::EventBatch> m_heldDuringReplay;
+    // An appended batch that was not diverted: applied, or held while a file is replayed.
+    void deliver(EventSpan events);
     void checkRetention(); // enforceRetention when a cheap check says it may be due
     qint64 m_lastRetentionCheckMs = 0;
     size_t m_callsAtLastCheck = 0;

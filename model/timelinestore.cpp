@@ -408,7 +408,7 @@ void TimelineStore::onResponseHeaders(const WireEvent &e, StoreChanges &ch)
     markChanged(ch, ref.call);
 }
 
-void TimelineStore::apply(const EventBatch &batch, StoreChanges *changesOut)
+void TimelineStore::apply(EventSpan batch, StoreChanges *changesOut)
 {
     StoreChanges local;
     StoreChanges &ch = changesOut ? *changesOut : local;

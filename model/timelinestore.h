@@ -64,7 +64,8 @@ struct RetentionPolicy
 class TimelineStore
 {
 public:
-    void apply(const EventBatch &batch, StoreChanges *changes = nullptr);
+    void apply(EventSpan batch, StoreChanges *changes = nullptr);
+    void apply(const EventBatch &batch, StoreChanges *changes = nullptr) { apply(EventSpan(batch), changes); }
     void clear();
 
     // Deques, so retention drops the oldest without moving every call and frame that stays.

@@ -401,14 +401,10 @@ bool ModelFeed::drainOnce()
         took.start();
         size_t n = 0;
         while (n < total) {
+            // A slice is a view of the merged batch: moving each slice's events out (576 bytes each) was a
+            // third of this thread's time under sequential unary calls.
             const size_t slice = std::min(kSlice, total - n);
-            if (n == 0 && slice == total) {
-                m_model->appendBatch(merged);
-            } else {
-                EventBatch part(std::make_move_iterator(merged.begin() + std::ptrdiff_t(n)),
-                                std::make_move_iterator(merged.begin() + std::ptrdiff_t(n + slice)));
-                m_model->appendBatch(part);
-            }
+            m_model->appendEvents(EventSpan(merged).subspan(n, slice));
             n += slice;
             if (took.nsecsElapsed() >= budgetNs) break;
         }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -186,6 +187,8 @@ struct WireEvent
 };
 
 using EventBatch = std::vector<WireEvent>;
+// A batch's events without owning them: a slice of a batch goes to the model without being moved out.
+using EventSpan = std::span<const WireEvent>;
 
 // Bounds on the times the model takes in. A capture file beyond them is refused, the merge refuses to go
 // beyond them, and the decoder caps a longer grpc-timeout. Within them every sum and difference the model and
