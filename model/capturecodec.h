@@ -16,12 +16,16 @@ namespace capture {
 class Event;
 }
 
-// `redaction`, when given, masks the header values it names.
+// `redaction`, when given, masks the header values it names. Written directly, without building protobuf
+// messages; the bytes are those protobuf writes for toMessage()'s messages.
 std::string encodeEvents(std::span<const WireEvent> events, const Redaction *redaction = nullptr);
 inline std::string encodeBatch(const EventBatch &batch, const Redaction *redaction = nullptr)
 {
     return encodeEvents(batch, redaction);
 }
+// One event as the file's protobuf message, built with protobuf's own classes: what encodeEvents() must
+// write, byte for byte (the tests hold it to that).
+void toMessage(const WireEvent &e, const Redaction *redaction, capture::Event *p);
 // False when the bytes are not a batch this version can read (`out` then holds the events before the bad
 // one).
 bool decodeBatch(const char *data, size_t len, EventBatch *out);

@@ -2,6 +2,7 @@
 // timeline, damaged files say what is wrong, and the Chrome trace and OTLP exports parse into what their
 // readers expect.
 
+#include "capture.pb.h"
 #include "capturecodec.h"
 #include "capturefile.h"
 #include "chrometrace.h"
@@ -24,14 +25,15 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sys/stat.h>
 
 using namespace rpcscope;
 
-// The capture file stores every field of WireEvent and GrpcFields (capturecodec.cpp, toProto/decodeEvent, and
-// resources/proto/capture.proto). A field added to either changes its size: store it in the file too, set it
-// in sampleBatches() below, then update these numbers.
+// The capture file stores every field of WireEvent and GrpcFields (capturecodec.cpp: toMessage, the direct
+// encoder and decodeEvent; and resources/proto/capture.proto). A field added to either changes its size:
+// store it in the file too, set it in sampleBatches() below, then update these numbers.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 static_assert(sizeof(GrpcFields) == 280, "GrpcFields changed: store the new field in the capture file");
 static_assert(sizeof(WireEvent) == 576, "WireEvent changed: store the new field in the capture file");
@@ -215,6 +217,120 @@ QString attrString(const QJsonArray &attrs, const QString &key, QString *type = 
     }
     return {};
 }
+
+// Events with every field drawn at random, each kind and each `about` alternative, values at the edges of
+// their types (negative times, int32 minima, -0.0, empty and long strings): what the direct encoder must
+// write exactly as protobuf does.
+EventBatch randomEvents(size_t n, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::uint64_t below) { return rng() % below; };
+    auto text = [&](size_t most) {
+        std::string s(pick(most + 1), '\0');
+        for (char &c : s)
+            c = char(pick(256));
+        return s;
+    };
+    auto u32 = [&] { return pick(3) == 0 ? 0u : std::uint32_t(rng() >> pick(32)); };
+    auto i64 = [&] {
+        switch (pick(4)) {
+        case 0:
+            return std::int64_t(0);
+        case 1:
+            return -std::int64_t(pick(1'000'000'000));
+        case 2:
+            return std::int64_t(rng() >> 1);
+        default:
+            return std::numeric_limits<std::int64_t>::min();
+        }
+    };
+    auto i32 = [&] {
+        const int choices[] = {
+            0, 1, -1, 200, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()};
+        return choices[pick(6)];
+    };
+    auto real = [&] {
+        const double choices[] = {0.0, -0.0, 50.0, 1.5e300, -2.0, 1e-320};
+        return choices[pick(6)];
+    };
+    EventBatch out;
+    for (size_t i = 0; i < n; ++i) {
+        WireEvent e;
+        e.kind = EventKind(pick(size_t(EventKind::LabEvent) + 1));
+        e.connection = u32();
+        e.dir = Direction(pick(2));
+        e.tNs = i64();
+        e.stream = u32();
+        e.frameType = std::uint8_t(pick(256));
+        e.flags = std::uint8_t(pick(256));
+        e.length = u32();
+        e.errorCode = u32();
+        e.endStream = pick(2);
+        e.compressed = pick(2);
+        for (size_t h = pick(5); h > 0; --h) {
+            const char *names[] = {"authorization", "X-Secret", ":path", "", "grpc-status"};
+            e.headers.push_back({pick(2) ? std::string(names[pick(5)]) : text(20), text(pick(8) ? 40 : 300)});
+        }
+        if (pick(2)) {
+            GrpcFields &g = e.grpc;
+            g.path = text(30);
+            if (pick(2)) g.timeoutNs = i64();
+            if (pick(2)) g.previousAttempts = i32();
+            if (pick(2)) g.httpStatus = i32();
+            if (pick(2)) g.status = i32();
+            if (pick(2)) g.message = text(pick(2) ? 0 : 200);
+            if (pick(2)) g.pushbackMs = i64();
+            g.callId = text(12);
+            g.encoding = text(5);
+            g.retryInitialMs = real();
+            g.retryMultiplier = real();
+            g.retryMaxMs = real();
+            g.traceId = text(32);
+            g.parentSpanId = text(16);
+        }
+        e.hpackUnknown = pick(2);
+        e.truncated = pick(2);
+        e.payload = text(pick(4) ? 20 : 400);
+        e.lastStreamId = u32();
+        e.windowIncrement = u32();
+        e.pingData = pick(2) ? rng() : 0;
+        e.rttNs = pick(3) ? -1 : i64();
+        for (size_t k = pick(4); k > 0; --k)
+            e.settings.emplace_back(std::uint16_t(pick(65536)), u32());
+        e.label = text(10);
+        e.reason = text(pick(2) ? 0 : 60);
+        switch (pick(6)) {
+        case 0:
+            break;
+        case 1:
+            e.about = PeerNames{text(20), text(20)};
+            break;
+        case 2:
+            e.about = LabDecision{text(10), text(30)};
+            break;
+        case 3:
+            e.about = ProtocolViolation{Direction(pick(2)), text(30), u32()};
+            break;
+        case 4:
+            e.about = FrameRun{u32(), i64(), rng() >> pick(64)};
+            break;
+        default:
+            e.about = FaultInjection{u32(), text(40)};
+            break;
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+// What protobuf's own serializer writes for the batch.
+std::string protobufBytes(std::span<const WireEvent> events, const Redaction *redaction)
+{
+    capture::EventBatch b;
+    for (const WireEvent &e : events)
+        toMessage(e, redaction && redaction->enabled ? redaction : nullptr, b.add_events());
+    return b.SerializeAsString();
+}
 } // namespace
 
 class TestCaptureFile : public QObject
@@ -310,6 +426,59 @@ private slots:
         QVERIFY(back == batch); // WireEvent ==: every field
         // The same batch encodes to the same bytes every time.
         QCOMPARE(encodeBatch(batch), bytes);
+    }
+
+    // The file's encoder writes the wire format itself: for every field of every kind of event, with and
+    // without redaction, its bytes are protobuf's for the same events, and they read back as those events.
+    void directEncodingIsProtobufs()
+    {
+        EventBatch events = randomEvents(4000, 20261203);
+        for (const EventBatch &b : sampleBatches())
+            events.insert(events.end(), b.begin(), b.end());
+        Redaction masking;
+        masking.extraNames = {"x-secret"};
+        const Redaction off = noRedaction();
+        size_t masked = 0;
+        const Redaction *redactions[] = {nullptr, &off, &masking};
+        for (const Redaction *redaction : redactions) {
+            for (size_t from = 0, size = 1; from < events.size(); from += size, size = size * 3 % 97 + 1) {
+                const auto part =
+                    std::span<const WireEvent>(events).subspan(from, std::min(size, events.size() - from));
+                const std::string direct = encodeEvents(part, redaction);
+                const std::string reference = protobufBytes(part, redaction);
+                if (direct != reference) {
+                    size_t at = 0;
+                    while (at < direct.size() && at < reference.size() && direct[at] == reference[at])
+                        ++at;
+                    QFAIL(qPrintable(
+                        QStringLiteral("events %1 to %2: %3 bytes, protobuf's %4, first difference at %5")
+                            .arg(from)
+                            .arg(from + part.size())
+                            .arg(direct.size())
+                            .arg(reference.size())
+                            .arg(at)));
+                }
+                if (redaction == &masking) masked += QByteArray::fromStdString(direct).count(kRedactedValue);
+            }
+        }
+        QVERIFY2(masked > 100, "the random headers were masked");
+        // Every alternative of `about`, and presence without a value (an empty grpc-message, zero timeouts).
+        const std::string sample = encodeEvents(sampleBatches()[1]);
+        EventBatch back;
+        QVERIFY(decodeBatch(sample.data(), sample.size(), &back));
+        QVERIFY(back == sampleBatches()[1]);
+        WireEvent present = ev(EventKind::Headers, 1, Direction::ServerToClient, t0);
+        present.grpc.message = "";
+        present.grpc.timeoutNs = 0;
+        present.grpc.status = 0;
+        const std::string one = encodeEvents(std::span<const WireEvent>(&present, 1));
+        QCOMPARE(one, protobufBytes(std::span<const WireEvent>(&present, 1), nullptr));
+        back.clear();
+        QVERIFY(decodeBatch(one.data(), one.size(), &back));
+        QCOMPARE(back.size(), size_t(1));
+        QVERIFY(back[0].grpc.message && back[0].grpc.message->empty());
+        QCOMPARE(back[0].grpc.timeoutNs, std::optional<std::int64_t>(0));
+        QCOMPARE(back[0].grpc.status, std::optional<int>(0));
     }
 
     void modelReplay()
