@@ -20,7 +20,23 @@ namespace {
 constexpr size_t kFirstAppend = 2048;
 // Within a turn, events go to the model this many at a time, the turn's time checked after each.
 constexpr size_t kSlice = 1024;
+// A queued batch smaller than this goes to the model together with the small ones after it (up to kSlice
+// events in one append), so that a stream of tiny batches (lab decisions, a chatty ingestion client) does not
+// make as many appends, each with its signals and its entry in the event log.
+constexpr size_t kJoinBelow = 64;
 } // namespace
+
+// A queued batch, applied from `from` on: a turn applies batches where they lie, as views (EventSpan), and
+// one larger than the turn's share goes back to the front of the queue with `from` past what was applied.
+// Merging every queued batch into one, moving each event (576 bytes), was a third of the model thread's time
+// under sequential unary calls.
+struct QueuedBatch
+{
+    EventBatch events;
+    size_t from = 0;
+    size_t bytes = 0; // estimated, of the events from `from` on
+    size_t left() const { return events.size() - from; }
+};
 
 // Shared by the feed and every sink it made, so a sink that outlives the feed finds it gone instead of a
 // dangling pointer.
@@ -29,7 +45,7 @@ struct ModelFeedQueue
     mutable std::mutex mu;
     mutable std::condition_variable room; // notified after each append, and when waiting must end
     ModelFeedLimits limits;
-    std::deque<std::pair<EventBatch, size_t>> batches; // with their estimated bytes
+    std::deque<QueuedBatch> batches;
     size_t events = 0, bytes = 0; // queued, and being applied: the append's batch is memory all the same
     ModelFeed *owner = nullptr;
     QThread *ownerThread = nullptr;
@@ -57,7 +73,7 @@ struct ModelFeedQueue
     {
         events += batch.size();
         bytes += batchBytes;
-        batches.emplace_back(std::move(batch), batchBytes);
+        batches.push_back({std::move(batch), 0, batchBytes});
         if (drainPosted || !owner) return;
         drainPosted = true;
         ModelFeed *o = owner;
@@ -350,81 +366,100 @@ bool ModelFeed::drainOnce()
     QElapsedTimer whole;
     whole.start();
     const long long cpu = StallProbe::threadCpuNs();
-    EventBatch merged;
-    size_t takenBytes = 0;
+    // This turn's share of the queue: whole batches taken out (their events stay where they are), the last
+    // one perhaps only in part (`planned` of it).
+    std::vector<QueuedBatch> taken;
+    size_t total = 0, planned = 0, lastEnd = 0;
     bool more = false;
     {
         std::lock_guard lk(m_q->mu);
         m_q->budgetBytes = m_model->retention().maxBytes; // it may have changed since the last append
-        // Room for the whole append at once: growing the merged batch by doubling would hold up to twice
-        // its events for a moment, memory the queue's count never sees.
-        size_t taking = 0;
-        for (const auto &[batch, bytes] : m_q->batches)
-            if ((taking += batch.size()) >= m_perAppend) break;
-        if (!m_q->batches.empty() && m_q->batches.front().first.size() < std::min(taking, m_perAppend))
-            merged.reserve(std::min(taking, m_perAppend));
-        while (!m_q->batches.empty() && merged.size() < m_perAppend) {
-            auto &[batch, bytes] = m_q->batches.front();
-            const size_t want = m_perAppend - merged.size();
-            if (batch.size() <= want) {
-                if (merged.empty() && merged.capacity() == 0)
-                    merged = std::move(batch);
-                else
-                    merged.insert(merged.end(), std::make_move_iterator(batch.begin()),
-                                  std::make_move_iterator(batch.end()));
-                takenBytes += bytes;
-                m_q->batches.pop_front();
-            } else {
-                // A batch larger than one append: its front now, the rest next time.
-                size_t front = 0;
-                for (size_t i = 0; i < want; ++i) {
-                    front += bytesOf(batch[i]);
-                    merged.push_back(std::move(batch[i]));
-                }
-                batch.erase(batch.begin(), batch.begin() + std::ptrdiff_t(want));
-                bytes -= std::min(bytes, front);
-                takenBytes += front;
-            }
+        while (!m_q->batches.empty() && total < m_perAppend) {
+            planned = std::min(m_q->batches.front().left(), m_perAppend - total);
+            total += planned;
+            taken.push_back(std::move(m_q->batches.front()));
+            m_q->batches.pop_front();
         }
-        more = !m_q->batches.empty();
+        if (!taken.empty()) lastEnd = taken.back().from + planned;
+        more = !m_q->batches.empty() || (!taken.empty() && lastEnd < taken.back().events.size());
         if (!more) m_q->drainPosted = false; // a push from now on posts again
     }
-    const bool any = !merged.empty();
+    const bool any = total > 0;
     if (any) {
         // In slices, each one model append, while the turn is within its budget (half a frame interval, the
         // size the append was planned for): the planned size is a guess from what the last appends cost, and
         // one that meets a retention cut or a busy core costs several times that. What is left goes back to
         // the front of the queue for the next turn, so a turn takes its budget and one slice at most.
-        const size_t total = merged.size();
         const qint64 budgetNs = std::max<qint64>(1, m_q->limits.interval.count()) * 1'000'000 / 2;
         QElapsedTimer took;
         took.start();
-        size_t n = 0;
-        while (n < total) {
-            // A slice is a view of the merged batch: moving each slice's events out (576 bytes each) was a
-            // sixth of this thread's time under sequential unary calls (the merge before it moves them too).
-            const size_t slice = std::min(kSlice, total - n);
-            m_model->appendEvents(EventSpan(merged).subspan(n, slice));
+        auto endOf = [&](size_t i) { return i + 1 == taken.size() ? lastEnd : taken[i].events.size(); };
+        size_t n = 0, i = 0, appliedBytes = 0;
+        EventBatch joined;
+        // Past batch i: its bytes are applied, and the batch goes back to the queue only if it has more.
+        auto done = [&](size_t at) {
+            QueuedBatch &b = taken[i];
+            const size_t applied = at - b.from;
+            const size_t bytes =
+                applied == b.left() ? b.bytes : size_t(double(b.bytes) * double(applied) / double(b.left()));
+            appliedBytes += bytes;
+            b.bytes -= bytes;
+            b.from = at;
+        };
+        while (i < taken.size() && endOf(i) > taken[i].from) {
+            const size_t end = endOf(i);
+            size_t slice;
+            if (end - taken[i].from >= kJoinBelow) {
+                slice = std::min(kSlice, end - taken[i].from);
+                m_model->appendEvents(EventSpan(taken[i].events).subspan(taken[i].from, slice));
+                done(taken[i].from + slice);
+                if (taken[i].from == end) ++i;
+            } else {
+                // Small batches together, moved into one.
+                joined.clear();
+                while (i < taken.size() && endOf(i) - taken[i].from < kJoinBelow &&
+                       joined.size() + (endOf(i) - taken[i].from) <= kSlice) {
+                    const size_t from = taken[i].from, to = endOf(i);
+                    joined.insert(joined.end(),
+                                  std::make_move_iterator(taken[i].events.begin() + std::ptrdiff_t(from)),
+                                  std::make_move_iterator(taken[i].events.begin() + std::ptrdiff_t(to)));
+                    done(to);
+                    ++i;
+                }
+                slice = joined.size();
+                m_model->appendEvents(joined);
+            }
             n += slice;
             if (took.nsecsElapsed() >= budgetNs) break;
         }
         m_sinceAppend.start();
         m_mostInOneTurn = std::max(m_mostInOneTurn, n);
-        size_t appliedBytes = takenBytes;
-        if (n < total) {
-            // The rest, first in line; its bytes by its share of the events (it stays counted meanwhile).
-            EventBatch rest(std::make_move_iterator(merged.begin() + std::ptrdiff_t(n)),
-                            std::make_move_iterator(merged.end()));
-            const size_t restBytes = size_t(double(takenBytes) * double(total - n) / double(total));
-            appliedBytes = takenBytes - restBytes;
-            std::lock_guard lk(m_q->mu);
-            m_q->batches.emplace_front(std::move(rest), restBytes);
-            m_q->drainPosted = true;
-            more = true;
+        // What is left, first in line and in order. A batch mostly applied keeps only its rest: the applied
+        // events are memory the queue no longer counts.
+        {
+            std::vector<QueuedBatch> rest;
+            for (size_t k = 0; k < taken.size(); ++k) {
+                QueuedBatch &b = taken[k];
+                if (b.left() == 0) continue;
+                if (b.from >= b.left()) {
+                    b.events = EventBatch(std::make_move_iterator(b.events.begin() + std::ptrdiff_t(b.from)),
+                                          std::make_move_iterator(b.events.end()));
+                    b.from = 0;
+                }
+                rest.push_back(std::move(b));
+            }
+            if (!rest.empty()) {
+                std::lock_guard lk(m_q->mu);
+                for (auto it = rest.rbegin(); it != rest.rend(); ++it)
+                    m_q->batches.push_front(std::move(*it));
+                m_q->drainPosted = true;
+                more = true;
+            }
         }
         {
             StallProbe probe("feed: free the applied batch");
-            merged = {}; // freeing the events is part of the append's cost
+            taken = {}; // freeing the events is part of the append's cost
+            joined = {};
         }
         const qint64 ns = took.nsecsElapsed();
         {
