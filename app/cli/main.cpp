@@ -2,6 +2,7 @@
 
 #include "commands.h"
 #include "faultrule.h"
+#include "hugepageheap.h"
 #include "librarylogs.h"
 #include "options.h"
 
@@ -168,6 +169,7 @@ void quietOffscreen(QtMsgType type, const QMessageLogContext &ctx, const QString
 
 int main(int argc, char **argv)
 {
+    restartWithHugePageHeap(argv); // first: it may start the program over
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty()) {
         std::fputs(kUsage, stderr);

@@ -1,6 +1,7 @@
 // rpcscope: the GUI. Starts the built-in lab (demo server behind a capture proxy) and runs a scenario.
 
 #include "clock.h"
+#include "hugepageheap.h"
 #include "labsession.h"
 #include "librarylogs.h"
 #include "loopwatch.h"
@@ -79,7 +80,8 @@ bool haveDisplay()
 
 int main(int argc, char **argv)
 {
-    routeLibraryLogs(); // stderr carries rpcscope's own one-line messages only
+    restartWithHugePageHeap(argv); // first: it may start the program over
+    routeLibraryLogs();            // stderr carries rpcscope's own one-line messages only
     // Two arenas, not one per thread that ever allocated (gRPC's, the relays', the decoders'): events made on
     // those threads are freed on this one, and every arena keeps its own free memory at its own high-water
     // mark. Blocks of 4 MiB and more (merged appends) get pages of their own, given back when freed, as in

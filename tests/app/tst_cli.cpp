@@ -386,6 +386,46 @@ private slots:
         QVERIFY(headers >= 6); // request, response headers and trailers for each of two calls
     }
 
+    // The capture's heap is on transparent huge pages (app/core/hugepageheap.h): after traffic, its [heap]
+    // mappings carry the kernel's huge-page advice ("hg" in smaps' VmFlags), and none does with
+    // RPCSCOPE_HUGEPAGES=0. Calls go through the restarted process as through any.
+    void captureHeapIsOnHugePages()
+    {
+        QFile thp(QStringLiteral("/sys/kernel/mm/transparent_hugepage/enabled"));
+        if (!thp.open(QIODevice::ReadOnly) || thp.readAll().contains("[never]"))
+            QSKIP("this kernel has transparent huge pages off");
+        for (const bool off : {false, true}) {
+            CaptureRun run;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.remove(QStringLiteral("GLIBC_TUNABLES"));
+            if (off) env.insert(QStringLiteral("RPCSCOPE_HUGEPAGES"), QStringLiteral("0"));
+            run.process.setProcessEnvironment(env);
+            QVERIFY2(run.start({"--out", run.dir.filePath("c.json")}), run.error.c_str());
+            QVERIFY(makeCalls(run.port, "hp-", 200));
+            QFile smaps(QStringLiteral("/proc/%1/smaps").arg(run.process.processId()));
+            QVERIFY(smaps.open(QIODevice::ReadOnly));
+            int heaps = 0, advised = 0;
+            bool inHeap = false;
+            for (const QByteArray &line : smaps.readAll().split('\n')) {
+                if (line.endsWith("[heap]")) {
+                    inHeap = true;
+                    ++heaps;
+                } else if (line.startsWith("VmFlags:")) {
+                    if (inHeap && (' ' + line + ' ').contains(" hg ")) ++advised;
+                    inHeap = false;
+                }
+            }
+            QVERIFY(run.stop(SIGTERM));
+            QCOMPARE(run.process.exitCode(), 0);
+            QVERIFY2(heaps > 0, "the capture has a heap");
+            if (off)
+                QCOMPARE(advised, 0);
+            else
+                QVERIFY2(advised > 0,
+                         qPrintable(QStringLiteral("%1 heap mappings, none advised").arg(heaps)));
+        }
+    }
+
     // The relay's thread forwards at the process's priority; the decoder and the model's thread (the main
     // one) wait behind it, ten nice levels lower and, as this suite runs as root (so the capture may undo
     // it when it falls behind), at the idle scheduling policy (capture/threadpriority.h).

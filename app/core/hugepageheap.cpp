@@ -1,0 +1,63 @@
+#include "hugepageheap.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
+namespace rpcscope {
+
+namespace {
+// Set for the second start: GLIBC_TUNABLES as the user had it ("=" and its value), or "-" when unset.
+constexpr char kRestarted[] = "RPCSCOPE_HEAP_RESTARTED";
+constexpr char kTunable[] = "glibc.malloc.hugetlb";
+
+void restoreTunables(const char *was)
+{
+    if (was[0] == '=')
+        setenv("GLIBC_TUNABLES", was + 1, 1);
+    else
+        unsetenv("GLIBC_TUNABLES");
+}
+
+bool kernelHasHugePages()
+{
+    std::FILE *f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+    if (!f) return false;
+    char line[128] = {};
+    const bool read = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    // "always [madvise] never": the bracketed one is in force. madvise is what glibc asks for.
+    return read && !std::strstr(line, "[never]");
+}
+} // namespace
+
+void restartWithHugePageHeap(char **argv)
+{
+#if defined(__linux__) && defined(__GLIBC__)
+    if (const char *was = std::getenv(kRestarted)) {
+        const std::string copy = was; // restoreTunables and unsetenv may free it
+        restoreTunables(copy.c_str());
+        unsetenv(kRestarted);
+        return;
+    }
+    if (const char *opt = std::getenv("RPCSCOPE_HUGEPAGES"); opt && std::strcmp(opt, "0") == 0) return;
+    const char *tunables = std::getenv("GLIBC_TUNABLES");
+    if (tunables && std::strstr(tunables, kTunable)) return; // the user's own choice stands
+    if (!kernelHasHugePages()) return;
+    const std::string was = tunables ? std::string("=") + tunables : std::string("-");
+    const std::string with =
+        (tunables && *tunables ? std::string(tunables) + ":" : std::string()) + kTunable + "=1";
+    setenv(kRestarted, was.c_str(), 1);
+    setenv("GLIBC_TUNABLES", with.c_str(), 1);
+    execv("/proc/self/exe", argv);
+    // Could not start again (no /proc): go on as we are.
+    restoreTunables(was.c_str());
+    unsetenv(kRestarted);
+#else
+    (void)argv;
+#endif
+}
+
+} // namespace rpcscope
