@@ -329,7 +329,20 @@ template <typename Body> size_t sizeOf(Body body)
     return s.n;
 }
 
-template <typename Out> void eventBody(Out &o, const WireEvent &e, const Redaction *redaction)
+// Whether the event carries its gRPC fields: headers and lab events always (even all empty), others only
+// when one is set (as `grpc != GrpcFields{}` says, without building one to compare with).
+bool carriesGrpc(const WireEvent &e)
+{
+    if (e.kind == EventKind::Headers || e.kind == EventKind::LabEvent) return true;
+    const GrpcFields &f = e.grpc;
+    return !f.path.empty() || f.timeoutNs || f.previousAttempts || f.httpStatus || f.status || f.message ||
+           f.pushbackMs || !f.callId.empty() || !f.encoding.empty() || f.retryInitialMs != 0 ||
+           f.retryMultiplier != 0 || f.retryMaxMs != 0 || !f.traceId.empty() || !f.parentSpanId.empty();
+}
+
+// `grpcSize`: the bytes of its GrpcFields message (grpcBody), when carriesGrpc().
+template <typename Out>
+void eventBody(Out &o, const WireEvent &e, const Redaction *redaction, size_t grpcSize)
 {
     varintField(o, 1, std::uint32_t(e.kind));
     varintField(o, 2, e.connection);
@@ -349,9 +362,8 @@ template <typename Out> void eventBody(Out &o, const WireEvent &e, const Redacti
         messageHead(o, 12, sizeOf([&](auto &s) { headerBody(s, h.name, value); }));
         headerBody(o, h.name, value);
     }
-    // Headers and lab events always carry their gRPC fields, even all empty; other events only when set.
-    if (e.kind == EventKind::Headers || e.kind == EventKind::LabEvent || e.grpc != GrpcFields{}) {
-        messageHead(o, 13, sizeOf([&](auto &s) { grpcBody(s, e.grpc); }));
+    if (carriesGrpc(e)) {
+        messageHead(o, 13, grpcSize);
         grpcBody(o, e.grpc);
     }
     varintField(o, 14, e.hpackUnknown);
@@ -397,18 +409,23 @@ std::string encodeEvents(std::span<const WireEvent> batch, const Redaction *reda
 {
     if (redaction && !redaction->enabled) redaction = nullptr;
     // Each event is sized, then written where its size says (field 1 of EventBatch, one record each).
-    std::vector<size_t> sizes;
-    sizes.reserve(batch.size());
+    struct Sizes
+    {
+        size_t event = 0, grpc = 0;
+    };
+    std::vector<Sizes> sizes(batch.size());
     size_t total = 0;
-    for (const WireEvent &e : batch) {
-        sizes.push_back(sizeOf([&](auto &s) { eventBody(s, e, redaction); }));
-        total += 1 + varintSize(sizes.back()) + sizes.back();
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const WireEvent &e = batch[i];
+        if (carriesGrpc(e)) sizes[i].grpc = sizeOf([&](auto &s) { grpcBody(s, e.grpc); });
+        sizes[i].event = sizeOf([&](auto &s) { eventBody(s, e, redaction, sizes[i].grpc); });
+        total += 1 + varintSize(sizes[i].event) + sizes[i].event;
     }
     std::string out(total, '\0');
     Writer w{reinterpret_cast<std::uint8_t *>(out.data())};
     for (size_t i = 0; i < batch.size(); ++i) {
-        messageHead(w, 1, sizes[i]);
-        eventBody(w, batch[i], redaction);
+        messageHead(w, 1, sizes[i].event);
+        eventBody(w, batch[i], redaction, sizes[i].grpc);
     }
     return out;
 }
