@@ -51,8 +51,15 @@ void restartWithHugePageHeap(char **argv)
         (tunables && *tunables ? std::string(tunables) + ":" : std::string()) + kTunable + "=1";
     setenv(kRestarted, was.c_str(), 1);
     setenv("GLIBC_TUNABLES", with.c_str(), 1);
-    execv("/proc/self/exe", argv);
-    // Could not start again (no /proc): go on as we are.
+    // By the binary's own path, not /proc/self/exe: the kernel names the process after the file it runs
+    // (ps, top and pgrep would say "exe").
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        execv(self, argv);
+    }
+    // Could not start again (no /proc, the binary gone): go on as we are.
     restoreTunables(was.c_str());
     unsetenv(kRestarted);
 #else

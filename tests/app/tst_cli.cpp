@@ -388,7 +388,7 @@ private slots:
 
     // The capture's heap is on transparent huge pages (app/core/hugepageheap.h): after traffic, its [heap]
     // mappings carry the kernel's huge-page advice ("hg" in smaps' VmFlags), and none does with
-    // RPCSCOPE_HUGEPAGES=0. Calls go through the restarted process as through any.
+    // RPCSCOPE_HUGEPAGES=0. Calls go through the restarted process as through any, and it keeps its name.
     void captureHeapIsOnHugePages()
     {
         QFile thp(QStringLiteral("/sys/kernel/mm/transparent_hugepage/enabled"));
@@ -402,6 +402,10 @@ private slots:
             run.process.setProcessEnvironment(env);
             QVERIFY2(run.start({"--out", run.dir.filePath("c.json")}), run.error.c_str());
             QVERIFY(makeCalls(run.port, "hp-", 200));
+            // Started again, it keeps its name (ps, top, pgrep).
+            QFile comm(QStringLiteral("/proc/%1/comm").arg(run.process.processId()));
+            QVERIFY(comm.open(QIODevice::ReadOnly));
+            QCOMPARE(comm.readAll().trimmed(), QByteArray("rpcscope-cli"));
             QFile smaps(QStringLiteral("/proc/%1/smaps").arg(run.process.processId()));
             QVERIFY(smaps.open(QIODevice::ReadOnly));
             int heaps = 0, advised = 0;
