@@ -112,6 +112,88 @@ private slots:
                      qPrintable(QStringLiteral("appends %1 ns apart").arg(at[i] - at[i - 1])));
     }
 
+    // Queued batches go to the model where they lie: a large one as it is (in slices of up to 1,024 events,
+    // across turns when it is larger than a turn's share), small ones (under 64 events) joined into one
+    // append. Every event once, in order, and nothing left counted.
+    void batchesAreAppliedWhereTheyLie()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        std::vector<size_t> appends; // events per model append
+        size_t before = 0;
+        connect(&model, &TimelineModel::timelineChanged, this, [&] {
+            appends.push_back(model.store().connections().size() - before);
+            before = model.store().connections().size();
+        });
+        std::uint32_t next = 1;
+        auto batchOf = [&](size_t n) {
+            EventBatch b;
+            for (size_t i = 0; i < n; ++i)
+                b.push_back(opened(next++));
+            return b;
+        };
+        // Fifty batches of three, then one of 500: one append of the 150 joined, one of the 500.
+        for (int i = 0; i < 50; ++i)
+            QVERIFY(feed->push(batchOf(3)));
+        QVERIFY(feed->push(batchOf(500)));
+        QTRY_COMPARE(model.store().connections().size(), size_t(650));
+        QCOMPARE(appends, (std::vector<size_t>{150, 500}));
+
+        // A batch larger than a turn's share: its front in this turn, the rest in the next ones, small ones
+        // on either side in their place.
+        ModelFeedLimits limits;
+        limits.maxEventsPerAppend = 300;
+        feed->setLimits(limits);
+        appends.clear();
+        QVERIFY(feed->push(batchOf(5)));
+        QVERIFY(feed->push(batchOf(1000)));
+        QVERIFY(feed->push(batchOf(3)));
+        QVERIFY(feed->push(batchOf(2)));
+        std::vector<size_t> queuedAfterTurn;
+        connect(feed, &ModelFeed::appended, this, [&] { queuedAfterTurn.push_back(feed->queuedEvents()); });
+        QTRY_COMPARE(model.store().connections().size(), size_t(650 + 1010));
+        QVERIFY2(feed->mostEventsInOneTurn() <= 1024,
+                 qPrintable(QString::number(feed->mostEventsInOneTurn())));
+        QVERIFY2(queuedAfterTurn.size() >= 4, qPrintable(QString::number(queuedAfterTurn.size())));
+        QCOMPARE(queuedAfterTurn.front(), size_t(1010 - 300));
+        QCOMPARE(queuedAfterTurn.back(), size_t(0));
+        QCOMPARE(std::accumulate(appends.begin(), appends.end(), size_t(0)), size_t(1010));
+        for (size_t n : appends)
+            QVERIFY2(n <= 300, qPrintable(QString::number(n)));
+        QCOMPARE(feed->queuedBytes(), size_t(0));
+        QCOMPARE(feed->appliedEvents(), std::uint64_t(650 + 1010));
+        for (std::uint32_t c = 0; c < 650 + 1010; ++c)
+            QCOMPARE(model.store().connections()[c].id, c + 1);
+    }
+
+    // A turn whose time runs out after its first append puts the batches it took and did not apply back
+    // first in line, in their order.
+    void whatATurnLeavesKeepsItsOrder()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        connect(&model, &TimelineModel::timelineChanged, this, [feed] {
+            QElapsedTimer spin; // every append takes longer than a turn's share
+            spin.start();
+            while (spin.nsecsElapsed() <= feed->limits().interval.count() * 1'000'000 / 2) {
+            }
+        });
+        std::vector<qint64> turns;
+        connect(feed, &ModelFeed::appended, this, [&](qint64 n) { turns.push_back(n); });
+        std::uint32_t next = 1;
+        for (int b = 0; b < 4; ++b) {
+            EventBatch batch;
+            for (int i = 0; i < 100; ++i)
+                batch.push_back(opened(next++));
+            QVERIFY(feed->push(std::move(batch)));
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(model.store().connections().size(), size_t(400), 20'000);
+        QCOMPARE(turns, (std::vector<qint64>{100, 100, 100, 100}));
+        for (std::uint32_t c = 0; c < 400; ++c)
+            QCOMPARE(model.store().connections()[c].id, c + 1);
+        QCOMPARE(feed->queuedBytes(), size_t(0));
+    }
+
     // One append takes at most maxEventsPerAppend, so the thread turns between appends of a huge queue.
     void appendsAreBounded()
     {
