@@ -897,8 +897,12 @@ void TlsRelayLoop::relay(Conn &c)
         bool eof = false;
         bool shut = false;
         bool readAhead = false;
-        bool bigBuffer = false;  // src reads with kBulkReadBuffer
-        bool waiting = false;    // records written for dst wait for room in its socket
+        bool bigBuffer = false; // src reads with kBulkReadBuffer
+        bool waiting = false;   // records written for dst wait for room in its socket
+        // The last poll asked src for input and it had none (and OpenSSL holds none of it): not read until a
+        // poll says otherwise. Reading it anyway cost a system call that found nothing for every record the
+        // other direction carried.
+        bool quiet = false;
         std::int64_t lastNs = 0; // the time of the last bytes decrypted: a direction's times never go back
         // With stream faults, what dst is to get, as StreamFaults wrote it (the read buffer is handed to it
         // whole at once). OpenSSL takes a retried write from a moved buffer
@@ -991,7 +995,7 @@ void TlsRelayLoop::relay(Conn &c)
             for (int burst = 0; burst < kBulkBurst; ++burst) {
                 const size_t allowance =
                     c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
-                if (!h.readable() || allowance == 0) break;
+                if (!h.readable() || allowance == 0 || h.quiet) break;
                 const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
                     // A large record is a bulk transfer: read ahead (the next record's header comes with
@@ -1079,7 +1083,10 @@ void TlsRelayLoop::relay(Conn &c)
         // direction, or fault rules' timing go round again without it.
         const bool goRound = SSL_has_pending(c.cs) || SSL_has_pending(c.ss) || halves[0].readAhead ||
                              halves[1].readAhead || c.streams || c.fault;
-        if (progress && goRound) continue;
+        if (progress && goRound) {
+            halves[0].quiet = halves[1].quiet = false;
+            continue;
+        }
         // POLLIN on a side at EOF, or whose bytes wait for a destination that cannot take them, would spin:
         // only asked for when that side is to be read or a TLS write wants it.
         bool clientIn = halves[0].readable(), serverIn = halves[1].readable();
@@ -1088,8 +1095,12 @@ void TlsRelayLoop::relay(Conn &c)
         pollfd fds[3] = {{c.cfd, short(want[0] | (clientIn ? POLLIN : 0)), 0},
                          {c.sfd, short(want[1] | (serverIn ? POLLIN : 0)), 0},
                          {m_wakePipe[0], POLLIN, 0}};
-        if (poll(fds, 3, timeout) < 0 && errno != EINTR) return;
+        const int ready = poll(fds, 3, timeout);
+        if (ready < 0 && errno != EINTR) return;
         if (m_stopping) return;
+        for (int i = 0; i < 2; ++i)
+            halves[i].quiet = ready >= 0 && (fds[i].events & POLLIN) && !SSL_has_pending(halves[i].src) &&
+                              !(fds[i].revents & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLNVAL));
     }
 }
 
