@@ -935,6 +935,11 @@ void TlsRelayLoop::relay(Conn &c)
     Half halves[2] = {{c.cs, c.ss, c.cfd, c.sfd, Direction::ClientToServer},
                       {c.ss, c.cs, c.sfd, c.cfd, Direction::ServerToClient}};
     halves[0].framed = halves[1].framed = c.streams != nullptr;
+    // OpenSSL reads what the socket holds, not a record's 5-byte header and then its body: one read instead
+    // of two for every record. Records that arrived together share the read's kernel time, as frames that
+    // arrive together on a plain hop do.
+    SSL_set_read_ahead(c.cs, 1);
+    SSL_set_read_ahead(c.ss, 1);
     for (;;) {
         // The read buffers, and with stream faults what waits for each side.
         c.buffers = 2 * heapbytes::block(kReadSize) + heapbytes::string(halves[0].out) +
@@ -998,14 +1003,10 @@ void TlsRelayLoop::relay(Conn &c)
                 if (!h.readable() || allowance == 0 || h.quiet) break;
                 const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
-                    // A large record is a bulk transfer: read ahead (the next record's header comes with
-                    // this one's body, one read instead of two) and read on. A small one goes back to reading
-                    // each record's header alone, so small records keep their own kernel times.
+                    // A large record is a bulk transfer: read on (and coalesce what goes out) without asking
+                    // poll in between.
                     const bool bulk = size_t(n) >= kBulkRecord;
-                    if (bulk != h.readAhead) {
-                        SSL_set_read_ahead(h.src, bulk ? 1 : 0);
-                        h.readAhead = bulk;
-                    }
+                    h.readAhead = bulk;
                     // The larger read buffer replaces the session's first one when it holds nothing.
                     if (bulk && !h.bigBuffer && !SSL_has_pending(h.src)) {
                         SSL_set_default_read_buffer_len(h.src, kBulkReadBuffer);
