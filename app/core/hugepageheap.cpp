@@ -43,6 +43,9 @@ void restartWithHugePageHeap(char **argv)
         return;
     }
     if (const char *opt = std::getenv("RPCSCOPE_HUGEPAGES"); opt && std::strcmp(opt, "0") == 0) return;
+    // Something is preloaded: a memory tool (valgrind, which would not follow the new start, or heaptrack) or
+    // another allocator, which glibc's tunable does not concern.
+    if (const char *preload = std::getenv("LD_PRELOAD"); preload && *preload) return;
     const char *tunables = std::getenv("GLIBC_TUNABLES");
     if (tunables && std::strstr(tunables, kTunable)) return; // the user's own choice stands
     if (!kernelHasHugePages()) return;

@@ -14,7 +14,8 @@ namespace rpcscope {
 // half a fault a call, half its CPU. Huge pages take that to none.
 //
 // Not done when the user set glibc.malloc.hugetlb themselves, when the kernel has transparent huge pages
-// off, or with RPCSCOPE_HUGEPAGES=0. Whatever the program starts inherits GLIBC_TUNABLES as it was.
+// off, when something is preloaded (LD_PRELOAD: valgrind, heaptrack, another allocator), or with
+// RPCSCOPE_HUGEPAGES=0. Whatever the program starts inherits GLIBC_TUNABLES as it was.
 void restartWithHugePageHeap(char **argv);
 
 } // namespace rpcscope

@@ -388,17 +388,23 @@ private slots:
 
     // The capture's heap is on transparent huge pages (app/core/hugepageheap.h): after traffic, its [heap]
     // mappings carry the kernel's huge-page advice ("hg" in smaps' VmFlags), and none does with
-    // RPCSCOPE_HUGEPAGES=0. Calls go through the restarted process as through any, and it keeps its name.
+    // RPCSCOPE_HUGEPAGES=0 or with a library preloaded. Calls go through the restarted process as through
+    // any, and it keeps its name.
     void captureHeapIsOnHugePages()
     {
         QFile thp(QStringLiteral("/sys/kernel/mm/transparent_hugepage/enabled"));
         if (!thp.open(QIODevice::ReadOnly) || thp.readAll().contains("[never]"))
             QSKIP("this kernel has transparent huge pages off");
-        for (const bool off : {false, true}) {
+        // On; off by RPCSCOPE_HUGEPAGES=0; off with something preloaded (a memory tool would lose the
+        // process).
+        for (const int way : {0, 1, 2}) {
+            const bool off = way > 0;
             CaptureRun run;
             QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
             env.remove(QStringLiteral("GLIBC_TUNABLES"));
-            if (off) env.insert(QStringLiteral("RPCSCOPE_HUGEPAGES"), QStringLiteral("0"));
+            env.remove(QStringLiteral("LD_PRELOAD"));
+            if (way == 1) env.insert(QStringLiteral("RPCSCOPE_HUGEPAGES"), QStringLiteral("0"));
+            if (way == 2) env.insert(QStringLiteral("LD_PRELOAD"), QStringLiteral("libc.so.6"));
             run.process.setProcessEnvironment(env);
             QVERIFY2(run.start({"--out", run.dir.filePath("c.json")}), run.error.c_str());
             QVERIFY(makeCalls(run.port, "hp-", 200));
