@@ -269,12 +269,17 @@ template <typename Out> void doubleField(Out &o, std::uint32_t field, double d)
     o.fixed64(bits);
 }
 
-template <typename Out> void bytesField(Out &o, std::uint32_t field, std::string_view b)
+// An `optional bytes` field: written when set, even empty.
+template <typename Out> void presentBytesField(Out &o, std::uint32_t field, std::string_view b)
 {
-    if (b.empty()) return;
     o.tag(field, kLengthDelimited);
     o.varint(b.size());
     o.data(b);
+}
+
+template <typename Out> void bytesField(Out &o, std::uint32_t field, std::string_view b)
+{
+    if (!b.empty()) presentBytesField(o, field, b);
 }
 
 template <typename Out> void messageHead(Out &o, std::uint32_t field, size_t length)
@@ -307,11 +312,7 @@ template <typename Out> void grpcBody(Out &o, const GrpcFields &f)
     if (f.previousAttempts) presentVarintField(o, 3, signedVarint(*f.previousAttempts));
     if (f.httpStatus) presentVarintField(o, 4, signedVarint(*f.httpStatus));
     if (f.status) presentVarintField(o, 5, signedVarint(*f.status));
-    if (f.message) {
-        o.tag(6, kLengthDelimited);
-        o.varint(f.message->size());
-        o.data(*f.message);
-    }
+    if (f.message) presentBytesField(o, 6, *f.message);
     if (f.pushbackMs) presentVarintField(o, 7, signedVarint(*f.pushbackMs));
     bytesField(o, 8, f.callId);
     bytesField(o, 9, f.encoding);
