@@ -374,9 +374,9 @@ void eventBody(Out &o, const WireEvent &e, const Redaction *redaction, size_t gr
     varintField(o, 18, e.windowIncrement);
     varintField(o, 19, e.pingData);
     varintField(o, 20, signedVarint(e.rttNs));
-    for (const auto &[id, value] : e.settings) {
-        messageHead(o, 21, sizeOf([&](auto &s) { settingBody(s, id, value); }));
-        settingBody(o, id, value);
+    for (const auto &setting : e.settings) { // not a structured binding: clang 14 cannot capture one
+        messageHead(o, 21, sizeOf([&](auto &s) { settingBody(s, setting.first, setting.second); }));
+        settingBody(o, setting.first, setting.second);
     }
     // text and text2: the peers of an open, a lab event's kind and detail, any other event's reason.
     if (const PeerNames *peers = e.peers()) {
