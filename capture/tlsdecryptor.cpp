@@ -264,6 +264,10 @@ void TlsDecryptor::clientHello(const std::uint8_t *record, size_t len)
 void TlsDecryptor::serverHello(const std::uint8_t *body, size_t len)
 {
     // legacy_version, random, legacy_session_id_echo<0..32>, cipher_suite, compression, extensions<0..2^16-1>
+    // Its keys are found by the ClientHello's random: without one (a capture that began between the two, or
+    // bytes that only look like a handshake) there is nothing to decrypt with.
+    if (!m_haveClientHello || !m_secrets)
+        return stop("TLS: a ServerHello without the ClientHello before it: not decrypted");
     if (len < 2 + 32 + 1) return stop("TLS: the ServerHello is cut short: not decrypted");
     std::uint16_t version = std::uint16_t(body[0] << 8 | body[1]);
     const std::uint8_t *random = body + 2;
