@@ -318,11 +318,15 @@ bool TimelineModel::enforceRetention()
         // The records the statistics keep per call go with their calls: they count as the store's; their
         // rows stay whatever goes. What others hold counts once: the reserve is the most they may come to
         // hold, so what they hold now is part of it, not beside it.
-        // A reserve set for a larger budget than the one now in force (changed while capturing) is held to
-        // three quarters of it, so that the calls keep a quarter.
-        const size_t reserve = std::min(m_externalReserve, m_retention.maxBytes / 4 * 3);
-        const size_t others = otherBytes(std::max(externalBytes(), reserve));
-        const size_t room = limit > others ? limit - others : limit / 20;
+        // What they hold counts at most three quarters of the budget, so that the calls keep a quarter:
+        // that holds for a reserve set for a larger budget than the one now in force (changed while
+        // capturing), and for what they hold past their reserve. Under a small --keep the decoders' and the
+        // queues' floors are more than the whole budget; counted in full they left the calls nothing, and
+        // every call went, though evicting them could not bring the session within the budget anyway.
+        const size_t mostHeld = m_retention.maxBytes / 4 * 3;
+        const size_t reserve = std::min(m_externalReserve, mostHeld);
+        const size_t others = otherBytes(std::min(std::max(externalBytes(), reserve), mostHeld));
+        const size_t room = std::max(limit > others ? limit - others : 0, limit / 20);
         storeBytes = m_store.approxBytes();
         const size_t total = storeBytes + m_log.memoryBytes() + callBytes();
         storePolicy.maxBytes = std::max<size_t>(
