@@ -41,8 +41,9 @@ const char kTrustFix[] = "client does not trust the rpcscope CA: see `rpcscope-c
 
 // What a connection holds, for the capture's budget (memoryBytes()). OpenSSL allocates a record buffer to
 // read and one to write per TLS session (ssl3_setup_read_buffer, ssl3_setup_write_buffer: the largest
-// record's plaintext, its encryption overhead and header, aligned) and keeps them while the session lives
-// (SSL_MODE_RELEASE_BUFFERS is not set).
+// record's plaintext, its encryption overhead and header, aligned) and keeps them while the session relays
+// (SSL_MODE_RELEASE_BUFFERS is not set: it would free and make them for every record); relay() gives them
+// back when its connection has been idle for kIdleReleaseMs.
 constexpr size_t kSslRecordBuffer = SSL3_RT_MAX_PLAIN_LENGTH + SSL3_RT_MAX_ENCRYPTED_OVERHEAD +
                                     2 * SSL3_RT_HEADER_LENGTH + SSL3_ALIGN_PAYLOAD - 1;
 // A streaming direction's source session reads with a buffer this large: with read-ahead on, one read of
@@ -291,6 +292,13 @@ bool flushCoalesced(SSL *ssl, bool *waiting)
     return *waiting;
 }
 
+// Gives back the memory `ssl`'s socket keeps for a burst's records, when none wait.
+void releaseCoalesceBuffer(SSL *ssl)
+{
+    if (StampedSocket *p = stampedSocketOf(SSL_get_wbio(ssl)); p && p->unsent.empty())
+        std::string().swap(p->unsent);
+}
+
 // What waits in `ssl`'s socket to be sent, as allocated.
 size_t coalescedBytes(SSL *ssl)
 {
@@ -335,10 +343,12 @@ struct TlsRelayLoop::Conn
     std::atomic<size_t> *sum = nullptr;
     size_t counted = 0;
     size_t buffers = 0;
+    bool idle = false; // relay() gave back the sessions' record buffers (idle for kIdleReleaseMs)
     void recount()
     {
+        const size_t session = idle ? idleSessionBytes() : tlsSessionBytes();
         const size_t n = kThreadStackBytes + heapbytes::string(sni) + heapbytes::string(failure) +
-                         (cs ? tlsSessionBytes() : 0) + (ss ? tlsSessionBytes() : 0) + buffers;
+                         (cs ? session : 0) + (ss ? session : 0) + buffers;
         if (!sum || n == counted) return;
         sum->fetch_add(n - counted, std::memory_order_relaxed); // unsigned: a smaller n wraps and subtracts
         counted = n;
@@ -352,6 +362,11 @@ struct TlsRelayLoop::Conn
 size_t TlsRelayLoop::tlsSessionBytes()
 {
     return 2 * heapbytes::block(kSslRecordBuffer) + kSslStateBytes;
+}
+
+size_t TlsRelayLoop::idleSessionBytes()
+{
+    return kSslStateBytes;
 }
 
 TlsRelayLoop::TlsRelayLoop(DecoderThread &decoder) : m_decoder(decoder) {}
@@ -940,9 +955,32 @@ void TlsRelayLoop::relay(Conn &c)
     // arrive together on a plain hop do.
     SSL_set_read_ahead(c.cs, 1);
     SSL_set_read_ahead(c.ss, 1);
+    // Gives back what an idle connection does not need: the read buffers, the sessions' record buffers
+    // (OpenSSL makes them again for the next record, of the default size), and what carried a burst's
+    // records. A session whose buffer still holds part of a record keeps it.
+    auto releaseIdle = [&] {
+        bool freed = true;
+        for (Half &h : halves) {
+            h.buf.reset();
+            std::string().swap(h.out);
+            releaseCoalesceBuffer(h.dst);
+            if (h.bigBuffer) SSL_set_default_read_buffer_len(h.src, 0);
+            if (SSL_free_buffers(h.src) == 1) {
+                h.bigBuffer = false;
+            } else {
+                if (h.bigBuffer) SSL_set_default_read_buffer_len(h.src, kBulkReadBuffer);
+                freed = false;
+            }
+        }
+        c.idle = freed;
+    };
     for (;;) {
-        // The read buffers, and with stream faults what waits for each side.
-        c.buffers = 2 * heapbytes::block(kReadSize) + heapbytes::string(halves[0].out) +
+        // The read buffers (back after an idle spell), and with stream faults what waits for each side.
+        if (!c.idle)
+            for (Half &h : halves)
+                if (!h.buf) h.buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
+        c.buffers = (halves[0].buf ? heapbytes::block(kReadSize) : 0) +
+                    (halves[1].buf ? heapbytes::block(kReadSize) : 0) + heapbytes::string(halves[0].out) +
                     heapbytes::string(halves[1].out) + coalescedBytes(c.cs) + coalescedBytes(c.ss);
         for (const Half &h : halves)
             if (h.bigBuffer)
@@ -1001,6 +1039,7 @@ void TlsRelayLoop::relay(Conn &c)
                 const size_t allowance =
                     c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
                 if (!h.readable() || allowance == 0 || h.quiet) break;
+                if (!h.buf) h.buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
                 const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
                     // A large record is a bulk transfer: read on (and coalesce what goes out) without asking
@@ -1093,12 +1132,23 @@ void TlsRelayLoop::relay(Conn &c)
         bool clientIn = halves[0].readable(), serverIn = halves[1].readable();
         int timeout = c.streams ? c.streams->pollTimeout(steadyNowNs()) : -1;
         if (c.fault) c.fault->poll(steadyNowNs(), clientIn, serverIn, true, true, timeout);
+        // With nothing waiting either way, a poll that finds nothing for kIdleReleaseMs finds an idle
+        // connection (a pooled channel between calls, a stream between messages): its buffers go back until
+        // its next bytes. No clock is read for it on the way of a call.
+        const bool mayIdle = timeout < 0 && !c.idle && !((want[0] | want[1]) & POLLOUT) &&
+                             halves[0].pending() == 0 && halves[1].pending() == 0;
+        if (mayIdle) timeout = kIdleReleaseMs;
         pollfd fds[3] = {{c.cfd, short(want[0] | (clientIn ? POLLIN : 0)), 0},
                          {c.sfd, short(want[1] | (serverIn ? POLLIN : 0)), 0},
                          {m_wakePipe[0], POLLIN, 0}};
         const int ready = poll(fds, 3, timeout);
         if (ready < 0 && errno != EINTR) return;
         if (m_stopping) return;
+        if (mayIdle && ready == 0) {
+            releaseIdle();
+        } else if (ready > 0 && c.idle) {
+            c.idle = false; // the sessions' record buffers come back with the next read or write
+        }
         for (int i = 0; i < 2; ++i)
             halves[i].quiet = ready >= 0 && (fds[i].events & POLLIN) && !SSL_has_pending(halves[i].src) &&
                               !(fds[i].revents & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLNVAL));

@@ -78,8 +78,12 @@ public:
     // and state, estimated from their sizes), its relay buffers and what waits in them, and its thread's
     // stack pages; with the tunnels not taken yet. A capture's budget counts it. Any thread.
     size_t memoryBytes() const { return adoptedBytes() + m_connBytes.load(std::memory_order_relaxed); }
-    // The estimate for one TLS session, kept while it lives (tlsrelayloop.cpp says how it is made).
+    // The estimate for one TLS session while it relays (tlsrelayloop.cpp says how it is made). A connection
+    // idle for kIdleReleaseMs gives back its sessions' record buffers and its relay buffers until its next
+    // bytes: then each session holds only its state, idleSessionBytes().
     static size_t tlsSessionBytes();
+    static size_t idleSessionBytes();
+    static constexpr int kIdleReleaseMs = 1000;
 
 private:
     struct Conn;
