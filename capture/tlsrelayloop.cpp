@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -37,6 +38,8 @@ constexpr int kBulkBurst = 4;
 // A thread (and two TLS sessions) per connection: past this many at once a new client is turned away, with a
 // note, so that a connection flood cannot exhaust threads or memory.
 constexpr int kMaxConnections = 512;
+// Connections that gave back this much (idle, or closed) have the allocator trimmed (acceptLoop).
+constexpr size_t kTrimBytes = 4 << 20;
 const char kTrustFix[] = "client does not trust the rpcscope CA: see `rpcscope-cli ca`";
 
 // What a connection holds, for the capture's budget (memoryBytes()). OpenSSL allocates a record buffer to
@@ -341,6 +344,7 @@ struct TlsRelayLoop::Conn
     // What the connection holds, in the loop's sum (m_connBytes) while it lives: its thread's stack, its TLS
     // sessions, and `buffers` (relay()'s read buffers and what waits in them).
     std::atomic<size_t> *sum = nullptr;
+    std::atomic<size_t> *given = nullptr; // the loop's m_trimBytes: what it held, when it ends
     size_t counted = 0;
     size_t buffers = 0;
     bool idle = false; // relay() gave back the sessions' record buffers (idle for kIdleReleaseMs)
@@ -356,6 +360,7 @@ struct TlsRelayLoop::Conn
     ~Conn()
     {
         if (sum) sum->fetch_sub(counted, std::memory_order_relaxed);
+        if (given) given->fetch_add(counted, std::memory_order_relaxed);
     }
 };
 
@@ -562,6 +567,17 @@ void TlsRelayLoop::acceptLoop()
             } else {
                 ++it;
             }
+        }
+        // What connections gave back (idle, or closed) goes back to the system. The allocator keeps what a
+        // thread frees in that thread's arena, and the resident size does not go down without a trim. A trim
+        // walks every arena, each under its lock (1-10 ms in all with 100 connections): it is done here, at
+        // most once a second, and only once connections gave back kTrimBytes since the last.
+        const std::int64_t now = steadyNowNs();
+        if (now - m_lastTrimNs >= 1'000'000'000 &&
+            m_trimBytes.load(std::memory_order_relaxed) >= kTrimBytes) {
+            m_trimBytes.store(0, std::memory_order_relaxed);
+            m_lastTrimNs = now;
+            malloc_trim(0);
         }
         pollfd fds[3] = {{m_listenFd, POLLIN, 0}, {m_wakePipe[0], POLLIN, 0}, {m_adoptPipe[0], POLLIN, 0}};
         if (poll(fds, 3, 1000) <= 0 || m_stopping) continue;
@@ -793,6 +809,7 @@ void TlsRelayLoop::serve(Incoming in)
     }
     Conn c;
     c.sum = &m_connBytes;
+    c.given = &m_trimBytes;
     c.recount();
     c.id = RelayLoop::newConnectionId();
     c.cfd = cfd;
@@ -973,6 +990,12 @@ void TlsRelayLoop::relay(Conn &c)
             }
         }
         c.idle = freed;
+        if (freed) { // all of it: the buffers are gone
+            const size_t was = c.counted;
+            c.buffers = 0;
+            c.recount();
+            if (was > c.counted) m_trimBytes.fetch_add(was - c.counted, std::memory_order_relaxed);
+        }
     };
     for (;;) {
         // The read buffers (back after an idle spell), and with stream faults what waits for each side.

@@ -145,6 +145,9 @@ private:
     std::vector<Incoming> m_adopted;
     std::atomic<size_t> m_adoptedBytes{0}; // what m_adopted holds
     std::atomic<size_t> m_connBytes{0};    // what the connections being served hold (Conn::recount)
+    // What connections gave back (idle, or closed) since the accept thread last trimmed the allocator.
+    std::atomic<size_t> m_trimBytes{0};
+    std::int64_t m_lastTrimNs = 0; // the accept thread's
     PlainHandoff m_plainHandoff;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;

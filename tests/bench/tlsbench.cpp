@@ -59,6 +59,7 @@ struct Plan
     int warmupCalls = 300;
     int streamRounds = 6;
     int streamMessages = 256;
+    int idleConnections = 100;
 
     static Plan quickPlan()
     {
@@ -69,6 +70,7 @@ struct Plan
         p.warmupCalls = 100;
         p.streamRounds = 3;
         p.streamMessages = 96;
+        p.idleConnections = 40;
         return p;
     }
 };
@@ -149,11 +151,11 @@ struct Lane
         }
     }
 
-    void stream(int messages, bool record)
+    void stream(int messages, bool record, int messageSize = 1 << 20)
     {
         lab::StreamRequest req;
         req.set_count(messages);
-        req.set_message_size(1 << 20);
+        req.set_message_size(messageSize);
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
         const std::int64_t t0 = steadyNowNs();
@@ -217,13 +219,42 @@ std::int64_t groupCpuNs(pid_t pgid)
     return sum;
 }
 
-std::unique_ptr<lab::Lab::Stub> stubFor(std::uint16_t port, const std::string &roots)
+// VmRSS (KiB) of every process in process group `pgid`.
+long groupRssKb(pid_t pgid)
+{
+    long sum = 0;
+    std::error_code ec;
+    for (const auto &proc : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string name = proc.path().filename();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::string stat;
+        std::getline(std::ifstream(proc.path() / "stat"), stat);
+        const size_t close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        char state = 0;
+        long ppid = 0, pgrp = 0;
+        if (std::sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3 || pgrp != pgid)
+            continue;
+        std::ifstream status(proc.path() / "status");
+        for (std::string line; std::getline(status, line);)
+            if (line.rfind("VmRSS:", 0) == 0) sum += std::atol(line.c_str() + 6);
+    }
+    return sum;
+}
+
+// `pool`: a channel of its own (its own connection), as each channel of a client's pool has, instead of the
+// one grpc++ shares between channels to the same target with the same arguments.
+std::unique_ptr<lab::Lab::Stub> stubFor(std::uint16_t port, const std::string &roots, int pool = -1)
 {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = roots;
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride("localhost");
     args.SetMaxReceiveMessageSize(-1);
+    if (pool >= 0) {
+        args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+        args.SetInt("rpcscope.bench.pool", pool);
+    }
     return lab::Lab::NewStub(
         grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args));
 }
@@ -450,6 +481,55 @@ int main(int argc, char **argv)
                             "direct " + fmt("%.0f MB/s", dv), fmt("%.2f", rv / dv), "", ""});
         }
     }
+
+    // Idle connections: a client's pool of channels, each with a connection of its own that made a call and
+    // streamed a 1 MiB message, then idle, as pooled channels are between bursts. What each proxy's processes
+    // hold per connection (RSS growth over the proxy before the pool), and for rpcscope what it counts
+    // against --keep.
+    if (n) {
+        const int pool = plan.idleConnections;
+        progress("idle TLS connections: %d channels each through nghttpx and rpcscope", pool);
+        struct Held
+        {
+            long before = 0, busy = 0, idle = 0; // KiB
+        };
+        auto holdPool = [&](std::uint16_t port, const std::string &roots, auto rssKb, Held *held,
+                            double *counted) {
+            held->before = rssKb();
+            const double countedBefore = capture.lastReported();
+            std::vector<Lane> channels;
+            for (int i = 0; i < pool; ++i) {
+                channels.push_back({"pool", stubFor(port, roots, i)});
+                channels.back().unary(1, false);
+                channels.back().stream(1, false);
+            }
+            held->busy = rssKb();
+            // Idle: past rpcscope's second (kIdleReleaseMs), and two of its progress lines.
+            std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+            held->idle = rssKb();
+            if (counted) *counted = capture.lastReported() - countedBefore;
+            for (const Lane &c : channels)
+                if (c.failures) notes.push_back("idle pool: a channel's call or stream failed");
+        };
+        Held ng, rs;
+        double countedBytes = 0;
+        holdPool(
+            nghttpx.port(), serverCa.certPem(), [&] { return groupRssKb(nghttpx.pid()); }, &ng, nullptr);
+        holdPool(
+            capture.listenPort(), cliCa.certPem(), [&] { return capture.rssKb(); }, &rs, &countedBytes);
+        const std::string what = "TLS idle connections (" + std::to_string(pool) +
+                                 " channels, each after a call and a 1 MiB message), ";
+        const double ngEach = double(ng.idle - ng.before) / pool, rsEach = double(rs.idle - rs.before) / pool;
+        rows.push_back({what + "RSS growth per connection, idle (rpcscope: its timeline too)",
+                        fmt("%.0f KiB", rsEach), "nghttpx " + fmt("%.0f KiB", ngEach),
+                        ngEach > 0 ? fmt("%.2f", rsEach / ngEach) : "n/a", "", ""});
+        rows.push_back({what + "rpcscope RSS growth per connection, busy / idle",
+                        fmt("%.0f", double(rs.busy - rs.before) / pool) + fmt(" / %.0f KiB", rsEach), "", "",
+                        "", ""});
+        rows.push_back({what + "rpcscope per connection counted against --keep (its calls included)",
+                        fmt("%.0f KiB", countedBytes / pool / 1024), "", "", "", ""});
+    }
+
     for (const Lane &l : lanes)
         if (l.failures)
             notes.push_back(l.name + ": " + std::to_string(l.failures) + " calls or streams failed");
