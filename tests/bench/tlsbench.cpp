@@ -485,18 +485,33 @@ int main(int argc, char **argv)
     // Idle connections: a client's pool of channels, each with a connection of its own that made a call and
     // streamed a 1 MiB message, then idle, as pooled channels are between bursts. What each proxy's processes
     // hold per connection (RSS growth over the proxy before the pool), and for rpcscope what it counts
-    // against --keep.
+    // against --keep. Each proxy fresh (its own new process, warmed by one connection), so that what the
+    // parts above left in it neither hides nor adds to the pool's.
     if (n) {
         const int pool = plan.idleConnections;
-        progress("idle TLS connections: %d channels each through nghttpx and rpcscope", pool);
+        progress("idle TLS connections: %d channels each through a fresh nghttpx and rpcscope-cli", pool);
+        NghttpxProxy poolNghttpx;
+        hostile::CaptureProcess poolCapture;
+        setenv("XDG_CONFIG_HOME", cliConfig.c_str(), 1);
+        const bool started =
+            poolNghttpx.start(std::uint16_t(serverPort), "localhost", serverCa.certPath(), certFile, keyFile,
+                              &error) &&
+            poolCapture.start(cli, std::uint16_t(serverPort), dir + "/pool.rpcscope",
+                              {"--tls-intercept", "--target-ca", serverCa.certPath()}, &error);
+        unsetenv("XDG_CONFIG_HOME");
         struct Held
         {
             long before = 0, busy = 0, idle = 0; // KiB
         };
         auto holdPool = [&](std::uint16_t port, const std::string &roots, auto rssKb, Held *held,
                             double *counted) {
+            Lane warm{"warm-up", stubFor(port, roots, pool)};
+            warm.unary(1, false);
+            warm.stream(1, false);
+            warm.stub.reset();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
             held->before = rssKb();
-            const double countedBefore = capture.lastReported();
+            const double countedBefore = poolCapture.lastReported();
             std::vector<Lane> channels;
             for (int i = 0; i < pool; ++i) {
                 channels.push_back({"pool", stubFor(port, roots, i)});
@@ -504,30 +519,40 @@ int main(int argc, char **argv)
                 channels.back().stream(1, false);
             }
             held->busy = rssKb();
-            // Idle: past rpcscope's second (kIdleReleaseMs), and two of its progress lines.
+            // Idle: past rpcscope's second (kIdleReleaseMs), its allocator trim, and two progress lines.
             std::this_thread::sleep_for(std::chrono::milliseconds(3000));
             held->idle = rssKb();
-            if (counted) *counted = capture.lastReported() - countedBefore;
+            if (counted) *counted = poolCapture.lastReported() - countedBefore;
             for (const Lane &c : channels)
-                if (c.failures) notes.push_back("idle pool: a channel's call or stream failed");
+                if (c.failures || warm.failures)
+                    notes.push_back("idle pool: a channel's call or stream failed");
         };
-        Held ng, rs;
-        double countedBytes = 0;
-        holdPool(
-            nghttpx.port(), serverCa.certPem(), [&] { return groupRssKb(nghttpx.pid()); }, &ng, nullptr);
-        holdPool(
-            capture.listenPort(), cliCa.certPem(), [&] { return capture.rssKb(); }, &rs, &countedBytes);
-        const std::string what = "TLS idle connections (" + std::to_string(pool) +
-                                 " channels, each after a call and a 1 MiB message), ";
-        const double ngEach = double(ng.idle - ng.before) / pool, rsEach = double(rs.idle - rs.before) / pool;
-        rows.push_back({what + "RSS growth per connection, idle (rpcscope: its timeline too)",
-                        fmt("%.0f KiB", rsEach), "nghttpx " + fmt("%.0f KiB", ngEach),
-                        ngEach > 0 ? fmt("%.2f", rsEach / ngEach) : "n/a", "", ""});
-        rows.push_back({what + "rpcscope RSS growth per connection, busy / idle",
-                        fmt("%.0f", double(rs.busy - rs.before) / pool) + fmt(" / %.0f KiB", rsEach), "", "",
-                        "", ""});
-        rows.push_back({what + "rpcscope per connection counted against --keep (its calls included)",
-                        fmt("%.0f KiB", countedBytes / pool / 1024), "", "", "", ""});
+        if (!started) {
+            notes.push_back("idle pool skipped: " + error);
+        } else {
+            Held ng, rs;
+            double countedBytes = 0;
+            holdPool(
+                poolNghttpx.port(), serverCa.certPem(), [&] { return groupRssKb(poolNghttpx.pid()); }, &ng,
+                nullptr);
+            holdPool(
+                poolCapture.listenPort(), cliCa.certPem(), [&] { return poolCapture.rssKb(); }, &rs,
+                &countedBytes);
+            const std::string what = "TLS idle connections (" + std::to_string(pool) +
+                                     " channels, each after a call and a 1 MiB message), ";
+            const double ngEach = double(ng.idle - ng.before) / pool,
+                         rsEach = double(rs.idle - rs.before) / pool;
+            rows.push_back({what + "RSS growth per connection, idle (rpcscope: its timeline too)",
+                            fmt("%.0f KiB", rsEach), "nghttpx " + fmt("%.0f KiB", ngEach),
+                            ngEach > 0 ? fmt("%.2f", rsEach / ngEach) : "n/a", "", ""});
+            rows.push_back({what + "rpcscope RSS growth per connection, busy / idle",
+                            fmt("%.0f", double(rs.busy - rs.before) / pool) + fmt(" / %.0f KiB", rsEach), "",
+                            "", "", ""});
+            rows.push_back({what + "rpcscope per connection counted against --keep (its calls included)",
+                            fmt("%.0f KiB", countedBytes / pool / 1024), "", "", "", ""});
+        }
+        poolNghttpx.stop();
+        poolCapture.stop(30000);
     }
 
     for (const Lane &l : lanes)
