@@ -571,11 +571,17 @@ void TlsRelayLoop::acceptLoop()
         // What connections gave back (idle, or closed) goes back to the system. The allocator keeps what a
         // thread frees in that thread's arena, and the resident size does not go down without a trim. A trim
         // walks every arena, each under its lock (1-10 ms in all with 100 connections): it is done here, at
-        // most once a second, and only once connections gave back kTrimBytes since the last.
+        // most once a second, once connections gave back kTrimBytes since the last, or less that stayed
+        // unchanged for a second (the last of a pool going idle, without a trim for each of them).
         const std::int64_t now = steadyNowNs();
-        if (now - m_lastTrimNs >= 1'000'000'000 &&
-            m_trimBytes.load(std::memory_order_relaxed) >= kTrimBytes) {
-            m_trimBytes.store(0, std::memory_order_relaxed);
+        const size_t given = m_trimBytes.load(std::memory_order_relaxed);
+        if (given != m_trimSeen) {
+            m_trimSeen = given;
+            m_trimSeenNs = now;
+        }
+        const bool settled = given > 0 && now - m_trimSeenNs >= 1'000'000'000;
+        if (now - m_lastTrimNs >= 1'000'000'000 && (given >= kTrimBytes || settled)) {
+            m_trimBytes.fetch_sub(given, std::memory_order_relaxed);
             m_lastTrimNs = now;
             malloc_trim(0);
         }

@@ -147,7 +147,9 @@ private:
     std::atomic<size_t> m_connBytes{0};    // what the connections being served hold (Conn::recount)
     // What connections gave back (idle, or closed) since the accept thread last trimmed the allocator.
     std::atomic<size_t> m_trimBytes{0};
-    std::int64_t m_lastTrimNs = 0; // the accept thread's
+    std::int64_t m_lastTrimNs = 0; // the accept thread's, as the two below
+    size_t m_trimSeen = 0;         // m_trimBytes as it last saw it, since m_trimSeenNs
+    std::int64_t m_trimSeenNs = 0;
     PlainHandoff m_plainHandoff;
     std::atomic<bool> m_stopping{false};
     std::thread m_thread;

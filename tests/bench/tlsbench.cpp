@@ -198,10 +198,10 @@ ThreadsCpu threadsCpu(pid_t pid, const char *name = nullptr)
     return sum;
 }
 
-// CPU time (ns) of every thread of every process in process group `pgid` (nghttpx forks its worker).
-std::int64_t groupCpuNs(pid_t pgid)
+// The processes in process group `pgid` (nghttpx forks its worker).
+std::vector<std::filesystem::path> groupProcesses(pid_t pgid)
 {
-    std::int64_t sum = 0;
+    std::vector<std::filesystem::path> found;
     std::error_code ec;
     for (const auto &proc : std::filesystem::directory_iterator("/proc", ec)) {
         const std::string name = proc.path().filename();
@@ -214,8 +214,17 @@ std::int64_t groupCpuNs(pid_t pgid)
         char state = 0;
         long ppid = 0, pgrp = 0;
         if (std::sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 && pgrp == pgid)
-            sum += threadsCpu(pid_t(std::stol(name))).all;
+            found.push_back(proc.path());
     }
+    return found;
+}
+
+// CPU time (ns) of every thread of every process in process group `pgid`.
+std::int64_t groupCpuNs(pid_t pgid)
+{
+    std::int64_t sum = 0;
+    for (const auto &proc : groupProcesses(pgid))
+        sum += threadsCpu(pid_t(std::stol(proc.filename().string()))).all;
     return sum;
 }
 
@@ -223,19 +232,8 @@ std::int64_t groupCpuNs(pid_t pgid)
 long groupRssKb(pid_t pgid)
 {
     long sum = 0;
-    std::error_code ec;
-    for (const auto &proc : std::filesystem::directory_iterator("/proc", ec)) {
-        const std::string name = proc.path().filename();
-        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::string stat;
-        std::getline(std::ifstream(proc.path() / "stat"), stat);
-        const size_t close = stat.rfind(')');
-        if (close == std::string::npos) continue;
-        char state = 0;
-        long ppid = 0, pgrp = 0;
-        if (std::sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3 || pgrp != pgid)
-            continue;
-        std::ifstream status(proc.path() / "status");
+    for (const auto &proc : groupProcesses(pgid)) {
+        std::ifstream status(proc / "status");
         for (std::string line; std::getline(status, line);)
             if (line.rfind("VmRSS:", 0) == 0) sum += std::atol(line.c_str() + 6);
     }
@@ -519,8 +517,9 @@ int main(int argc, char **argv)
                 channels.back().stream(1, false);
             }
             held->busy = rssKb();
-            // Idle: past rpcscope's second (kIdleReleaseMs), its allocator trim, and two progress lines.
-            std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+            // Idle: past rpcscope's second (kIdleReleaseMs), its allocator's trim (a second after the last
+            // connection gave back its buffers), and two progress lines.
+            std::this_thread::sleep_for(std::chrono::milliseconds(4000));
             held->idle = rssKb();
             if (counted) *counted = poolCapture.lastReported() - countedBefore;
             for (const Lane &c : channels)

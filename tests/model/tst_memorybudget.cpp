@@ -32,6 +32,18 @@ WireEvent request(std::uint32_t stream, std::int64_t t, size_t headerBytes)
         e.headers.push_back({"x-filler-" + std::to_string(n), std::string(990, 'v')});
     return e;
 }
+
+// The i-th of a session's unary calls on connection 1, a millisecond apart: its request, HEADERS and DATA
+// frames and trailers.
+void appendCall(TimelineModel &model, int i)
+{
+    const std::int64_t t = ms + i * ms;
+    const std::uint32_t s = std::uint32_t(2 * i + 1);
+    model.appendBatch({request(s, t, 200),
+                       testev::frame(1, s, t + 1, Direction::ClientToServer, FrameHeaders, 4, 40),
+                       testev::frame(1, s, t + 2, Direction::ServerToClient, FrameData, 0, 20),
+                       testev::trailers(1, s, t + 3, 0)});
+}
 } // namespace
 
 class TestMemoryBudget : public QObject
@@ -136,12 +148,7 @@ private slots:
         for (int i = 0; i < kCalls; ++i) {
             // What the others hold swings around the budget and past it, as a full queue's does.
             external = kBudget / 2 + size_t(i % 5) * kBudget / 4;
-            const std::int64_t t = ms + i * ms;
-            const std::uint32_t s = std::uint32_t(2 * i + 1);
-            model.appendBatch({request(s, t, 200),
-                               testev::frame(1, s, t + 1, Direction::ClientToServer, FrameHeaders, 4, 40),
-                               testev::frame(1, s, t + 2, Direction::ServerToClient, FrameData, 0, 20),
-                               testev::trailers(1, s, t + 3, 0)});
+            appendCall(model, i);
         }
         external = kBudget * 3 / 2;
         model.enforceRetention();
@@ -225,14 +232,8 @@ private slots:
         {
             TimelineModel model;
             model.appendBatch({testev::opened(1, 0)});
-            for (int i = 0; i < 20'000; ++i) {
-                const std::int64_t t = ms + i * ms;
-                const std::uint32_t s = std::uint32_t(2 * i + 1);
-                model.appendBatch({request(s, t, 200),
-                                   testev::frame(1, s, t + 1, Direction::ClientToServer, FrameHeaders, 4, 40),
-                                   testev::frame(1, s, t + 2, Direction::ServerToClient, FrameData, 0, 20),
-                                   testev::trailers(1, s, t + 3, 0)});
-            }
+            for (int i = 0; i < 20'000; ++i)
+                appendCall(model, i);
             for (int i = 0; i < 200'000; ++i)
                 model.appendBatch(
                     {testev::frame(1, 0, 30'000 * ms + i * us, Direction::ClientToServer, FramePing, 0, 8)});
