@@ -32,6 +32,12 @@ LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *paren
         m_scenarioBox->addItem(QString::fromStdString(s.name + "  —  " + s.title),
                                QString::fromStdString(s.name));
     m_scenarioBox->setToolTip(QStringLiteral("Lab scenario"));
+    if (!m_lab) {
+        // Without a lab there is no scenario to pick: the box says so instead of naming one that cannot run.
+        m_scenarioBox->insertItem(0, QStringLiteral("No lab (started with --no-lab)"), QString());
+        m_scenarioBox->setToolTip(QStringLiteral("No lab is running: rpcscope was started with --no-lab"));
+        m_scenarioBox->setEnabled(false);
+    }
     m_runAction = new QAction(QStringLiteral("Run again"), this);
     connect(m_runAction, &QAction::triggered, this, &LabPanel::runScenario);
     m_runAction->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
@@ -81,6 +87,7 @@ LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *paren
     m_repeat->setRange(1, 50);
     m_repeat->setToolTip(QStringLiteral("Run the scenario this many times in a row"));
     m_repeat->setMinimumHeight(m_repeat->sizeHint().height());
+    m_repeat->setEnabled(m_lab != nullptr);
     repeatRow->addRow(QStringLiteral("Repeat"), m_repeat);
     layout->addLayout(repeatRow);
     auto *run = new QPushButton(QStringLiteral("Run (Ctrl+R)"), page);
@@ -118,7 +125,7 @@ LabPanel::LabPanel(lab::LabSession *lab, const QString &scenario, QWidget *paren
     connect(this, &LabPanel::scenarioFinished, this, &LabPanel::onScenarioFinished, Qt::QueuedConnection);
     connect(this, &LabPanel::runFinished, this, &LabPanel::onRunFinished, Qt::QueuedConnection);
     connect(m_scenarioBox, &QComboBox::currentIndexChanged, this, &LabPanel::showScenario);
-    const int initial = m_scenarioBox->findData(m_scenario);
+    const int initial = m_lab ? m_scenarioBox->findData(m_scenario) : 0;
     m_scenarioBox->setCurrentIndex(initial < 0 ? 0 : initial);
     showScenario(m_scenarioBox->currentIndex());
 }
@@ -137,7 +144,13 @@ void LabPanel::showScenario(int index)
 {
     m_scenario = m_scenarioBox->itemData(index).toString();
     const lab::Scenario *s = lab::findScenario(m_scenario.toStdString());
-    if (!s) return;
+    if (!s) {
+        m_explanation->setText(QStringLiteral(
+            "<b>No lab is running</b><br>rpcscope was started with --no-lab, so there is no scenario to run. "
+            "Open a capture (Ctrl+O) or start one with New capture (Ctrl+N)."));
+        m_hints->setVisible(false);
+        return;
+    }
     // The data joins the explanation and its "Look for:" hint; the hint gets a paragraph of its own.
     const QString text = QString::fromStdString(s->explanation);
     const QLatin1String marker(" Look for: ");

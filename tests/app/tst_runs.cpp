@@ -20,6 +20,7 @@
 #include "timelinepainter.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -552,6 +553,37 @@ private slots:
         QCOMPARE(model.eventLog().eventCount(), fileEvents);
         m_window = nullptr;
         window.close();
+    }
+
+    void withoutALabNoScenarioIsNamed()
+    {
+        // `rpcscope --no-lab FILE`: the toolbar's box names no scenario (it named retry-basic, which could
+        // not run), and the dock says why there is none and what to do instead.
+        TimelineModel model;
+        MainWindow window(&model, nullptr, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        LabPanel *panel = window.labPanel();
+        QVERIFY(!panel->scenarioBox()->isEnabled());
+        QVERIFY2(panel->scenarioBox()->currentText().startsWith(QStringLiteral("No lab")),
+                 qPrintable(panel->scenarioBox()->currentText()));
+        QVERIFY(!panel->runAction()->isEnabled());
+        QVERIFY(!panel->findChild<QSpinBox *>(QStringLiteral("repeat"))->isEnabled());
+        const auto *explanation = panel->findChild<QLabel *>(QStringLiteral("explanation"));
+        QVERIFY(explanation);
+        QVERIFY2(explanation->text().contains(QStringLiteral("No lab is running")),
+                 qPrintable(explanation->text()));
+        QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope"));
+
+        // With a lab the box names the scenario asked for, and every scenario is there.
+        lab::LabSession lab;
+        TimelineModel labModel;
+        MainWindow withLab(&labModel, &lab, QStringLiteral("retry-basic"));
+        withLab.setPromptOnClose(false);
+        QComboBox *box = withLab.labPanel()->scenarioBox();
+        QVERIFY(box->isEnabled());
+        QCOMPARE(box->currentData().toString(), QStringLiteral("retry-basic"));
+        QCOMPARE(box->count(), int(lab::allScenarios().size()));
+        QCOMPARE(panel->scenarioBox()->count(), int(lab::allScenarios().size()) + 1);
     }
 
     void clearResetsClockAndZoom()
