@@ -4,7 +4,9 @@
 //      calls per round, in rounds interleaved between direct, socat and `rpcscope-cli capture` (this build,
 //      and with --before PATH another build's rpcscope-cli, e.g. the old read path). It reports
 //      (rpcscope - direct) / (socat - direct) at p50 and p99, and the CPU the capture's relay I/O and decoder
-//      threads used per call (their /proc schedstat run time).
+//      threads used per call (their /proc schedstat run time). A fourth lane is the leanest relay there can
+//      be, as a floor for that CPU: one thread of a process of its own, epoll, read and write, decoding
+//      nothing.
 //   2. Wire times: with both cores kept busy by two spinning processes, the relay's frame times against
 //      dumpcap's packet times on loopback, frames matched by connection, direction, stream, type, flags and
 //      occurrence (and a PING's data or a WINDOW_UPDATE's increment; stream 0's by the call stream's frame
@@ -36,11 +38,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -158,11 +166,135 @@ std::int64_t childrenCpuNs(pid_t pid)
     return (cutime + cstime) * (1'000'000'000LL / sysconf(_SC_CLK_TCK));
 }
 
+// --leanest-relay TARGET_PORT: the leanest TCP relay there can be, as a floor for a relay's CPU per call: one
+// thread, one epoll_wait per wake, a read and a write per readable socket (64 KiB, blocking writes: a unary
+// call's bytes always fit), TCP_NODELAY as rpcscope sets it, nothing decoded, timed or kept. It prints its
+// loopback port and relays until killed.
+int runLeanestRelay(std::uint16_t target)
+{
+    const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof at;
+    if (listener < 0 || bind(listener, reinterpret_cast<sockaddr *>(&at), sizeof at) != 0 ||
+        listen(listener, 64) != 0 || getsockname(listener, reinterpret_cast<sockaddr *>(&at), &len) != 0) {
+        std::fprintf(stderr, "rpcscope-userbench: leanest relay: %s\n", std::strerror(errno));
+        return 1;
+    }
+    std::printf("%d\n", ntohs(at.sin_port));
+    std::fflush(stdout);
+    const int ep = epoll_create1(EPOLL_CLOEXEC);
+    auto watch = [ep](int fd) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    };
+    watch(listener);
+    std::map<int, int> peer;
+    auto buf = std::make_unique<char[]>(64 * 1024);
+    for (;;) {
+        epoll_event evs[16];
+        const int n = epoll_wait(ep, evs, 16, -1);
+        for (int i = 0; i < n; ++i) {
+            const int fd = evs[i].data.fd;
+            if (fd == listener) {
+                const int c = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+                if (c < 0) continue;
+                const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                sockaddr_in to{};
+                to.sin_family = AF_INET;
+                to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                to.sin_port = htons(target);
+                if (s < 0 || connect(s, reinterpret_cast<sockaddr *>(&to), sizeof to) != 0) {
+                    close(c);
+                    if (s >= 0) close(s);
+                    continue;
+                }
+                const int one = 1;
+                setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                peer[c] = s;
+                peer[s] = c;
+                watch(c);
+                watch(s);
+                continue;
+            }
+            const auto other = peer.find(fd);
+            if (other == peer.end()) continue;
+            const ssize_t got = read(fd, buf.get(), 64 * 1024);
+            ssize_t sent = 0;
+            while (got > 0 && sent < got) {
+                const ssize_t w = write(other->second, buf.get() + sent, size_t(got - sent));
+                if (w <= 0) break;
+                sent += w;
+            }
+            if (got <= 0 || sent < got) { // either side closed: both go
+                const int o = other->second;
+                peer.erase(o);
+                peer.erase(fd);
+                close(o); // closing removes both from the epoll set
+                close(fd);
+            }
+        }
+    }
+}
+
+// The leanest relay in a process of its own (this binary with --leanest-relay).
+class LeanestRelay
+{
+public:
+    ~LeanestRelay() { stop(); }
+    bool start(std::uint16_t target, std::string *error)
+    {
+        int out[2];
+        if (pipe2(out, O_CLOEXEC) != 0) {
+            *error = std::strerror(errno);
+            return false;
+        }
+        const std::string self = selfPath(), port = std::to_string(target);
+        m_pid = fork();
+        if (m_pid == 0) {
+            dup2(out[1], 1);
+            execl(self.c_str(), self.c_str(), "--leanest-relay", port.c_str(), static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        close(out[1]);
+        char line[32] = {};
+        FILE *f = fdopen(out[0], "r");
+        const bool read = f && std::fgets(line, sizeof line, f);
+        if (f) std::fclose(f);
+        m_port = read ? std::uint16_t(std::atoi(line)) : 0;
+        if (m_pid < 0 || m_port == 0) {
+            *error = "the leanest relay did not start";
+            stop();
+            return false;
+        }
+        return true;
+    }
+    void stop()
+    {
+        if (m_pid > 0) {
+            kill(m_pid, SIGTERM);
+            waitpid(m_pid, nullptr, 0);
+        }
+        m_pid = -1;
+    }
+    pid_t pid() const { return m_pid; }
+    std::uint16_t port() const { return m_port; }
+
+private:
+    pid_t m_pid = -1;
+    std::uint16_t m_port = 0;
+};
+
 struct Lane
 {
     std::string name;
     std::uint16_t port = 0;
     pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
+    pid_t leanPid = -1;    // the leanest relay's process
     std::vector<double> us = {};
     std::int64_t relayNs = 0;
     std::int64_t decoderNs = 0; // of which the decoder thread's (it also encodes and writes the capture file)
@@ -179,6 +311,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 5 && std::strcmp(argv[1], "--client") == 0)
         return runClient(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+    if (argc >= 3 && std::strcmp(argv[1], "--leanest-relay") == 0)
+        return runLeanestRelay(std::uint16_t(std::atoi(argv[2])));
     if (argc >= 2 && std::strcmp(argv[1], "--serve") == 0) { // for profiling by hand: serves until stdin ends
         lab::LabServer server;
         std::string error;
@@ -255,6 +389,12 @@ int main(int argc, char **argv)
         } else
             notes.push_back("SOCAT MISSING: the socat lane and the ratios against it are skipped (" + error +
                             "; scripts/setup.sh installs it)");
+        LeanestRelay lean;
+        if (lean.start(serverPort, &error)) {
+            lanes.push_back({"leanest relay", lean.port()});
+            lanes.back().leanPid = lean.pid();
+        } else
+            notes.push_back("leanest relay skipped: " + error);
         // The same build with a stream fault rule that matches no call: its hop is framed for faults, which
         // is the cost a user pays for having rules at all (issue 19's "as fast as today").
         hostile::CaptureProcess now, ruled, old, level, niceOnly;
@@ -312,6 +452,7 @@ int main(int argc, char **argv)
                     l.capturePid > 0 ? threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true)
                                      : 0;
                 const std::int64_t all0 = l.capturePid > 0 ? threadsRunNs(l.capturePid, {})
+                                          : l.leanPid > 0  ? threadsRunNs(l.leanPid, {})
                                           : l.socatPid > 0 ? childrenCpuNs(l.socatPid)
                                                            : 0;
                 ClientRun run = spawnClient(l.port, calls, warmup);
@@ -321,6 +462,8 @@ int main(int argc, char **argv)
                     l.decoderNs += threadsRunNs(l.capturePid, {"rpcscope-decode"}) - dec0;
                     l.relaySwitches +=
                         threadsRunNs(l.capturePid, {"rpcscope-relay", "rpcscope-decode"}, true) - sw0;
+                } else if (l.leanPid > 0) {
+                    l.processNs += threadsRunNs(l.leanPid, {}) - all0;
                 } else if (l.socatPid > 0) {
                     std::this_thread::sleep_for(300ms); // until socat has reaped the connection's process
                     l.processNs += childrenCpuNs(l.socatPid) - all0;
@@ -332,6 +475,7 @@ int main(int argc, char **argv)
         for (const CaptureLane &c : captures)
             c.proc->stop(20000);
         socat.stop();
+        lean.stop();
         const Lane &d = lanes[0];
         const Lane *s = haveSocat ? &lanes[1] : nullptr;
         const double dP50 = median(d.us), dP99 = percentile(d.us, 99);
@@ -342,6 +486,14 @@ int main(int argc, char **argv)
             rows.push_back({"user unary 100 B p50 / p99, socat",
                             fmt("%.1f", median(s->us)) + " / " + fmt("%.1f us", percentile(s->us, 99)), "",
                             "", "", ""});
+        const Lane *leanLane = nullptr;
+        for (const Lane &l : lanes)
+            if (l.leanPid > 0) leanLane = &l;
+        if (leanLane)
+            rows.push_back(
+                {"user unary 100 B p50 / p99, leanest relay (one thread: epoll, read, write)",
+                 fmt("%.1f", median(leanLane->us)) + " / " + fmt("%.1f us", percentile(leanLane->us, 99)), "",
+                 "", "", ""});
         const Lane *nowLane = nullptr;
         for (const Lane &l : lanes) {
             if (l.capturePid <= 0) continue;
@@ -379,6 +531,21 @@ int main(int argc, char **argv)
                      isNow && oldUs > 0 ? fmt("%.2f", us / oldUs) : "", isNow && oldUs > 0 ? "<= 0.50" : "",
                      isNow && oldUs > 0 ? (us / oldUs <= 0.5 ? "met" : "missed") : ""});
             }
+        // Against the floor: what any relay thread pays per call here (its wake-ups and system calls; on this
+        // kind of virtual machine they are most of it).
+        if (leanLane && leanLane->calls && leanLane->processNs > 0 && nowLane && nowLane->calls) {
+            const double floorUs = double(leanLane->processNs) / 1e3 / leanLane->calls;
+            const double relayUs = double(nowLane->relayNs - nowLane->decoderNs) / 1e3 / nowLane->calls;
+            const double bothUs = double(nowLane->relayNs) / 1e3 / nowLane->calls;
+            rows.push_back({"  leanest relay CPU per call (its one thread: the floor of a relay's)",
+                            fmt("%.1f us", floorUs), "", "", "", ""});
+            rows.push_back({"  rpcscope relay I/O thread / leanest relay, CPU per call",
+                            fmt("%.1f us", relayUs), "leanest " + fmt("%.1f us", floorUs),
+                            fmt("%.2f", relayUs / floorUs), "", ""});
+            rows.push_back({"  rpcscope relay I/O + decoder threads / leanest relay, CPU per call",
+                            fmt("%.1f us", bothUs), "leanest " + fmt("%.1f us", floorUs),
+                            fmt("%.2f", bothUs / floorUs), "", ""});
+        }
         for (const Lane &l : lanes)
             if (l.capturePid > 0 && l.calls)
                 rows.push_back({"  " + l.name + " of which relay I/O thread / decoder thread",
@@ -406,7 +573,7 @@ int main(int argc, char **argv)
                 rows.push_back({"  " + l.name + " context switches of relay I/O + decoder threads per call",
                                 fmt("%.2f", double(l.relaySwitches) / l.calls), "", "", "", ""});
         for (const Lane &l : lanes)
-            if (l.processNs > 0 && l.calls)
+            if (l.processNs > 0 && l.calls && l.leanPid <= 0)
                 rows.push_back(
                     {"  " + l.name +
                          (l.capturePid > 0 ? " CPU of the whole rpcscope-cli process per call"
