@@ -81,8 +81,11 @@ int runClient(const std::string &target, int calls, int warmup)
     req.set_payload(std::string(100, 'q'));
     req.set_response_size(100);
     std::string out;
+    // Ids unique across rounds (each round is a client process of its own): a reused id would make a later
+    // round's call another attempt of an earlier round's.
+    const std::string prefix = "u-" + std::to_string(getpid()) + "-";
     for (int i = 0; i < warmup + calls; ++i) {
-        req.set_call_id("u-" + std::to_string(i));
+        req.set_call_id(prefix + std::to_string(i));
         const lab::CallResult r = client.call(req, 5s);
         if (r.code != 0) {
             out += "fail\n";
