@@ -151,7 +151,18 @@ private slots:
         auto *next = w->labPanel()->findChild<QLabel *>(QStringLiteral("nextStep"));
         QVERIFY(next && next->isVisible());
         QVERIFY(w->statusBar()->currentMessage().startsWith(QLatin1String("Next:")));
-        QVERIFY(!w->labPanel()->findChild<QLabel *>(QStringLiteral("hints"))->text().isEmpty());
+        // This window has no lab: its dock says so instead of explaining a scenario it cannot run. With a lab
+        // the scenario's explanation and its "Look for:" hint are there.
+        QVERIFY(w->labPanel()
+                    ->findChild<QLabel *>(QStringLiteral("explanation"))
+                    ->text()
+                    .contains(QStringLiteral("No lab is running")));
+        {
+            lab::LabSession lab;
+            MainWindow withLab(m_model.get(), &lab, QStringLiteral("retry-basic"));
+            withLab.setPromptOnClose(false);
+            QVERIFY(!withLab.labPanel()->findChild<QLabel *>(QStringLiteral("hints"))->text().isEmpty());
+        }
         w->close(); // saves the layout
         QVERIFY(QSettings().contains(QStringLiteral("window/state")));
         MainWindow second(m_model.get(), nullptr, QStringLiteral("retry-basic"));
