@@ -2,6 +2,7 @@
 
 #include "callstats.h"
 #include "capturedata.h"
+#include "clock.h"
 #include "eventlog.h"
 #include "headerlog.h"
 #include "timelinestore.h"
@@ -66,6 +67,7 @@ public:
     void endReplay();
     bool isReplaying() const { return m_replaying; }
     void setOrigin(qint64 steadyNs, qint64 wallNs);
+    void setOrigin(const ClockPair &at) { setOrigin(at.steadyNs, at.wallNs); }
     // The decoded header blocks and kept messages the inspector shows (headerlog.h), fed every batch appended
     // or replayed and emptied with the rest: stream ids start again after a reset. Off by default, since a
     // headless capture never shows them and they may hold tens of MB; turn it on before handing headerLog()

@@ -54,7 +54,7 @@ int cmdRun(const std::vector<std::string> &args)
     // `rpcscope-cli check` judges a capture; the user-agents come from the kept headers.
     const std::string &serviceConfig = params.text("service_config");
     TimelineModel model;
-    model.setOrigin(steadyNowNs(), wallNowNs());
+    model.setOrigin(clockPairNow());
     if (!serviceConfig.empty()) model.setKeepHeaders(true);
     lab::LabSession lab;
     if (!lab.start(queuedSinkTo(&model), &error)) {

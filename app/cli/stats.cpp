@@ -67,7 +67,7 @@ bool runSide(const lab::LabComparison::Side &side, TimelineModel &model, std::st
     const lab::Scenario *scenario = lab::findScenario(side.scenario);
     lab::ScenarioParams params;
     if (!scenario->resolveParams(side.overrides, &params, error)) return false;
-    model.setOrigin(steadyNowNs(), wallNowNs());
+    model.setOrigin(clockPairNow());
     lab::LabSession lab;
     if (!lab.start(queuedSinkTo(&model), error)) {
         *error = "could not start the lab: " + *error;

@@ -230,7 +230,7 @@ bool CaptureSession::start(const std::vector<HopSpec> &hops, bool allowRemote, Q
     auto stats = m_stats = std::make_shared<Stats>();
     auto pauses = m_pauses = std::make_shared<Pauses>();
     auto forward = m_toModel;
-    m_model->setOrigin(steadyNowNs(), wallNowNs());
+    m_model->setOrigin(clockPairNow());
     m_recordingResult.clear();
     if (!m_recordPath.isEmpty()) {
         auto recording = std::make_shared<Recording>();

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
     }
 
     TimelineModel model;
-    model.setOrigin(steadyNowNs(), wallNowNs());
+    model.setOrigin(clockPairNow());
     model.setKeepHeaders(true); // the inspector's header blocks and messages
     // No malloc_trim after retention's cuts. It gave the freed blocks of millions of small records back to
     // the system, but it walks every free block of the heap holding the allocator's lock: in a 2 M-event

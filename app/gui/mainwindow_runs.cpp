@@ -235,7 +235,7 @@ bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString
     // arrives from now on belongs to the new run.
     stopDivert();
     m_model->clear();
-    if (freshClock) m_model->setOrigin(steadyNowNs(), wallNowNs());
+    if (freshClock) m_model->setOrigin(clockPairNow());
     m_savedGeneration = m_model->eventLog().generation();
     m_openedPath.clear();
     const int index = m_runs->add(name, kind, source);
@@ -316,7 +316,7 @@ bool MainWindow::closeRun(int index, bool ask)
         putOnStage(std::min(index, m_runs->count() - 1));
     } else {
         m_model->clear();
-        m_model->setOrigin(steadyNowNs(), wallNowNs());
+        m_model->setOrigin(clockPairNow());
         m_savedGeneration = m_model->eventLog().generation();
         m_openedPath.clear();
         m_view->fitAll();
@@ -409,7 +409,7 @@ bool MainWindow::clearStage(bool ask)
         m_view->setPlayhead(std::nullopt);
     }
     m_model->clear();
-    m_model->setOrigin(steadyNowNs(), wallNowNs()); // the ruler counts from 0 again
+    m_model->setOrigin(clockPairNow()); // the ruler counts from 0 again
     m_savedGeneration = m_model->eventLog().generation();
     m_view->fitAll();
     refreshRunBar();

@@ -4,6 +4,7 @@
 // does the same with real captures of a deadline chain that crosses two capture sessions.
 
 #include "capturemerge.h"
+#include "clock.h"
 #include "timelinestore.h"
 #include "wireevents.h"
 
@@ -127,6 +128,51 @@ class TestCaptureMerge : public QObject
 {
     Q_OBJECT
 private slots:
+    // A capture's origin pairs the two clocks at one instant (clock.h): a thread preempted between the reads
+    // must not shift the file's place on the wall clock. Scripted clocks, each read taking 100 ns, the wall
+    // clock exactly `offset` ahead of the steady one.
+    void originPairsTheClocksAtOneInstant()
+    {
+        const std::int64_t offset = 1'700'000'000'000 * ms;
+        std::int64_t now = 10 * ms; // true time, in steady terms
+        int wallReads = 0;
+        auto wall = [&] {
+            const std::int64_t t = now + offset;
+            now += 100;
+            ++wallReads;
+            return t;
+        };
+        // The first try is preempted for 5 ms right after its steady read; the second is not.
+        auto preempted = [&] {
+            const std::int64_t t = now;
+            now += 100;
+            if (wallReads == 1) now += 5 * ms;
+            return t;
+        };
+        const ClockPair p = clockPairFrom(preempted, wall);
+        QCOMPARE(wallReads, 4); // a second try, and no third
+        QVERIFY2(std::abs(p.wallNs - p.steadyNs - offset) <= 100,
+                 qPrintable(QStringLiteral("%1 ns off").arg(p.wallNs - p.steadyNs - offset)));
+
+        // The wall clock set back a minute between the first try's two reads: that try says nothing.
+        wallReads = 0;
+        auto steady = [&] {
+            const std::int64_t t = now;
+            now += 100;
+            return t;
+        };
+        auto setBack = [&] {
+            const std::int64_t t = now + offset - (wallReads == 1 ? 60'000 * ms : 0);
+            now += 100;
+            ++wallReads;
+            return t;
+        };
+        const ClockPair q = clockPairFrom(steady, setBack);
+        QCOMPARE(wallReads, 4);
+        QVERIFY2(std::abs(q.wallNs - q.steadyNs - offset) <= 100,
+                 qPrintable(QStringLiteral("%1 ns off").arg(q.wallNs - q.steadyNs - offset)));
+    }
+
     void alignsByWallClockAcrossUnrelatedSteadyClocks()
     {
         // Two hosts: the edge booted 1000 s before its capture, the backend 5 h; the backend's capture
