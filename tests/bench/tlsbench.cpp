@@ -397,13 +397,12 @@ int main(int argc, char **argv)
     if (!haveNghttpx) std::printf("%s\n", nghttpxMissing.c_str());
 
     std::vector<Lane> lanes;
-    lanes.push_back({"direct", stubFor(std::uint16_t(serverPort), serverCa.certPem()),
-                     std::uint16_t(serverPort), serverCa.certPem()});
-    if (haveNghttpx)
-        lanes.push_back(
-            {"nghttpx", stubFor(nghttpx.port(), serverCa.certPem()), nghttpx.port(), serverCa.certPem()});
-    lanes.push_back(
-        {"rpcscope", stubFor(capture.listenPort(), cliCa.certPem()), capture.listenPort(), cliCa.certPem()});
+    auto lane = [](std::string name, std::uint16_t port, const std::string &roots) {
+        return Lane{std::move(name), stubFor(port, roots), port, roots};
+    };
+    lanes.push_back(lane("direct", std::uint16_t(serverPort), serverCa.certPem()));
+    if (haveNghttpx) lanes.push_back(lane("nghttpx", nghttpx.port(), serverCa.certPem()));
+    lanes.push_back(lane("rpcscope", capture.listenPort(), cliCa.certPem()));
     const Lane &d = lanes.front();
     const Lane &r = lanes.back();
     const Lane *n = haveNghttpx ? &lanes[1] : nullptr;

@@ -25,6 +25,7 @@
 #include "relay.h"
 #include "socatproxy.h"
 #include "stats.h"
+#include "testnet.h"
 #include "wiretimes.h"
 
 #include <chrono>
@@ -40,7 +41,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <optional>
 #include <sstream>
@@ -175,17 +175,13 @@ std::int64_t childrenCpuNs(pid_t pid)
 // loopback port and relays until killed.
 int runLeanestRelay(std::uint16_t target)
 {
-    const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in at{};
-    at.sin_family = AF_INET;
-    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof at;
-    if (listener < 0 || bind(listener, reinterpret_cast<sockaddr *>(&at), sizeof at) != 0 ||
-        listen(listener, 64) != 0 || getsockname(listener, reinterpret_cast<sockaddr *>(&at), &len) != 0) {
+    constexpr size_t kRead = 64 * 1024;
+    const int listener = testnet::listenLoopback();
+    if (listener < 0) {
         std::fprintf(stderr, "rpcscope-userbench: leanest relay: %s\n", std::strerror(errno));
         return 1;
     }
-    std::printf("%d\n", ntohs(at.sin_port));
+    std::printf("%d\n", testnet::localPort(listener));
     std::fflush(stdout);
     const int ep = epoll_create1(EPOLL_CLOEXEC);
     auto watch = [ep](int fd) {
@@ -196,7 +192,7 @@ int runLeanestRelay(std::uint16_t target)
     };
     watch(listener);
     std::map<int, int> peer;
-    auto buf = std::make_unique<char[]>(64 * 1024);
+    auto buf = std::make_unique<char[]>(kRead);
     for (;;) {
         epoll_event evs[16];
         const int n = epoll_wait(ep, evs, 16, -1);
@@ -205,14 +201,9 @@ int runLeanestRelay(std::uint16_t target)
             if (fd == listener) {
                 const int c = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
                 if (c < 0) continue;
-                const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                sockaddr_in to{};
-                to.sin_family = AF_INET;
-                to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                to.sin_port = htons(target);
-                if (s < 0 || connect(s, reinterpret_cast<sockaddr *>(&to), sizeof to) != 0) {
+                const int s = testnet::connectLoopback(target);
+                if (s < 0) {
                     close(c);
-                    if (s >= 0) close(s);
                     continue;
                 }
                 const int one = 1;
@@ -226,7 +217,7 @@ int runLeanestRelay(std::uint16_t target)
             }
             const auto other = peer.find(fd);
             if (other == peer.end()) continue;
-            const ssize_t got = read(fd, buf.get(), 64 * 1024);
+            const ssize_t got = read(fd, buf.get(), kRead);
             ssize_t sent = 0;
             while (got > 0 && sent < got) {
                 const ssize_t w = write(other->second, buf.get() + sent, size_t(got - sent));
