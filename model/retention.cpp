@@ -75,21 +75,39 @@ size_t TimelineStore::labEventHeapBytes(const LabEventRecord &e)
     return stringBytes(e.kind) + stringBytes(e.detail) + stringBytes(e.callId) + stringBytes(e.traceparent);
 }
 
-size_t TimelineStore::approxBytes() const
+size_t TimelineStore::floorBytes() const
 {
+    // Connections are never evicted; the pending injections and the watches are bounded by themselves.
+    size_t n =
+        vectorBytes(m_unresolvedLabEvents) + m_recentEnded.size() * hashNode<std::uint64_t, std::uint64_t>() +
+        m_recentEndedOrder.size() * sizeof(std::uint64_t) +
+        m_pendingInjections.size() * (hashNode<std::uint64_t, FaultInjection>() + 32) +
+        m_watchDeadline.size() * heap(32 + 16) + m_watchClose.size() * (hashNode<std::uint32_t, int>() + 32);
+    n += vectorBytes(m_connections) + m_connections.size() * hashNode<std::uint32_t, size_t>();
+    m_retentionWork += m_connections.size();
+    for (const Connection &c : m_connections) {
+        n += stringBytes(c.client) + stringBytes(c.server) + stringBytes(c.label) +
+             stringBytes(c.closeReason) + stringBytes(c.decodeError) + vectorBytes(c.notes) +
+             vectorBytes(c.openPings);
+        for (const std::string &note : c.notes)
+            n += stringBytes(note);
+    }
+    return n;
+}
+
+size_t TimelineStore::approxBytes(size_t *floor) const
+{
+    const size_t fixed = floorBytes();
+    if (floor) *floor = fixed;
     // Sizes, not capacities, for the deques: after an eviction the spare capacity is what the next records
     // fill, so a session's real footprint settles at its budget plus that slack instead of growing.
-    size_t n = dequeBytes(m_frames) + vectorBytes(m_pings) + vectorBytes(m_stalls) +
-               m_openStalls.size() * heap(32 + 24) + vectorBytes(m_unresolvedLabEvents);
+    size_t n = fixed + dequeBytes(m_frames) + vectorBytes(m_pings) + vectorBytes(m_stalls) +
+               m_openStalls.size() * heap(32 + 24);
     // Indices: a hash node per call key and per open stream, a member per traced call.
     n += m_callsByKey.size() * kCallIndexBytes +
          m_openStreams.size() * hashNode<std::uint64_t, AttemptRef>() +
-         m_recentEnded.size() * hashNode<std::uint64_t, std::uint64_t>() +
-         m_recentEndedOrder.size() * sizeof(std::uint64_t) +
-         m_pendingInjections.size() * (hashNode<std::uint64_t, FaultInjection>() + 32) +
          m_traces.size() * (hashNode<std::string, std::vector<size_t>>() + 32) +
-         m_tracedCalls * sizeof(size_t) + m_watchDeadline.size() * heap(32 + 16) +
-         m_watchClose.size() * (hashNode<std::uint32_t, int>() + 32);
+         m_tracedCalls * sizeof(size_t);
     // Calls and attempts by count; their strings and spare capacity from a sample of one call in 64, so this
     // stays cheap enough to run on the GUI thread every few batches.
     n += dequeBytes(m_calls) + m_attemptCount * sizeof(Attempt);
@@ -102,15 +120,7 @@ size_t TimelineStore::approxBytes() const
     // Lab events by a running sum, kept on append and cut: a burst of millions must not cost each check a
     // walk of all of them.
     n += dequeBytes(m_labEvents) + m_labEventBytes;
-    n += vectorBytes(m_connections) + m_connections.size() * hashNode<std::uint32_t, size_t>();
-    m_retentionWork += sampled + m_connections.size();
-    for (const Connection &c : m_connections) {
-        n += stringBytes(c.client) + stringBytes(c.server) + stringBytes(c.label) +
-             stringBytes(c.closeReason) + stringBytes(c.decodeError) + vectorBytes(c.notes) +
-             vectorBytes(c.openPings);
-        for (const std::string &note : c.notes)
-            n += stringBytes(note);
-    }
+    m_retentionWork += sampled;
     return n;
 }
 
@@ -163,7 +173,8 @@ namespace {
 size_t bytesTarget(const RetentionPolicy &policy, size_t bytes)
 {
     if (!policy.maxBytes || bytes <= policy.maxBytes) return SIZE_MAX;
-    return size_t(double(policy.maxBytes) * std::clamp(policy.evictTo, 0.5, 1.0));
+    const size_t floor = std::min(policy.floorBytes, policy.maxBytes);
+    return floor + size_t(double(policy.maxBytes - floor) * std::clamp(policy.evictTo, 0.5, 1.0));
 }
 } // namespace
 
@@ -174,7 +185,8 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
     // A cheap lower bound first, so a session far below its budget costs nothing here.
     const size_t floor =
         m_calls.size() * (sizeof(Call) + sizeof(Attempt)) + m_frames.size() * sizeof(FrameRecord);
-    const bool nearBytes = policy.maxBytes && floor > policy.maxBytes / 2;
+    const bool nearBytes =
+        policy.maxBytes && floor > (policy.maxBytes - std::min(policy.floorBytes, policy.maxBytes)) / 2;
     if (!nearBytes && !(policy.maxCalls && m_calls.size() > policy.maxCalls) &&
         !(policy.maxAgeNs && m_calls.front().startNs() < m_latestNs - policy.maxAgeNs))
         return evicted;
@@ -387,6 +399,16 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std
         if (keptInRegion[k] != removed + k) m_calls[removed + k] = std::move(m_calls[keptInRegion[k]]);
     m_calls.erase(m_calls.begin(), m_calls.begin() + std::ptrdiff_t(removed));
     m_callBase = newBase;
+    // The recently ended streams of evicted calls lead nowhere now (late frames on them find no call either
+    // way): their entries go with them, so that the index holds what the calls kept need.
+    if (!m_recentEnded.empty()) {
+        std::erase_if(m_recentEndedOrder, [&](std::uint64_t key) {
+            const auto it = m_recentEnded.find(key);
+            if (it == m_recentEnded.end() || indexOfSerial(it->second)) return false;
+            m_recentEnded.erase(it);
+            return true;
+        });
+    }
     // Parent links are indices: every nested call's shifts (links into the evicted calls are cut). Only calls
     // of a trace have one.
     auto relink = [&](Call &c) {

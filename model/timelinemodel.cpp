@@ -323,14 +323,23 @@ bool TimelineModel::enforceRetention()
         // capturing), and for what they hold past their reserve. Under a small --keep the decoders' and the
         // queues' floors are more than the whole budget; counted in full they left the calls nothing, and
         // every call went, though evicting them could not bring the session within the budget anyway.
+        // The same goes for everything else no eviction frees: the inspector's messages, the statistics'
+        // rows and the store's floor (its connections and self-bounded indices). Under a small budget those
+        // may come to most of it (a storm's latencies spread the rows' bins); counted in full, the store's
+        // share of the room fell below its own floor and a pass evicted every call.
         const size_t mostHeld = m_retention.maxBytes / 4 * 3;
         const size_t reserve = std::min(m_externalReserve, mostHeld);
-        const size_t others = otherBytes(std::min(std::max(externalBytes(), reserve), mostHeld));
+        size_t floor = 0;
+        storeBytes = m_store.approxBytes(&floor);
+        const size_t others =
+            std::min(otherBytes(std::min(std::max(externalBytes(), reserve), mostHeld)) + floor, mostHeld);
         const size_t room = std::max(limit > others ? limit - others : 0, limit / 20);
-        storeBytes = m_store.approxBytes();
-        const size_t total = storeBytes + m_log.memoryBytes() + callBytes();
+        const size_t storeCalls = storeBytes - std::min(storeBytes, floor);
+        const size_t total = storeCalls + m_log.memoryBytes() + callBytes();
+        // The store's limit is its floor and its share of the room.
         storePolicy.maxBytes = std::max<size_t>(
-            1, size_t(double(room) * double(storeBytes) / double(std::max<size_t>(1, total))));
+            1, floor + size_t(double(room) * double(storeCalls) / double(std::max<size_t>(1, total))));
+        storePolicy.floorBytes = floor;
         // Check again before the limit can be reached: after half the calls that would fill the room left.
         const size_t calls = std::max<size_t>(1, m_store.calls().size());
         const double perCall = double(total) / double(calls);

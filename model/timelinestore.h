@@ -58,6 +58,8 @@ struct RetentionPolicy
     size_t maxCalls = 0;
     // Over a limit, evict down to this fraction of it: a smaller step evicts more often, in smaller chunks.
     double evictTo = 0.9;
+    // Of maxBytes, what no eviction frees (approxBytes(&floor)): evictTo applies to the rest.
+    size_t floorBytes = 0;
 };
 
 // Plain data and call assembly. No Qt, no locks: it lives on one thread (see DESIGN.md, Threads).
@@ -140,7 +142,10 @@ public:
     void evict(const std::vector<size_t> &calls, Evicted *gone = nullptr, std::int64_t ageCutNs = INT64_MIN);
     // The store's memory: its records, their strings and the containers' own overheads, as the allocator
     // counts them (the calls' strings from a sample, so it stays cheap).
-    size_t approxBytes() const;
+    // `floor`, when given, gets the part of it that no eviction frees: the connections, and the indices
+    // bounded by themselves (recently ended streams of the calls kept, pending fault injections, watches). A
+    // byte limit below that leaves the calls nothing; retention budgets the calls beside it (TimelineModel).
+    size_t approxBytes(size_t *floor = nullptr) const;
     // What retention dropped besides whole calls, and how much: the note the CLI prints and the window shows.
     struct RetentionLoss
     {
@@ -250,6 +255,7 @@ private:
     std::uint64_t m_generation = 0;
     bool m_recordFrames = true;
     static size_t callBytes(const Call &c);
+    size_t floorBytes() const; // approxBytes(&floor)
     // What a lab event's strings take from the allocator beyond the record itself.
     static size_t labEventHeapBytes(const LabEventRecord &e);
     std::int64_t m_retentionCutNs = 0;

@@ -206,6 +206,7 @@ private slots:
         QVERIFY2(peak <= budget + budget / 10,
                  qPrintable(QStringLiteral("%1 bytes held against a budget of %2").arg(peak).arg(budget)));
         const QStringList kept = describeAll(model.store());
+        qInfo("%lld of %lld calls kept, %zu bytes held", qlonglong(kept.size()), qlonglong(all.size()), peak);
         QVERIFY(!kept.isEmpty());
         QVERIFY2(kept.size() < all.size(),
                  qPrintable(QStringLiteral("%1 of %2").arg(kept.size()).arg(all.size())));
