@@ -58,7 +58,21 @@ QString callName(const Call &call)
     if (call.pinned) name = QStringLiteral("★ ") + name;
     return name;
 }
+
 } // namespace
+
+// A lane's name in `width`: cut at its start, behind its marks ("▸ ", "★ "), since lanes share their
+// beginnings (a scenario's name, a service's) and differ at their ends: "…chain-2>B", "…ttempts-4-2" say
+// which lane it is, "deadlin…ain-2>B" and "max-…ts-4-2" did not.
+QString CallLanePass::fittedName(const QFontMetricsF &fm, const QString &name, double width)
+{
+    if (fm.horizontalAdvance(name) <= width) return name;
+    qsizetype marks = 0;
+    for (const QString &mark : {QStringLiteral("▾ "), QStringLiteral("▸ "), QStringLiteral("★ ")})
+        if (name.mid(marks).startsWith(mark)) marks += mark.size();
+    const QString head = name.left(marks);
+    return head + fm.elidedText(name.mid(marks), Qt::ElideLeft, width - fm.horizontalAdvance(head));
+}
 
 void CallLanePass::paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar)
 {
@@ -157,7 +171,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     if (m.compact && ctx.options.filter.expanded.count(call.key)) name = QStringLiteral("▾ ") + name;
     p->drawText(QRectF(header.left() + 10 + indent, top, m.labelWidth - 14 - indent, m.callHeader),
                 Qt::AlignVCenter | Qt::AlignLeft,
-                QFontMetricsF(p->font()).elidedText(name, Qt::ElideMiddle, m.labelWidth - 14 - indent));
+                fittedName(QFontMetricsF(p->font()), name, m.labelWidth - 14 - indent));
     QString summary = QStringLiteral("%1   →  %2 · %3 attempt%4")
                           .arg(QString::fromStdString(call.method), outcomeText)
                           .arg(call.attempts.size())
@@ -499,9 +513,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     const bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * m.scale);
     if (showSide) nameWidth -= sideWidth + 8;
     p->setPen(th.text);
-    textAt(p, rect.left() + 10 + indent, top, h, nameFm,
-           nameFm.horizontalAdvance(name) <= nameWidth ? name
-                                                       : nameFm.elidedText(name, Qt::ElideMiddle, nameWidth));
+    textAt(p, rect.left() + 10 + indent, top, h, nameFm, fittedName(nameFm, name, nameWidth));
     if (showSide) {
         p->setFont(small);
         p->setPen(th.muted);

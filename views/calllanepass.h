@@ -36,6 +36,8 @@ public:
     void paint(QPainter *p, const PaintContext &ctx, size_t index, double top);
     // The gap labels painted since begin().
     const std::vector<GapLabel> &gapLabels() const { return m_gapLabels; }
+    // A lane's name as drawn in `width`: cut at its start, behind its marks ("▸ ", "★ ").
+    static QString fittedName(const QFontMetricsF &fm, const QString &name, double width);
 
 private:
     static void paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar);

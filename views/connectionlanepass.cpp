@@ -104,6 +104,28 @@ QString ConnectionLanePass::subtitle(const Connection &conn, bool *warns)
     return sub;
 }
 
+QString ConnectionLanePass::shownSubtitle(const QFontMetricsF &fm, const Connection *conn, double width,
+                                          bool *warns)
+{
+    if (warns) *warns = false;
+    if (!conn) {
+        const QString hint = QStringLiteral("group by connection for one lane each");
+        return fm.horizontalAdvance(hint) <= width
+                   ? hint
+                   : fm.elidedText(QStringLiteral("all in one lane"), Qt::ElideRight, width);
+    }
+    bool warn = false;
+    QString sub = subtitle(*conn, &warn);
+    if (warns) *warns = warn;
+    // A warning, why it could not be decoded, and a TLS line ahead of the peers keep their start.
+    if (warn || !conn->decodeError.empty() || TlsSummary::find(conn->notes))
+        return fm.elidedText(sub, Qt::ElideRight, width);
+    // Peers too long for the column (workshop type): the server, which names the service, before the
+    // client's ephemeral port; cut in the middle they read as neither ("127.0.0.1:4…0.0.1:44757").
+    if (fm.horizontalAdvance(sub) > width) sub = QStringLiteral("→ ") + QString::fromStdString(conn->server);
+    return fm.elidedText(sub, Qt::ElideMiddle, width);
+}
+
 void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t connIndex, double top)
 {
     const QRectF &rect = ctx.rect;
@@ -121,22 +143,15 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
     // Label: which connection, its peers, and what it knows about itself.
     p->setPen(th.text);
     p->setFont(ctx.font(12, true));
-    QString sub;
-    bool subWarns = false; // the subtitle says something went wrong on the wire
-    Qt::TextElideMode subElide = Qt::ElideMiddle;
-    if (all) {
-        sub = QStringLiteral("group by connection for one lane each");
-    } else {
-        sub = subtitle(conns[connIndex], &subWarns);
-        if (!subWarns && TlsSummary::find(conns[connIndex].notes)) subElide = Qt::ElideRight;
-    }
     p->drawText(QRectF(rect.left() + 10, top + 1, m.labelWidth - 14, h / 2), Qt::AlignVCenter | Qt::AlignLeft,
                 ConnectionLanePass::title(ctx, connIndex));
     p->setFont(ctx.font(11));
+    bool subWarns = false; // the subtitle says something went wrong on the wire
+    const QString sub = shownSubtitle(QFontMetricsF(p->font()), all ? nullptr : &conns[connIndex],
+                                      m.labelWidth - 14, &subWarns);
     p->setPen(subWarns ? th.rst : th.muted);
-    p->drawText(
-        QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1), Qt::AlignVCenter | Qt::AlignLeft,
-        QFontMetricsF(p->font()).elidedText(sub, subWarns ? Qt::ElideRight : subElide, m.labelWidth - 14));
+    p->drawText(QRectF(rect.left() + 10, top + h / 2, m.labelWidth - 14, h / 2 - 1),
+                Qt::AlignVCenter | Qt::AlignLeft, sub);
 
     // Lifetimes as a thin line (merged: one rect per run of open time).
     const int width = std::max(1, int(right - ax.left) + 1);

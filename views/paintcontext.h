@@ -38,6 +38,7 @@ struct PaintContext
     std::uint32_t *drawn = nullptr;
     bool rates = false;   // the header has the rates strip (below the policy band, above the overview)
     double rateScale = 1; // its scale (TimelinePainter::rateStripScale)
+    mutable qint64 rulerStep = 0; // rulerStepNs(), once it was asked (every lane's grid asks it)
 
     void mark(int use) const
     {

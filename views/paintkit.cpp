@@ -1,7 +1,9 @@
 #include "paintkit.h"
 
 #include "paintcontext.h"
+#include "timeformat.h"
 
+#include <QFontMetricsF>
 #include <QPainter>
 
 namespace rpcscope {
@@ -45,9 +47,44 @@ bool wallClockRuler(const PaintContext &ctx)
     return ctx.options.wallClock && ctx.store.originWallNs() != 0;
 }
 
+namespace {
+// The 1-2-5 step below `step` (0 below 1 ns).
+qint64 finerStep(qint64 step)
+{
+    qint64 p = 1;
+    while (p * 10 <= step)
+        p *= 10;
+    const qint64 m = step / p;
+    if (m >= 5) return 2 * p;
+    if (m >= 2) return p;
+    return p / 2;
+}
+
+qint64 chooseRulerStep(const PaintContext &ctx)
+{
+    qint64 step = ctx.axis.tickStepNs((wallClockRuler(ctx) ? 150 : 110) * ctx.metrics.scale);
+    if (wallClockRuler(ctx)) return step;
+    // Fewer than three ticks in view (workshop type, a narrow window: one "100 ms" over most of the lane, and
+    // the range's start printed to the microsecond beside it): a finer step, while its labels keep a gap of
+    // two characters or so.
+    const QFontMetricsF fm(ctx.font(12));
+    while (rulerTicks(ctx, step).size() < 3) {
+        const qint64 finer = finerStep(step);
+        if (finer < 1) break;
+        double widest = 0;
+        for (const qint64 t : rulerTicks(ctx, finer))
+            widest = std::max(widest, fm.horizontalAdvance(formatTick(t - ctx.store.originNs(), finer)));
+        if (double(finer) / ctx.axis.nsPerPx < widest + 24 * ctx.metrics.scale) break;
+        step = finer;
+    }
+    return step;
+}
+} // namespace
+
 qint64 rulerStepNs(const PaintContext &ctx)
 {
-    return ctx.axis.tickStepNs((wallClockRuler(ctx) ? 150 : 110) * ctx.metrics.scale);
+    if (!ctx.rulerStep) ctx.rulerStep = chooseRulerStep(ctx);
+    return ctx.rulerStep;
 }
 
 std::vector<qint64> rulerTicks(const PaintContext &ctx, qint64 step)

@@ -1,9 +1,11 @@
 // The policy band and the markers: every breaker state visible at fit, clustered markers, the legend built
 // from what was drawn, middle-elided connection names, round wall-clock ticks, and the tooltip of every kind
 // of thing the timeline draws.
+#include "calllanepass.h"
 #include "connectionlanepass.h"
 #include "legendpass.h"
 #include "markerspass.h"
+#include "paintcontext.h"
 #include "renderfixture.h"
 #include "swimlaneview.h"
 #include "timelinetheme.h"
@@ -315,6 +317,68 @@ private slots:
             for (int x = m.labelWidth + 1; x < img.width(); ++x)
                 if (QColor(img.pixel(x, y)) == text) ++inked;
         QVERIFY2(inked > 20, qPrintable(QStringLiteral("%1 text pixels in the ruler").arg(inked)));
+    }
+
+    // Workshop type on a window of ordinary width: a step sized for the type left one tick ("100 ms") over
+    // most of the lane, beside the range's start to the microsecond ("2.89 ms"). A finer step whose labels
+    // still keep apart gives the audience a scale to read.
+    void workshopRulerKeepsAScale()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.workshop = true;
+        painter.setOptions(o);
+        painter.setRange(3 * ms, 190 * ms);
+        const QRectF rect(0, 0, 1150, 400);
+        const std::vector<qint64> ticks = painter.rulerTicks(rect);
+        QVERIFY2(ticks.size() >= 3, qPrintable(QString::number(ticks.size())));
+        const qint64 step = ticks[1] - ticks[0];
+        QCOMPARE(step, 50 * ms);
+        // Apart by more than a label: "150 ms" in the ruler's workshop type.
+        const QFontMetricsF fm(PaintContext::scaledFont(12, painter.metrics().scale));
+        const double px =
+            double(step) / double(190 * ms - 3 * ms) * (rect.width() - painter.metrics().labelWidth);
+        QVERIFY2(px > fm.horizontalAdvance(QStringLiteral("150 ms")) + 20,
+                 qPrintable(QStringLiteral("%1 px between ticks").arg(px)));
+        // The ordinary ruler is as it was: its step leaves room for a few ticks already.
+        o.workshop = false;
+        painter.setOptions(o);
+        QCOMPARE(painter.rulerTicks(rect)[1] - painter.rulerTicks(rect)[0], 50 * ms);
+    }
+
+    // Names too long for the label column (workshop type) are cut where lanes are alike, not where they
+    // differ: a lane's name at its start (behind its marks), a connection's peers to its server.
+    void longNamesKeepWhatTellsThemApart()
+    {
+        const QFontMetricsF fm(PaintContext::scaledFont(13, 2.2, true));
+        const double width = fm.horizontalAdvance(QStringLiteral("deadline-chain-2"));
+        const QString child = CallLanePass::fittedName(fm, QStringLiteral("deadline-chain-2>B"), width);
+        QVERIFY2(child.startsWith(QStringLiteral("…")) && child.endsWith(QStringLiteral("chain-2>B")),
+                 qPrintable(child));
+        QVERIFY(fm.horizontalAdvance(child) <= width);
+        const QString marked = CallLanePass::fittedName(fm, QStringLiteral("▸ ★ max-attempts-4-12"), width);
+        QVERIFY2(marked.startsWith(QStringLiteral("▸ ★ …")) && marked.endsWith(QStringLiteral("-4-12")),
+                 qPrintable(marked));
+        QCOMPARE(CallLanePass::fittedName(fm, QStringLiteral("short"), width), QStringLiteral("short"));
+
+        const QFontMetricsF subFm(PaintContext::scaledFont(11, 2.2));
+        Connection conn;
+        conn.client = "127.0.0.1:48304";
+        conn.server = "127.0.0.1:44757";
+        const double column = subFm.horizontalAdvance(QStringLiteral("127.0.0.1:48304 → 127"));
+        QCOMPARE(ConnectionLanePass::shownSubtitle(subFm, &conn, column),
+                 QStringLiteral("→ 127.0.0.1:44757"));
+        QCOMPARE(ConnectionLanePass::shownSubtitle(subFm, &conn, 4 * column),
+                 QStringLiteral("127.0.0.1:48304 → 127.0.0.1:44757"));
+        QCOMPARE(ConnectionLanePass::shownSubtitle(subFm, nullptr, column),
+                 QStringLiteral("all in one lane"));
+        // What went wrong keeps its start.
+        conn.decodeError = "not HTTP/2: the client spoke HTTP/1.1";
+        QVERIFY(ConnectionLanePass::shownSubtitle(subFm, &conn, column)
+                    .startsWith(QStringLiteral("undecodable")));
     }
 
     // A flood on a connection without calls, seconds after them: the fit shows it, and a zoom onto it stays
