@@ -5,6 +5,7 @@
 #include "captureio.h"
 #include "capturesession.h"
 #include "mainwindow.h"
+#include "mergeset.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 
@@ -175,6 +176,9 @@ void MainWindow::restoreLayout()
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    // A window starts with no merged captures: a dock left open over them would come back empty, in front
+    // of Capture. It shows again with the next capture added to the timeline.
+    if (m_mergeDock && m_merge && m_merge->empty()) m_mergeDock->hide();
 }
 
 QString MainWindow::statusText() const

@@ -169,6 +169,27 @@ private slots:
         QVERIFY(second.labPanel()->findChild<QLabel *>(QStringLiteral("nextStep"))->isHidden());
     }
 
+    // The Merged captures dock left open (in front of Capture) when the window closed does not come back
+    // empty at the next start: the merged captures are not kept, and Capture is in front again.
+    void mergedCapturesDockStartsHidden()
+    {
+        MainWindow *w = window();
+        auto *merged = w->findChild<QDockWidget *>(QStringLiteral("merge"));
+        QVERIFY(merged);
+        QVERIFY(!merged->isVisible());
+        merged->show();
+        merged->raise();
+        QVERIFY(merged->isVisible());
+        w->close(); // saves the layout, the dock open in it
+        MainWindow second(m_model.get(), nullptr, QStringLiteral("retry-basic"));
+        second.setPromptOnClose(false);
+        second.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&second));
+        QVERIFY(!second.findChild<QDockWidget *>(QStringLiteral("merge"))->isVisible());
+        auto *capture = second.findChild<QDockWidget *>(QStringLiteral("capture"));
+        QVERIFY(capture && capture->isVisible());
+    }
+
     // Workshop scales the docks' text by the workshop factor, the timeline keeps its own font, and turning
     // it off gives every size back.
     void workshopScalesDocks()
