@@ -74,6 +74,41 @@ QString CallLanePass::fittedName(const QFontMetricsF &fm, const QString &name, d
     return head + fm.elidedText(name.mid(marks), Qt::ElideLeft, width - fm.horizontalAdvance(head));
 }
 
+CallLanePass::RowLabel CallLanePass::rowLabel(const QFontMetricsF &nameFm, const QFontMetricsF &smallFm,
+                                              const Call &call, double nameWidth, double scale)
+{
+    const size_t n = call.attempts.size();
+    QString name = callName(call);
+    if (n > 1) name = QStringLiteral("▸ ") + name;
+    const double room = nameWidth - nameFm.horizontalAdvance(name) - 8;
+    QString side = QString::fromStdString(call.method);
+    side = side.mid(side.lastIndexOf(QLatin1Char('/')) + 1);
+    // The attempt count is never cut (an elided "…tempts" hid the number): in words where they fit, else
+    // as ×N, else not at all.
+    if (n > 1) {
+        const QString words = QStringLiteral("%1 attempts").arg(n);
+        side = smallFm.horizontalAdvance(words) <= room ? words : QStringLiteral("×%1").arg(n);
+    }
+    double sideWidth = std::min(smallFm.horizontalAdvance(side), room);
+    // Only where a few letters of it fit beside the whole name.
+    bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * scale);
+    // The attempt count before the name's start, which lanes share ("▸ …storm-12 ×4"): a storm's lanes with
+    // longer names lost their count in workshop type, beside lanes that kept theirs.
+    if (n > 1 && !showSide && nameWidth - smallFm.horizontalAdvance(side) - 8 >= 40 * scale) {
+        sideWidth = smallFm.horizontalAdvance(side);
+        showSide = true;
+    }
+    RowLabel label;
+    if (showSide) {
+        nameWidth -= sideWidth + 8;
+        label.side = smallFm.horizontalAdvance(side) <= sideWidth
+                         ? side
+                         : smallFm.elidedText(side, Qt::ElideLeft, sideWidth);
+    }
+    label.name = fittedName(nameFm, name, nameWidth);
+    return label;
+}
+
 void CallLanePass::paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar)
 {
     const TimeAxis &ax = ctx.axis;
@@ -494,33 +529,16 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     const QFontMetricsF &smallFm = *f.smallFm;
     const size_t n = call.attempts.size();
     const double columnRight = rect.left() + m.labelWidth - 6;
-    double nameWidth = m.labelWidth - 14 - indent;
+    const double nameWidth = m.labelWidth - 14 - indent;
     p->setFont(f.name);
     const QFontMetricsF &nameFm = *f.nameFm;
-    QString name = callName(call);
-    if (n > 1) name = QStringLiteral("▸ ") + name;
-    const double room = nameWidth - nameFm.horizontalAdvance(name) - 8;
-    QString side = QString::fromStdString(call.method);
-    side = side.mid(side.lastIndexOf(QLatin1Char('/')) + 1);
-    // The attempt count is never cut (an elided "…tempts" hid the number): in words where they fit, else
-    // as ×N, else not at all.
-    if (n > 1) {
-        const QString words = QStringLiteral("%1 attempts").arg(n);
-        side = smallFm.horizontalAdvance(words) <= room ? words : QStringLiteral("×%1").arg(n);
-    }
-    const double sideWidth = std::min(smallFm.horizontalAdvance(side), room);
-    // Only where a few letters of it fit beside the whole name.
-    const bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * m.scale);
-    if (showSide) nameWidth -= sideWidth + 8;
+    const RowLabel label = rowLabel(nameFm, smallFm, call, nameWidth, m.scale);
     p->setPen(th.text);
-    textAt(p, rect.left() + 10 + indent, top, h, nameFm, fittedName(nameFm, name, nameWidth));
-    if (showSide) {
+    textAt(p, rect.left() + 10 + indent, top, h, nameFm, label.name);
+    if (!label.side.isEmpty()) {
         p->setFont(small);
         p->setPen(th.muted);
-        const QString shown = smallFm.horizontalAdvance(side) <= sideWidth
-                                  ? side
-                                  : smallFm.elidedText(side, Qt::ElideLeft, sideWidth);
-        textAt(p, columnRight - smallFm.horizontalAdvance(shown), top, h, smallFm, shown);
+        textAt(p, columnRight - smallFm.horizontalAdvance(label.side), top, h, smallFm, label.side);
     }
 
     const QFont &barFont = f.bar;

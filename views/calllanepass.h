@@ -13,6 +13,7 @@ class QPainter;
 namespace rpcscope {
 
 struct Attempt;
+struct Call;
 struct PaintContext;
 
 // A backoff gap's label as painted, for hit-testing and tests.
@@ -38,6 +39,14 @@ public:
     const std::vector<GapLabel> &gapLabels() const { return m_gapLabels; }
     // A lane's name as drawn in `width`: cut at its start, behind its marks ("▸ ", "★ ").
     static QString fittedName(const QFontMetricsF &fm, const QString &name, double width);
+    // A compact row's label column: the name, fitted, and beside it at the column's end the attempt count
+    // (before the name's start where both do not fit) or else the method, where a few letters of it fit.
+    struct RowLabel
+    {
+        QString name, side; // side empty: none shown
+    };
+    static RowLabel rowLabel(const QFontMetricsF &nameFm, const QFontMetricsF &smallFm, const Call &call,
+                             double nameWidth, double scale);
 
 private:
     static void paintPhases(QPainter *p, const PaintContext &ctx, const Attempt &a, const QRectF &bar);

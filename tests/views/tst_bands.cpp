@@ -363,6 +363,22 @@ private slots:
         QVERIFY2(marked.startsWith(QStringLiteral("▸ ★ …")) && marked.endsWith(QStringLiteral("-4-12")),
                  qPrintable(marked));
         QCOMPARE(CallLanePass::fittedName(fm, QStringLiteral("short"), width), QStringLiteral("short"));
+        // A compact row: the attempt count stays beside a name that gives up its start for it, as on the
+        // storm's shorter names; with one attempt the method shows only where there is room.
+        const QFontMetricsF smallFm(PaintContext::scaledFont(11, 2.2));
+        Call storm;
+        storm.key = "retry-storm-12";
+        storm.method = "/rpcscope.lab.Lab/Call";
+        storm.attempts.resize(4);
+        const double rowColumn = fm.horizontalAdvance(QStringLiteral("▸ retry-storm-7")) +
+                                 smallFm.horizontalAdvance(QStringLiteral("×4")) + 12;
+        const CallLanePass::RowLabel row = CallLanePass::rowLabel(fm, smallFm, storm, rowColumn, 2.2);
+        QCOMPARE(row.side, QStringLiteral("×4"));
+        QVERIFY2(row.name.startsWith(QStringLiteral("▸ …")) && row.name.endsWith(QStringLiteral("storm-12")),
+                 qPrintable(row.name));
+        storm.attempts.resize(1);
+        QVERIFY(CallLanePass::rowLabel(fm, smallFm, storm, rowColumn, 2.2).side.isEmpty());
+        QCOMPARE(CallLanePass::rowLabel(fm, smallFm, storm, 4 * rowColumn, 2.2).side, QStringLiteral("Call"));
 
         const QFontMetricsF subFm(PaintContext::scaledFont(11, 2.2));
         Connection conn;
