@@ -401,14 +401,12 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std
     m_callBase = newBase;
     // The recently ended streams of evicted calls lead nowhere now (late frames on them find no call either
     // way): their entries go with them, so that the index holds what the calls kept need.
-    if (!m_recentEnded.empty()) {
-        std::erase_if(m_recentEndedOrder, [&](std::uint64_t key) {
-            const auto it = m_recentEnded.find(key);
-            if (it == m_recentEnded.end() || indexOfSerial(it->second)) return false;
-            m_recentEnded.erase(it);
-            return true;
-        });
-    }
+    std::erase_if(m_recentEndedOrder, [&](std::uint64_t key) {
+        const auto it = m_recentEnded.find(key);
+        if (it == m_recentEnded.end() || indexOfSerial(it->second)) return false;
+        m_recentEnded.erase(it);
+        return true;
+    });
     // Parent links are indices: every nested call's shifts (links into the evicted calls are cut). Only calls
     // of a trace have one.
     auto relink = [&](Call &c) {

@@ -58,7 +58,6 @@ QString callName(const Call &call)
     if (call.pinned) name = QStringLiteral("★ ") + name;
     return name;
 }
-
 } // namespace
 
 // A lane's name in `width`: cut at its start, behind its marks ("▸ ", "★ "), since lanes share their
@@ -89,21 +88,20 @@ CallLanePass::RowLabel CallLanePass::rowLabel(const QFontMetricsF &nameFm, const
         const QString words = QStringLiteral("%1 attempts").arg(n);
         side = smallFm.horizontalAdvance(words) <= room ? words : QStringLiteral("×%1").arg(n);
     }
-    double sideWidth = std::min(smallFm.horizontalAdvance(side), room);
+    const double sideFull = smallFm.horizontalAdvance(side);
+    double sideWidth = std::min(sideFull, room);
     // Only where a few letters of it fit beside the whole name.
-    bool showSide = sideWidth >= std::min(smallFm.horizontalAdvance(side), 40 * scale);
+    bool showSide = sideWidth >= std::min(sideFull, 40 * scale);
     // The attempt count before the name's start, which lanes share ("▸ …storm-12 ×4"): a storm's lanes with
     // longer names lost their count in workshop type, beside lanes that kept theirs.
-    if (n > 1 && !showSide && nameWidth - smallFm.horizontalAdvance(side) - 8 >= 40 * scale) {
-        sideWidth = smallFm.horizontalAdvance(side);
+    if (n > 1 && !showSide && nameWidth - sideFull - 8 >= 40 * scale) {
+        sideWidth = sideFull;
         showSide = true;
     }
     RowLabel label;
     if (showSide) {
         nameWidth -= sideWidth + 8;
-        label.side = smallFm.horizontalAdvance(side) <= sideWidth
-                         ? side
-                         : smallFm.elidedText(side, Qt::ElideLeft, sideWidth);
+        label.side = sideFull <= sideWidth ? side : smallFm.elidedText(side, Qt::ElideLeft, sideWidth);
     }
     label.name = fittedName(nameFm, name, nameWidth);
     return label;

@@ -25,8 +25,9 @@ public:
     // The line under the title, before eliding: what went wrong on the wire (then *warns), else the TLS the
     // connection carries ahead of its peers' addresses.
     static QString subtitle(const Connection &conn, bool *warns = nullptr);
-    // The line under the title as drawn in `width`: elided at its end after a warning or a TLS line, else the
-    // peers, or only the server when both do not fit (null conn: the lane of every connection).
+    // The line under the title as drawn in `width`: elided at its end for a warning, a decode error or a TLS
+    // line, else the peers, or only the server when both do not fit (null conn: the lane of every
+    // connection).
     static QString shownSubtitle(const QFontMetricsF &fm, const Connection *conn, double width,
                                  bool *warns = nullptr);
 };

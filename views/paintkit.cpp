@@ -68,14 +68,16 @@ qint64 chooseRulerStep(const PaintContext &ctx)
     // the range's start printed to the microsecond beside it): a finer step, while its labels keep a gap of
     // two characters or so.
     const QFontMetricsF fm(ctx.font(12));
-    while (rulerTicks(ctx, step).size() < 3) {
+    for (std::vector<qint64> ticks = rulerTicks(ctx, step); ticks.size() < 3;) {
         const qint64 finer = finerStep(step);
         if (finer < 1) break;
+        std::vector<qint64> finerTicks = rulerTicks(ctx, finer);
         double widest = 0;
-        for (const qint64 t : rulerTicks(ctx, finer))
+        for (const qint64 t : finerTicks)
             widest = std::max(widest, fm.horizontalAdvance(formatTick(t - ctx.store.originNs(), finer)));
         if (double(finer) / ctx.axis.nsPerPx < widest + 24 * ctx.metrics.scale) break;
         step = finer;
+        ticks = std::move(finerTicks);
     }
     return step;
 }
