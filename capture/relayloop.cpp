@@ -557,6 +557,7 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     (fromKernel ? m_kernelStamped : m_readTimed).fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
+    m_steering.read(src, fromClient, size_t(n));
 
     // The bytes go to the decoder before the peer gets them, so that whoever has seen the peer get them and
     // then asks DecoderThread::sync() finds them decoded; its wake waits until they are out.
@@ -602,6 +603,7 @@ bool RelayLoop::spliceSide(Conn &c, bool fromClient)
     if (n <= 0) return readEnded(c, fromClient, n);
     half.inPipe = size_t(n);
     half.splicing = size_t(n) >= kCopyBelow;
+    m_steering.bulk();
     m_bytes += std::uint64_t(n);
     m_splicedBytes += std::uint64_t(n);
     if (c.decode) copyForDecoder(c, fromClient, t, size_t(n));
@@ -655,6 +657,7 @@ void RelayLoop::loop()
     }
     std::vector<epoll_event> ready(64);
     std::vector<std::pair<std::uint64_t, short>> events; // (tag, poll bits), by tag
+    m_steering.start();
     while (!m_stopping.load()) {
         const bool acceptPaused = steadyNowNs() < m_acceptPausedUntil;
         if (m_listenFd >= 0 && acceptPaused == m_listenWatched) {
@@ -805,6 +808,7 @@ void RelayLoop::loop()
     for (Conn &c : m_conns)
         closeConn(c, "capture stopped");
     m_conns.clear();
+    m_steering.stop();
 }
 
 } // namespace rpcscope

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "connectionfault.h"
+#include "cpusteering.h"
 #include "decoderthread.h"
 #include "faultset.h"
 #include "hostport.h"
@@ -218,6 +219,7 @@ private:
     std::list<Conn> m_conns;
     std::vector<char> m_readBuffer;
     KernelRxTime m_rxTime;
+    CpuSteering m_steering; // the loop's thread on its client's core (cpusteering.h)
     std::int64_t m_acceptPausedUntil = 0;
     int m_splicedDirections = 0;
     int m_handoffPipes = 0; // made so far (closed by the decoder thread's stop)

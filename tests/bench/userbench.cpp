@@ -391,14 +391,15 @@ int main(int argc, char **argv)
             notes.push_back("leanest relay skipped: " + error);
         // The same build with a stream fault rule that matches no call: its hop is framed for faults, which
         // is the cost a user pays for having rules at all (issue 19's "as fast as today").
-        hostile::CaptureProcess now, ruled, old, level, niceOnly;
+        hostile::CaptureProcess now, ruled, old, level, niceOnly, unsteered;
         struct CaptureLane
         {
             hostile::CaptureProcess *proc;
             std::string path, name, file;
             std::vector<std::string> extra;
-            const char *nice = nullptr; // RPCSCOPE_CAPTURE_NICE for this process, if set
-            const char *idle = nullptr; // RPCSCOPE_CAPTURE_IDLE, if set
+            const char *nice = nullptr;  // RPCSCOPE_CAPTURE_NICE for this process, if set
+            const char *idle = nullptr;  // RPCSCOPE_CAPTURE_IDLE, if set
+            const char *steer = nullptr; // RPCSCOPE_RELAY_STEER, if set
         };
         std::vector<CaptureLane> captures{
             {&now, cli, "rpcscope", "now", {"--keep", "0"}},
@@ -419,14 +420,26 @@ int main(int argc, char **argv)
                             {"--keep", "0"},
                             nullptr,
                             "0"});
+        // And with the relay thread left where the kernel puts it (capture/cpusteering.h): what following the
+        // client's core changes.
+        captures.push_back({&unsteered,
+                            cli,
+                            "rpcscope, relay not steered to the client's core",
+                            "unsteered",
+                            {"--keep", "0"},
+                            nullptr,
+                            nullptr,
+                            "0"});
         if (!before.empty()) captures.push_back({&old, before, "rpcscope before", "before", {"--keep", "0"}});
         for (const CaptureLane &c : captures) {
             if (c.nice) setenv("RPCSCOPE_CAPTURE_NICE", c.nice, 1);
             if (c.idle) setenv("RPCSCOPE_CAPTURE_IDLE", c.idle, 1);
+            if (c.steer) setenv("RPCSCOPE_RELAY_STEER", c.steer, 1);
             const bool started =
                 c.proc->start(c.path, serverPort, work + "/" + c.file + ".rpcscope", c.extra, &error);
             unsetenv("RPCSCOPE_CAPTURE_NICE");
             unsetenv("RPCSCOPE_CAPTURE_IDLE");
+            unsetenv("RPCSCOPE_RELAY_STEER");
             if (!started) {
                 std::fprintf(stderr, "rpcscope-userbench: %s: %s\n", c.path.c_str(), error.c_str());
                 return 1;

@@ -1,0 +1,319 @@
+// The relay thread follows its client's core while the client makes small sequential exchanges, and lets the
+// kernel place it again for bulk traffic, for two clients on two cores, and when the environment turns it
+// off. Clients here are plain sockets on threads pinned to one core each, so the core their bytes come in on
+// is known.
+
+#include "cpusteering.h"
+#include "events.h"
+#include "relay.h"
+#include "testnet.h"
+
+#include <QtTest>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <functional>
+#include <sched.h>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace rpcscope;
+using namespace std::chrono_literals;
+using namespace testnet;
+
+namespace {
+
+// The cores this process may use.
+std::vector<int> allowedCpus()
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> out;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set)) out.push_back(i);
+    return out;
+}
+
+// The cores the relay thread (named rpcscope-relay) may run on; empty when there is no such thread.
+std::vector<int> relayThreadCpus()
+{
+    std::vector<int> out;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return out;
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name != "rpcscope-relay") continue;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(pid_t(std::atoi(e->d_name)), sizeof set, &set) == 0)
+            for (int i = 0; i < CPU_SETSIZE; ++i)
+                if (CPU_ISSET(i, &set)) out.push_back(i);
+    }
+    closedir(d);
+    return out;
+}
+
+// Runs `work` on a thread allowed only core `cpu`; false if it could not be pinned or `work` failed.
+bool onCore(int cpu, const std::function<bool()> &work)
+{
+    bool ok = false;
+    std::thread t([&] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+        ok = work();
+    });
+    t.join();
+    return ok;
+}
+
+// A client connected through a relay to a server socket the test holds, exchanging bytes one way at a time.
+struct Hop
+{
+    Relay relay;
+    int target = -1, client = -1, server = -1;
+
+    bool start(std::string *error)
+    {
+        target = listenLoopback();
+        if (target < 0) return false;
+        if (!relay.start(
+                {"127.0.0.1", 0}, {"127.0.0.1", localPort(target)}, [](EventBatch &&) {}, error))
+            return false;
+        client = connectLoopback(relay.listenAddress().port);
+        server = client >= 0 ? accept(target, nullptr, nullptr) : -1;
+        if (server < 0) return false;
+        setIoTimeouts(client, 10);
+        setIoTimeouts(server, 10);
+        return exchange(client, server,
+                        "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + std::string("\0\0\0\x04\0\0\0\0\0", 9));
+    }
+    ~Hop()
+    {
+        for (int fd : {client, server, target})
+            if (fd >= 0) close(fd);
+        relay.stop();
+    }
+    // `bytes` from `from`, read whole at `to`.
+    static bool exchange(int from, int to, const std::string &bytes)
+    {
+        if (!sendAll(from, bytes.data(), bytes.size())) return false;
+        std::string got(bytes.size(), '\0');
+        size_t have = 0;
+        while (have < got.size()) {
+            const ssize_t n = recv(to, got.data() + have, got.size() - have, 0);
+            if (n <= 0) return false;
+            have += size_t(n);
+        }
+        return got == bytes;
+    }
+    // A small request and its answer, `times` over: a PING out, its ACK back.
+    static bool calls(int client, int server, int times)
+    {
+        const std::string ping("\0\0\x08\x06\0\0\0\0\0pingpong", 17);
+        const std::string ack("\0\0\x08\x06\x01\0\0\0\0pingpong", 17);
+        for (int i = 0; i < times; ++i)
+            if (!exchange(client, server, ping) || !exchange(server, client, ack)) return false;
+        return true;
+    }
+};
+
+} // namespace
+
+class TestCpuSteering : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void init()
+    {
+        unsetenv("RPCSCOPE_RELAY_STEER");
+        if (allowedCpus().size() < 2) QSKIP("steering needs two cores");
+    }
+
+    void followsTheClientsCore()
+    {
+        const std::vector<int> cpus = allowedCpus();
+        Hop hop;
+        std::string error;
+        QVERIFY2(hop.start(&error), error.c_str());
+        QCOMPARE(relayThreadCpus(), cpus); // not pinned before any call
+        const int a = cpus.front(), b = cpus.back();
+        QVERIFY(onCore(a, [&] { return Hop::calls(hop.client, hop.server, 10); }));
+        QCOMPARE(relayThreadCpus(), std::vector<int>{a});
+        // The client moves: the relay follows it.
+        QVERIFY(onCore(b, [&] { return Hop::calls(hop.client, hop.server, 10); }));
+        QCOMPARE(relayThreadCpus(), std::vector<int>{b});
+    }
+
+    void bulkTrafficIsPlacedByTheKernel()
+    {
+        const std::vector<int> cpus = allowedCpus();
+        Hop hop;
+        std::string error;
+        QVERIFY2(hop.start(&error), error.c_str());
+        QVERIFY(onCore(cpus.front(), [&] { return Hop::calls(hop.client, hop.server, 10); }));
+        QCOMPARE(relayThreadCpus(), std::vector<int>{cpus.front()});
+        // A megabyte of DATA on stream 1 (frames of 16 KiB): the relay reads it in large pieces.
+        std::string bulk;
+        for (int i = 0; i < 64; ++i) {
+            const char header[9] = {0, 0x40, 0, 0, 0, 0, 0, 0, 1};
+            bulk.append(header, sizeof header);
+            bulk.append(16384, 'x');
+        }
+        QVERIFY(onCore(cpus.front(), [&] { return Hop::exchange(hop.client, hop.server, bulk); }));
+        QCOMPARE(relayThreadCpus(), cpus);
+    }
+
+    void twoClientsOnTwoCoresLeaveItToTheKernel()
+    {
+        const std::vector<int> cpus = allowedCpus();
+        Hop first;
+        std::string error;
+        QVERIFY2(first.start(&error), error.c_str());
+        // A second connection through the same relay.
+        const int client2 = connectLoopback(first.relay.listenAddress().port);
+        QVERIFY(client2 >= 0);
+        const int server2 = accept(first.target, nullptr, nullptr);
+        QVERIFY(server2 >= 0);
+        setIoTimeouts(client2, 10);
+        setIoTimeouts(server2, 10);
+        bool ok = true;
+        // Turn about: one call from each client, each on its own core.
+        for (int i = 0; i < 10 && ok; ++i) {
+            ok = onCore(cpus.front(), [&] { return Hop::calls(first.client, first.server, 1); }) &&
+                 onCore(cpus.back(), [&] { return Hop::calls(client2, server2, 1); });
+        }
+        close(client2);
+        close(server2);
+        QVERIFY(ok);
+        QCOMPARE(relayThreadCpus(), cpus);
+    }
+
+    void aContendedCoreIsLeft()
+    {
+        // A steering object on a thread of its own, told that any wait for its core is contention, with a
+        // spinning thread on the client's core: it lets go after kContentionEvery pinned reads and stays off
+        // that core for kBackOffNs, though the client goes on from there.
+        const std::vector<int> cpus = allowedCpus();
+        const int a = cpus.front();
+        const int l = listenLoopback();
+        QVERIFY(l >= 0);
+        const int client = connectLoopback(localPort(l));
+        const int server = accept(l, nullptr, nullptr);
+        QVERIFY(client >= 0 && server >= 0);
+        setIoTimeouts(server, 10);
+        std::atomic<bool> spin{true};
+        std::thread spinner([&] {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(a, &one);
+            sched_setaffinity(0, sizeof one, &one);
+            while (spin.load(std::memory_order_relaxed)) {
+            }
+        });
+        int pinnedFirst = -2, pinnedAfter = -2, pinnedLater = -2;
+        std::uint64_t releases = 0;
+        std::thread relayThread([&] {
+            CpuSteering s;
+            s.start();
+            s.setContendedWait(1);
+            auto reads = [&](int n) {
+                for (int i = 0; i < n; ++i) {
+                    if (!onCore(a, [&] { return send(client, "x", 1, 0) == 1; })) return false;
+                    char y;
+                    if (recv(server, &y, 1, 0) != 1) return false;
+                    s.read(server, true, 1);
+                }
+                return true;
+            };
+            if (!s.enabled() || !reads(CpuSteering::kAgreeingReads)) return;
+            pinnedFirst = s.pinnedCpu();
+            if (!reads(CpuSteering::kContentionEvery)) return;
+            pinnedAfter = s.pinnedCpu();
+            releases = s.releases();
+            if (!reads(2 * CpuSteering::kAgreeingReads)) return;
+            pinnedLater = s.pinnedCpu();
+            s.stop();
+        });
+        relayThread.join();
+        spin = false;
+        spinner.join();
+        close(client);
+        close(server);
+        close(l);
+        QCOMPARE(pinnedFirst, a);
+        QCOMPARE(pinnedAfter, -1);
+        QCOMPARE(releases, std::uint64_t(1));
+        QCOMPARE(pinnedLater, -1);
+    }
+
+    void theEnvironmentTurnsItOff()
+    {
+        setenv("RPCSCOPE_RELAY_STEER", "0", 1);
+        QVERIFY(!CpuSteering::allowedByEnvironment());
+        const std::vector<int> cpus = allowedCpus();
+        Hop hop;
+        std::string error;
+        QVERIFY2(hop.start(&error), error.c_str());
+        QVERIFY(onCore(cpus.front(), [&] { return Hop::calls(hop.client, hop.server, 10); }));
+        QCOMPARE(relayThreadCpus(), cpus);
+        unsetenv("RPCSCOPE_RELAY_STEER");
+    }
+
+    void stopGivesTheThreadItsCoresBack()
+    {
+        // The steering object on a thread of its own (the relay's, in a relay): pinned after agreeing reads
+        // from a client on one core, then every core again after stop().
+        const std::vector<int> cpus = allowedCpus();
+        const int l = listenLoopback();
+        QVERIFY(l >= 0);
+        const int client = connectLoopback(localPort(l));
+        const int server = accept(l, nullptr, nullptr);
+        QVERIFY(client >= 0 && server >= 0);
+        setIoTimeouts(server, 10);
+        int pinnedTo = -2, pins = -1, after = -1;
+        std::vector<int> freed;
+        std::thread relayThread([&] {
+            CpuSteering s;
+            s.start();
+            if (!s.enabled()) return;
+            for (int i = 0; i < CpuSteering::kAgreeingReads; ++i) {
+                if (!onCore(cpus.back(), [&] { return send(client, "x", 1, 0) == 1; })) return;
+                char y;
+                if (recv(server, &y, 1, 0) != 1) return;
+                s.read(server, true, 1);
+            }
+            pinnedTo = s.pinnedCpu();
+            pins = int(s.pins());
+            s.stop();
+            after = s.pinnedCpu();
+            cpu_set_t now;
+            CPU_ZERO(&now);
+            sched_getaffinity(0, sizeof now, &now);
+            for (int i = 0; i < CPU_SETSIZE; ++i)
+                if (CPU_ISSET(i, &now)) freed.push_back(i);
+        });
+        relayThread.join();
+        close(client);
+        close(server);
+        close(l);
+        QCOMPARE(pinnedTo, cpus.back());
+        QCOMPARE(pins, 1);
+        QCOMPARE(after, -1);
+        QCOMPARE(freed, cpus);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuSteering)
+#include "tst_cpusteering.moc"
