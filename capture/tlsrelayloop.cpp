@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "connectionfault.h"
+#include "cpusteering.h"
 #include "heapbytes.h"
 #include "kernelrxtime.h"
 #include "relayloop.h"
@@ -967,6 +968,14 @@ void TlsRelayLoop::relay(Conn &c)
         bool readable() const { return !eof && (framed ? pending() < kReadSize : len == 0); }
     };
     KernelRxTime rx; // this connection's thread's
+    // This connection's thread follows its client's core while the client makes small calls (cpusteering.h).
+    CpuSteering steering;
+    steering.start();
+    struct StopSteering
+    {
+        CpuSteering &s;
+        ~StopSteering() { s.stop(); }
+    } stopSteering{steering};
     // What the handshakes read is no application data's time.
     takeReceiveTime(c.cs);
     takeReceiveTime(c.ss);
@@ -1075,6 +1084,10 @@ void TlsRelayLoop::relay(Conn &c)
                     // poll in between.
                     const bool bulk = size_t(n) >= kBulkRecord;
                     h.readAhead = bulk;
+                    if (bulk)
+                        steering.bulk();
+                    else
+                        steering.read(h.srcFd, fromClient, size_t(n));
                     // The larger read buffer replaces the session's first one when it holds nothing.
                     if (bulk && !h.bigBuffer && !SSL_has_pending(h.src)) {
                         SSL_set_default_read_buffer_len(h.src, kBulkReadBuffer);

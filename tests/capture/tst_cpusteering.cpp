@@ -7,14 +7,12 @@
 #include "events.h"
 #include "relay.h"
 #include "testnet.h"
+#include "threadcpus.h"
 
 #include <QtTest>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <dirent.h>
-#include <fstream>
-#include <functional>
 #include <sched.h>
 #include <string>
 #include <sys/socket.h>
@@ -28,53 +26,14 @@ using namespace testnet;
 
 namespace {
 
-// The cores this process may use.
-std::vector<int> allowedCpus()
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> out;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
-    for (int i = 0; i < CPU_SETSIZE; ++i)
-        if (CPU_ISSET(i, &set)) out.push_back(i);
-    return out;
-}
+using threadcpus::allowedCpus;
+using threadcpus::onCore;
 
 // The cores the relay thread (named rpcscope-relay) may run on; empty when there is no such thread.
 std::vector<int> relayThreadCpus()
 {
-    std::vector<int> out;
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return out;
-    while (dirent *e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-        std::string name;
-        std::getline(comm, name);
-        if (name != "rpcscope-relay") continue;
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        if (sched_getaffinity(pid_t(std::atoi(e->d_name)), sizeof set, &set) == 0)
-            for (int i = 0; i < CPU_SETSIZE; ++i)
-                if (CPU_ISSET(i, &set)) out.push_back(i);
-    }
-    closedir(d);
-    return out;
-}
-
-// Runs `work` on a thread allowed only core `cpu`; false if it could not be pinned or `work` failed.
-bool onCore(int cpu, const std::function<bool()> &work)
-{
-    bool ok = false;
-    std::thread t([&] {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0) return;
-        ok = work();
-    });
-    t.join();
-    return ok;
+    const std::vector<std::vector<int>> all = threadcpus::namedThreadsCpus("rpcscope-relay");
+    return all.size() == 1 ? all.front() : std::vector<int>{};
 }
 
 // A client connected through a relay to a server socket the test holds, exchanging bytes one way at a time.

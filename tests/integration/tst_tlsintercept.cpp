@@ -8,6 +8,7 @@
 #include "relay.h"
 #include "rpcscopeca.h"
 #include "testnet.h"
+#include "threadcpus.h"
 #include "timelinestore.h"
 #include "tlsrelayloop.h"
 #include "tlstestclient.h"
@@ -391,6 +392,94 @@ private slots:
             got += size_t(n);
         }
         QCOMPARE(got, kTotal);
+        relay.stop();
+    }
+
+    // An intercepted connection's thread follows its client's core while the client makes small calls, as the
+    // plain relay's thread does (capture/cpusteering.h): a raw TLS client on one core, then on another, each
+    // record echoed by a raw TLS target.
+    void aClientMakingSmallCallsIsFollowed()
+    {
+        const std::vector<int> cpus = threadcpus::allowedCpus();
+        if (cpus.size() < 2) QSKIP("steering needs two cores");
+        RpcscopeCa targetCa;
+        std::string error;
+        QVERIFY2(targetCa.open(m_dir.filePath("echo-target-ca").toStdString(), false, &error), error.c_str());
+        const auto leaf = targetCa.leafFor("localhost", &error);
+        QVERIFY2(leaf, error.c_str());
+        SSL_CTX *serverCtx = SSL_CTX_new(TLS_server_method());
+        SSL_CTX *clientCtx = SSL_CTX_new(TLS_client_method());
+        auto freeContexts = qScopeGuard([&] {
+            SSL_CTX_free(serverCtx);
+            SSL_CTX_free(clientCtx);
+        });
+        QVERIFY(serverCtx && clientCtx);
+        QVERIFY(SSL_CTX_use_certificate(serverCtx, leaf->cert) == 1);
+        QVERIFY(SSL_CTX_use_PrivateKey(serverCtx, leaf->key) == 1);
+        SSL_CTX_set_verify(clientCtx, SSL_VERIFY_NONE, nullptr);
+        const int listenFd = listenLoopback();
+        QVERIFY(listenFd >= 0);
+        std::thread target([&] { // echoes every record until the client goes
+            const int fd = accept(listenFd, nullptr, nullptr);
+            if (fd < 0) return;
+            setIoTimeouts(fd, 20);
+            SSL *ssl = SSL_new(serverCtx);
+            SSL_set_fd(ssl, fd);
+            if (SSL_accept(ssl) == 1) {
+                char buf[4096];
+                for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;)
+                    if (SSL_write(ssl, buf, n) != n) break;
+            }
+            SSL_free(ssl);
+            close(fd);
+        });
+        auto joinTarget = qScopeGuard([&] {
+            shutdown(listenFd, SHUT_RDWR);
+            target.join();
+            close(listenFd);
+        });
+        TlsInterceptOptions tls = m_tls;
+        tls.targetCaFile = targetCa.certPath();
+        Captured cap;
+        Relay relay;
+        relay.setTlsIntercept(tls);
+        QVERIFY2(relay.start({"127.0.0.1", 0}, {"localhost", localPort(listenFd)}, cap.sink(), &error),
+                 error.c_str());
+        const int fd = connectLoopback(relay.listenAddress().port);
+        QVERIFY(fd >= 0);
+        setIoTimeouts(fd, 20);
+        SSL *ssl = SSL_new(clientCtx);
+        auto freeClient = qScopeGuard([&] {
+            SSL_free(ssl);
+            close(fd);
+        });
+        SSL_set_fd(ssl, fd);
+        SSL_set_tlsext_host_name(ssl, "localhost");
+        QVERIFY2(SSL_connect(ssl) == 1, "a handshake through the intercepting hop");
+        auto calls = [&] {
+            const char ping[] = "a small request";
+            for (int i = 0; i < 10; ++i) {
+                char back[sizeof ping];
+                if (SSL_write(ssl, ping, sizeof ping) != int(sizeof ping) ||
+                    SSL_read(ssl, back, sizeof back) != int(sizeof back) ||
+                    std::memcmp(ping, back, sizeof ping))
+                    return false;
+            }
+            return true;
+        };
+        // The connection's thread (named as the loop that started it) is the one pinned.
+        auto pinnedTo = [](int cpu) {
+            int n = 0;
+            for (const std::vector<int> &c : threadcpus::namedThreadsCpus("rpcscope-tls"))
+                n += c == std::vector<int>{cpu};
+            return n;
+        };
+        QVERIFY(threadcpus::onCore(cpus.front(), calls));
+        QCOMPARE(pinnedTo(cpus.front()), 1);
+        QVERIFY(threadcpus::onCore(cpus.back(), calls));
+        QCOMPARE(pinnedTo(cpus.back()), 1);
+        QCOMPARE(pinnedTo(cpus.front()), 0);
+        SSL_shutdown(ssl);
         relay.stop();
     }
 
