@@ -5,8 +5,8 @@
 //      and with --before PATH another build's rpcscope-cli, e.g. the old read path). It reports
 //      (rpcscope - direct) / (socat - direct) at p50 and p99, and the CPU the capture's relay I/O and decoder
 //      threads used per call (their /proc schedstat run time). A lane with RPCSCOPE_RELAY_STEER=0 shows what
-//      following the client's core changes (capture/cpusteering.h). A fourth lane is the leanest relay there can
-//      be, as a floor for that CPU: one thread of a process of its own, epoll, read and write, decoding
+//      following the client's core changes (capture/cpusteering.h). A fourth lane is the leanest relay there
+//      can be, as a floor for that CPU: one thread of a process of its own, epoll, read and write, decoding
 //      nothing.
 //   2. Wire times: with both cores kept busy by two spinning processes, the relay's frame times against
 //      dumpcap's packet times on loopback, frames matched by connection, direction, stream, type, flags and

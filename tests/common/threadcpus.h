@@ -2,12 +2,16 @@
 
 // The cores threads may run on, for tests of the relay's CPU steering (capture/cpusteering.h).
 
+#include "testnet.h"
+
 #include <dirent.h>
 #include <fstream>
 #include <functional>
 #include <sched.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace threadcpus {
@@ -62,6 +66,34 @@ inline bool onCore(int cpu, const std::function<bool()> &work)
     });
     t.join();
     return ok;
+}
+
+// Whether the kernel reports the core a loopback sender sent from as the receiving socket's incoming core
+// (SO_INCOMING_CPU), which steering relies on: a byte sent from each of `cpus` in turn.
+inline bool loopbackReportsSendersCore(const std::vector<int> &cpus)
+{
+#ifdef SO_INCOMING_CPU
+    const int l = testnet::listenLoopback();
+    if (l < 0) return false;
+    const int from = testnet::connectLoopback(testnet::localPort(l));
+    const int to = from >= 0 ? accept(l, nullptr, nullptr) : -1;
+    bool ok = to >= 0;
+    if (ok) testnet::setIoTimeouts(to, 10);
+    for (size_t i = 0; ok && i < cpus.size(); ++i) {
+        ok = onCore(cpus[i], [&] { return send(from, "p", 1, 0) == 1; });
+        char c;
+        int got = -1;
+        socklen_t len = sizeof got;
+        ok = ok && recv(to, &c, 1, 0) == 1 && getsockopt(to, SOL_SOCKET, SO_INCOMING_CPU, &got, &len) == 0 &&
+             got == cpus[i];
+    }
+    for (int fd : {from, to, l})
+        if (fd >= 0) close(fd);
+    return ok;
+#else
+    (void)cpus;
+    return false;
+#endif
 }
 
 } // namespace threadcpus
