@@ -36,6 +36,26 @@ std::vector<int> relayThreadCpus()
     return all.size() == 1 ? all.front() : std::vector<int>{};
 }
 
+// A connected loopback pair, without a relay: bytes the test sends from `client` are read at `server`, and a
+// steering object is told of them by hand.
+struct LoopbackPair
+{
+    int listener = listenLoopback();
+    int client = listener >= 0 ? connectLoopback(localPort(listener)) : -1;
+    int server = client >= 0 ? accept(listener, nullptr, nullptr) : -1;
+    LoopbackPair()
+    {
+        if (server >= 0) setIoTimeouts(server, 10);
+    }
+    LoopbackPair(const LoopbackPair &) = delete;
+    LoopbackPair &operator=(const LoopbackPair &) = delete;
+    ~LoopbackPair()
+    {
+        for (int fd : {client, server, listener})
+            if (fd >= 0) close(fd);
+    }
+};
+
 // A client connected through a relay to a server socket the test holds, exchanging bytes one way at a time.
 struct Hop
 {
@@ -169,12 +189,9 @@ private slots:
         // that core for kBackOffNs, though the client goes on from there.
         const std::vector<int> cpus = allowedCpus();
         const int a = cpus.front();
-        const int l = listenLoopback();
-        QVERIFY(l >= 0);
-        const int client = connectLoopback(localPort(l));
-        const int server = accept(l, nullptr, nullptr);
-        QVERIFY(client >= 0 && server >= 0);
-        setIoTimeouts(server, 10);
+        const LoopbackPair pair;
+        QVERIFY(pair.client >= 0 && pair.server >= 0);
+        const int client = pair.client, server = pair.server;
         std::atomic<bool> spin{true};
         std::thread spinner([&] {
             cpu_set_t one;
@@ -211,9 +228,6 @@ private slots:
         relayThread.join();
         spin = false;
         spinner.join();
-        close(client);
-        close(server);
-        close(l);
         QCOMPARE(pinnedFirst, a);
         QCOMPARE(pinnedAfter, -1);
         QCOMPARE(releases, std::uint64_t(1));
@@ -238,12 +252,9 @@ private slots:
         // The steering object on a thread of its own (the relay's, in a relay): pinned after agreeing reads
         // from a client on one core, then every core again after stop().
         const std::vector<int> cpus = allowedCpus();
-        const int l = listenLoopback();
-        QVERIFY(l >= 0);
-        const int client = connectLoopback(localPort(l));
-        const int server = accept(l, nullptr, nullptr);
-        QVERIFY(client >= 0 && server >= 0);
-        setIoTimeouts(server, 10);
+        const LoopbackPair pair;
+        QVERIFY(pair.client >= 0 && pair.server >= 0);
+        const int client = pair.client, server = pair.server;
         int pinnedTo = -2, pins = -1, after = -1;
         std::vector<int> freed;
         std::thread relayThread([&] {
@@ -267,9 +278,6 @@ private slots:
                 if (CPU_ISSET(i, &now)) freed.push_back(i);
         });
         relayThread.join();
-        close(client);
-        close(server);
-        close(l);
         QCOMPARE(pinnedTo, cpus.back());
         QCOMPARE(pins, 1);
         QCOMPARE(after, -1);

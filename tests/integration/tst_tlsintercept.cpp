@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 #include <map>
@@ -42,6 +43,89 @@ namespace {
 
 using Captured = CapturedEvents;
 
+// A raw TLS target's and a raw TLS client's contexts, the target's certificate from a CA of its own that the
+// hop is told to trust: for what grpc++ will not do on purpose (stall its reads, echo bytes that are no
+// HTTP/2).
+struct RawTls
+{
+    RpcscopeCa ca;
+    SSL_CTX *serverCtx = nullptr;
+    SSL_CTX *clientCtx = nullptr;
+    int listenFd = -1;
+    std::thread target;
+    RawTls() = default;
+    RawTls(const RawTls &) = delete;
+    RawTls &operator=(const RawTls &) = delete;
+    ~RawTls()
+    {
+        if (listenFd >= 0) shutdown(listenFd, SHUT_RDWR); // an accept still waiting returns
+        if (target.joinable()) target.join();
+        if (listenFd >= 0) close(listenFd);
+        SSL_CTX_free(serverCtx);
+        SSL_CTX_free(clientCtx);
+    }
+    // The target: one connection accepted on a port of its own (port()), handed to `body` once its
+    // handshake succeeded, on a thread of its own.
+    bool serve(std::function<void(SSL *ssl, int fd)> body)
+    {
+        listenFd = listenLoopback();
+        if (listenFd < 0) return false;
+        target = std::thread([this, body = std::move(body)] {
+            const int fd = accept(listenFd, nullptr, nullptr);
+            if (fd < 0) return;
+            setIoTimeouts(fd, 20);
+            SSL *ssl = SSL_new(serverCtx);
+            SSL_set_fd(ssl, fd);
+            if (SSL_accept(ssl) == 1) body(ssl, fd);
+            SSL_free(ssl);
+            close(fd);
+        });
+        return true;
+    }
+    std::uint16_t port() const { return localPort(listenFd); }
+    bool open(const std::string &caDirectory, std::string *error)
+    {
+        if (!ca.open(caDirectory, false, error)) return false;
+        const auto leaf = ca.leafFor("localhost", error);
+        serverCtx = SSL_CTX_new(TLS_server_method());
+        clientCtx = SSL_CTX_new(TLS_client_method());
+        if (!leaf || !serverCtx || !clientCtx || SSL_CTX_use_certificate(serverCtx, leaf->cert) != 1 ||
+            SSL_CTX_use_PrivateKey(serverCtx, leaf->key) != 1)
+            return false;
+        SSL_CTX_set_verify(clientCtx, SSL_VERIFY_NONE, nullptr);
+        return true;
+    }
+    // A client connected through `relay` (its socket's receive buffer `rcvbuf` bytes, if set); its ssl is
+    // null unless the handshake succeeded.
+    struct Client
+    {
+        int fd = -1;
+        SSL *ssl = nullptr;
+        Client() = default;
+        Client(const Client &) = delete;
+        Client &operator=(const Client &) = delete;
+        ~Client()
+        {
+            SSL_free(ssl);
+            if (fd >= 0) close(fd);
+        }
+    };
+    void connectThrough(const Relay &relay, Client *c, int rcvbuf = 0)
+    {
+        c->fd = connectLoopback(relay.listenAddress().port);
+        if (c->fd < 0) return;
+        if (rcvbuf) setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        setIoTimeouts(c->fd, 20);
+        SSL *ssl = SSL_new(clientCtx);
+        SSL_set_fd(ssl, c->fd);
+        SSL_set_tlsext_host_name(ssl, "localhost");
+        if (SSL_connect(ssl) == 1)
+            c->ssl = ssl;
+        else
+            SSL_free(ssl);
+    }
+};
+
 } // namespace
 
 class TstTlsIntercept : public QObject
@@ -58,6 +142,18 @@ class TstTlsIntercept : public QObject
         std::string error;
         const bool ok =
             relay.start({"127.0.0.1", 0}, {"localhost", std::uint16_t(m_server.port)}, cap.sink(), &error);
+        if (!ok) qWarning("%s", error.c_str());
+        return ok;
+    }
+
+    // An intercepting hop in front of a raw TLS target, trusting that target's CA.
+    bool startRawHop(Relay &relay, Captured &cap, const RawTls &raw)
+    {
+        TlsInterceptOptions tls = m_tls;
+        tls.targetCaFile = raw.ca.certPath();
+        relay.setTlsIntercept(tls);
+        std::string error;
+        const bool ok = relay.start({"127.0.0.1", 0}, {"localhost", raw.port()}, cap.sink(), &error);
         if (!ok) qWarning("%s", error.c_str());
         return ok;
     }
@@ -295,83 +391,42 @@ private slots:
     // target's write blocks), then reads it all.
     void aStalledClientGetsTheStreamWhole()
     {
-        RpcscopeCa targetCa;
+        RawTls raw;
         std::string error;
-        QVERIFY2(targetCa.open(m_dir.filePath("raw-target-ca").toStdString(), false, &error), error.c_str());
-        const auto leaf = targetCa.leafFor("localhost", &error);
-        QVERIFY2(leaf, error.c_str());
-        SSL_CTX *serverCtx = SSL_CTX_new(TLS_server_method());
-        SSL_CTX *clientCtx = SSL_CTX_new(TLS_client_method());
-        auto freeContexts = qScopeGuard([&] {
-            SSL_CTX_free(serverCtx);
-            SSL_CTX_free(clientCtx);
-        });
-        QVERIFY(serverCtx && clientCtx);
-        QVERIFY(SSL_CTX_use_certificate(serverCtx, leaf->cert) == 1);
-        QVERIFY(SSL_CTX_use_PrivateKey(serverCtx, leaf->key) == 1);
-        SSL_CTX_set_verify(clientCtx, SSL_VERIFY_NONE, nullptr);
+        QVERIFY2(raw.open(m_dir.filePath("raw-target-ca").toStdString(), &error), error.c_str());
 
         constexpr size_t kTotal = 16u << 20;
         auto byteAt = [](size_t i) { return std::uint8_t((i >> 14) * 7 + i * 13); };
-        const int listenFd = listenLoopback();
-        QVERIFY(listenFd >= 0);
         std::atomic<bool> blocked{false};
         std::atomic<size_t> written{0};
-        std::thread target([&] {
-            const int fd = accept(listenFd, nullptr, nullptr);
-            if (fd < 0) return;
-            setIoTimeouts(fd, 20);
-            SSL *ssl = SSL_new(serverCtx);
-            SSL_set_fd(ssl, fd);
-            if (SSL_accept(ssl) == 1) {
-                std::vector<std::uint8_t> chunk(16 * 1024);
-                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-                while (written < kTotal) {
-                    const size_t at = written;
-                    const size_t n = std::min(chunk.size(), kTotal - at);
-                    for (size_t i = 0; i < n; ++i)
-                        chunk[i] = byteAt(at + i);
-                    const int w = SSL_write(ssl, chunk.data(), int(n));
-                    if (w > 0) {
-                        written += size_t(w);
-                        continue;
-                    }
-                    if (SSL_get_error(ssl, w) != SSL_ERROR_WANT_WRITE) break;
-                    blocked = true; // the client, the relay and every socket between them are full
-                    pollfd p{fd, POLLOUT, 0};
-                    if (poll(&p, 1, 20000) != 1) break;
+        QVERIFY(raw.serve([&](SSL *ssl, int fd) {
+            std::vector<std::uint8_t> chunk(16 * 1024);
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+            while (written < kTotal) {
+                const size_t at = written;
+                const size_t n = std::min(chunk.size(), kTotal - at);
+                for (size_t i = 0; i < n; ++i)
+                    chunk[i] = byteAt(at + i);
+                const int w = SSL_write(ssl, chunk.data(), int(n));
+                if (w > 0) {
+                    written += size_t(w);
+                    continue;
                 }
-                SSL_shutdown(ssl);
+                if (SSL_get_error(ssl, w) != SSL_ERROR_WANT_WRITE) break;
+                blocked = true; // the client, the relay and every socket between them are full
+                pollfd p{fd, POLLOUT, 0};
+                if (poll(&p, 1, 20000) != 1) break;
             }
-            SSL_free(ssl);
-            close(fd);
-        });
-        auto joinTarget = qScopeGuard([&] {
-            shutdown(listenFd, SHUT_RDWR);
-            target.join();
-            close(listenFd);
-        });
+            SSL_shutdown(ssl);
+        }));
 
-        TlsInterceptOptions tls = m_tls;
-        tls.targetCaFile = targetCa.certPath();
         Captured cap;
         Relay relay;
-        relay.setTlsIntercept(tls);
-        QVERIFY2(relay.start({"127.0.0.1", 0}, {"localhost", localPort(listenFd)}, cap.sink(), &error),
-                 error.c_str());
-        const int fd = connectLoopback(relay.listenAddress().port);
-        QVERIFY(fd >= 0);
-        const int small = 64 * 1024; // fills sooner
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        setIoTimeouts(fd, 20);
-        SSL *ssl = SSL_new(clientCtx);
-        auto freeClient = qScopeGuard([&] {
-            SSL_free(ssl);
-            close(fd);
-        });
-        SSL_set_fd(ssl, fd);
-        SSL_set_tlsext_host_name(ssl, "localhost");
-        QVERIFY2(SSL_connect(ssl) == 1, "a handshake through the intercepting hop");
+        QVERIFY(startRawHop(relay, cap, raw));
+        RawTls::Client client;
+        raw.connectThrough(relay, &client, 64 * 1024); // a small receive buffer fills sooner
+        SSL *ssl = client.ssl;
+        QVERIFY2(ssl, "a handshake through the intercepting hop");
         QTRY_VERIFY2_WITH_TIMEOUT(blocked.load(),
                                   qPrintable(QStringLiteral("the target wrote %1 bytes and never "
                                                             "blocked")
@@ -404,60 +459,21 @@ private slots:
         if (cpus.size() < 2) QSKIP("steering needs two cores");
         if (!threadcpus::loopbackReportsSendersCore({cpus.front(), cpus.back()}))
             QSKIP("this kernel does not report a loopback sender's core (SO_INCOMING_CPU)");
-        RpcscopeCa targetCa;
+        RawTls raw;
         std::string error;
-        QVERIFY2(targetCa.open(m_dir.filePath("echo-target-ca").toStdString(), false, &error), error.c_str());
-        const auto leaf = targetCa.leafFor("localhost", &error);
-        QVERIFY2(leaf, error.c_str());
-        SSL_CTX *serverCtx = SSL_CTX_new(TLS_server_method());
-        SSL_CTX *clientCtx = SSL_CTX_new(TLS_client_method());
-        auto freeContexts = qScopeGuard([&] {
-            SSL_CTX_free(serverCtx);
-            SSL_CTX_free(clientCtx);
-        });
-        QVERIFY(serverCtx && clientCtx);
-        QVERIFY(SSL_CTX_use_certificate(serverCtx, leaf->cert) == 1);
-        QVERIFY(SSL_CTX_use_PrivateKey(serverCtx, leaf->key) == 1);
-        SSL_CTX_set_verify(clientCtx, SSL_VERIFY_NONE, nullptr);
-        const int listenFd = listenLoopback();
-        QVERIFY(listenFd >= 0);
-        std::thread target([&] { // echoes every record until the client goes
-            const int fd = accept(listenFd, nullptr, nullptr);
-            if (fd < 0) return;
-            setIoTimeouts(fd, 20);
-            SSL *ssl = SSL_new(serverCtx);
-            SSL_set_fd(ssl, fd);
-            if (SSL_accept(ssl) == 1) {
-                char buf[4096];
-                for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;)
-                    if (SSL_write(ssl, buf, n) != n) break;
-            }
-            SSL_free(ssl);
-            close(fd);
-        });
-        auto joinTarget = qScopeGuard([&] {
-            shutdown(listenFd, SHUT_RDWR);
-            target.join();
-            close(listenFd);
-        });
-        TlsInterceptOptions tls = m_tls;
-        tls.targetCaFile = targetCa.certPath();
+        QVERIFY2(raw.open(m_dir.filePath("echo-target-ca").toStdString(), &error), error.c_str());
+        QVERIFY(raw.serve([](SSL *ssl, int) { // echoes every record until the client goes
+            char buf[4096];
+            for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;)
+                if (SSL_write(ssl, buf, n) != n) break;
+        }));
         Captured cap;
         Relay relay;
-        relay.setTlsIntercept(tls);
-        QVERIFY2(relay.start({"127.0.0.1", 0}, {"localhost", localPort(listenFd)}, cap.sink(), &error),
-                 error.c_str());
-        const int fd = connectLoopback(relay.listenAddress().port);
-        QVERIFY(fd >= 0);
-        setIoTimeouts(fd, 20);
-        SSL *ssl = SSL_new(clientCtx);
-        auto freeClient = qScopeGuard([&] {
-            SSL_free(ssl);
-            close(fd);
-        });
-        SSL_set_fd(ssl, fd);
-        SSL_set_tlsext_host_name(ssl, "localhost");
-        QVERIFY2(SSL_connect(ssl) == 1, "a handshake through the intercepting hop");
+        QVERIFY(startRawHop(relay, cap, raw));
+        RawTls::Client client;
+        raw.connectThrough(relay, &client);
+        SSL *ssl = client.ssl;
+        QVERIFY2(ssl, "a handshake through the intercepting hop");
         auto calls = [&] {
             const char ping[] = "a small request";
             for (int i = 0; i < 10; ++i) {
