@@ -27,8 +27,6 @@ void CpuSteering::start()
     CPU_ZERO(&m_allowed);
     if (sched_getaffinity(0, sizeof m_allowed, &m_allowed) != 0) return;
     m_enabled = CPU_COUNT(&m_allowed) >= 2;
-    if (m_enabled && m_schedstat < 0)
-        m_schedstat = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 #endif
 }
 
@@ -99,6 +97,9 @@ void CpuSteering::pin(int cpu)
     m_pinned = cpu;
     ++m_pins;
     m_sinceCheck = 0;
+    // Opened on the first pin, on this thread (thread-self): a thread that never pins (a streaming TLS
+    // connection's) holds no descriptor for it.
+    if (m_schedstat < 0) m_schedstat = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     m_waited = runQueueWaitNs();
 }
 
