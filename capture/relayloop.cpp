@@ -557,7 +557,6 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     (fromKernel ? m_kernelStamped : m_readTimed).fetch_add(1, std::memory_order_relaxed);
     if (got) *got = size_t(n);
     half.splicing = size_t(n) >= kSpliceFrom;
-    m_steering.read(src, fromClient, size_t(n));
 
     // The bytes go to the decoder before the peer gets them, so that whoever has seen the peer get them and
     // then asks DecoderThread::sync() finds them decoded; its wake waits until they are out.
@@ -588,6 +587,7 @@ bool RelayLoop::copySide(Conn &c, bool fromClient, size_t limit, size_t *got)
     }
     if (sent < size_t(n)) half.queued.append(buf + sent, size_t(n) - sent);
     m_bytes += std::uint64_t(n);
+    m_steering.read(src, fromClient, size_t(n)); // after forwarding: its look at the core waits for the bytes
     return true;
 }
 

@@ -27,7 +27,6 @@ bool RelayLoop::streamRead(Conn &c, bool fromClient)
     const std::int64_t t = steadyNowNs();
     if (n <= 0) return readEnded(c, fromClient, n);
     if (throttled) c.fault->spent(fromClient, size_t(n));
-    m_steering.read(fromClient ? c.cfd : c.sfd, fromClient, size_t(n));
     m_bytes += std::uint64_t(n);
     const DecoderThread::DeferWakes forwardFirst; // the bytes go to the decoder first, but out first
     const auto *bytes = reinterpret_cast<const std::uint8_t *>(buf);
@@ -37,7 +36,10 @@ bool RelayLoop::streamRead(Conn &c, bool fromClient)
     } else {
         c.streams->fromServer(bytes, size_t(n), t);
     }
-    return streamOutput(c, t);
+    const bool ok = streamOutput(c, t);
+    if (ok)
+        m_steering.read(fromClient ? c.cfd : c.sfd, fromClient, size_t(n)); // after forwarding, as copySide
+    return ok;
 }
 
 void RelayLoop::streamEarly(Conn &c, std::string early, std::int64_t at)

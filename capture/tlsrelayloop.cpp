@@ -1084,10 +1084,6 @@ void TlsRelayLoop::relay(Conn &c)
                     // poll in between.
                     const bool bulk = size_t(n) >= kBulkRecord;
                     h.readAhead = bulk;
-                    if (bulk)
-                        steering.bulk();
-                    else
-                        steering.read(h.srcFd, fromClient, size_t(n));
                     // The larger read buffer replaces the session's first one when it holds nothing.
                     if (bulk && !h.bigBuffer && !SSL_has_pending(h.src)) {
                         SSL_set_default_read_buffer_len(h.src, kBulkReadBuffer);
@@ -1135,6 +1131,11 @@ void TlsRelayLoop::relay(Conn &c)
                     }
                     // On at once, before the other direction is looked at.
                     if (!forward(h)) return;
+                    // Then steering's look at the core (cpusteering.h), off the bytes' way.
+                    if (bulk)
+                        steering.bulk();
+                    else
+                        steering.read(h.srcFd, fromClient, size_t(n));
                     if (!bulk) break;
                 } else {
                     const int e = SSL_get_error(h.src, n);
