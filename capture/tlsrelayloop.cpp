@@ -31,6 +31,10 @@ namespace rpcscope {
 namespace {
 // A peer that stalls a handshake (or a connect) this long is given up.
 constexpr int kHandshakeTimeoutMs = 10'000;
+// OpenSSL's own suites and TLS 1.2 ciphers (DEFAULT), with AES-128-GCM moved first.
+constexpr const char *kTls13Suites =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+constexpr const char *kTls12Ciphers = "ECDHE+AESGCM+AES128:ALL:!COMPLEMENTOFDEFAULT:!eNULL";
 constexpr size_t kReadSize = 64 * 1024;
 // A direction whose reads decrypt records this large is streaming: it reads ahead, and reads up to
 // kBulkBurst records in a row before looking at the other direction (whose read would mostly find nothing).
@@ -409,7 +413,18 @@ bool TlsRelayLoop::open(int listenFd, const HostPort &target, std::vector<sockad
         SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
         SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
         SSL_CTX_set_app_data(ctx, this);
+        // Both legs prefer AES-128-GCM, as nghttpx and Go's TLS do: the relay decrypts and re-encrypts every
+        // byte, and 128-bit keys take 10 AES rounds to 256-bit keys' 14. The same suites stay allowed, so
+        // every peer that connected before still does.
+        if (SSL_CTX_set_ciphersuites(ctx, kTls13Suites) != 1 ||
+            SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) {
+            *error = "cannot set up TLS cipher suites: " + sslErrors();
+            return false;
+        }
     }
+    // Facing the client the relay's order decides, except for a client that asks for ChaCha20 first (one
+    // without AES instructions), which gets it.
+    SSL_CTX_set_options(m_serverCtx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
     SSL_CTX_set_client_hello_cb(m_serverCtx, clientHelloCallback, this);
     SSL_CTX_set_alpn_select_cb(m_serverCtx, alpnCallback, this);
     // Minted certificates are per connection; resuming a session would skip the ClientHello callback's check

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <future>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 #include <map>
@@ -499,6 +500,53 @@ private slots:
         QCOMPARE(pinnedTo(cpus.front()), 0);
         SSL_shutdown(ssl);
         relay.stop();
+    }
+
+    // Both legs prefer AES-128-GCM, as nghttpx does. A client listing AES-256 first (OpenSSL's own order)
+    // gets AES-128, and so does a target that takes its client's order; a client asking for ChaCha20 first
+    // (one without AES instructions) gets ChaCha20.
+    void bothLegsPreferAes128Gcm()
+    {
+        for (const bool chachaFirst : {false, true}) {
+            // What the target negotiated, and when the test is done with it (declared before the target,
+            // whose thread uses them).
+            std::mutex lock;
+            std::string targetSuite;
+            std::promise<void> checked;
+            RawTls raw;
+            std::string error;
+            QVERIFY2(raw.open(m_dir.filePath("cipher-target-ca").toStdString(), &error), error.c_str());
+            if (chachaFirst)
+                QVERIFY(SSL_CTX_set_ciphersuites(raw.clientCtx,
+                                                 "TLS_CHACHA20_POLY1305_SHA256:"
+                                                 "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256") == 1);
+            else // the premise: left to itself, the client would have AES-256
+                QCOMPARE(std::string(
+                             SSL_CIPHER_get_name(sk_SSL_CIPHER_value(SSL_CTX_get_ciphers(raw.clientCtx), 0))),
+                         std::string("TLS_AES_256_GCM_SHA384"));
+            QVERIFY(raw.serve([&, done = checked.get_future().share()](SSL *ssl, int) {
+                {
+                    std::lock_guard<std::mutex> g(lock);
+                    targetSuite = SSL_get_cipher_name(ssl);
+                }
+                done.wait_for(std::chrono::seconds(20));
+            }));
+            auto release = qScopeGuard([&] { checked.set_value(); });
+            Captured cap;
+            Relay relay;
+            QVERIFY(startRawHop(relay, cap, raw));
+            RawTls::Client client;
+            raw.connectThrough(relay, &client);
+            QVERIFY2(client.ssl, "a handshake through the intercepting hop");
+            QCOMPARE(std::string(SSL_get_cipher_name(client.ssl)),
+                     std::string(chachaFirst ? "TLS_CHACHA20_POLY1305_SHA256" : "TLS_AES_128_GCM_SHA256"));
+            auto suite = [&] {
+                std::lock_guard<std::mutex> g(lock);
+                return targetSuite;
+            };
+            QTRY_VERIFY_WITH_TIMEOUT(!suite().empty(), 20000);
+            QCOMPARE(suite(), std::string("TLS_AES_128_GCM_SHA256"));
+        }
     }
 
     // What intercepted connections hold (two TLS sessions, relay buffers and a thread each) is in the relay's
