@@ -49,9 +49,8 @@ void CpuSteering::read(int fd, bool fromClient, size_t bytes)
 #ifdef SO_INCOMING_CPU
     int cpu = -1;
     socklen_t len = sizeof cpu;
-    if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0 || cpu < 0 || cpu >= CPU_SETSIZE ||
-        !CPU_ISSET(cpu, &m_allowed))
-        return;
+    // A core outside the thread's own is counted too: pin() declines it (its cores may change meanwhile).
+    if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0 || cpu < 0 || cpu >= CPU_SETSIZE) return;
     if (fd == m_lastFd && cpu == m_lastCpu) {
         ++m_agree;
     } else {
@@ -87,6 +86,16 @@ void CpuSteering::bulk()
 
 void CpuSteering::pin(int cpu)
 {
+    // The cores the thread has now are the ones to come back to: someone may have changed them since start()
+    // (taskset -a -p), and that choice stands. Within one core, or off it, there is nothing to follow.
+    cpu_set_t now;
+    CPU_ZERO(&now);
+    if (sched_getaffinity(0, sizeof now, &now) != 0) return;
+    m_allowed = now;
+    if (CPU_COUNT(&now) < 2 || !CPU_ISSET(cpu, &now)) {
+        m_backOffUntil = steadyNowNs() + kBackOffNs; // looked at again after a back-off, not every read
+        return;
+    }
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
@@ -106,7 +115,16 @@ void CpuSteering::pin(int cpu)
 void CpuSteering::release()
 {
     if (m_pinned < 0) return;
-    sched_setaffinity(0, sizeof m_allowed, &m_allowed);
+    // Cores changed from outside while pinned (the pin is gone) stay as they were set; otherwise the thread
+    // gets back what it had before the pin.
+    cpu_set_t now, one;
+    CPU_ZERO(&now);
+    CPU_ZERO(&one);
+    CPU_SET(m_pinned, &one);
+    if (sched_getaffinity(0, sizeof now, &now) == 0 && !CPU_EQUAL(&now, &one))
+        m_allowed = now;
+    else
+        sched_setaffinity(0, sizeof m_allowed, &m_allowed);
     m_pinned = -1;
     ++m_releases;
 }

@@ -27,7 +27,9 @@ namespace rpcscope {
 //   /proc/thread-self/schedstat) longer than kContendedWaitNs a read on average, so something else keeps
 //   that core busy; it stays unpinned for kBackOffNs, and the kernel balances as it would.
 // Off with RPCSCOPE_RELAY_STEER=0, where the process may use only one core, or where the platform has no
-// SO_INCOMING_CPU. Only the thread that calls start() is ever pinned; stop() gives it back its cores.
+// SO_INCOMING_CPU. Only the thread that calls start() is ever pinned; stop() gives it back its cores. Cores
+// set from outside (taskset -a -p) stand: a pin takes a core only among those the thread has when it pins,
+// and letting go keeps cores set while it was pinned.
 class CpuSteering
 {
 public:

@@ -10,6 +10,7 @@
 #include "threadcpus.h"
 
 #include <QtTest>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -282,6 +283,73 @@ private slots:
         QCOMPARE(pins, 1);
         QCOMPARE(after, -1);
         QCOMPARE(freed, cpus);
+    }
+
+    void coresSetFromOutsideStand()
+    {
+        // The thread's cores changed while it is pinned, as `taskset -a -p` changes them: letting go keeps
+        // that choice, and the thread is not pinned outside it. Given every core back, it follows again, and
+        // stop() leaves it every core.
+        const std::vector<int> cpus = allowedCpus();
+        const int a = cpus.front(), b = cpus.back();
+        const LoopbackPair pair;
+        QVERIFY(pair.client >= 0 && pair.server >= 0);
+        const int client = pair.client, server = pair.server;
+        int pinnedFirst = -2, pinnedOutside = -2, pinnedAgain = -2;
+        std::vector<int> afterRelease, whileOutside, afterStop;
+        std::thread relayThread([&] {
+            CpuSteering s;
+            s.start();
+            if (!s.enabled()) return;
+            auto reads = [&](int n) {
+                for (int i = 0; i < n; ++i) {
+                    if (!onCore(b, [&] { return send(client, "x", 1, 0) == 1; })) return false;
+                    char y;
+                    if (recv(server, &y, 1, 0) != 1) return false;
+                    s.read(server, true, 1);
+                }
+                return true;
+            };
+            auto setCores = [](const std::vector<int> &cores) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                for (int c : cores)
+                    CPU_SET(c, &set);
+                return sched_setaffinity(0, sizeof set, &set) == 0;
+            };
+            if (!reads(CpuSteering::kAgreeingReads)) return;
+            pinnedFirst = s.pinnedCpu();
+            if (!setCores({a})) return;
+            s.bulk(); // lets go
+            afterRelease = allowedCpus();
+            // Calls from core b past the bulk back-off: they agree, and b is not the thread's to take.
+            const auto backOffOver =
+                std::chrono::steady_clock::now() + 2 * std::chrono::nanoseconds(CpuSteering::kBulkBackOffNs);
+            pinnedOutside = -1;
+            while (std::chrono::steady_clock::now() < backOffOver) {
+                if (!reads(1)) return;
+                pinnedOutside = std::max(pinnedOutside, s.pinnedCpu());
+                std::this_thread::sleep_for(1ms);
+            }
+            whileOutside = allowedCpus();
+            if (!setCores(cpus)) return;
+            // Past the bulk back-off, the client's calls are followed again.
+            const auto until = std::chrono::steady_clock::now() + 5s;
+            while (s.pinnedCpu() < 0 && std::chrono::steady_clock::now() < until) {
+                if (!reads(1)) return;
+                std::this_thread::sleep_for(1ms); // a call now and then, as a client between its calls
+            }
+            pinnedAgain = s.pinnedCpu();
+            s.stop();
+            afterStop = allowedCpus();
+        });
+        relayThread.join();
+        QCOMPARE(pinnedFirst, b);
+        QCOMPARE(afterRelease, std::vector<int>{a});
+        QCOMPARE(pinnedOutside, -1);
+        QCOMPARE(whileOutside, std::vector<int>{a});
+        QCOMPARE(pinnedAgain, b);
+        QCOMPARE(afterStop, cpus);
     }
 };
 
