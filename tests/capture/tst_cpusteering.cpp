@@ -57,6 +57,18 @@ struct LoopbackPair
     }
 };
 
+// `n` one-byte reads at `pair`'s server, each sent from core `cpu`, told to `s` as the relay's reads are.
+bool readsFrom(int cpu, const LoopbackPair &pair, CpuSteering &s, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        if (!onCore(cpu, [&] { return send(pair.client, "x", 1, 0) == 1; })) return false;
+        char y;
+        if (recv(pair.server, &y, 1, 0) != 1) return false;
+        s.read(pair.server, true, 1);
+    }
+    return true;
+}
+
 // A client connected through a relay to a server socket the test holds, exchanging bytes one way at a time.
 struct Hop
 {
@@ -192,7 +204,6 @@ private slots:
         const int a = cpus.front();
         const LoopbackPair pair;
         QVERIFY(pair.client >= 0 && pair.server >= 0);
-        const int client = pair.client, server = pair.server;
         std::atomic<bool> spin{true};
         std::thread spinner([&] {
             cpu_set_t one;
@@ -208,15 +219,7 @@ private slots:
             CpuSteering s;
             s.start();
             s.setContendedWait(1);
-            auto reads = [&](int n) {
-                for (int i = 0; i < n; ++i) {
-                    if (!onCore(a, [&] { return send(client, "x", 1, 0) == 1; })) return false;
-                    char y;
-                    if (recv(server, &y, 1, 0) != 1) return false;
-                    s.read(server, true, 1);
-                }
-                return true;
-            };
+            auto reads = [&](int n) { return readsFrom(a, pair, s, n); };
             if (!s.enabled() || !reads(CpuSteering::kAgreeingReads)) return;
             pinnedFirst = s.pinnedCpu();
             if (!reads(CpuSteering::kContentionEvery)) return;
@@ -255,19 +258,12 @@ private slots:
         const std::vector<int> cpus = allowedCpus();
         const LoopbackPair pair;
         QVERIFY(pair.client >= 0 && pair.server >= 0);
-        const int client = pair.client, server = pair.server;
         int pinnedTo = -2, pins = -1, after = -1;
         std::vector<int> freed;
         std::thread relayThread([&] {
             CpuSteering s;
             s.start();
-            if (!s.enabled()) return;
-            for (int i = 0; i < CpuSteering::kAgreeingReads; ++i) {
-                if (!onCore(cpus.back(), [&] { return send(client, "x", 1, 0) == 1; })) return;
-                char y;
-                if (recv(server, &y, 1, 0) != 1) return;
-                s.read(server, true, 1);
-            }
+            if (!s.enabled() || !readsFrom(cpus.back(), pair, s, CpuSteering::kAgreeingReads)) return;
             pinnedTo = s.pinnedCpu();
             pins = int(s.pins());
             s.stop();
@@ -294,22 +290,13 @@ private slots:
         const int a = cpus.front(), b = cpus.back();
         const LoopbackPair pair;
         QVERIFY(pair.client >= 0 && pair.server >= 0);
-        const int client = pair.client, server = pair.server;
         int pinnedFirst = -2, pinnedOutside = -2, pinnedAgain = -2;
         std::vector<int> afterRelease, whileOutside, afterStop;
         std::thread relayThread([&] {
             CpuSteering s;
             s.start();
             if (!s.enabled()) return;
-            auto reads = [&](int n) {
-                for (int i = 0; i < n; ++i) {
-                    if (!onCore(b, [&] { return send(client, "x", 1, 0) == 1; })) return false;
-                    char y;
-                    if (recv(server, &y, 1, 0) != 1) return false;
-                    s.read(server, true, 1);
-                }
-                return true;
-            };
+            auto reads = [&](int n) { return readsFrom(b, pair, s, n); };
             auto setCores = [](const std::vector<int> &cores) {
                 cpu_set_t set;
                 CPU_ZERO(&set);
