@@ -15,7 +15,7 @@
 
 namespace rpcscope {
 
-QString RulerPass::tickLabel(const PaintContext &ctx, qint64 t, qint64 step) const
+QString RulerPass::tickLabel(const PaintContext &ctx, qint64 t, qint64 step)
 {
     if (ctx.options.wallClock && ctx.store.originWallNs() != 0) {
         const qint64 wallNs = ctx.store.originWallNs() + (t - ctx.store.originNs());
@@ -81,6 +81,27 @@ RulerPass::TitleLine RulerPass::titleLine(const PaintContext &ctx)
     return line;
 }
 
+std::vector<RulerPass::TickLabel> RulerPass::tickLabels(const PaintContext &ctx, double rulerTop)
+{
+    const qint64 step = rulerStepNs(ctx);
+    const double right = ctx.rect.right();
+    const QFontMetricsF fm(ctx.font(12));
+    const double height = ctx.metrics.rulerHeight - 6;
+    std::vector<TickLabel> out;
+    double taken = -1e9; // where the last label's text ends, and a gap after it
+    for (const qint64 t : rulerTicks(ctx, step)) {
+        const double x = ctx.axis.timeToX(t);
+        QString text = tickLabel(ctx, t, step);
+        const double w = fm.horizontalAdvance(text) + 1;
+        // A label that would run off the right edge ends at its tick instead.
+        const double left = x + 3 + w > right ? x - 3 - w : x + 3;
+        if (left < taken) continue;
+        out.push_back({t, std::move(text), QRectF(left, rulerTop, w, height)});
+        taken = left + w + 8 * ctx.metrics.scale;
+    }
+    return out;
+}
+
 void RulerPass::paint(QPainter *p, const PaintContext &ctx)
 {
     const QRectF &rect = ctx.rect;
@@ -108,7 +129,6 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
     const qint64 step = rulerStepNs(ctx);
     const std::vector<qint64> ticks = rulerTicks(ctx, step);
     const double right = rect.right();
-    const QFontMetricsF fm(p->font());
     if (ticks.empty() || ax.timeToX(ticks.front()) - ax.left > 0.4 * (right - ax.left)) {
         // A range narrower than a step or two (large type on a narrow window, a wide wall-clock label) still
         // says where it starts: as the title's range does ("3.60 ms", not a step's rounding "4 ms", which
@@ -119,20 +139,14 @@ void RulerPass::paint(QPainter *p, const PaintContext &ctx)
                     wallClockRuler(ctx) ? tickLabel(ctx, ctx.startNs(), std::max<qint64>(step / 10, 1))
                                         : formatDuration(ctx.startNs() - ctx.store.originNs()));
     }
+    p->setPen(th.grid.darker(130));
     for (const qint64 t : ticks) {
         const double x = ax.timeToX(t);
-        p->setPen(th.grid.darker(130));
         p->drawLine(QPointF(x, ruler.bottom() - 8), QPointF(x, ruler.bottom()));
-        p->setPen(th.text);
-        const QString label = tickLabel(ctx, t, step);
-        // A label that would run off the right edge ends at its tick instead.
-        if (x + 3 + fm.horizontalAdvance(label) > right)
-            p->drawText(QRectF(x - 3 - 160 * m.scale, ruler.top(), 160 * m.scale, ruler.height() - 6),
-                        Qt::AlignRight | Qt::AlignBottom, label);
-        else
-            p->drawText(QRectF(x + 3, ruler.top(), 160 * m.scale, ruler.height() - 6),
-                        Qt::AlignLeft | Qt::AlignBottom, label);
     }
+    p->setPen(th.text);
+    for (const TickLabel &l : tickLabels(ctx, ruler.top()))
+        p->drawText(l.rect, Qt::AlignLeft | Qt::AlignBottom, l.text);
     // Where retention cut: everything before it was evicted (pinned calls excepted).
     if (ctx.store.evictedCalls() > 0) {
         const double x = ax.timeToX(ctx.store.retentionCutNs());

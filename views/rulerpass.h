@@ -36,6 +36,15 @@ public:
         QRectF titleRect, rangeRect;
     };
     static TitleLine titleLine(const PaintContext &ctx);
+    // The ruler's tick labels and where each is drawn: right of its tick, or ending at it where it would run
+    // off the right edge. A label that would then touch the one before it is left out (its tick stays).
+    struct TickLabel
+    {
+        qint64 t;
+        QString text;
+        QRectF rect;
+    };
+    static std::vector<TickLabel> tickLabels(const PaintContext &ctx, double rulerTop);
     // Forgets the overview's counts (the store was reset or evicted calls).
     void invalidate()
     {
@@ -44,7 +53,7 @@ public:
     }
 
 private:
-    QString tickLabel(const PaintContext &ctx, qint64 t, qint64 step) const;
+    static QString tickLabel(const PaintContext &ctx, qint64 t, qint64 step);
     void paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRectF &band);
     void paintOverview(QPainter *p, const PaintContext &ctx, const QRectF &band);
 

@@ -191,6 +191,16 @@ std::vector<qint64> TimelinePainter::rulerTicks(const QRectF &rect) const
     return rpcscope::rulerTicks(ctx, rulerStepNs(ctx));
 }
 
+std::vector<QRectF> TimelinePainter::rulerLabelRects(const QRectF &rect) const
+{
+    const PaintContext ctx = context(rect);
+    const double rulerTop = rect.top() + (ctx.options.title.isEmpty() ? 0 : ctx.metrics.titleHeight);
+    std::vector<QRectF> out;
+    for (const RulerPass::TickLabel &l : RulerPass::tickLabels(ctx, rulerTop))
+        out.push_back(l.rect);
+    return out;
+}
+
 QString TimelinePainter::rulerCaption(const QRectF &rect, QRectF *box) const
 {
     const PaintContext ctx = context(rect);

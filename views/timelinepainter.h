@@ -144,6 +144,8 @@ public:
     QStringList legendEntries() const { return LegendPass::entries(m_drawn); }
     // The ruler's tick times in this geometry (round in wall-clock time with TimelineOptions::wallClock).
     std::vector<qint64> rulerTicks(const QRectF &rect) const;
+    // Where the ruler's tick labels go in this geometry (none over another).
+    std::vector<QRectF> rulerLabelRects(const QRectF &rect) const;
     // The caption the ruler shows over the label column in this geometry, and the box it must fit.
     QString rulerCaption(const QRectF &rect, QRectF *box = nullptr) const;
 

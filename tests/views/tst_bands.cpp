@@ -349,6 +349,41 @@ private slots:
         QCOMPARE(painter.rulerTicks(rect)[1] - painter.rulerTicks(rect)[0], 50 * ms);
     }
 
+    // A tick near the right edge has its label end at the tick; in workshop type that label would cover the
+    // one before it ("1600 m1620 ms"). Across window widths, no label touches another or leaves the ruler,
+    // and all but such a last one are drawn.
+    void rulerLabelsNeverOverlap()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.workshop = true;
+        painter.setOptions(o);
+        painter.setRange(1565 * ms, 1625 * ms);
+        int flipped = 0;
+        for (int width = 800; width <= 1400; width += 5) {
+            const QRectF rect(0, 0, width, 400);
+            const std::vector<qint64> ticks = painter.rulerTicks(rect);
+            const std::vector<QRectF> labels = painter.rulerLabelRects(rect);
+            QVERIFY(labels.size() + 1 >= ticks.size());
+            for (size_t i = 0; i < labels.size(); ++i) {
+                QVERIFY(labels[i].right() <= rect.right() + 0.5);
+                QVERIFY(labels[i].left() >= painter.metrics().labelWidth);
+                if (i > 0)
+                    QVERIFY2(labels[i].left() > labels[i - 1].right(),
+                             qPrintable(QStringLiteral("width %1: label %2 at %3, the one before ends at %4")
+                                            .arg(width)
+                                            .arg(i)
+                                            .arg(labels[i].left())
+                                            .arg(labels[i - 1].right())));
+            }
+            flipped += labels.size() < ticks.size();
+        }
+        QVERIFY2(flipped > 0, "no width put a tick close enough to the edge to test");
+    }
+
     // Names too long for the label column (workshop type) are cut where lanes are alike, not where they
     // differ: a lane's name at its start (behind its marks), a connection's peers to its server.
     void longNamesKeepWhatTellsThemApart()
