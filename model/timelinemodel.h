@@ -73,6 +73,10 @@ public:
     // headless capture never shows them and they may hold tens of MB; turn it on before handing headerLog()
     // to a view. Retention does not evict from it (it is bounded by itself).
     void setKeepHeaders(bool keep);
+    // How many bytes of the messages' kept first bytes the event log holds (EventLog::setPayloadBudget); past
+    // it, a message keeps its length and loses its bytes. A capture that records to a file as it goes has
+    // them there, and sets 0 while the file is written.
+    void setEventPayloadBudget(size_t bytes) { m_log.setPayloadBudget(bytes); }
     // Null unless headers are kept.
     const HeaderLog *headerLog() const { return m_headers ? &*m_headers : nullptr; }
 

@@ -262,7 +262,15 @@ int cmdCapture(std::vector<std::string> args)
     // memory, and a kill or a crash leaves a readable .partial file with everything up to then.
     const QString out = QString::fromStdString(opts["--out"]);
     const bool recording = outputFormat(opts, &error) == FileFormat::Rpcscope;
-    if (recording) session.setRecordTo(out, redaction, "rpcscope-cli");
+    if (recording) {
+        session.setRecordTo(out, redaction, "rpcscope-cli");
+        // The file gets every message's kept bytes as the capture goes, so the timeline in memory keeps none:
+        // a second copy of them (64 KiB of a large message) only grew the memory and the budget's count, and
+        // touching that much new memory cost a stream of large messages more CPU than decoding it. Should the
+        // file stop, the messages from then on keep their bytes again (tellFailure), for the capture saved
+        // from memory.
+        model.setEventPayloadBudget(0);
+    }
     std::vector<HopSpec> hops;
     if (direct)
         hops.push_back({QString(),
@@ -288,9 +296,10 @@ int cmdCapture(std::vector<std::string> args)
     lowerThisThreadsPriority();
     // Writing happens on the relay's thread; the warning is said here, as soon as the poll below sees it.
     bool toldFailure = false;
-    auto tellFailure = [&toldFailure](const QString &why) {
+    auto tellFailure = [&toldFailure, &model](const QString &why) {
         if (!why.isEmpty() && !toldFailure) {
             toldFailure = true;
+            model.setEventPayloadBudget(EventLog::kDefaultPayloadBudget);
             std::fprintf(stderr, "rpcscope-cli: warning: %s; the capture goes on in memory\n",
                          qPrintable(why));
         }

@@ -133,6 +133,43 @@ struct CaptureRun
     }
 };
 
+// Captures `calls` lab calls, each answered with `replyBytes` of payload, to `out` with --progress, and
+// returns the memory its progress line shows once it has seen them all, in MB; -1 when that did not happen
+// within 20 s (what it printed is in *err). With --keep 0 that memory is the timeline's own count, not the
+// process's resident size (which holds what the allocator has not given back yet).
+double capturedMemoryMb(CaptureRun &run, const QString &out, int calls, int replyBytes, QString *err)
+{
+    if (!run.start({"--out", out, "--progress", "--keep", "0"})) return -1;
+    rpcscope::lab::LabClient client(QStringLiteral("127.0.0.1:%1").arg(run.port).toStdString(), {});
+    rpcscope::lab::CallRequest req;
+    req.set_response_size(replyBytes);
+    for (int i = 0; i < calls; ++i) {
+        req.set_call_id("big-" + std::to_string(i));
+        if (client.call(req, std::chrono::seconds(5)).code != 0) return -1;
+    }
+    // A line shows the most the timeline held in the second before it, batches on their way to it included:
+    // the third line with every call is a second after the second one, when nothing was on its way.
+    const QRegularExpression line(
+        QStringLiteral(R"(capturing \d+ s: %1 calls on \d+ connections?, ([0-9.]+) ([KM])B in memory)")
+            .arg(calls));
+    QDeadlineTimer deadline(20000);
+    QRegularExpressionMatch last;
+    int lines = 0;
+    for (qsizetype from = 0; lines < 3 && !deadline.hasExpired();) {
+        const QRegularExpressionMatch m = line.match(*err, from);
+        if (m.hasMatch()) {
+            last = m;
+            ++lines;
+            from = m.capturedEnd();
+            continue;
+        }
+        run.process.waitForReadyRead(200);
+        *err += QString::fromUtf8(run.process.readAllStandardError());
+    }
+    if (lines < 3) return -1;
+    return last.captured(1).toDouble() / (last.captured(2) == QLatin1String("K") ? 1024 : 1);
+}
+
 } // namespace
 
 class TestCli : public QObject
@@ -798,6 +835,43 @@ private slots:
         QVERIFY(m.captured(2).toDouble() > 0);
         QVERIFY(run.stop(SIGINT));
         QCOMPARE(run.process.exitCode(), 0);
+    }
+
+    // An .rpcscope output gets every message's kept bytes as the capture goes, and the timeline in memory
+    // keeps no second copy of them; a .json output, written from memory when the capture ends, needs them
+    // there. 100 replies of 60,000 bytes: about 6 MB apart.
+    void aRecordingKeepsMessageBytesInItsFileOnly()
+    {
+        constexpr int kCalls = 100, kReply = 60000;
+        CaptureRun recording;
+        const QString file = recording.dir.filePath("big.rpcscope");
+        QString err;
+        const double recordingMb = capturedMemoryMb(recording, file, kCalls, kReply, &err);
+        QVERIFY2(recordingMb >= 0, qPrintable(QString::fromStdString(recording.error) + err));
+        QVERIFY(recording.stop(SIGINT));
+        QCOMPARE(recording.process.exitCode(), 0);
+        rpcscope::CaptureData data;
+        const rpcscope::CaptureReadResult r = rpcscope::readCaptureFile(file, &data);
+        QVERIFY2(r.status == rpcscope::CaptureReadResult::Ok, r.message.c_str());
+        int whole = 0;
+        for (const rpcscope::EventBatch &b : data.batches)
+            for (const rpcscope::WireEvent &e : b)
+                whole += e.kind == rpcscope::EventKind::Message &&
+                         e.dir == rpcscope::Direction::ServerToClient && e.payload.size() >= size_t(kReply) &&
+                         !e.truncated;
+        QCOMPARE(whole, kCalls);
+
+        CaptureRun json;
+        QString jsonErr;
+        const double jsonMb = capturedMemoryMb(json, json.dir.filePath("big.json"), kCalls, kReply, &jsonErr);
+        QVERIFY2(jsonMb >= 0, qPrintable(QString::fromStdString(json.error) + jsonErr));
+        QVERIFY(json.stop(SIGINT));
+        QCOMPARE(json.process.exitCode(), 0);
+        qInfo("in memory: %.1f MB recording, %.1f MB for a .json output", recordingMb, jsonMb);
+        QVERIFY2(jsonMb - recordingMb > 4.0,
+                 qPrintable(QStringLiteral("in memory: %1 MB recording, %2 MB for a .json output")
+                                .arg(recordingMb)
+                                .arg(jsonMb)));
     }
 
     // --keep bounds memory, not an .rpcscope output: the file, written as the capture goes, gets every call.
