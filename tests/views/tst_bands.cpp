@@ -51,6 +51,22 @@ int bandMid(const TimelinePainter &painter)
 {
     return painter.metrics().rulerHeight + painter.metrics().bandHeight / 2;
 }
+// The render fixture's scene in a model, and a painter of it in workshop type over [from, to].
+struct WorkshopScene
+{
+    TimelineModel model;
+    TimelinePainter painter{&model.store()};
+    WorkshopScene(qint64 from, qint64 to)
+    {
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        TimelinePainter::Options o;
+        o.workshop = true;
+        painter.setOptions(o);
+        painter.setRange(from, to);
+    }
+};
+
 } // namespace
 
 class TestBands : public QObject
@@ -324,14 +340,9 @@ private slots:
     // still keep apart gives the audience a scale to read.
     void workshopRulerKeepsAScale()
     {
-        TimelineModel model;
-        model.setOrigin(0, 0);
-        model.appendBatch(scene());
-        TimelinePainter painter(&model.store());
-        TimelinePainter::Options o;
-        o.workshop = true;
-        painter.setOptions(o);
-        painter.setRange(3 * ms, 190 * ms);
+        WorkshopScene w(3 * ms, 190 * ms);
+        TimelinePainter &painter = w.painter;
+        TimelinePainter::Options o = painter.options();
         const QRectF rect(0, 0, 1150, 400);
         const std::vector<qint64> ticks = painter.rulerTicks(rect);
         QVERIFY2(ticks.size() >= 3, qPrintable(QString::number(ticks.size())));
@@ -354,14 +365,8 @@ private slots:
     // and all but such a last one are drawn.
     void rulerLabelsNeverOverlap()
     {
-        TimelineModel model;
-        model.setOrigin(0, 0);
-        model.appendBatch(scene());
-        TimelinePainter painter(&model.store());
-        TimelinePainter::Options o;
-        o.workshop = true;
-        painter.setOptions(o);
-        painter.setRange(1565 * ms, 1625 * ms);
+        WorkshopScene w(1565 * ms, 1625 * ms);
+        const TimelinePainter &painter = w.painter;
         int flipped = 0;
         for (int width = 800; width <= 1400; width += 5) {
             const QRectF rect(0, 0, width, 400);
