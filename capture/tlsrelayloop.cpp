@@ -964,10 +964,15 @@ void TlsRelayLoop::relay(Conn &c)
         bool framed = false;
         std::string out = {};
         size_t outOff = 0;
+        // A streaming burst's record is read into a pooled buffer (spare) and written from it (chunk), which
+        // then goes to the decoder as it is: no copy of the record for it (handOnRead below).
+        ChunkBytes spare = {};
+        ChunkBytes chunk = {};
         size_t pending() const { return framed ? out.size() - outOff : len; }
         const unsigned char *next() const
         {
-            return framed ? reinterpret_cast<const unsigned char *>(out.data()) + outOff : buf.get() + off;
+            return framed ? reinterpret_cast<const unsigned char *>(out.data()) + outOff
+                          : (chunk ? chunk.get() : buf.get()) + off;
         }
         void wrote(size_t n)
         {
@@ -1009,6 +1014,7 @@ void TlsRelayLoop::relay(Conn &c)
         bool freed = true;
         for (Half &h : halves) {
             h.buf.reset();
+            h.spare.reset();
             std::string().swap(h.out);
             releaseCoalesceBuffer(h.dst);
             if (h.bigBuffer) SSL_set_default_read_buffer_len(h.src, 0);
@@ -1085,15 +1091,23 @@ void TlsRelayLoop::relay(Conn &c)
             if (!flushOut(h) || !forward(h)) return;
             const bool fromClient = h.dir == Direction::ClientToServer;
             // A streaming direction's records go out together at the burst's end.
-            setCoalescing(h.dst, h.readAhead);
+            const bool coalescing = h.readAhead;
+            setCoalescing(h.dst, coalescing);
             // bandwidth counts the decrypted bytes (what the peers' HTTP/2 carries), read in measured
             // amounts.
             for (int burst = 0; burst < kBulkBurst; ++burst) {
                 const size_t allowance =
                     c.fault ? c.fault->readAllowance(fromClient, steadyNowNs()) : SIZE_MAX;
                 if (!h.readable() || allowance == 0 || h.quiet) break;
+                // While h.dst's records wait for the burst's end, a record written is not out yet when its
+                // write returns: the buffer it was read into can go to the decoder then, which still gets
+                // the bytes before the peer does. Otherwise the decoder gets a copy before the write.
+                const bool handOnRead = coalescing && c.decode && !c.streams;
+                if (handOnRead && !h.spare) h.spare = pooledChunkBytes();
                 if (!h.buf) h.buf = std::make_unique_for_overwrite<unsigned char[]>(kReadSize);
-                const int n = SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
+                const int n =
+                    handOnRead ? SSL_read(h.src, h.spare.get(), int(std::min(kPooledChunkBytes, allowance)))
+                               : SSL_read(h.src, h.buf.get(), int(std::min(kReadSize, allowance)));
                 if (n > 0) {
                     // A large record is a bulk transfer: read on (and coalesce what goes out) without asking
                     // poll in between.
@@ -1131,9 +1145,11 @@ void TlsRelayLoop::relay(Conn &c)
                     }
                     // With stream faults the decoder gets what the client sent and what it is given, as the
                     // plain relay's.
-                    if (c.decode && (!c.streams || h.dir == Direction::ClientToServer))
+                    const bool handOn = handOnRead && c.decode;
+                    if (c.decode && !handOn && (!c.streams || h.dir == Direction::ClientToServer))
                         push(copiedBytes(c.id, h.dir, t, h.buf.get(), size_t(n)));
                     if (!c.streams) {
+                        if (handOnRead) h.chunk = std::move(h.spare);
                         h.off = 0;
                         h.len = size_t(n);
                     } else {
@@ -1145,7 +1161,18 @@ void TlsRelayLoop::relay(Conn &c)
                         if (!streamOutput(c, t, halves[0].out, halves[1].out)) return;
                     }
                     // On at once, before the other direction is looked at.
-                    if (!forward(h)) return;
+                    const bool forwarded = forward(h);
+                    if (h.chunk) {
+                        // What the write did not take yet is retried from the read buffer (OpenSSL takes a
+                        // retried write from a moved buffer); the record goes to the decoder whole.
+                        if (forwarded && h.len > 0) std::memcpy(h.buf.get(), h.chunk.get() + h.off, h.len);
+                        h.off = 0;
+                        RelayChunk bytes = RelayChunk::bytes(c.id, h.dir, t);
+                        bytes.data = std::move(h.chunk);
+                        bytes.size = size_t(n);
+                        if (handOn) push(std::move(bytes));
+                    }
+                    if (!forwarded) return;
                     // Then steering's look at the core (cpusteering.h), off the bytes' way.
                     if (bulk)
                         steering.bulk();

@@ -502,6 +502,39 @@ private slots:
         relay.stop();
     }
 
+    // Large messages come through in records that a burst reads and writes back to back; the decoder gets
+    // each such record in the buffer it was read into (no copy of it), and decodes them as it did copies.
+    // Each request is kept whole here, so every byte the client sent is looked at.
+    void largeMessagesAreDecodedWhole()
+    {
+        Captured cap;
+        Relay relay;
+        DecoderLimits limits;
+        limits.maxMessageKeepBytes = 1 << 20;
+        relay.setDecoderLimits(limits);
+        QVERIFY(startRelay(relay, cap, m_tls));
+        auto channel = tlsChannel(relay.listenAddress().port, m_proxyCaPem, false);
+        constexpr size_t kPayload = 300'000;
+        for (int i = 0; i < 4; ++i) {
+            const grpc::Status s = labCall(channel, "big-" + std::to_string(i), kPayload);
+            QVERIFY2(s.ok(), s.error_message().c_str());
+        }
+        channel.reset();
+        relay.stop();
+        std::lock_guard lk(cap.mutex);
+        int whole = 0;
+        for (const WireEvent &e : cap.events) {
+            if (e.kind != EventKind::Message || e.dir != Direction::ClientToServer) continue;
+            QVERIFY2(e.length > kPayload, qPrintable(QString::number(e.length)));
+            QCOMPARE(e.payload.size(), size_t(e.length));
+            QVERIFY(!e.truncated);
+            // The request's last field is its payload: 'p' to the end.
+            QCOMPARE(e.payload.substr(e.payload.size() - kPayload), std::string(kPayload, 'p'));
+            ++whole;
+        }
+        QCOMPARE(whole, 4);
+    }
+
     // Both legs prefer AES-128-GCM, as nghttpx does. A client listing AES-256 first (OpenSSL's own order)
     // gets AES-128, and so does a target that takes its client's order; a client asking for ChaCha20 first
     // (one without AES instructions) gets ChaCha20.
