@@ -1041,9 +1041,11 @@ void TlsRelayLoop::relay(Conn &c)
         c.buffers = (halves[0].buf ? heapbytes::block(kReadSize) : 0) +
                     (halves[1].buf ? heapbytes::block(kReadSize) : 0) + heapbytes::string(halves[0].out) +
                     heapbytes::string(halves[1].out) + coalescedBytes(c.cs) + coalescedBytes(c.ss);
-        for (const Half &h : halves)
+        for (const Half &h : halves) {
+            if (h.spare) c.buffers += heapbytes::block(kPooledChunkBytes);
             if (h.bigBuffer)
                 c.buffers += heapbytes::block(kBulkReadBuffer) - heapbytes::block(kSslRecordBuffer);
+        }
         c.recount();
         bool progress = false;
         short want[2] = {0, 0}; // poll events for cfd, sfd
