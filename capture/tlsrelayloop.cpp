@@ -1147,8 +1147,7 @@ void TlsRelayLoop::relay(Conn &c)
                     }
                     // With stream faults the decoder gets what the client sent and what it is given, as the
                     // plain relay's.
-                    const bool handOn = handOnRead && c.decode;
-                    if (c.decode && !handOn && (!c.streams || h.dir == Direction::ClientToServer))
+                    if (c.decode && !handOnRead && (!c.streams || h.dir == Direction::ClientToServer))
                         push(copiedBytes(c.id, h.dir, t, h.buf.get(), size_t(n)));
                     if (!c.streams) {
                         if (handOnRead) h.chunk = std::move(h.spare);
@@ -1169,10 +1168,14 @@ void TlsRelayLoop::relay(Conn &c)
                         // retried write from a moved buffer); the record goes to the decoder whole.
                         if (forwarded && h.len > 0) std::memcpy(h.buf.get(), h.chunk.get() + h.off, h.len);
                         h.off = 0;
-                        RelayChunk bytes = RelayChunk::bytes(c.id, h.dir, t);
-                        bytes.data = std::move(h.chunk);
-                        bytes.size = size_t(n);
-                        if (handOn) push(std::move(bytes));
+                        if (c.decode) {
+                            RelayChunk bytes = RelayChunk::bytes(c.id, h.dir, t);
+                            bytes.data = std::move(h.chunk);
+                            bytes.size = size_t(n);
+                            push(std::move(bytes));
+                        } else { // decoding stopped since the read (too far behind): kept for the next one
+                            h.spare = std::move(h.chunk);
+                        }
                     }
                     if (!forwarded) return;
                     // Then steering's look at the core (cpusteering.h), off the bytes' way.

@@ -99,15 +99,9 @@ struct Hop
     // `bytes` from `from`, read whole at `to`.
     static bool exchange(int from, int to, const std::string &bytes)
     {
-        if (!sendAll(from, bytes.data(), bytes.size())) return false;
         std::string got(bytes.size(), '\0');
-        size_t have = 0;
-        while (have < got.size()) {
-            const ssize_t n = recv(to, got.data() + have, got.size() - have, 0);
-            if (n <= 0) return false;
-            have += size_t(n);
-        }
-        return got == bytes;
+        return sendAll(from, bytes.data(), bytes.size()) && recvAll(to, got.data(), got.size()) &&
+               got == bytes;
     }
     // A small request and its answer, `times` over: a PING out, its ACK back.
     static bool calls(int client, int server, int times)

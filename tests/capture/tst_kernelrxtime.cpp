@@ -162,12 +162,7 @@ static void relayOnce(std::optional<bool> kernelTimes, std::uint64_t *stamped, s
         *sentAt = steadyNowNs();
         if (!sendAll(client, bytes.data(), bytes.size())) return false;
         std::string got(bytes.size(), '\0');
-        size_t have = 0;
-        while (have < got.size()) {
-            const ssize_t n = recv(server, got.data() + have, got.size() - have, 0);
-            if (n <= 0) return false;
-            have += size_t(n);
-        }
+        if (!recvAll(server, got.data(), got.size())) return false;
         *arrivedAt = steadyNowNs();
         return got == bytes;
     };

@@ -103,6 +103,23 @@ inline bool sendAll(int fd, const char *data, size_t len)
     return true;
 }
 
+// Reads exactly `len` bytes into `data`; false when the peer closed, a read failed or timed out first.
+inline bool recvAll(int fd, char *data, size_t len)
+{
+    while (len > 0) {
+        const ssize_t n = recv(fd, data, len, 0);
+        if (n > 0) {
+            data += n;
+            len -= size_t(n);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
 // A dumb blocking TCP forwarder, one thread per direction, recording every byte it reads in each direction
 // (and forwarding it). Independent of the relay, so it can witness what went into and out of it.
 class Tap
