@@ -87,10 +87,12 @@ inline void setIoTimeouts(int fd, int seconds)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-inline bool sendAll(int fd, const char *data, size_t len)
+// Calls `io(data, len)` (a send or a recv) until all `len` bytes moved; false when the peer closed, a call
+// failed or timed out first.
+template <typename Bytes, typename Io> inline bool moveAll(Bytes *data, size_t len, Io io)
 {
     while (len > 0) {
-        const ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        const ssize_t n = io(data, len);
         if (n > 0) {
             data += n;
             len -= size_t(n);
@@ -103,21 +105,15 @@ inline bool sendAll(int fd, const char *data, size_t len)
     return true;
 }
 
-// Reads exactly `len` bytes into `data`; false when the peer closed, a read failed or timed out first.
+inline bool sendAll(int fd, const char *data, size_t len)
+{
+    return moveAll(data, len, [fd](const char *p, size_t n) { return send(fd, p, n, MSG_NOSIGNAL); });
+}
+
+// Reads exactly `len` bytes into `data`.
 inline bool recvAll(int fd, char *data, size_t len)
 {
-    while (len > 0) {
-        const ssize_t n = recv(fd, data, len, 0);
-        if (n > 0) {
-            data += n;
-            len -= size_t(n);
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else {
-            return false;
-        }
-    }
-    return true;
+    return moveAll(data, len, [fd](char *p, size_t n) { return recv(fd, p, n, 0); });
 }
 
 // A dumb blocking TCP forwarder, one thread per direction, recording every byte it reads in each direction
