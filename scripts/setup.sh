@@ -19,6 +19,12 @@ PACKAGES=(
   golang-go golang-google-grpc-dev
 )
 
+# grpc-js for the tests (tst_tlsconnect): Debian 12 packages Node.js and npm but not @grpc/grpc-js, which the
+# test installs with npm into the build tree at the version tests/integration/grpcjsclient pins. A Node.js
+# already on the PATH (with its own npm) is used as it is.
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
+
 # Not needed to build, test or run: a virtual display, a key and click sender and screenshots, for driving a
 # real window through a session on a machine without a screen. RPCSCOPE_WINDOW_TOOLS=1 installs them too.
 if [ "${RPCSCOPE_WINDOW_TOOLS:-0}" = 1 ]; then

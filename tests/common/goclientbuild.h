@@ -2,12 +2,12 @@
 
 // The grpc-go test client (tests/integration/goclient), built once into a fixture directory of the build
 // tree and shared by the tests that run it: a go build takes minutes on a loaded machine, so it runs only
-// when the program is missing or older than its source. A lock file keeps two tests running at once from
-// building it together. Needs RPCSCOPE_GOCLIENT (main.go), RPCSCOPE_GOCACHE and RPCSCOPE_GOFIXTURE defined.
+// when the program is missing or older than its source. Needs RPCSCOPE_GOCLIENT (main.go), RPCSCOPE_GOCACHE
+// and RPCSCOPE_GOFIXTURE defined.
 
-#include <QDir>
+#include "fixturebuild.h"
+
 #include <QFileInfo>
-#include <QLockFile>
 #include <QProcess>
 #include <QString>
 
@@ -17,41 +17,24 @@ namespace goclient {
 inline QString build(QString *error)
 {
     const QString dir = QStringLiteral(RPCSCOPE_GOFIXTURE);
-    QDir().mkpath(dir);
-    QLockFile lock(dir + QStringLiteral("/build.lock"));
-    lock.setStaleLockTime(0); // a build may take minutes: never take the lock from a live builder
-    if (!lock.tryLock(600'000)) {
-        *error = QStringLiteral("another test held the grpc-go client's build lock for 10 minutes");
-        return {};
-    }
+    const auto held = fixture::lock(dir, QStringLiteral("the grpc-go client"), error);
+    if (!held) return {};
     const QString program = dir + QStringLiteral("/goclient");
     const QFileInfo built(program), source(QStringLiteral(RPCSCOPE_GOCLIENT));
     if (built.exists() && built.lastModified() >= source.lastModified()) return program;
-    QProcess go;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert("GO111MODULE", "off");
     env.insert("GOPATH", "/usr/share/gocode"); // where Debian's golang-*-dev packages put sources
     env.insert("GOCACHE", QStringLiteral(RPCSCOPE_GOCACHE));
     env.insert("GOFLAGS", "");
-    go.setProcessEnvironment(env);
     // Built beside, then renamed: a program cut short by a timeout is never taken for a whole one.
-    go.start("go", {"build", "-o", program + QStringLiteral(".new"), QStringLiteral(RPCSCOPE_GOCLIENT)});
-    if (!go.waitForStarted()) {
-        *error = QStringLiteral("go is not installed: golang-go (scripts/setup.sh installs it)");
+    if (!fixture::runStep(
+            "go", {"build", "-o", program + QStringLiteral(".new"), QStringLiteral(RPCSCOPE_GOCLIENT)}, env,
+            dir, 480,
+            QStringLiteral("building the grpc-go client (golang-google-grpc-dev "
+                           "missing? scripts/setup.sh installs it)"),
+            QStringLiteral("go is not installed: golang-go (scripts/setup.sh installs it)"), error))
         return {};
-    }
-    if (!go.waitForFinished(480'000)) {
-        go.kill();
-        go.waitForFinished();
-        *error = QStringLiteral("go build of the grpc-go client did not finish in 8 minutes");
-        return {};
-    }
-    if (go.exitStatus() != QProcess::NormalExit || go.exitCode() != 0) {
-        *error = QStringLiteral("building the grpc-go client failed (golang-google-grpc-dev missing? "
-                                "scripts/setup.sh installs it): ") +
-                 QString::fromLocal8Bit(go.readAllStandardError());
-        return {};
-    }
     QFile::remove(program);
     if (!QFile::rename(program + QStringLiteral(".new"), program)) {
         *error = QStringLiteral("could not move the grpc-go client into place in ") + dir;

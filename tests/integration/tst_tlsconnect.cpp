@@ -1,23 +1,27 @@
 // TLS interception inside CONNECT tunnels: a real grpc++ TLS server and a grpc++ client that only has
 // grpc_proxy and the rpcscope CA (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH) in its environment, nothing else changed;
 // its calls are decoded and grouped as on a direct hop. An h2c client through the same proxy is relayed as
-// without interception. Python grpcio goes through it with TLS too, and grpc-go speaks TLS to a direct
-// intercepting hop.
+// without interception. Python grpcio and grpc-js (Node) go through it with TLS too, and grpc-go speaks TLS
+// to a direct intercepting hop.
 
 #include "capturedevents.h"
 #include "connectproxy.h"
 #include "goclientbuild.h"
+#include "grpcjsclient.h"
 #include "lab.grpc.pb.h"
 #include "labclient.h"
 #include "labserver.h"
+#include "policycheck.h"
 #include "proxyenv.h"
 #include "relay.h"
+#include "retryserviceconfig.h"
 #include "rpcscopeca.h"
 #include "serviceconfig.h"
 #include "testnet.h"
 #include "timelinestore.h"
 #include "tlstestclient.h"
 #include "tlstestserver.h"
+#include "useragentindex.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -27,6 +31,7 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cstdlib>
 #include <grpcpp/grpcpp.h>
 #include <mutex>
@@ -295,6 +300,109 @@ print('ok')
             QVERIFY2(c.decodeError.empty(), c.decodeError.c_str());
         QVERIFY2(cap.notes().find("TLS intercepted: SNI localhost") != std::string::npos,
                  cap.notes().c_str());
+    }
+
+    // grpc-js's environment for a client started by a user to be captured: grpc_proxy (unless `proxy` is
+    // empty) and the roots file, every other proxy variable removed.
+    QProcessEnvironment grpcJsEnv(const std::string &proxy, const std::string &roots) const
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const char *name : {"grpc_proxy", "https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
+            env.remove(name);
+        if (!proxy.empty()) env.insert("grpc_proxy", QString::fromStdString("http://" + proxy));
+        env.insert("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", QString::fromStdString(roots));
+        return env;
+    }
+
+    void grpcJsTlsThroughConnect()
+    {
+        // @grpc/grpc-js (Node), with its retry policy from a service config, unchanged but for grpc_proxy and
+        // the rpcscope CA as its default roots: every call and retry is decoded and grouped as grpc++'s.
+        QString error;
+        const QString modules = grpcjsclient::install(&error);
+        QVERIFY2(!modules.isEmpty(), qPrintable(error));
+        m_server.service.m_flaky = true;
+        Captured cap;
+        ConnectProxy proxy;
+        QVERIFY(startProxy(proxy, cap, m_tls));
+        const grpcjsclient::Result r =
+            grpcjsclient::run(modules, {QString::fromStdString(serverTarget()), "3", kLabRetry, "grpcjs"},
+                              grpcJsEnv(proxy.listenAddress().toString(), m_caPath));
+        m_server.service.m_flaky = false;
+        proxy.stop();
+        QVERIFY2(r.exitCode == 0 && r.out.trimmed() == "ok 3", r.err.constData());
+        QCOMPARE(proxy.targets(), std::vector<std::string>{serverTarget()});
+        const TimelineStore store = cap.store();
+        QCOMPARE(store.calls().size(), size_t(3));
+        std::vector<std::string> keys;
+        for (const Call &c : store.calls()) {
+            keys.push_back(c.key);
+            QCOMPARE(c.method, std::string("/rpcscope.lab.Lab/Call"));
+            QCOMPARE(c.hop, serverTarget());
+            QCOMPARE(c.attempts.size(), size_t(2));
+            QCOMPARE(c.attempts[0].status.value_or(-1), 14);
+            QCOMPARE(c.attempts[1].status.value_or(-1), 0);
+            QCOMPARE(c.attempts[1].previousAttempts.value_or(0), 1);
+        }
+        std::sort(keys.begin(), keys.end());
+        QCOMPARE(keys, (std::vector<std::string>{"grpcjs-1", "grpcjs-2", "grpcjs-3"}));
+        QCOMPARE(store.connections().size(), size_t(1));
+        QVERIFY2(store.connections().front().decodeError.empty(),
+                 store.connections().front().decodeError.c_str());
+        const std::string notes = cap.notes();
+        QVERIFY2(notes.find("TLS intercepted: SNI localhost, ALPN h2") != std::string::npos, notes.c_str());
+        QVERIFY2(notes.find("certificate CN=localhost") != std::string::npos, notes.c_str());
+
+        // The user-agent names grpc-js, and each retry lies in grpc-js's own backoff envelope (jittered from
+        // the first retry on) for the policy the client was given.
+        UserAgentIndex agents;
+        agents.record(cap.events);
+        std::string configError;
+        const auto config = RetryServiceConfig::parse(kLabRetry, &configError);
+        QVERIFY2(config, configError.c_str());
+        const PolicyCheck check = PolicyCheck::run(store, *config, agents);
+        QCOMPARE(check.rows().size(), size_t(1));
+        QCOMPARE(check.rows().front().clients, std::string("grpc-node-js 1.14.7"));
+        QVERIFY2(check.allConform(), check.text().c_str());
+    }
+
+    void grpcJsNoGrpcProxyAndAnUnreachableTarget()
+    {
+        // What the README's table says of grpc-js, checked: no_grpc_proxy names a host it dials directly, and
+        // a CONNECT the proxy refuses fails its call UNAVAILABLE, with the status in grpc-js's log and the
+        // reason in the timeline.
+        QString error;
+        const QString modules = grpcjsclient::install(&error);
+        QVERIFY2(!modules.isEmpty(), qPrintable(error));
+        Captured cap;
+        ConnectProxy proxy;
+        QVERIFY(startProxy(proxy, cap, m_tls));
+        const std::string via = proxy.listenAddress().toString();
+
+        // Directly to the server, trusting its own CA: nothing reaches the proxy.
+        QProcessEnvironment direct = grpcJsEnv(via, m_server.caFile);
+        direct.insert("no_grpc_proxy", "localhost");
+        grpcjsclient::Result r =
+            grpcjsclient::run(modules, {QString::fromStdString(serverTarget()), "1"}, direct);
+        QVERIFY2(r.exitCode == 0 && r.out.trimmed() == "ok 1", r.err.constData());
+        QVERIFY(proxy.targets().empty());
+
+        const std::string closed = "127.0.0.1:" + std::to_string(testnet::closedPort());
+        r = grpcjsclient::run(modules, {QString::fromStdString(closed), "1"}, grpcJsEnv(via, m_caPath));
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("call failed: code 14"), r.err.constData());
+        QVERIFY2(r.err.contains("with status 502"), r.err.constData());
+        // The refusal is the reason its connection closed, under the hop "CONNECT proxy".
+        const auto refusal = [&cap] {
+            const TimelineStore store = cap.store();
+            for (const Connection &c : store.connections())
+                if (c.closeReason.rfind("CONNECT refused with 502", 0) == 0) return c.closeReason;
+            return std::string();
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(!refusal().empty(), 10000);
+        proxy.stop();
+        QVERIFY2(refusal().find("cannot connect to " + closed) != std::string::npos, refusal().c_str());
+        QVERIFY(cap.store().calls().empty());
     }
 
     void grpcGoTlsOnADirectHop()
