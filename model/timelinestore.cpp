@@ -41,6 +41,7 @@ void TimelineStore::setOrigin(std::int64_t steadyNs, std::int64_t wallNs)
     m_originNs = steadyNs;
     m_originWallNs = wallNs;
     m_hasOrigin = true;
+    ++m_generation; // every time on the ruler moves
 }
 
 void TimelineStore::clear()

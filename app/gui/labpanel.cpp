@@ -261,13 +261,19 @@ void LabPanel::onScenarioFinished(bool held, const QString &summary)
     m_resultKind = held ? Result::Held : Result::NotHeld;
     m_resultText = line;
     showResult();
-    if (!m_nextStep->isHidden())
-        setNextStep(QStringLiteral("Next: click a bar to inspect it. F fits, W/S zoom, A/D pan, Ctrl+wheel "
-                                   "zooms at the cursor."));
+    if (!m_nextStep->isHidden()) setNextStep(readTimelineStep());
+}
+
+QString LabPanel::readTimelineStep()
+{
+    return QStringLiteral(
+        "Next: click a bar to inspect it. F fits, W/S zoom, A/D pan, Ctrl+wheel zooms at the "
+        "cursor.");
 }
 
 void LabPanel::setNextStep(const QString &text)
 {
+    m_nextStepText = text;
     m_nextStep->setText(text.isEmpty() ? QString() : QStringLiteral("<b>%1</b>").arg(text.toHtmlEscaped()));
     m_nextStep->setVisible(!text.isEmpty());
 }

@@ -54,6 +54,10 @@ public:
     // One line at the top saying what to try next (empty hides it); the first run replaces it with how to
     // read the timeline.
     void setNextStep(const QString &text);
+    // The line shown, as plain text; empty when hidden.
+    QString nextStep() const { return m_nextStepText; }
+    // How to read the timeline: the next step once there is something on it.
+    static QString readTimelineStep();
 
     // "Compare…": a menu of the lab's built-in comparisons (labcomparison.h).
     QToolButton *compareButton() const { return m_compareButton; }
@@ -94,6 +98,7 @@ private:
     QAction *m_runAction;
     QAction *m_stopAction;
     QLabel *m_nextStep;
+    QString m_nextStepText;
     QLabel *m_explanation;
     QLabel *m_hints;
     QFormLayout *m_paramForm;

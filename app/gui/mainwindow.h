@@ -161,6 +161,11 @@ private:
     void rememberRecent(const QString &path);
     void rebuildRecentMenu();
     void updateStatus();
+    // The first start's "Next:" line, in the Scenario dock and the status bar, moves on to `next` once the
+    // user did what it said (a capture started, a file opened, a capture's first calls came in); a line
+    // already gone stays gone.
+    void advanceNextStep(const QString &next);
+    static QString captureStep(); // the next step while a capture waits for its first call
     bool hasUnsavedEvents() const;
     void exportPngInteractive();
     void exportSvgInteractive();
@@ -197,7 +202,7 @@ private:
 
     TimelineModel *m_model;
     lab::LabSession *m_lab;
-    LabPanel *m_labPanel;
+    LabPanel *m_labPanel = nullptr;
     SwimlaneView *m_view;
     QLabel *m_labLabel;
     AttemptInspector *m_inspector;

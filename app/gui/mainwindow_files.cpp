@@ -4,6 +4,7 @@
 #include "capturedialog.h"
 #include "captureio.h"
 #include "capturesession.h"
+#include "labpanel.h"
 #include "mainwindow.h"
 #include "mergeset.h"
 #include "swimlaneview.h"
@@ -65,6 +66,7 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
 
     // File: Open, Save, recent files.
     auto *fileMenu = new QMenu(this);
+    fileMenu->setObjectName(QStringLiteral("fileMenu"));
     QAction *open = fileMenu->addAction(QStringLiteral("Open…"), this, &MainWindow::openInteractive);
     open->setShortcut(QKeySequence::Open);
     // A pcap of TLS traffic opens with the key log its client or server wrote (SSLKEYLOGFILE, capture
@@ -164,6 +166,13 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     connect(timer, &QTimer::timeout, this, &MainWindow::updateStatus);
     timer->start(1000);
     connect(m_capture, &CaptureSession::runningChanged, this, &MainWindow::updateStatus);
+    connect(m_capture, &CaptureSession::runningChanged, this, [this](bool running) {
+        if (!running) return;
+        const bool empty = m_model->store().calls().empty();
+        // The session started its clock after the run's fit: an empty timeline shows its first second from 0.
+        if (empty) m_view->fitAll();
+        advanceNextStep(empty ? captureStep() : LabPanel::readTimelineStep());
+    });
     connect(m_capture, &CaptureSession::recordingFinished, this,
             [this](const QString &result) { statusBar()->showMessage(result, 15000); });
     m_savedGeneration = m_model->eventLog().generation();
@@ -229,6 +238,15 @@ QString MainWindow::statusText() const
 void MainWindow::updateStatus()
 {
     if (m_statusLabel) m_statusLabel->setText(statusText());
+    if (m_labPanel && m_labPanel->nextStep() == captureStep() && !m_model->store().calls().empty())
+        advanceNextStep(LabPanel::readTimelineStep());
+}
+
+QString MainWindow::captureStep()
+{
+    return QStringLiteral(
+        "Next: start your clients with the addresses in the Capture dock; each call becomes a "
+        "row as it comes in.");
 }
 
 bool MainWindow::startCapture(const std::vector<HopSpec> &hops, QString *error)
@@ -371,6 +389,7 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, co
         if (!note.empty()) what << QString::fromStdString(note);
         retained = QStringLiteral("; retention kept the newest: ") + what.join(QStringLiteral(", "));
     }
+    advanceNextStep(LabPanel::readTimelineStep());
     const size_t calls = m_model->store().calls().size();
     statusBar()->showMessage(
         QStringLiteral("Opened %1: %2 %3%4%5")

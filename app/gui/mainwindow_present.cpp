@@ -159,6 +159,12 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     }
 }
 
+void MainWindow::advanceNextStep(const QString &next)
+{
+    if (!m_labPanel->nextStep().isEmpty() && m_labPanel->nextStep() != next) m_labPanel->setNextStep(next);
+    if (statusBar()->currentMessage().startsWith(QLatin1String("Next:"))) statusBar()->showMessage(next);
+}
+
 void MainWindow::setWorkshopLayout(bool on)
 {
     if (!on) {

@@ -75,7 +75,14 @@ void WindowLook::setWorkshop(bool on)
         m_toolTipFont = QToolTip::font();
         // Widgets that chose a font of their own do not inherit the window's: scale theirs as well.
         m_ownFonts.clear();
+        // Windows of its own (menus, dialogs) never inherit the window's font: those made and polished before
+        // (the File menu) are scaled here, the others as they are polished (eventFilter()).
         for (QWidget *w : m_window->findChildren<QWidget *>()) {
+            if (w->isWindow()) {
+                if (w->windowType() != Qt::ToolTip && w->testAttribute(Qt::WA_WState_Polished))
+                    m_otherWindows.push_back({w, w->font()});
+                continue;
+            }
             if (!w->testAttribute(Qt::WA_SetFont) || w == m_timeline ||
                 (m_timeline && m_timeline->isAncestorOf(w)))
                 continue;
@@ -83,6 +90,8 @@ void WindowLook::setWorkshop(bool on)
         }
         m_window->setFont(scaled(m_windowFont, kWorkshopFontScale));
         for (const SavedFont &s : m_ownFonts)
+            if (s.widget) s.widget->setFont(scaled(s.font, kWorkshopFontScale));
+        for (const SavedFont &s : m_otherWindows)
             if (s.widget) s.widget->setFont(scaled(s.font, kWorkshopFontScale));
         QToolTip::setFont(scaled(m_toolTipFont, kWorkshopFontScale));
         // The timeline scales its own text; it keeps the font it had (a size set, so not inherited).

@@ -58,7 +58,7 @@ private:
     bool m_windowHadFont = false;
     QFont m_toolTipFont;
     std::vector<SavedFont> m_ownFonts;
-    std::vector<SavedFont> m_otherWindows; // scaled by eventFilter(), their fonts before
+    std::vector<SavedFont> m_otherWindows; // windows scaled in workshop mode, their fonts before
     // File dialogs' list headers whose columns after the name fit their contents (the dialog's own widths
     // cut its dates, in either mode).
     std::vector<QPointer<QHeaderView>> m_fittedHeaders;

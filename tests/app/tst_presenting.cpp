@@ -8,9 +8,12 @@
 #include "attemptinspector.h"
 #include "callsfilterproxy.h"
 #include "capturedialog.h"
+#include "capturesession.h"
 #include "clock.h"
 #include "elidingstatusbar.h"
+#include "labclient.h"
 #include "labpanel.h"
+#include "labserver.h"
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
@@ -28,6 +31,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
@@ -169,6 +173,61 @@ private slots:
         QVERIFY(second.labPanel()->findChild<QLabel *>(QStringLiteral("nextStep"))->isHidden());
     }
 
+    // The first start's "Next:" line moves on once the user did what it said, in the Scenario dock and on the
+    // status bar, instead of staying behind the capture or the file it asked for.
+    void nextStepMovesOnWithACaptureAndAFile()
+    {
+        QTemporaryDir dir;
+        const QString file = dir.filePath("saved.rpcscope");
+        QVERIFY(window()->saveFile(file));
+        m_window.reset();
+        QSettings().clear();
+
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        auto model = std::make_unique<TimelineModel>();
+        {
+            MainWindow w(model.get(), nullptr, QStringLiteral("retry-basic"));
+            w.setPromptOnClose(false);
+            w.show();
+            LabPanel *panel = w.labPanel();
+            QVERIFY(panel->nextStep().contains(QLatin1String("open a capture")));
+            QVERIFY(w.statusBar()->currentMessage().contains(QLatin1String("open a capture")));
+            QString why;
+            const HopSpec hop{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"),
+                              QStringLiteral("127.0.0.1:%1").arg(server.port())};
+            QVERIFY2(w.startCapture({hop}, &why), qPrintable(why));
+            // Waiting for calls: where to point the clients.
+            QVERIFY2(panel->nextStep().contains(QLatin1String("start your clients")),
+                     qPrintable(panel->nextStep()));
+            QCOMPARE(w.statusBar()->currentMessage(), panel->nextStep());
+            // The empty timeline's ruler counts from the capture's start, not from some earlier clock.
+            const qint64 origin = model->store().originNs();
+            const qint64 shown = w.swimlanes()->timelinePainter().rangeStart();
+            QVERIFY2(std::abs(shown - origin) < 1'000'000, qPrintable(QString::number(shown - origin)));
+            {
+                lab::LabClient client(w.captureSession()->hops()[0].listen.toStdString(), {});
+                lab::CallRequest r;
+                r.set_call_id("first");
+                QCOMPARE(client.call(r, std::chrono::seconds(5)).code, 0);
+            }
+            // The first call is on the timeline: how to read it.
+            QTRY_COMPARE_WITH_TIMEOUT(panel->nextStep(), LabPanel::readTimelineStep(), 5000);
+            QCOMPARE(w.statusBar()->currentMessage(), LabPanel::readTimelineStep());
+            w.captureSession()->stop();
+        }
+        QSettings().clear();
+        model = std::make_unique<TimelineModel>();
+        MainWindow w(model.get(), nullptr, QStringLiteral("retry-basic"));
+        w.setPromptOnClose(false);
+        QVERIFY(w.labPanel()->nextStep().contains(QLatin1String("open a capture")));
+        QVERIFY(w.openFile(file, nullptr, true));
+        QCOMPARE(w.labPanel()->nextStep(), LabPanel::readTimelineStep());
+        QVERIFY2(w.statusBar()->currentMessage().startsWith(QLatin1String("Opened ")),
+                 qPrintable(w.statusBar()->currentMessage()));
+    }
+
     // The Merged captures dock left open (in front of Capture) when the window closed does not come back
     // empty at the next start: the merged captures are not kept, and Capture is in front again.
     void mergedCapturesDockStartsHidden()
@@ -211,7 +270,16 @@ private slots:
         const int treeRowBefore = w->callsTree()->sizeHintForRow(0);
         const int nameColumn = w->inspector()->tree()->columnWidth(0);
         const double dialogBefore = QFileDialog().font().pointSizeF();
+        // A menu shown before (polished then) is a window of its own, which inherits no font: it is read
+        // from the presenter's screen too.
+        auto *fileMenu = w->findChild<QMenu *>(QStringLiteral("fileMenu"));
+        QVERIFY(fileMenu);
+        fileMenu->popup(w->mapToGlobal(QPoint(10, 10)));
+        QTRY_VERIFY(fileMenu->isVisible());
+        fileMenu->hide();
+        const double menuBefore = pointSize(fileMenu);
         w->setWorkshop(true);
+        QCOMPARE(pointSize(fileMenu), menuBefore * WindowLook::kWorkshopFontScale);
         QVERIFY(w->inspector()->tree()->columnWidth(0) > nameColumn);
         QVERIFY(w->look()->workshop());
         for (size_t i = 0; i < widgets.size(); ++i) {
@@ -287,6 +355,7 @@ private slots:
 
         w->setWorkshop(false);
         QCOMPARE(dialog->font().pointSizeF(), dialogBefore);
+        QCOMPARE(pointSize(fileMenu), menuBefore);
         delete dialog;
         // And at the normal size too (they were cut to "3 Dec ...:16:39").
         auto *normal = new QFileDialog(w, QStringLiteral("Save"));
