@@ -161,6 +161,9 @@ private:
     void rememberRecent(const QString &path);
     void rebuildRecentMenu();
     void updateStatus();
+    // True when no live capture runs, or the user agreed to stop it to `then` ("open FILE"); asks only when
+    // the window prompts (setPromptOnClose).
+    bool mayStopCapture(const QString &then);
     // The first start's "Next:" line, in the Scenario dock and the status bar, moves on to `next` once the
     // user did what it said (a capture started, a file opened, a capture's first calls came in); a line
     // already gone stays gone.

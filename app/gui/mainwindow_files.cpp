@@ -288,6 +288,12 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, co
     load.keylogFile = keylog.toStdString();
     QString dummy;
     QString *error = errorOut ? errorOut : &dummy;
+    // The file takes the stage: a live capture stops for it, as for a scenario, after asking. (A file that
+    // cannot be read leaves it running.)
+    if (!quiet && !mayStopCapture(QStringLiteral("open %1").arg(QFileInfo(path).fileName()))) {
+        *error = QStringLiteral("cancelled");
+        return false;
+    }
     QProgressDialog progress(QStringLiteral("Opening %1…").arg(QFileInfo(path).fileName()),
                              QStringLiteral("Cancel"), 0, 1000, this);
     progress.setWindowModality(Qt::WindowModal);

@@ -77,17 +77,8 @@ void MainWindow::buildRuns(QToolBar *tb)
 
     // The lab puts each run on a stage of its own; a live capture stops first (after asking).
     m_labPanel->setBeforeRun([this](const QString &scenario) {
-        if (m_capture && m_capture->isRunning()) {
-            if (m_promptOnClose &&
-                QMessageBox::question(this, QStringLiteral("Capture running"),
-                                      QStringLiteral("A live capture is running. Stop it and run %1 as a new "
-                                                     "run?")
-                                          .arg(scenario),
-                                      QMessageBox::Yes | QMessageBox::Cancel,
-                                      QMessageBox::Cancel) != QMessageBox::Yes)
-                return false;
-            m_capture->stop();
-        }
+        if (!mayStopCapture(QStringLiteral("run %1").arg(scenario))) return false;
+        if (m_capture && m_capture->isRunning()) m_capture->stop();
         if (!beginRun(scenario, RunList::Kind::Scenario, QString(), true)) return false;
         QTimer::singleShot(0, this, &MainWindow::refreshRunBar); // the run has started: "recording"
         return true;
@@ -215,6 +206,15 @@ bool MainWindow::divertToRecordingRun(const EventBatch &batch)
     m_divertStore->apply(batch);
     m_runs->appendToArchive(index, batch, m_divertStore->calls().size());
     return true;
+}
+
+bool MainWindow::mayStopCapture(const QString &then)
+{
+    if (!m_capture || !m_capture->isRunning() || !m_promptOnClose) return true;
+    return QMessageBox::question(
+               this, QStringLiteral("Capture running"),
+               QStringLiteral("A live capture is running. Stop it and %1 as a new run?").arg(then),
+               QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) == QMessageBox::Yes;
 }
 
 bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString &source, bool freshClock)

@@ -6,9 +6,11 @@
 
 #include "capturefile.h"
 #include "capturereader.h"
+#include "capturesession.h"
 #include "clock.h"
 #include "labclient.h"
 #include "labpanel.h"
+#include "labserver.h"
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
@@ -663,6 +665,49 @@ private slots:
         QCOMPARE(model.store().calls().size(), calls);
         QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (unsaved)"));
         m_window = nullptr;
+        window.close();
+    }
+
+    // Opening a file while a live capture runs asks first, as running a scenario does: Cancel keeps the
+    // capture recording, Yes stops it and the file takes the stage.
+    void openingAFileAsksBeforeStoppingACapture()
+    {
+        lab::LabServer server;
+        std::string error;
+        QVERIFY2(server.start(&error), error.c_str());
+        TimelineModel model;
+        MainWindow window(&model, nullptr, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.show();
+        QTemporaryDir dir;
+        const QString file = dir.filePath(QStringLiteral("earlier.rpcscope"));
+        QString why;
+        const HopSpec hop{QStringLiteral("hop"), QStringLiteral("127.0.0.1:0"),
+                          QStringLiteral("127.0.0.1:%1").arg(server.port())};
+        QVERIFY2(window.startCapture({hop}, &why), qPrintable(why));
+        {
+            lab::LabClient client(window.captureSession()->hops()[0].listen.toStdString(), {});
+            lab::CallRequest r;
+            r.set_call_id("captured");
+            QCOMPARE(client.call(r, std::chrono::seconds(5)).code, 0);
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(model.store().calls().size(), size_t(1), 5000);
+        QVERIFY2(window.saveFile(file, &why), qPrintable(why));
+
+        window.setPromptOnClose(true);
+        QString asked;
+        answerNextQuestion(QMessageBox::Cancel, &asked);
+        QVERIFY(!window.openFile(file, &why));
+        QVERIFY2(asked.contains(QStringLiteral("open earlier.rpcscope")), qPrintable(asked));
+        QVERIFY(window.captureSession()->isRunning());
+        asked.clear();
+        answerNextQuestion(QMessageBox::Yes, &asked);
+        QVERIFY2(window.openFile(file, &why), qPrintable(why));
+        QVERIFY(!asked.isEmpty());
+        QVERIFY(!window.captureSession()->isRunning());
+        QCOMPARE(window.runs()->at(window.runs()->current()).name, QStringLiteral("earlier.rpcscope"));
+        QCOMPARE(model.store().calls().size(), size_t(1));
+        window.setPromptOnClose(false);
         window.close();
     }
 };
