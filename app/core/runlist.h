@@ -33,6 +33,9 @@ public:
         QString source; // the file (or files, or hops) it came from; empty for a lab run
         bool unsaved = false;
         size_t calls = 0;
+        // The service config its scenario handed the lab client (verify-policy); its calls are judged against
+        // it whenever it is on stage. Empty for other runs.
+        QString serviceConfig;
         // Empty while the run is on stage; otherwise everything needed to bring it back.
         std::optional<CaptureInfo> info;
         EventLog log;
@@ -63,6 +66,7 @@ public:
     void setUnsaved(int index, bool unsaved);
     void setCalls(int index, size_t calls);
     void setKind(int index, Kind kind, const QString &source);
+    void setServiceConfig(int index, const QString &json) { m_runs[size_t(index)].serviceConfig = json; }
     // Removes a run; the current index follows. Returns nothing: the window decides what goes on stage.
     void remove(int index);
 

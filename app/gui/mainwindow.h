@@ -133,6 +133,9 @@ public slots:
     // (Ctrl+Shift+G): the calls judged against the client's service config (issue 19).
     PolicyDock *policyDock() const { return m_policy; }
     void showPolicyCheck(bool roomy = false);
+    // The Policy check's config for the run now on stage: its scenario's, or none when the one shown came
+    // from another run's scenario (a config the user gave stays).
+    void stagePolicy();
     // The Faults dock (mainwindow_faults.cpp, Ctrl+Shift+F): the running capture's fault rules, to add, edit
     // and switch while it runs (issue 19). Every capture the window starts carries a FaultSet, empty or not.
     FaultsDock *faultsDock() const { return m_faults; }
@@ -257,7 +260,8 @@ private:
     PolicyDock *m_policy = nullptr;
     // The Policy check's config came from a scenario's run (verify-policy), not from the user: another
     // scenario's run drops it rather than judge that scenario's client against a config it was never given.
-    bool m_policyFromScenario = false;
+    QString m_runPolicy;  // the config stagePolicy() last set from a run's scenario
+    QString m_userPolicy; // the one the user gave, while a run's own is shown instead
     QDockWidget *m_policyDock = nullptr;
     QAction *m_policyAction = nullptr;      // Ctrl+Shift+V, in the View menu
     QAction *m_retryPolicyAction = nullptr; // Ctrl+Shift+G, in the View menu

@@ -50,29 +50,39 @@ void MainWindow::buildPolicy(QDockWidget *beside)
         QStringLiteral("Paste the service config the client was given, to judge its calls (Ctrl+Shift+G)"));
     connect(m_retryPolicyAction, &QAction::triggered, this, [this] {
         showPolicyCheck();
-        const QString before = m_policy->serviceConfigText();
         m_policy->editPolicy();
-        if (m_policy->serviceConfigText() != before) m_policyFromScenario = false;
     });
     addAction(m_retryPolicyAction);
 
-    // A scenario that hands its client a service config (verify-policy) is judged against that config.
+    // A scenario that hands its client a service config (verify-policy) is judged against that config; the
+    // run keeps it (stagePolicy()).
     connect(m_labPanel, &LabPanel::runStarting, this,
             [this](const QString &, const QMap<QString, QString> &values) {
                 const auto config = values.find(QStringLiteral("service_config"));
-                if (config == values.end()) {
-                    if (m_policyFromScenario) m_policy->clearServiceConfig();
-                    m_policyFromScenario = false;
-                    return;
-                }
-                QString error;
-                if (!m_policy->setServiceConfig(*config, &error)) {
-                    statusBar()->showMessage(error, 8000);
-                    return;
-                }
-                m_policyFromScenario = true;
-                showPolicyCheck(true);
+                if (m_runs->current() >= 0)
+                    m_runs->setServiceConfig(m_runs->current(), config == values.end() ? QString() : *config);
+                stagePolicy();
+                if (config != values.end() && m_policy->serviceConfigText() == *config) showPolicyCheck(true);
             });
+}
+
+void MainWindow::stagePolicy()
+{
+    const QString own = m_runs->current() >= 0 ? m_runs->at(m_runs->current()).serviceConfig : QString();
+    const QString shown = m_policy->serviceConfigText();
+    // The config shown came from a run's scenario while it is still the text that run set; otherwise it is
+    // the user's (Retry policy…, in the dock or the window), or none, and comes back once no run's own is
+    // shown.
+    if (m_runPolicy.isEmpty() || shown != m_runPolicy) m_userPolicy = shown;
+    const QString wanted = own.isEmpty() ? m_userPolicy : own;
+    m_runPolicy = own;
+    if (wanted == shown) return;
+    if (wanted.isEmpty()) {
+        m_policy->clearServiceConfig();
+        return;
+    }
+    QString error;
+    if (!m_policy->setServiceConfig(wanted, &error)) statusBar()->showMessage(error, 8000);
 }
 
 void MainWindow::showPolicyCheck(bool roomy)

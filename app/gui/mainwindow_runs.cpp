@@ -242,6 +242,7 @@ bool MainWindow::beginRun(const QString &name, RunList::Kind kind, const QString
     const bool live = kind == RunList::Kind::Scenario || kind == RunList::Kind::Capture;
     m_liveRunId = live ? m_runs->at(index).id : 0;
     m_view->fitAll(); // and keeps fitting as the run's calls arrive
+    stagePolicy();    // a scenario's own config comes with runStarting
     refreshRunBar();
     return true;
 }
@@ -259,6 +260,7 @@ void MainWindow::putOnStage(int index)
     m_openedPath = r.kind == RunList::Kind::File ? r.source : QString();
     m_openedGeneration = generation;
     m_view->fitAll();
+    stagePolicy();
     refreshRunBar();
 }
 

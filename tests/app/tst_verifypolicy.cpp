@@ -117,6 +117,32 @@ private slots:
         QVERIFY(finished.wait(60'000));
         window.labPanel()->waitForRun();
         QVERIFY(!window.policyDock()->hasConfig());
+
+        // The verify-policy run keeps the config it ran with: shown again, it is judged against it, and a run
+        // shown after it (retry-basic, or a file) is not.
+        int verifyRun = -1, basicRun = -1;
+        for (int i = 0; i < window.runs()->count(); ++i) {
+            if (window.runs()->at(i).name.startsWith(QStringLiteral("verify-policy"))) verifyRun = i;
+            if (window.runs()->at(i).name.startsWith(QStringLiteral("retry-basic"))) basicRun = i;
+        }
+        QVERIFY(verifyRun >= 0 && basicRun >= 0);
+        QVERIFY(window.showRun(verifyRun));
+        QCOMPARE(window.policyDock()->serviceConfigText(), kEdited);
+        QTRY_VERIFY_WITH_TIMEOUT(window.policyDock()->check().calls() == 3, 10'000);
+        QVERIFY(window.policyDock()->check().allConform());
+        QVERIFY(window.showRun(basicRun));
+        QVERIFY(!window.policyDock()->hasConfig());
+        // A config the user gives judges whatever is shown, except the run that has its own; it comes back
+        // after.
+        QString why;
+        QString users = kEdited;
+        users.replace(QStringLiteral("\"maxAttempts\":10"), QStringLiteral("\"maxAttempts\":3"));
+        QVERIFY(users != kEdited);
+        QVERIFY2(window.policyDock()->setServiceConfig(users, &why), qPrintable(why));
+        QVERIFY(window.showRun(verifyRun));
+        QCOMPARE(window.policyDock()->serviceConfigText(), kEdited);
+        QVERIFY(window.showRun(basicRun));
+        QCOMPARE(window.policyDock()->serviceConfigText(), users);
         lab.stop();
     }
 };
