@@ -1,6 +1,7 @@
 #include "policycheck.h"
 
 #include "clientstack.h"
+#include "gapenvelopes.h"
 #include "retryjudge.h"
 #include "timelinestore.h"
 #include "useragentindex.h"
@@ -37,7 +38,7 @@ std::uint64_t PolicyCheck::MethodRow::violations() const
 }
 
 PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfig &config,
-                             const UserAgentIndex &agents)
+                             const UserAgentIndex &agents, GapEnvelopes *envelopes)
 {
     PolicyCheck check;
     std::map<std::string, size_t> rowOf;
@@ -60,6 +61,7 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
         options.clientClosedNs =
             conn && conn->closeReason == "closed by client" ? conn->closedNs : std::nullopt;
         const RetryVerdict v = RetryJudge::judge(call, policy, stack, options);
+        if (envelopes) envelopes->set(i, call.key, RetryJudge::envelopesNs(call, policy, stack));
         auto [it, added] = rowOf.emplace(call.method, check.m_rows.size());
         if (added) {
             MethodRow row;

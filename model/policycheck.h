@@ -17,6 +17,7 @@ namespace rpcscope {
 
 class TimelineStore;
 class UserAgentIndex;
+class GapEnvelopes;
 
 class PolicyCheck
 {
@@ -40,8 +41,10 @@ public:
         RetryVerdict verdict;
     };
 
+    // With `envelopes`, also each call's backoff ranges as its client allows them (RetryJudge::envelopesNs),
+    // for the timeline to shade.
     static PolicyCheck run(const TimelineStore &store, const RetryServiceConfig &config,
-                           const UserAgentIndex &agents);
+                           const UserAgentIndex &agents, GapEnvelopes *envelopes = nullptr);
 
     const std::vector<MethodRow> &rows() const { return m_rows; }
     const std::vector<Finding> &findings() const { return m_findings; } // the violations, in call order

@@ -195,4 +195,39 @@ RetryVerdict RetryJudge::judge(const Call &call, const std::optional<MethodRetry
                        ", which is retryable, where " + allowed());
 }
 
+std::vector<std::optional<std::pair<std::int64_t, std::int64_t>>>
+RetryJudge::envelopesNs(const Call &call, const std::optional<MethodRetryPolicy> &policy,
+                        const ClientStack &stack)
+{
+    const auto &at = call.attempts;
+    std::vector<std::optional<std::pair<std::int64_t, std::int64_t>>> out(at.size());
+    if (!policy || !policy->hasRetry) return out;
+    // As judge() walks them: the attempts the client counts, a transparent replay standing for the one
+    // before.
+    std::vector<size_t> eff;
+    for (size_t i = 0; i < at.size(); ++i)
+        if (!(i + 1 < at.size() && call.transparentRetry(i + 1))) eff.push_back(i);
+    // Off the wire unchecked (a pushback): clamped as Call::backoffNs clamps, so it adds to a time safely.
+    auto ns = [](double ms) {
+        const double v = ms * 1e6;
+        return !(v > 0) ? std::int64_t(0) : v >= double(kMaxTimeoutNs) ? kMaxTimeoutNs : std::int64_t(v);
+    };
+    int sincePushback = 0;
+    for (size_t k = 0; k + 1 < eff.size(); ++k) {
+        const Attempt &a = at[eff[k]];
+        if (a.pushbackMs && *a.pushbackMs < 0) break;
+        if (!a.endNs) continue;
+        if (a.pushbackMs) {
+            sincePushback = 0;
+            out[eff[k] + 1] = std::pair{ns(double(*a.pushbackMs)), ns(double(*a.pushbackMs))};
+            continue;
+        }
+        ++sincePushback;
+        const auto [lo, hi] = stack.backoffMs(sincePushback, policy->initialBackoffMs,
+                                              policy->backoffMultiplier, policy->maxBackoffMs);
+        out[eff[k] + 1] = std::pair{ns(lo), ns(hi)};
+    }
+    return out;
+}
+
 } // namespace rpcscope

@@ -27,6 +27,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace rpcscope {
 
@@ -68,6 +70,13 @@ public:
     // `policy` is nullopt when no methodConfig names the call's method.
     static RetryVerdict judge(const Call &call, const std::optional<MethodRetryPolicy> &policy,
                               const ClientStack &stack, const Options &options);
+
+    // The wait the client allows before each retry, in ns, as judge() counts it before its tolerance: element
+    // k is the gap before attempt k; a pushback >= 0 exactly, otherwise stack.backoffMs counted since the
+    // call began or the last pushback. Nullopt for the first attempt, a transparent retry, an attempt after a
+    // stopping pushback or one whose attempt before has no end, and for every attempt without a retryPolicy.
+    static std::vector<std::optional<std::pair<std::int64_t, std::int64_t>>>
+    envelopesNs(const Call &call, const std::optional<MethodRetryPolicy> &policy, const ClientStack &stack);
 };
 
 } // namespace rpcscope

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gapenvelopes.h"
 #include "timeaxis.h"
 #include "timelineindex.h"
 #include "timelinelayout.h"
@@ -38,7 +39,16 @@ struct PaintContext
     std::uint32_t *drawn = nullptr;
     bool rates = false;   // the header has the rates strip (below the policy band, above the overview)
     double rateScale = 1; // its scale (TimelinePainter::rateStripScale)
-    mutable qint64 rulerStep = 0; // rulerStepNs(), once it was asked (every lane's grid asks it)
+    mutable qint64 rulerStep = 0;            // rulerStepNs(), once it was asked (every lane's grid asks it)
+    const GapEnvelopes *envelopes = nullptr; // ranges given for calls without their own (TimelinePainter)
+
+    // The range the client's policy allows for the gap before attempt k of call `index`: the call's own, else
+    // a given one (envelopes), else none.
+    GapEnvelopes::Range expectedGap(size_t index, const Call &call, size_t k) const
+    {
+        if (envelopes) return envelopes->forGap(index, call, k);
+        return k > 0 ? call.expectedGapNs(k - 1) : std::nullopt;
+    }
 
     void mark(int use) const
     {

@@ -536,7 +536,7 @@ QString SwimlaneView::toolTipFor(const TimelinePainter::Hit &hit) const
     case TimelinePainter::Hit::CallHeader:
         return TimelineToolTips::call(store, hit.call);
     case TimelinePainter::Hit::Gap:
-        return TimelineToolTips::gap(store, hit.call, hit.attempt);
+        return TimelineToolTips::gap(store, hit.call, hit.attempt, m_painter.gapEnvelopes());
     case TimelinePainter::Hit::Deadline:
         return TimelineToolTips::deadline(store, hit.call);
     case TimelinePainter::Hit::BandSegment:

@@ -1,8 +1,10 @@
 #pragma once
 
+#include "gapenvelopes.h"
 #include "timelinelayout.h"
 
 #include <QString>
+#include <memory>
 
 namespace rpcscope {
 
@@ -20,6 +22,9 @@ struct TimelineOptions
     LaneDensity density = LaneDensity::Compact;
     int labelWidth = 0; // the label column at scale 1 (dragged in the widget); 0: the default
     bool rates = false; // the rates strip under the ruler (calls/s, failures/s, retries/s, in flight)
+    // Backoff ranges for calls that do not carry their own policy (a service config the user gave, judged by
+    // the Policy check); null: only the calls' own. Exports copy the options, and so draw them too.
+    std::shared_ptr<const GapEnvelopes> gapEnvelopes;
 };
 
 } // namespace rpcscope

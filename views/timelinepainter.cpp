@@ -50,6 +50,12 @@ void TimelinePainter::setOptions(const Options &o)
     m_imageKey.reset();
 }
 
+void TimelinePainter::setGapEnvelopes(std::shared_ptr<const GapEnvelopes> envelopes)
+{
+    m_options.gapEnvelopes = std::move(envelopes);
+    m_imageKey.reset();
+}
+
 void TimelinePainter::invalidate()
 {
     m_index.invalidate();
@@ -172,6 +178,7 @@ PaintContext TimelinePainter::context(const QRectF &rect) const
                      rect,     axis(rect), top, bottom,    hasPolicyBand(), hasOverview()};
     ctx.rates = hasRates();
     ctx.rateScale = rateStripScale();
+    ctx.envelopes = m_options.gapEnvelopes.get();
     return ctx;
 }
 

@@ -85,6 +85,9 @@ public:
 
     void setOptions(const Options &o);
     const Options &options() const { return m_options; }
+    // Options::gapEnvelopes alone (the picture is drawn again).
+    void setGapEnvelopes(std::shared_ptr<const GapEnvelopes> envelopes);
+    const GapEnvelopes *gapEnvelopes() const { return m_options.gapEnvelopes.get(); }
     ZoomControl &zoomControl() { return *m_zoom; }
     const ZoomControl &zoomControl() const { return *m_zoom; }
     // The visible range (ZoomControl::setVisibleRange: follow and live stay as they are).

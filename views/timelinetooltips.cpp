@@ -193,7 +193,8 @@ QString TimelineToolTips::call(const TimelineStore &store, size_t index)
     return html;
 }
 
-QString TimelineToolTips::gap(const TimelineStore &store, size_t index, size_t k)
+QString TimelineToolTips::gap(const TimelineStore &store, size_t index, size_t k,
+                              const GapEnvelopes *envelopes)
 {
     if (index >= store.calls().size()) return {};
     const Call &c = store.calls()[index];
@@ -215,12 +216,17 @@ QString TimelineToolTips::gap(const TimelineStore &store, size_t index, size_t k
                 .arg(k + 1);
     if (const auto &p = c.attempts[k - 1].pushbackMs; p && *p >= 0)
         html += QStringLiteral("<br>the server's pushback asked for %1 ms").arg(*p);
-    if (const auto expected = c.expectedGapNs(k - 1)) {
+    const auto own = c.expectedGapNs(k - 1);
+    const auto given = own || !envelopes ? std::nullopt : envelopes->given(index, c, k);
+    if (const auto expected = own ? own : given) {
         const QString range = expected->first == expected->second
                                   ? formatDuration(expected->first)
                                   : QStringLiteral("%1 – %2").arg(formatDuration(expected->first),
                                                                   formatDuration(expected->second));
-        html += QStringLiteral("<br>expected %1 (the client's policy)").arg(range);
+        html += own ? QStringLiteral("<br>expected %1 (the client's policy)").arg(range)
+                    : QStringLiteral("<br>expected %1 (the service config given in the Policy check, as "
+                                     "this client's implementation retries)")
+                          .arg(range);
         if (gap < expected->first)
             html += QStringLiteral("<br><b>%1 early</b>").arg(formatDuration(expected->first - gap));
         else if (gap > expected->second)

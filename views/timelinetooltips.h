@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gapenvelopes.h"
 #include "timelinestore.h"
 
 #include <QString>
@@ -23,7 +24,9 @@ public:
     static QString clientLine(const TimelineStore &store, const Call &call);
     static QString call(const TimelineStore &store, size_t call);
     // The gap before attempt `attempt` (>= 1): measured against the range the client's policy allows.
-    static QString gap(const TimelineStore &store, size_t call, size_t attempt);
+    // With `envelopes`, a call without a policy of its own is read against the range given for it.
+    static QString gap(const TimelineStore &store, size_t call, size_t attempt,
+                       const GapEnvelopes *envelopes = nullptr);
     static QString deadline(const TimelineStore &store, size_t call);
     static QString bandSegment(const TimelineStore &store, const QString &state, qint64 fromNs, qint64 toNs,
                                bool current);

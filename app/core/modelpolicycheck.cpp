@@ -8,7 +8,8 @@
 
 namespace rpcscope {
 
-PolicyCheck policyCheckOf(const TimelineModel &model, const RetryServiceConfig &config)
+PolicyCheck policyCheckOf(const TimelineModel &model, const RetryServiceConfig &config,
+                          GapEnvelopes *envelopes)
 {
     const TimelineStore &store = model.store();
     UserAgentIndex agents;
@@ -34,7 +35,7 @@ PolicyCheck policyCheckOf(const TimelineModel &model, const RetryServiceConfig &
             }
         }
     }
-    return PolicyCheck::run(store, config, agents);
+    return PolicyCheck::run(store, config, agents, envelopes);
 }
 
 } // namespace rpcscope

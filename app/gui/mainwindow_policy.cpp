@@ -4,6 +4,7 @@
 #include "labpanel.h"
 #include "mainwindow.h"
 #include "policydock.h"
+#include "swimlaneview.h"
 
 #include <QAction>
 #include <QDockWidget>
@@ -27,6 +28,11 @@ void MainWindow::buildPolicy(QDockWidget *beside)
     m_policyDock->hide(); // as the Statistics dock: hidden until asked for
     connect(m_policy, &PolicyDock::message, this,
             [this](const QString &text) { statusBar()->showMessage(text, 8000); });
+    // The timeline shades each captured call's backoff gaps by the config given, as a lab call's by its own.
+    connect(m_policy, &PolicyDock::checked, this, [this] {
+        m_view->timelinePainter().setGapEnvelopes(m_policy->envelopes());
+        m_view->update();
+    });
     connect(m_policyDock, &QDockWidget::visibilityChanged, m_policy, [this](bool shown) {
         if (shown) m_policy->refresh(true);
     });

@@ -165,11 +165,16 @@ void PolicyDock::refresh(bool force)
     m_seenGeneration = store.generation();
     if (!m_config) {
         m_check = PolicyCheck();
+        m_envelopes.reset();
         fill();
+        emit checked();
         return;
     }
-    m_check = policyCheckOf(*m_model, *m_config);
+    auto envelopes = std::make_shared<GapEnvelopes>();
+    m_check = policyCheckOf(*m_model, *m_config, envelopes.get());
+    m_envelopes = std::move(envelopes);
     fill();
+    emit checked();
 }
 
 void PolicyDock::fill()

@@ -1,9 +1,11 @@
 #pragma once
 
+#include "gapenvelopes.h"
 #include "policycheck.h"
 #include "retryserviceconfig.h"
 
 #include <QWidget>
+#include <memory>
 #include <optional>
 
 class QLabel;
@@ -36,6 +38,9 @@ public:
     const QString &serviceConfigText() const { return m_json; }
     bool hasConfig() const { return m_config.has_value(); }
     const PolicyCheck &check() const { return m_check; }
+    // Each judged call's backoff ranges from the last check (the timeline shades them); null without a
+    // config.
+    std::shared_ptr<const GapEnvelopes> envelopes() const { return m_envelopes; }
     QTableWidget *summary() const { return m_summary; }
     QTreeWidget *findings() const { return m_findings; }
     // What the findings list says while it has no rows (all calls conform, no calls, no policy); empty
@@ -51,6 +56,8 @@ public slots:
 
 signals:
     void message(const QString &text);
+    // A check ran (or the config went): envelopes() changed.
+    void checked();
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
@@ -62,6 +69,7 @@ private:
     QString m_json;
     std::optional<RetryServiceConfig> m_config;
     PolicyCheck m_check;
+    std::shared_ptr<const GapEnvelopes> m_envelopes;
     std::uint64_t m_seenGeneration = ~std::uint64_t(0);
     QLabel *m_status = nullptr;
     QPushButton *m_edit = nullptr;

@@ -5,13 +5,17 @@
 //
 // With RPCSCOPE_SHOT_DIR set, the dock is saved there as policy-dock.png.
 
+#include "gapenvelopes.h"
 #include "policydock.h"
 #include "retrypolicydialog.h"
 #include "timelinemodel.h"
+#include "timelinepainter.h"
+#include "timelinetooltips.h"
 #include "wireevents.h"
 
 #include <QApplication>
 #include <QLabel>
+#include <QPainter>
 #include <QPlainTextEdit>
 #include <QTableWidget>
 #include <QTreeWidget>
@@ -132,6 +136,56 @@ private slots:
 
         if (const QByteArray dir = qgetenv("RPCSCOPE_SHOT_DIR"); !dir.isEmpty())
             QVERIFY(dock.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/policy-dock.png")));
+
+        // The ranges the timeline shades, each as its client retries: C-core's first retry exactly 1 s,
+        // grpc-js's 0.8-1.2 s. The timeline reads each gap against them as the check did.
+        const std::shared_ptr<const GapEnvelopes> envelopes = dock.envelopes();
+        QVERIFY(envelopes);
+        const TimelineStore &store = model.store();
+        auto indexOf = [&store](const std::string &key) {
+            for (size_t i = 0; i < store.calls().size(); ++i)
+                if (store.calls()[i].key == key) return i;
+            return store.calls().size();
+        };
+        const size_t core = indexOf("core-1"), node = indexOf("node-1");
+        QVERIFY(core < store.calls().size() && node < store.calls().size());
+        QCOMPARE(envelopes->forGap(core, store.calls()[core], 1),
+                 (GapEnvelopes::Range{{1000 * kMs, 1000 * kMs}}));
+        QCOMPARE(envelopes->forGap(node, store.calls()[node], 1),
+                 (GapEnvelopes::Range{{800 * kMs, 1200 * kMs}}));
+        QVERIFY(!envelopes->forGap(core, store.calls()[core], 0));
+        // A stale index (eviction moved the calls) finds nothing rather than another call's ranges.
+        QVERIFY(!envelopes->given(core, store.calls()[node], 1));
+        const QString coreTip = TimelineToolTips::gap(store, core, 1, envelopes.get());
+        QVERIFY2(coreTip.contains(QLatin1String("expected 1.000 s (the service config given")) &&
+                     coreTip.contains(QLatin1String("early")),
+                 qPrintable(coreTip));
+        const QString nodeTip = TimelineToolTips::gap(store, node, 1, envelopes.get());
+        QVERIFY2(nodeTip.contains(QLatin1String("within the expected range")), qPrintable(nodeTip));
+        QVERIFY2(TimelineToolTips::gap(store, node, 1).contains(QLatin1String("no expected range")),
+                 qPrintable(TimelineToolTips::gap(store, node, 1)));
+        // Drawn: the shading (the legend explains it) only with the ranges given.
+        TimelinePainter painter(&store);
+        painter.setRange(0, 40'000 * kMs);
+        QImage img(1400, 500, QImage::Format_ARGB32_Premultiplied);
+        {
+            QPainter p(&img);
+            painter.paint(&p, QRectF(img.rect()));
+        }
+        QVERIFY(!painter.legendEntries().contains(QStringLiteral("expected backoff (policy)")));
+        painter.setGapEnvelopes(envelopes);
+        {
+            QPainter p(&img);
+            painter.paint(&p, QRectF(img.rect()));
+        }
+        QVERIFY2(painter.legendEntries().contains(QStringLiteral("expected backoff (policy)")),
+                 qPrintable(painter.legendEntries().join(QStringLiteral(", "))));
+
+        // No config: no ranges.
+        QSignalSpy checked(&dock, &PolicyDock::checked);
+        dock.clearServiceConfig();
+        QCOMPARE(checked.size(), 1);
+        QVERIFY(!dock.envelopes());
     }
 
     // The findings list is never a blank box: without a policy, without calls, and when every call conforms

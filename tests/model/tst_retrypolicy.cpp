@@ -222,6 +222,27 @@ private slots:
             QCOMPARE(ClientStack::of(k).maxAttemptsLimit(), 5);
     }
 
+    // What the timeline shades for a captured call given a config: each gap's range as judge() counts it,
+    // a pushback exactly (and the count starting over after it), none before the first attempt, none after a
+    // stopping pushback, none without a retryPolicy.
+    void envelopesPerGap()
+    {
+        using R = std::optional<std::pair<std::int64_t, std::int64_t>>;
+        auto r = [](double lo, double hi) { return R{{std::int64_t(lo * kMs), std::int64_t(hi * kMs)}}; };
+        Call call = makeCall({14, 14, 14, 14, 0}, {50, 100, 300, 50});
+        call.attempts[2].pushbackMs = 300;
+        const MethodRetryPolicy policy = policyOf(labConfig(5));
+        const auto core = RetryJudge::envelopesNs(call, policy, ClientStack::fromUserAgent(kCCore));
+        QCOMPARE(core, (std::vector<R>{std::nullopt, r(50, 50), r(80, 120), r(300, 300), r(50, 50)}));
+        const auto node = RetryJudge::envelopesNs(call, policy, ClientStack::fromUserAgent(kNode));
+        QCOMPARE(node, (std::vector<R>{std::nullopt, r(40, 60), r(80, 120), r(300, 300), r(40, 60)}));
+        call.attempts[1].pushbackMs = -1;
+        QCOMPARE(RetryJudge::envelopesNs(call, policy, ClientStack::fromUserAgent(kCCore)),
+                 (std::vector<R>{std::nullopt, r(50, 50), R{}, R{}, R{}}));
+        QCOMPARE(RetryJudge::envelopesNs(call, std::nullopt, ClientStack::fromUserAgent(kCCore)),
+                 std::vector<R>(5));
+    }
+
     void conformingRetries()
     {
         const Call call = makeCall({14, 14, 0}, {50.6, 101.0});

@@ -1,0 +1,35 @@
+#include "gapenvelopes.h"
+
+#include "retryjudge.h"
+
+namespace rpcscope {
+
+void GapEnvelopes::set(size_t index, std::string key, std::vector<Range> perAttempt)
+{
+    if (m_calls.size() <= index) m_calls.resize(index + 1);
+    m_calls[index] = {std::move(key), std::move(perAttempt)};
+}
+
+GapEnvelopes::Range GapEnvelopes::given(size_t index, const Call &call, size_t k) const
+{
+    if (index >= m_calls.size()) return std::nullopt;
+    const Entry &e = m_calls[index];
+    if (e.key.empty() || e.key != call.key || k >= e.gaps.size()) return std::nullopt;
+    return e.gaps[k];
+}
+
+bool GapEnvelopes::outside(const std::pair<std::int64_t, std::int64_t> &range, std::int64_t gapNs)
+{
+    const double lo = double(range.first) / 1e6, hi = double(range.second) / 1e6, gap = double(gapNs) / 1e6;
+    return gap < lo - RetryJudge::kEarlyMs - lo * RetryJudge::kEarlyFraction ||
+           gap > hi + RetryJudge::kLateMs + hi * RetryJudge::kLateFraction;
+}
+
+GapEnvelopes::Range GapEnvelopes::forGap(size_t index, const Call &call, size_t k) const
+{
+    if (k == 0) return std::nullopt;
+    if (Range own = call.expectedGapNs(k - 1)) return own;
+    return given(index, call, k);
+}
+
+} // namespace rpcscope

@@ -1,0 +1,46 @@
+#pragma once
+
+// Backoff ranges for calls whose retry policy the wire does not carry (captured traffic; the lab's own calls
+// carry theirs, Call::expectedGapNs): from a service config the user gave, judged the way the call's client
+// implementation retries (RetryJudge::envelopesNs). The Policy check fills it; the timeline shades and
+// labels each gap against it as it does a lab call's. Keyed by the call's index in the store judged, with its
+// key, so that an index that moved since (eviction) finds nothing rather than another call's ranges.
+
+#include "timeline.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rpcscope {
+
+class GapEnvelopes
+{
+public:
+    using Range = std::optional<std::pair<std::int64_t, std::int64_t>>;
+
+    // The ranges of call `index` (key `key`), one per attempt: element k is the gap before attempt k.
+    void set(size_t index, std::string key, std::vector<Range> perAttempt);
+    bool empty() const { return m_calls.empty(); }
+
+    // The range for the gap before attempt k of `call`, the call at `index`: its own policy's when it carries
+    // one, else this set's, else none.
+    Range forGap(size_t index, const Call &call, size_t k) const;
+    // Only this set's (nullopt where it has none).
+    Range given(size_t index, const Call &call, size_t k) const;
+    // Whether `gapNs` lies outside `range` by more than the Policy check tolerates (RetryJudge's early and
+    // late slack, for a gap measured at the proxy).
+    static bool outside(const std::pair<std::int64_t, std::int64_t> &range, std::int64_t gapNs);
+
+private:
+    struct Entry
+    {
+        std::string key;
+        std::vector<Range> gaps;
+    };
+    std::vector<Entry> m_calls; // by call index; an empty key: not judged
+};
+
+} // namespace rpcscope
