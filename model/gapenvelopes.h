@@ -23,7 +23,6 @@ public:
 
     // The ranges of call `index` (key `key`), one per attempt: element k is the gap before attempt k.
     void set(size_t index, std::string key, std::vector<Range> perAttempt);
-    bool empty() const { return m_calls.empty(); }
 
     // The range for the gap before attempt k of `call`, the call at `index`: its own policy's when it carries
     // one, else this set's, else none.

@@ -133,8 +133,8 @@ public slots:
     // (Ctrl+Shift+G): the calls judged against the client's service config (issue 19).
     PolicyDock *policyDock() const { return m_policy; }
     void showPolicyCheck(bool roomy = false);
-    // The Policy check's config for the run now on stage: its scenario's, or none when the one shown came
-    // from another run's scenario (a config the user gave stays).
+    // The Policy check's config for the run now on stage: its scenario's own (verify-policy), else the one
+    // the user gave, else none: never another run's scenario's.
     void stagePolicy();
     // The Faults dock (mainwindow_faults.cpp, Ctrl+Shift+F): the running capture's fault rules, to add, edit
     // and switch while it runs (issue 19). Every capture the window starts carries a FaultSet, empty or not.
@@ -258,8 +258,8 @@ private:
     QDockWidget *m_statsDock = nullptr;
     QAction *m_statsAction = nullptr; // Ctrl+Shift+T, in the View menu
     PolicyDock *m_policy = nullptr;
-    // The Policy check's config came from a scenario's run (verify-policy), not from the user: another
-    // scenario's run drops it rather than judge that scenario's client against a config it was never given.
+    // Which config the Policy check shows (stagePolicy()): a scenario run's own, which no other run is judged
+    // by, or the user's.
     QString m_runPolicy;  // the config stagePolicy() last set from a run's scenario
     QString m_userPolicy; // the one the user gave, while a run's own is shown instead
     QDockWidget *m_policyDock = nullptr;
