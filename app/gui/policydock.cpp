@@ -111,7 +111,8 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     m_timer = new QTimer(this);
     m_timer->setInterval(kRefreshMs);
     connect(m_timer, &QTimer::timeout, this, [this] {
-        if (isVisible()) refresh();
+        // With a config given, also while hidden: the timeline shades new calls' gaps from the check.
+        if (isVisible() || m_config) refresh();
     });
     m_timer->start();
     fill();

@@ -181,6 +181,13 @@ private slots:
         QVERIFY2(painter.legendEntries().contains(QStringLiteral("expected backoff (policy)")),
                  qPrintable(painter.legendEntries().join(QStringLiteral(", "))));
 
+        // Hidden, it still follows new calls while it has a config: the timeline's ranges come from it.
+        dock.hide();
+        model.applyBatch(retried(4, kNode, "node-2", 1000.0));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            dock.envelopes()->given(indexOf("node-2"), store.calls()[indexOf("node-2")], 1),
+            3 * PolicyDock::kRefreshMs);
+
         // No config: no ranges.
         QSignalSpy checked(&dock, &PolicyDock::checked);
         dock.clearServiceConfig();
