@@ -25,11 +25,16 @@ bool GapEnvelopes::outside(const std::pair<std::int64_t, std::int64_t> &range, s
            gap > hi + RetryJudge::kLateMs + hi * RetryJudge::kLateFraction;
 }
 
-GapEnvelopes::Range GapEnvelopes::forGap(size_t index, const Call &call, size_t k) const
+GapEnvelopes::Range GapEnvelopes::expected(const GapEnvelopes *given, size_t index, const Call &call,
+                                           size_t k, bool *fromGiven)
 {
+    if (fromGiven) *fromGiven = false;
     if (k == 0) return std::nullopt;
     if (Range own = call.expectedGapNs(k - 1)) return own;
-    return given(index, call, k);
+    if (!given) return std::nullopt;
+    Range range = given->given(index, call, k);
+    if (fromGiven) *fromGiven = range.has_value();
+    return range;
 }
 
 } // namespace rpcscope

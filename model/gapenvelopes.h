@@ -25,8 +25,9 @@ public:
     void set(size_t index, std::string key, std::vector<Range> perAttempt);
 
     // The range for the gap before attempt k of `call`, the call at `index`: its own policy's when it carries
-    // one, else this set's, else none.
-    Range forGap(size_t index, const Call &call, size_t k) const;
+    // one, else the one `given` holds for it (null: none), else none. *fromGiven says whether it is given.
+    static Range expected(const GapEnvelopes *given, size_t index, const Call &call, size_t k,
+                          bool *fromGiven = nullptr);
     // Only this set's (nullopt where it has none).
     Range given(size_t index, const Call &call, size_t k) const;
     // Whether `gapNs` lies outside `range` by more than the Policy check tolerates (RetryJudge's early and

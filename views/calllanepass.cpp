@@ -24,16 +24,14 @@ constexpr qint64 kFrameSearchMarginNs = 50'000'000;
 constexpr size_t kMaxFramesScanned = 20'000;
 constexpr double kMinLabelledGapPx = 8;
 
-// Whether the gap before attempt k misses its expected range: by more than kGapSlackNs against the call's
+// Whether a gap misses its expected range: by more than kGapSlackNs against the call's
 // own policy; against one given for it (GapEnvelopes), by the Policy check's tolerance, so that the
 // timeline and the check agree.
-bool gapOutside(const Call &call, size_t k, qint64 gap,
-                const std::optional<std::pair<std::int64_t, std::int64_t>> &expected)
+bool gapOutside(qint64 gap, const std::optional<std::pair<std::int64_t, std::int64_t>> &expected, bool given)
 {
     if (!expected) return false;
-    if (call.expectedGapNs(k - 1))
-        return gap < expected->first - kGapSlackNs || gap > expected->second + kGapSlackNs;
-    return GapEnvelopes::outside(*expected, gap);
+    if (given) return GapEnvelopes::outside(*expected, gap);
+    return gap < expected->first - kGapSlackNs || gap > expected->second + kGapSlackNs;
 }
 
 // What a backoff gap's label says: the wait, and what the policy or the server asked for.
@@ -301,8 +299,9 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         const bool transparent = call.transparentRetry(k);
         // The range the client's policy allows for the gap before this attempt, under everything else.
         std::optional<std::pair<std::int64_t, std::int64_t>> expected;
+        bool given = false; // the range came from a config the user gave, not from the call
         if (k > 0 && call.attempts[k - 1].endNs && !transparent) {
-            expected = ctx.expectedGap(index, call, k);
+            expected = ctx.expectedGap(index, call, k, &given);
             if (expected) {
                 const qint64 gapStart = *call.attempts[k - 1].endNs;
                 const double e1 = ax.timeToX(gapStart + expected->first);
@@ -398,7 +397,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const double cy = barTop + barH / 2;
             // A gap counts as outside when it misses the range by more than 5 ms: the wire adds the client's
             // reaction time, and C-core's timer wakes up to a few ms late.
-            const bool outside = gapOutside(call, k, gap, expected);
+            const bool outside = gapOutside(gap, expected, given);
             // A gap narrower than a few pixels gets its bracket but no words: zoomed out over thousands of
             // calls the labels would only cover each other.
             if (g2 >= ax.left && g1 <= right && g2 - g1 < kMinLabelledGapPx) {
@@ -596,7 +595,9 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         const Attempt &a = call.attempts[k];
         const bool transparent = call.transparentRetry(k);
         std::optional<std::pair<std::int64_t, std::int64_t>> expected;
-        if (k > 0 && call.attempts[k - 1].endNs && !transparent) expected = ctx.expectedGap(index, call, k);
+        bool given = false; // the range came from a config the user gave, not from the call
+        if (k > 0 && call.attempts[k - 1].endNs && !transparent)
+            expected = ctx.expectedGap(index, call, k, &given);
         // The gap before this attempt, on the bars' centre line: the policy's range shaded under it, its
         // length written inside it where it fits.
         if (k > 0 && call.attempts[k - 1].endNs) {
@@ -613,7 +614,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
             // After a widened mark the bracket starts where the mark ends, not under it.
             if (PaintContext::widenedMark(call.attempts[k - 1]))
                 g1 = std::max(g1, ctx.attemptSpan(call, k - 1).second);
-            const bool outside = gapOutside(call, k, gap, expected);
+            const bool outside = gapOutside(gap, expected, given);
             const QColor gapColor = outside ? th.deadline : th.gap;
             if (g2 >= ax.left && g1 <= right) {
                 ctx.mark(kUseGap);

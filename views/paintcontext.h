@@ -43,11 +43,10 @@ struct PaintContext
     const GapEnvelopes *envelopes = nullptr; // ranges given for calls without their own (TimelinePainter)
 
     // The range the client's policy allows for the gap before attempt k of call `index`: the call's own, else
-    // a given one (envelopes), else none.
-    GapEnvelopes::Range expectedGap(size_t index, const Call &call, size_t k) const
+    // a given one (envelopes; *given says so), else none.
+    GapEnvelopes::Range expectedGap(size_t index, const Call &call, size_t k, bool *given) const
     {
-        if (envelopes) return envelopes->forGap(index, call, k);
-        return k > 0 ? call.expectedGapNs(k - 1) : std::nullopt;
+        return GapEnvelopes::expected(envelopes, index, call, k, given);
     }
 
     void mark(int use) const

@@ -216,17 +216,16 @@ QString TimelineToolTips::gap(const TimelineStore &store, size_t index, size_t k
                 .arg(k + 1);
     if (const auto &p = c.attempts[k - 1].pushbackMs; p && *p >= 0)
         html += QStringLiteral("<br>the server's pushback asked for %1 ms").arg(*p);
-    const auto own = c.expectedGapNs(k - 1);
-    const auto given = own || !envelopes ? std::nullopt : envelopes->given(index, c, k);
-    if (const auto expected = own ? own : given) {
+    bool given = false;
+    if (const auto expected = GapEnvelopes::expected(envelopes, index, c, k, &given)) {
         const QString range = expected->first == expected->second
                                   ? formatDuration(expected->first)
                                   : QStringLiteral("%1 – %2").arg(formatDuration(expected->first),
                                                                   formatDuration(expected->second));
-        html += own ? QStringLiteral("<br>expected %1 (the client's policy)").arg(range)
-                    : QStringLiteral("<br>expected %1 (the service config given in the Policy check, as "
-                                     "this client's implementation retries)")
-                          .arg(range);
+        html += !given ? QStringLiteral("<br>expected %1 (the client's policy)").arg(range)
+                       : QStringLiteral("<br>expected %1 (the service config given in the Policy check, as "
+                                        "this client's implementation retries)")
+                             .arg(range);
         if (gap < expected->first)
             html += QStringLiteral("<br><b>%1 early</b>").arg(formatDuration(expected->first - gap));
         else if (gap > expected->second)

@@ -149,11 +149,11 @@ private slots:
         };
         const size_t core = indexOf("core-1"), node = indexOf("node-1");
         QVERIFY(core < store.calls().size() && node < store.calls().size());
-        QCOMPARE(envelopes->forGap(core, store.calls()[core], 1),
+        QCOMPARE(GapEnvelopes::expected(envelopes.get(), core, store.calls()[core], 1),
                  (GapEnvelopes::Range{{1000 * kMs, 1000 * kMs}}));
-        QCOMPARE(envelopes->forGap(node, store.calls()[node], 1),
+        QCOMPARE(GapEnvelopes::expected(envelopes.get(), node, store.calls()[node], 1),
                  (GapEnvelopes::Range{{800 * kMs, 1200 * kMs}}));
-        QVERIFY(!envelopes->forGap(core, store.calls()[core], 0));
+        QVERIFY(!GapEnvelopes::expected(envelopes.get(), core, store.calls()[core], 0));
         // A stale index (eviction moved the calls) finds nothing rather than another call's ranges.
         QVERIFY(!envelopes->given(core, store.calls()[node], 1));
         const QString coreTip = TimelineToolTips::gap(store, core, 1, envelopes.get());

@@ -71,6 +71,18 @@ class TstTlsConnect : public QObject
         return ok;
     }
 
+    // The environment of a client process (Python grpcio, grpc-js) a user starts to be captured: grpc_proxy
+    // and the roots file, every other proxy variable removed.
+    static QProcessEnvironment clientEnv(const std::string &proxy, const std::string &roots)
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const char *name : {"grpc_proxy", "https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
+            env.remove(name);
+        env.insert("grpc_proxy", QString::fromStdString("http://" + proxy));
+        env.insert("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", QString::fromStdString(roots));
+        return env;
+    }
+
 private slots:
     void initTestCase()
     {
@@ -278,12 +290,7 @@ with grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials()) as channel
 print('ok')
 )";
         QProcess py;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const char *name : {"https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
-            env.remove(name);
-        env.insert("grpc_proxy", QString::fromStdString("http://" + proxy.listenAddress().toString()));
-        env.insert("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", QString::fromStdString(m_caPath));
-        py.setProcessEnvironment(env);
+        py.setProcessEnvironment(clientEnv(proxy.listenAddress().toString(), m_caPath));
         py.start(python(), {"-c", script, QString::fromStdString(serverTarget())});
         QVERIFY2(py.waitForFinished(30000), "python did not finish");
         const QByteArray err = py.readAllStandardError();
@@ -302,18 +309,6 @@ print('ok')
                  cap.notes().c_str());
     }
 
-    // grpc-js's environment for a client started by a user to be captured: grpc_proxy (unless `proxy` is
-    // empty) and the roots file, every other proxy variable removed.
-    QProcessEnvironment grpcJsEnv(const std::string &proxy, const std::string &roots) const
-    {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const char *name : {"grpc_proxy", "https_proxy", "http_proxy", "no_grpc_proxy", "no_proxy"})
-            env.remove(name);
-        if (!proxy.empty()) env.insert("grpc_proxy", QString::fromStdString("http://" + proxy));
-        env.insert("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", QString::fromStdString(roots));
-        return env;
-    }
-
     void grpcJsTlsThroughConnect()
     {
         // @grpc/grpc-js (Node), with its retry policy from a service config, unchanged but for grpc_proxy and
@@ -327,7 +322,7 @@ print('ok')
         QVERIFY(startProxy(proxy, cap, m_tls));
         const grpcjsclient::Result r =
             grpcjsclient::run(modules, {QString::fromStdString(serverTarget()), "3", kLabRetry, "grpcjs"},
-                              grpcJsEnv(proxy.listenAddress().toString(), m_caPath));
+                              clientEnv(proxy.listenAddress().toString(), m_caPath));
         m_server.service.m_flaky = false;
         proxy.stop();
         QVERIFY2(r.exitCode == 0 && r.out.trimmed() == "ok 3", r.err.constData());
@@ -380,7 +375,7 @@ print('ok')
         const std::string via = proxy.listenAddress().toString();
 
         // Directly to the server, trusting its own CA: nothing reaches the proxy.
-        QProcessEnvironment direct = grpcJsEnv(via, m_server.caFile);
+        QProcessEnvironment direct = clientEnv(via, m_server.caFile);
         direct.insert("no_grpc_proxy", "localhost");
         grpcjsclient::Result r =
             grpcjsclient::run(modules, {QString::fromStdString(serverTarget()), "1"}, direct);
@@ -388,7 +383,7 @@ print('ok')
         QVERIFY(proxy.targets().empty());
 
         const std::string closed = "127.0.0.1:" + std::to_string(testnet::closedPort());
-        r = grpcjsclient::run(modules, {QString::fromStdString(closed), "1"}, grpcJsEnv(via, m_caPath));
+        r = grpcjsclient::run(modules, {QString::fromStdString(closed), "1"}, clientEnv(via, m_caPath));
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("call failed: code 14"), r.err.constData());
         QVERIFY2(r.err.contains("with status 502"), r.err.constData());
