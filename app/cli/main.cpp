@@ -170,9 +170,9 @@ void quietOffscreen(QtMsgType type, const QMessageLogContext &ctx, const QString
 int main(int argc, char **argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
-    // First, before any thread: it may start the program over. Only for the commands that build timelines
-    // (page faults in the growing model are what huge pages save); a quick one (list, ca, help) would only
-    // pay the second start, a third of its time.
+    // First, before any thread: with RPCSCOPE_HUGEPAGES=1 it starts the program over. Only for the commands
+    // that build timelines (page faults in the growing model are what huge pages save); a quick one (list,
+    // ca, help) would only pay the second start, a third of its time.
     const bool quick = args.empty() || args[0] == "list" || args[0] == "ca" || args[0] == "help" ||
                        args[0] == "--help" || args[0] == "-h" || asksForHelp(args);
     if (!quick) restartWithHugePageHeap(argv);

@@ -42,7 +42,8 @@ void restartWithHugePageHeap(char **argv)
         unsetenv(kRestarted);
         return;
     }
-    if (const char *opt = std::getenv("RPCSCOPE_HUGEPAGES"); opt && std::strcmp(opt, "0") == 0) return;
+    // Only when asked for (hugepageheap.h says why not by default).
+    if (const char *opt = std::getenv("RPCSCOPE_HUGEPAGES"); !opt || std::strcmp(opt, "1") != 0) return;
     // Something is preloaded: a memory tool (valgrind, which would not follow the new start, or heaptrack) or
     // another allocator, which glibc's tunable does not concern.
     if (const char *preload = std::getenv("LD_PRELOAD"); preload && *preload) return;

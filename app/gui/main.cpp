@@ -80,7 +80,7 @@ bool haveDisplay()
 
 int main(int argc, char **argv)
 {
-    restartWithHugePageHeap(argv); // first: it may start the program over
+    restartWithHugePageHeap(argv); // first: asked for, it starts the program over
     routeLibraryLogs();            // stderr carries rpcscope's own one-line messages only
     // Two arenas, not one per thread that ever allocated (gRPC's, the relays', the decoders'): events made on
     // those threads are freed on this one, and every arena keeps its own free memory at its own high-water

@@ -5,9 +5,10 @@
 //      and with --before PATH another build's rpcscope-cli, e.g. the old read path). It reports
 //      (rpcscope - direct) / (socat - direct) at p50 and p99, and the CPU the capture's relay I/O and decoder
 //      threads used per call (their /proc schedstat run time). A lane with RPCSCOPE_RELAY_STEER=0 shows what
-//      following the client's core changes (capture/cpusteering.h). A fourth lane is the leanest relay there
-//      can be, as a floor for that CPU: one thread of a process of its own, epoll, read and write, decoding
-//      nothing.
+//      following the client's core changes (capture/cpusteering.h), and one with RPCSCOPE_HUGEPAGES=1 what
+//      malloc's heap on huge pages changes (app/core/hugepageheap.h). A fourth lane is the leanest relay
+//      there can be, as a floor for that CPU: one thread of a process of its own, epoll, read and write,
+//      decoding nothing.
 //   2. Wire times: with both cores kept busy by two spinning processes, the relay's frame times against
 //      dumpcap's packet times on loopback, frames matched by connection, direction, stream, type, flags and
 //      occurrence (and a PING's data or a WINDOW_UPDATE's increment; stream 0's by the call stream's frame
@@ -392,15 +393,16 @@ int main(int argc, char **argv)
             notes.push_back("leanest relay skipped: " + error);
         // The same build with a stream fault rule that matches no call: its hop is framed for faults, which
         // is the cost a user pays for having rules at all (issue 19's "as fast as today").
-        hostile::CaptureProcess now, ruled, old, level, niceOnly, unsteered;
+        hostile::CaptureProcess now, ruled, old, level, niceOnly, unsteered, hugePages;
         struct CaptureLane
         {
             hostile::CaptureProcess *proc;
             std::string path, name, file;
             std::vector<std::string> extra;
-            const char *nice = nullptr;  // RPCSCOPE_CAPTURE_NICE for this process, if set
-            const char *idle = nullptr;  // RPCSCOPE_CAPTURE_IDLE, if set
-            const char *steer = nullptr; // RPCSCOPE_RELAY_STEER, if set
+            const char *nice = nullptr;      // RPCSCOPE_CAPTURE_NICE for this process, if set
+            const char *idle = nullptr;      // RPCSCOPE_CAPTURE_IDLE, if set
+            const char *steer = nullptr;     // RPCSCOPE_RELAY_STEER, if set
+            const char *hugePages = nullptr; // RPCSCOPE_HUGEPAGES, if set
         };
         std::vector<CaptureLane> captures{
             {&now, cli, "rpcscope", "now", {"--keep", "0"}},
@@ -420,7 +422,7 @@ int main(int argc, char **argv)
                             "niceonly",
                             {"--keep", "0"},
                             nullptr,
-                            "0"});
+                            "1"});
         // And with the relay thread left where the kernel puts it (capture/cpusteering.h): what following the
         // client's core changes.
         captures.push_back({&unsteered,
@@ -430,17 +432,30 @@ int main(int argc, char **argv)
                             {"--keep", "0"},
                             nullptr,
                             nullptr,
-                            "0"});
+                            "1"});
+        // And with malloc's heap on transparent huge pages (app/core/hugepageheap.h, off by default): what
+        // they change.
+        captures.push_back({&hugePages,
+                            cli,
+                            "rpcscope, heap on huge pages",
+                            "hugepages",
+                            {"--keep", "0"},
+                            nullptr,
+                            nullptr,
+                            nullptr,
+                            "1"});
         if (!before.empty()) captures.push_back({&old, before, "rpcscope before", "before", {"--keep", "0"}});
         for (const CaptureLane &c : captures) {
             if (c.nice) setenv("RPCSCOPE_CAPTURE_NICE", c.nice, 1);
             if (c.idle) setenv("RPCSCOPE_CAPTURE_IDLE", c.idle, 1);
             if (c.steer) setenv("RPCSCOPE_RELAY_STEER", c.steer, 1);
+            if (c.hugePages) setenv("RPCSCOPE_HUGEPAGES", c.hugePages, 1);
             const bool started =
                 c.proc->start(c.path, serverPort, work + "/" + c.file + ".rpcscope", c.extra, &error);
             unsetenv("RPCSCOPE_CAPTURE_NICE");
             unsetenv("RPCSCOPE_CAPTURE_IDLE");
             unsetenv("RPCSCOPE_RELAY_STEER");
+            unsetenv("RPCSCOPE_HUGEPAGES");
             if (!started) {
                 std::fprintf(stderr, "rpcscope-userbench: %s: %s\n", c.path.c_str(), error.c_str());
                 return 1;
