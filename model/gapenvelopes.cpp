@@ -2,18 +2,33 @@
 
 #include "retryjudge.h"
 
+#include <algorithm>
+
 namespace rpcscope {
 
 void GapEnvelopes::set(size_t index, std::string key, std::vector<Range> perAttempt)
 {
-    if (m_calls.size() <= index) m_calls.resize(index + 1);
-    m_calls[index] = {std::move(key), std::move(perAttempt)};
+    auto byIndex = [](const Entry &e, size_t i) { return e.index < i; };
+    auto it = m_calls.empty() || m_calls.back().index < index
+                  ? m_calls.end()
+                  : std::lower_bound(m_calls.begin(), m_calls.end(), index, byIndex);
+    const bool found = it != m_calls.end() && it->index == index;
+    if (perAttempt.size() < 2) { // no gap: nothing to keep, and nothing kept before stays
+        if (found) m_calls.erase(it);
+        return;
+    }
+    if (found)
+        *it = {index, std::move(key), std::move(perAttempt)};
+    else
+        m_calls.insert(it, {index, std::move(key), std::move(perAttempt)});
 }
 
 GapEnvelopes::Range GapEnvelopes::given(size_t index, const Call &call, size_t k) const
 {
-    if (index >= m_calls.size()) return std::nullopt;
-    const Entry &e = m_calls[index];
+    const auto it = std::lower_bound(m_calls.begin(), m_calls.end(), index,
+                                     [](const Entry &e, size_t i) { return e.index < i; });
+    if (it == m_calls.end() || it->index != index) return std::nullopt;
+    const Entry &e = *it;
     if (e.key.empty() || e.key != call.key || k >= e.gaps.size()) return std::nullopt;
     return e.gaps[k];
 }

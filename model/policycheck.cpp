@@ -37,12 +37,10 @@ std::uint64_t PolicyCheck::MethodRow::violations() const
     return n;
 }
 
-PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfig &config,
-                             const UserAgentIndex &agents, GapEnvelopes *envelopes)
+namespace {
+
+RetryJudge::Options judgeOptions(const TimelineStore &store, const RetryServiceConfig &config)
 {
-    PolicyCheck check;
-    std::map<std::string, size_t> rowOf;
-    std::map<std::string, std::set<std::string>> clientsOf;
     RetryJudge::Options options;
     options.throttled = config.throttling().has_value();
     options.captureEndNs = store.latestNs();
@@ -50,32 +48,62 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
         if (const Connection *c = store.findConnection(id)) return c->openedNs;
         return std::nullopt;
     };
+    return options;
+}
+
+struct OneCall
+{
+    ClientStack stack;
+    std::optional<MethodRetryPolicy> policy;
+    RetryVerdict verdict;
+};
+
+// One call judged as run() judges each (`options` from judgeOptions; its clientClosedNs is set here).
+OneCall judgeCall(const TimelineStore &store, const RetryServiceConfig &config, const UserAgentIndex &agents,
+                  const Call &call, RetryJudge::Options &options)
+{
+    OneCall one{ClientStack::fromUserAgent(agents.forConnection(call.attempts.front().connection)),
+                config.forMethod(call.method),
+                {}};
+    const Connection *conn = store.findConnection(call.attempts.back().connection);
+    options.clientClosedNs = conn && conn->closeReason == "closed by client" ? conn->closedNs : std::nullopt;
+    one.verdict = RetryJudge::judge(call, one.policy, one.stack, options);
+    return one;
+}
+
+std::string policyName(const std::optional<MethodRetryPolicy> &policy)
+{
+    return !policy ? "none" : policy->hasRetry ? policy->matchedBy : policy->matchedBy + " (no retryPolicy)";
+}
+
+} // namespace
+
+PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfig &config,
+                             const UserAgentIndex &agents, GapEnvelopes *envelopes)
+{
+    PolicyCheck check;
+    std::map<std::string, size_t> rowOf;
+    std::map<std::string, std::set<std::string>> clientsOf;
+    RetryJudge::Options options = judgeOptions(store, config);
     const auto &calls = store.calls();
     for (size_t i = 0; i < calls.size(); ++i) {
         const Call &call = calls[i];
         if (call.attempts.empty()) continue;
-        const ClientStack stack =
-            ClientStack::fromUserAgent(agents.forConnection(call.attempts.front().connection));
-        const std::optional<MethodRetryPolicy> policy = config.forMethod(call.method);
-        const Connection *conn = store.findConnection(call.attempts.back().connection);
-        options.clientClosedNs =
-            conn && conn->closeReason == "closed by client" ? conn->closedNs : std::nullopt;
-        const RetryVerdict v = RetryJudge::judge(call, policy, stack, options);
-        if (envelopes) envelopes->set(i, call.key, RetryJudge::envelopesNs(call, policy, stack));
+        const OneCall one = judgeCall(store, config, agents, call, options);
+        const RetryVerdict &v = one.verdict;
+        if (envelopes) envelopes->set(i, call.key, RetryJudge::envelopesNs(call, one.policy, one.stack));
         auto [it, added] = rowOf.emplace(call.method, check.m_rows.size());
         if (added) {
             MethodRow row;
             row.method = call.method;
-            row.policy = !policy            ? "none"
-                         : policy->hasRetry ? policy->matchedBy
-                                            : policy->matchedBy + " (no retryPolicy)";
+            row.policy = policyName(one.policy);
             check.m_rows.push_back(std::move(row));
         }
         MethodRow &row = check.m_rows[it->second];
         ++row.calls;
         ++row.byKind[size_t(v.kind)];
-        clientsOf[call.method].insert(stack.name());
-        if (v.violation()) check.m_findings.push_back({call.method, call.key, i, stack.name(), v});
+        clientsOf[call.method].insert(one.stack.name());
+        if (v.violation()) check.m_findings.push_back({call.method, call.key, i, one.stack.name(), v});
     }
     for (MethodRow &row : check.m_rows) {
         for (const std::string &c : clientsOf[row.method])
@@ -84,6 +112,94 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
     std::sort(check.m_rows.begin(), check.m_rows.end(),
               [](const MethodRow &a, const MethodRow &b) { return a.method < b.method; });
     return check;
+}
+
+void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &agents,
+                             const std::vector<std::uint32_t> &learned, GapEnvelopes *envelopes)
+{
+    RetryJudge::Options options = judgeOptions(store, m_config);
+    const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
+    const auto &calls = store.calls();
+    m_lastJudged = 0;
+    PolicyCheck check;
+    std::vector<int> rowOf(m_methods.size(), -1); // by method id
+    std::vector<std::vector<char>> clientsOf;     // by row: which client ids it saw
+    // m_judged holds an entry per call of the store, by serial: kept in place, those of evicted calls
+    // dropped, those of new calls (the highest serials) added at the end.
+    const size_t cached = m_judged.size();
+    size_t read = 0, write = 0;
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const Call &call = calls[i];
+        while (read < cached && m_judged[read].serial < call.serial)
+            ++read; // evicted since
+        const bool have = read < cached && m_judged[read].serial == call.serial;
+        if (have) {
+            if (write != read) m_judged[write] = std::move(m_judged[read]);
+            ++read;
+        } else if (write < cached) {
+            m_judged[write] = Judged{};
+        } else {
+            m_judged.emplace_back();
+        }
+        Judged &e = m_judged[write++];
+        if (call.attempts.empty()) { // not judged, as run() does not judge it
+            e.serial = call.serial;
+            e.revision = ~std::uint64_t(0);
+            continue;
+        }
+        const bool again = !have || e.revision != call.revision ||
+                           e.verdict.kind == RetryVerdict::Kind::InFlight ||
+                           (!learnedSet.empty() && learnedSet.count(call.attempts.front().connection));
+        if (again) {
+            OneCall one = judgeCall(store, m_config, agents, call, options);
+            e.serial = call.serial;
+            e.revision = call.revision;
+            auto [method, newMethod] = m_methodIds.emplace(call.method, std::uint32_t(m_methods.size()));
+            if (newMethod) {
+                m_methods.push_back({call.method, policyName(one.policy)});
+                rowOf.push_back(-1);
+            }
+            e.method = method->second;
+            auto [client, newClient] = m_clientIds.emplace(one.stack.name(), std::uint32_t(m_clients.size()));
+            if (newClient) m_clients.push_back(one.stack.name());
+            e.client = client->second;
+            e.gaps = RetryJudge::envelopesNs(call, one.policy, one.stack);
+            e.verdict = std::move(one.verdict);
+            ++m_lastJudged;
+        }
+        if (envelopes && e.gaps.size() >= 2) envelopes->set(i, call.key, e.gaps);
+        int &row = rowOf[e.method];
+        if (row < 0) {
+            row = int(check.m_rows.size());
+            PolicyCheck::MethodRow r;
+            r.method = m_methods[e.method].name;
+            r.policy = m_methods[e.method].policy;
+            check.m_rows.push_back(std::move(r));
+            clientsOf.emplace_back();
+        }
+        PolicyCheck::MethodRow &r = check.m_rows[size_t(row)];
+        ++r.calls;
+        ++r.byKind[size_t(e.verdict.kind)];
+        std::vector<char> &seen = clientsOf[size_t(row)];
+        if (seen.size() <= e.client) seen.resize(e.client + 1, 0);
+        seen[e.client] = 1;
+        if (e.verdict.violation())
+            check.m_findings.push_back(
+                {m_methods[e.method].name, call.key, i, m_clients[e.client], e.verdict});
+    }
+    m_judged.resize(write);
+    // The clients in name order, as run() lists them.
+    for (size_t row = 0; row < check.m_rows.size(); ++row) {
+        std::set<std::string> names;
+        for (size_t c = 0; c < clientsOf[row].size(); ++c)
+            if (clientsOf[row][c]) names.insert(m_clients[c]);
+        for (const std::string &c : names)
+            check.m_rows[row].clients += (check.m_rows[row].clients.empty() ? "" : ", ") + c;
+    }
+    std::sort(
+        check.m_rows.begin(), check.m_rows.end(),
+        [](const PolicyCheck::MethodRow &a, const PolicyCheck::MethodRow &b) { return a.method < b.method; });
+    m_check = std::move(check);
 }
 
 std::uint64_t PolicyCheck::calls() const

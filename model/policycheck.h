@@ -10,7 +10,10 @@
 #include <QJsonObject>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace rpcscope {
@@ -57,8 +60,48 @@ public:
     QJsonObject toJson() const;
 
 private:
+    friend class LivePolicyCheck;
     std::vector<MethodRow> m_rows;
     std::vector<Finding> m_findings;
+};
+
+// The same check kept up to date while calls come in (the window's Policy check follows a live capture with
+// it, once a second). An update judges again only the calls added or changed since the one before
+// (Call::revision), the calls whose verdict waited on time (in flight: the capture's end, a connection's
+// close), and the calls of a connection whose client became known since; the rest keep their verdicts, by
+// call serial, so evictions move nothing. check() then equals PolicyCheck::run over the same store.
+class LivePolicyCheck
+{
+public:
+    explicit LivePolicyCheck(RetryServiceConfig config) : m_config(std::move(config)) {}
+    // `learned`: connections whose client `agents` tells since the last update (their calls are judged
+    // again).
+    void update(const TimelineStore &store, const UserAgentIndex &agents,
+                const std::vector<std::uint32_t> &learned = {}, GapEnvelopes *envelopes = nullptr);
+    const PolicyCheck &check() const { return m_check; }
+    // Calls judged by the last update (not kept from before it): what it cost.
+    size_t lastJudged() const { return m_lastJudged; }
+
+private:
+    struct Judged
+    {
+        std::uint64_t serial = 0, revision = 0;
+        std::uint32_t method = 0, client = 0; // into m_methods, m_clients
+        RetryVerdict verdict;
+        std::vector<std::optional<std::pair<std::int64_t, std::int64_t>>> gaps; // RetryJudge::envelopesNs
+    };
+    struct Method
+    {
+        std::string name, policy;
+    };
+    RetryServiceConfig m_config;
+    std::vector<Judged> m_judged; // by serial, as the store's calls
+    std::vector<Method> m_methods;
+    std::unordered_map<std::string, std::uint32_t> m_methodIds;
+    std::vector<std::string> m_clients;
+    std::unordered_map<std::string, std::uint32_t> m_clientIds;
+    PolicyCheck m_check;
+    size_t m_lastJudged = 0;
 };
 
 } // namespace rpcscope

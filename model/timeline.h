@@ -142,6 +142,10 @@ struct Call
     bool pinned = false;    // never evicted by retention (TimelineStore::enforce)
     std::uint64_t serial =
         0; // unique in its store, rising with the index; stays when older calls are evicted
+    // The store's generation() after the batch that last added or changed anything of it
+    // (TimelineStore::apply): whoever keeps something per call looks again only at calls newer than what it
+    // saw.
+    std::uint64_t revision = 0;
     std::vector<Attempt> attempts;
     // The client's retryPolicy when it told us (rpcscope-retry-policy), in ms; 0 when unknown.
     double retryInitialMs = 0, retryMultiplier = 0, retryMaxMs = 0;

@@ -587,6 +587,11 @@ void TimelineStore::apply(EventSpan batch, StoreChanges *changesOut)
     if (!m_unresolvedLabEvents.empty()) resolveLabEvents();
     markWatchedDeadlines(ch);
     ++m_generation;
+    for (size_t i = ch.firstNewCall; i < m_calls.size(); ++i)
+        m_calls[i].revision = m_generation;
+    for (const std::vector<size_t> *changed : {&ch.changedCalls, &ch.callsWithNewAttempts})
+        for (size_t i : *changed)
+            if (i < m_calls.size()) m_calls[i].revision = m_generation;
 }
 
 std::optional<size_t> TimelineStore::callIndex(const std::string &callId) const

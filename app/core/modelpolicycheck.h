@@ -1,6 +1,10 @@
 #pragma once
 
 #include "policycheck.h"
+#include "useragentindex.h"
+
+#include <cstdint>
+#include <set>
 
 namespace rpcscope {
 
@@ -11,5 +15,23 @@ class TimelineModel;
 // With `envelopes`, also each call's backoff ranges (PolicyCheck::run).
 PolicyCheck policyCheckOf(const TimelineModel &model, const RetryServiceConfig &config,
                           GapEnvelopes *envelopes = nullptr);
+
+// The same, kept up to date as calls come in (LivePolicyCheck): each update reads the user-agents of the new
+// calls' connections only, and judges again only what changed. For one model from a reset on: after the
+// model is reset (a file opened into it), start a new one.
+class LiveModelPolicyCheck
+{
+public:
+    explicit LiveModelPolicyCheck(RetryServiceConfig config) : m_live(std::move(config)) {}
+    void update(const TimelineModel &model, GapEnvelopes *envelopes = nullptr);
+    const PolicyCheck &check() const { return m_live.check(); }
+    size_t lastJudged() const { return m_live.lastJudged(); }
+
+private:
+    LivePolicyCheck m_live;
+    UserAgentIndex m_agents;
+    std::set<std::uint32_t> m_seen; // connections whose first call's headers were read
+    std::uint64_t m_readUpTo = 0;   // calls up to this serial were looked at
+};
 
 } // namespace rpcscope

@@ -14,6 +14,8 @@
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <string_view>
+#include <unordered_set>
 
 namespace rpcscope {
 
@@ -108,6 +110,10 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     split->addWidget(m_findings);
     layout->addWidget(split, 1);
 
+    // A reset model (a file opened into it) is a new timeline: judged afresh, nothing kept from the old one.
+    connect(m_model, &QAbstractItemModel::modelReset, this, [this] {
+        if (m_config) m_live = std::make_unique<LiveModelPolicyCheck>(*m_config);
+    });
     m_timer = new QTimer(this);
     m_timer->setInterval(kRefreshMs);
     connect(m_timer, &QTimer::timeout, this, [this] {
@@ -140,6 +146,7 @@ bool PolicyDock::setServiceConfig(const QString &json, QString *error)
     }
     m_json = json;
     m_config = std::move(config);
+    m_live = std::make_unique<LiveModelPolicyCheck>(*m_config);
     refresh(true);
     return true;
 }
@@ -148,6 +155,7 @@ void PolicyDock::clearServiceConfig()
 {
     m_json.clear();
     m_config.reset();
+    m_live.reset();
     refresh(true);
 }
 
@@ -164,15 +172,14 @@ void PolicyDock::refresh(bool force)
     const TimelineStore &store = m_model->store();
     if (!force && store.generation() == m_seenGeneration) return;
     m_seenGeneration = store.generation();
-    if (!m_config) {
-        m_check = PolicyCheck();
+    if (!m_live) {
         m_envelopes.reset();
         fill();
         emit checked();
         return;
     }
     auto envelopes = std::make_shared<GapEnvelopes>();
-    m_check = policyCheckOf(*m_model, *m_config, envelopes.get());
+    m_live->update(*m_model, envelopes.get());
     m_envelopes = std::move(envelopes);
     fill();
     emit checked();
@@ -183,16 +190,16 @@ void PolicyDock::fill()
     if (!m_config) {
         m_status->setText(QStringLiteral("No retry policy given: paste the client's service config with "
                                          "Retry policy… (Ctrl+Shift+G) to judge its calls."));
-    } else if (m_check.calls() == 0) {
+    } else if (check().calls() == 0) {
         m_status->setText(QStringLiteral("No calls yet."));
-    } else if (m_check.allConform()) {
-        m_status->setText(QStringLiteral("All %1 calls conform to the retry policy.").arg(m_check.calls()));
+    } else if (check().allConform()) {
+        m_status->setText(QStringLiteral("All %1 calls conform to the retry policy.").arg(check().calls()));
     } else {
         m_status->setText(QStringLiteral("<b>%1 of %2 calls do not conform</b> to the retry policy.")
-                              .arg(m_check.violations())
-                              .arg(m_check.calls()));
+                              .arg(check().violations())
+                              .arg(check().calls()));
     }
-    const auto &rows = m_check.rows();
+    const auto &rows = check().rows();
     m_summary->setRowCount(int(rows.size()));
     for (int r = 0; r < int(rows.size()); ++r) {
         const PolicyCheck::MethodRow &row = rows[size_t(r)];
@@ -212,26 +219,76 @@ void PolicyDock::fill()
         }
         m_summary->setItem(r, c++, item(QString::fromStdString(row.clients)));
     }
-    m_findings->clear();
+    const PolicyCheck &c = check();
     if (!m_config)
         m_findingsEmpty->setText(QStringLiteral("Not judged: no retry policy given."));
-    else if (m_check.calls() == 0)
+    else if (c.calls() == 0)
         m_findingsEmpty->setText(QStringLiteral("No calls to judge yet."));
-    else if (m_check.calls() == 1)
+    else if (c.calls() == 1)
         m_findingsEmpty->setText(QStringLiteral("The one call conforms to the retry policy."));
     else
-        m_findingsEmpty->setText(
-            QStringLiteral("All %1 calls conform to the retry policy.").arg(m_check.calls()));
-    m_findingsEmpty->setVisible(m_check.findings().empty());
+        m_findingsEmpty->setText(QStringLiteral("All %1 calls conform to the retry policy.").arg(c.calls()));
+    m_findingsEmpty->setVisible(c.findings().empty());
     m_findingsEmpty->setGeometry(m_findings->viewport()->rect());
-    for (const PolicyCheck::Finding &f : m_check.findings()) {
-        auto *it = new QTreeWidgetItem(m_findings);
+    fillFindings();
+}
+
+void PolicyDock::fillFindings()
+{
+    const std::vector<PolicyCheck::Finding> &findings = check().findings();
+    auto setTexts = [](QTreeWidgetItem *it, const PolicyCheck::Finding &f) {
         it->setText(0, QString::fromStdString(f.call));
         it->setText(1, QString::fromStdString(f.method));
         it->setText(2, QString::fromLatin1(RetryVerdict::title(f.verdict.kind)));
         it->setText(3, QString::fromStdString(f.verdict.reason));
         it->setToolTip(3, QString::fromStdString(f.verdict.reason));
+    };
+    // Both lists are in call order, which evictions and new calls keep: rows of calls no longer listed go,
+    // rows of calls newly listed come in at their place, and a row whose verdict changed is rewritten.
+    std::unordered_set<std::string_view> listed;
+    listed.reserve(findings.size());
+    for (const PolicyCheck::Finding &f : findings)
+        listed.insert(f.call);
+    size_t gone = 0;
+    for (const ShownFinding &s : m_shown)
+        gone += !listed.count(s.call);
+    if (gone > m_shown.size() / 4 + 16) { // many at once (an eviction, a new config): a fresh list is cheaper
+        m_findings->clear();
+        m_shown.clear();
+    } else if (gone) {
+        std::vector<ShownFinding> kept;
+        kept.reserve(m_shown.size() - gone);
+        for (int row = int(m_shown.size()) - 1; row >= 0; --row)
+            if (!listed.count(m_shown[size_t(row)].call)) delete m_findings->takeTopLevelItem(row);
+        for (ShownFinding &s : m_shown)
+            if (listed.count(s.call)) kept.push_back(std::move(s));
+        m_shown = std::move(kept);
     }
+    QList<QTreeWidgetItem *> appended;
+    int treeRows = m_findings->topLevelItemCount();
+    size_t row = 0;
+    for (const PolicyCheck::Finding &f : findings) {
+        if (row < m_shown.size() && m_shown[row].call == f.call) {
+            ShownFinding &s = m_shown[row];
+            if (s.kind != f.verdict.kind || s.reason != f.verdict.reason) {
+                setTexts(m_findings->topLevelItem(int(row)), f);
+                s.kind = f.verdict.kind;
+                s.reason = f.verdict.reason;
+            }
+        } else {
+            auto *it = new QTreeWidgetItem;
+            setTexts(it, f);
+            if (row == size_t(treeRows) + size_t(appended.size())) {
+                appended.push_back(it); // the common case: new calls at the end, added at once below
+            } else {
+                m_findings->insertTopLevelItem(int(row), it);
+                ++treeRows;
+            }
+            m_shown.insert(m_shown.begin() + std::ptrdiff_t(row), {f.call, f.verdict.reason, f.verdict.kind});
+        }
+        ++row;
+    }
+    if (!appended.isEmpty()) m_findings->addTopLevelItems(appended);
 }
 
 } // namespace rpcscope

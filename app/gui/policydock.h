@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gapenvelopes.h"
+#include "modelpolicycheck.h"
 #include "policycheck.h"
 #include "retryserviceconfig.h"
 
@@ -21,8 +22,9 @@ class TimelineModel;
 // The Policy check dock (issue 19): the calls judged against the retry policy the user gave ("Retry
 // policy…"), per method the calls, those that conform and each kind of violation, and under it every call
 // that does not conform with its reason. It follows the model while visible (a timer looks at the store's
-// generation once a second). The implementation of each call's client comes from its user-agent, read off
-// the model's header log.
+// generation once a second; with a config given, also while hidden, judging again only the calls that
+// changed: LiveModelPolicyCheck). The implementation of each call's client comes from its user-agent, read
+// off the model's header log.
 class PolicyDock : public QWidget
 {
     Q_OBJECT
@@ -37,7 +39,7 @@ public:
     void clearServiceConfig();
     const QString &serviceConfigText() const { return m_json; }
     bool hasConfig() const { return m_config.has_value(); }
-    const PolicyCheck &check() const { return m_check; }
+    const PolicyCheck &check() const { return m_live ? m_live->check() : m_noCheck; }
     // Each judged call's backoff ranges from the last check (the timeline shades them); null without a
     // config.
     std::shared_ptr<const GapEnvelopes> envelopes() const { return m_envelopes; }
@@ -68,7 +70,18 @@ private:
     TimelineModel *m_model;
     QString m_json;
     std::optional<RetryServiceConfig> m_config;
-    PolicyCheck m_check;
+    // The check of the model against m_config, kept up to date call by call; null without a config.
+    std::unique_ptr<LiveModelPolicyCheck> m_live;
+    const PolicyCheck m_noCheck;
+    // What the findings list shows, row by row: updated in place, so that its selection and scroll position
+    // stay while calls come in.
+    struct ShownFinding
+    {
+        std::string call, reason;
+        RetryVerdict::Kind kind;
+    };
+    std::vector<ShownFinding> m_shown;
+    void fillFindings();
     std::shared_ptr<const GapEnvelopes> m_envelopes;
     std::uint64_t m_seenGeneration = ~std::uint64_t(0);
     QLabel *m_status = nullptr;

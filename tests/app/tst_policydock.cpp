@@ -91,6 +91,34 @@ private slots:
         QCOMPARE(dialog.result(), int(QDialog::Accepted));
     }
 
+    // While calls come in, the findings list is updated in place: a finding the user selected stays
+    // selected, the same row object, and new findings come in at their place in call order.
+    void findingsKeepTheirSelectionAsCallsComeIn()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        PolicyDock dock(&model);
+        dock.resize(900, 360);
+        dock.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        QString error;
+        QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
+        model.applyBatch(retried(1, kCCore, "core-1", 820.0));
+        model.applyBatch(retried(2, kCCore, "core-2", 820.0));
+        QTRY_COMPARE_WITH_TIMEOUT(dock.findings()->topLevelItemCount(), 2, 3 * PolicyDock::kRefreshMs);
+        QTreeWidgetItem *selected = dock.findings()->topLevelItem(1);
+        dock.findings()->setCurrentItem(selected);
+        QCOMPARE(selected->text(0), QStringLiteral("core-2"));
+        model.applyBatch(retried(3, kCCore, "core-3", 1003.0)); // conforms
+        model.applyBatch(retried(4, kCCore, "core-4", 820.0));
+        QTRY_COMPARE_WITH_TIMEOUT(dock.findings()->topLevelItemCount(), 3, 3 * PolicyDock::kRefreshMs);
+        QCOMPARE(dock.findings()->currentItem(), selected);
+        QVERIFY(selected->isSelected());
+        QCOMPARE(dock.findings()->topLevelItem(0)->text(0), QStringLiteral("core-1"));
+        QCOMPARE(dock.findings()->topLevelItem(1), selected);
+        QCOMPARE(dock.findings()->topLevelItem(2)->text(0), QStringLiteral("core-4"));
+    }
+
     void judgesTheModelsCalls()
     {
         TimelineModel model;

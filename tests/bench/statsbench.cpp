@@ -9,6 +9,10 @@
 //    hold 10 ms of events each, so a call's request and response usually come in different batches, as from
 //    a relay.
 //    The baseline, same run: the store's own apply() of the same batches.
+//    Beside it, the Policy check with a service config given, which judges every call once a second while
+//    calls come in, its tab shown or not (app/gui/policydock.h): one config the calls conform to, and one
+//    every retried call breaks (a tenth of them listed as findings). Goal: at most 5 ms a second, like the
+//    Statistics dock.
 // 2. A file of 1,000,000 calls (200,000 with --quick): `stats` (read batch by batch, calls assembled without
 //    frames, counted, evicted - StatsFeed) against reading it into a store the way opening it does, in
 //    interleaved rounds; and against decoding the file alone, the least any reader pays.
@@ -17,6 +21,7 @@
 #include "capturereader.h"
 #include "capturestream.h"
 #include "latencyhistogram.h"
+#include "policydock.h"
 #include "stats.h"
 #include "statsfeed.h"
 #include "statstablemodel.h"
@@ -26,6 +31,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -168,7 +174,21 @@ void live(int seconds)
     methods.setStats(&model.stats());
     hops.setStats(&model.stats());
     hops.setKind(StatsRow::Kind::Hop);
-    std::vector<double> updateMs, applyMs, refreshMs, modelMs;
+    // The Policy check, as the window's: one with a config the calls conform to, one that every retried
+    // call breaks (it retries UNAVAILABLE, which that config does not call retryable).
+    auto policyConfig = [](const char *retryable) {
+        return QStringLiteral(
+                   R"({"methodConfig":[{"name":[{"service":"shop.Cart"},{"service":"shop.Search"}],)"
+                   R"("retryPolicy":{"maxAttempts":3,"initialBackoff":"0.05s","maxBackoff":"10s",)"
+                   R"("backoffMultiplier":2,"retryableStatusCodes":["%1"]}}]})")
+            .arg(QLatin1String(retryable));
+    };
+    PolicyDock conforming(&model), breaking(&model);
+    QString configError;
+    if (!conforming.setServiceConfig(policyConfig("UNAVAILABLE"), &configError) ||
+        !breaking.setServiceConfig(policyConfig("DEADLINE_EXCEEDED"), &configError))
+        std::printf("   the Policy check's config was refused: %s\n", qPrintable(configError));
+    std::vector<double> updateMs, applyMs, refreshMs, modelMs, policyMs, breakingMs;
     double updateSec = 0, applySec = 0, modelSec = 0;
     std::int64_t sink = 0;
     EventBatch batch;
@@ -201,9 +221,15 @@ void live(int seconds)
             stats.update(store, changes);
             updateSec += threadCpuMs() - t0;
         }
-        const double t0 = threadCpuMs();
+        double t0 = threadCpuMs();
         sink += refresh(methods, hops, model.stats());
         refreshMs.push_back(threadCpuMs() - t0);
+        t0 = threadCpuMs();
+        conforming.refresh();
+        policyMs.push_back(threadCpuMs() - t0);
+        t0 = threadCpuMs();
+        breaking.refresh();
+        breakingMs.push_back(threadCpuMs() - t0);
         updateMs.push_back(updateSec);
         applyMs.push_back(applySec);
         modelMs.push_back(modelSec);
@@ -227,6 +253,12 @@ void live(int seconds)
                 percentile(applyMs, 90), percentile(applyMs, 100));
     std::printf("   the item model's appendBatch (all of it)   %8.2f %8.2f %8.2f\n", percentile(modelMs, 50),
                 percentile(modelMs, 90), percentile(modelMs, 100));
+    std::printf("   Policy check, calls conform (%llu judged)  %6.2f %8.2f %8.2f   goal <= 5 ms\n",
+                (unsigned long long)conforming.check().calls(), percentile(policyMs, 50),
+                percentile(policyMs, 90), percentile(policyMs, 100));
+    std::printf("   Policy check, %llu findings listed      %8.2f %8.2f %8.2f   goal <= 5 ms\n",
+                (unsigned long long)breaking.findings()->topLevelItemCount(), percentile(breakingMs, 50),
+                percentile(breakingMs, 90), percentile(breakingMs, 100));
     std::printf("   all statistics / store apply: %.2fx, / item model: %.2fx;  %llu calls counted, %zu kept "
                 "(checksum "
                 "%lld)\n\n",

@@ -2,6 +2,7 @@
 // implementations and their backoff envelopes, and the verdicts on hand-built calls.
 
 #include "clientstack.h"
+#include "gapenvelopes.h"
 #include "policycheck.h"
 #include "retryjudge.h"
 #include "retryserviceconfig.h"
@@ -9,6 +10,8 @@
 #include "useragentindex.h"
 
 #include <QtTest>
+#include <algorithm>
+#include <map>
 
 using namespace rpcscope;
 using Kind = RetryVerdict::Kind;
@@ -555,6 +558,117 @@ private slots:
         QVERIFY2(text.contains("1 of 2 calls do not conform") && text.contains("gap outside envelope"),
                  qPrintable(text));
         QCOMPARE(check.toJson().value("nonConforming").toArray().size(), 1);
+    }
+
+    // The live check (LivePolicyCheck) judges again only what changed, yet after every batch it says what a
+    // full check of the same store says: calls whose attempts span batches, calls left without their retry
+    // (in flight until the capture's end passes their due time), a connection whose client becomes known
+    // later, and evictions in between. The ranges it gives the timeline are the full check's too.
+    void liveCheckEqualsAFullOne()
+    {
+        auto event = [](EventKind kind, std::uint32_t conn, std::uint32_t stream, std::int64_t t) {
+            WireEvent e;
+            e.kind = kind;
+            e.connection = conn;
+            e.stream = stream;
+            e.tNs = t;
+            return e;
+        };
+        auto request = [&](std::uint32_t conn, std::uint32_t stream, std::int64_t t, const std::string &id,
+                           int previous) {
+            WireEvent e = event(EventKind::Headers, conn, stream, t);
+            e.dir = Direction::ClientToServer;
+            e.grpc.path = "/rpcscope.lab.Lab/Call";
+            e.grpc.callId = id;
+            if (previous) e.grpc.previousAttempts = previous;
+            e.headers = {{":path", e.grpc.path}, {"rpcscope-call-id", id}};
+            return e;
+        };
+        auto response = [&](std::uint32_t conn, std::uint32_t stream, std::int64_t t, int status) {
+            WireEvent e = event(EventKind::Headers, conn, stream, t);
+            e.dir = Direction::ServerToClient;
+            e.endStream = true;
+            e.grpc.status = status;
+            e.headers = {{":status", "200"}, {"grpc-status", std::to_string(status)}};
+            return e;
+        };
+        auto agent = [&](std::uint32_t conn) {
+            WireEvent e = event(EventKind::Headers, conn, 1, 0);
+            e.dir = Direction::ClientToServer;
+            e.headers = {{"user-agent", conn <= 3 ? kCCore : kNode}};
+            return EventBatch{e};
+        };
+        std::string error;
+        const auto config = RetryServiceConfig::parse(labConfig(3), &error);
+        QVERIFY2(config, error.c_str());
+        TimelineStore store;
+        UserAgentIndex agents;
+        EventBatch opened;
+        for (std::uint32_t conn = 1; conn <= 6; ++conn) {
+            opened.push_back(event(EventKind::ConnectionOpened, conn, 0, 0));
+            if (conn < 6) agents.record(agent(conn)); // connection 6's client is told later
+        }
+        store.apply(opened);
+        LivePolicyCheck live(*config);
+        // Call i on connection 1 + i % 6, 100 ms after call i-1; attempts 1 and 2 in different batches.
+        // Gaps: 50 ms (C-core's exact first backoff), 45 ms (grpc-js's jitter; C-core's if within slack),
+        // 500 ms (nobody's), or no retry at all after UNAVAILABLE.
+        std::map<std::int64_t, EventBatch> byBatch;
+        std::uint32_t nextStream[7] = {0, 1, 1, 1, 1, 1, 1};
+        for (int i = 0; i < 60; ++i) {
+            const std::uint32_t conn = std::uint32_t(1 + i % 6);
+            const std::int64_t t = std::int64_t(i) * 100 * kMs + kMs;
+            const std::string id = "live-" + std::to_string(i);
+            const std::uint32_t s1 = nextStream[conn], s2 = s1 + 2;
+            nextStream[conn] += 4;
+            const int shape = i % 4;
+            byBatch[t / (250 * kMs)].push_back(request(conn, s1, t, id, 0));
+            byBatch[(t + 2 * kMs) / (250 * kMs)].push_back(
+                response(conn, s1, t + 2 * kMs, shape == 0 ? 0 : 14));
+            if (shape == 0 || shape == 3) continue; // done, or never retried
+            const std::int64_t gap = shape == 1 ? 50 * kMs : (i % 8 == 2 ? 45 * kMs : 500 * kMs);
+            const std::int64_t t2 = t + 2 * kMs + gap;
+            byBatch[t2 / (250 * kMs)].push_back(request(conn, s2, t2, id, 1));
+            byBatch[(t2 + 3 * kMs) / (250 * kMs)].push_back(response(conn, s2, t2 + 3 * kMs, 0));
+        }
+        int evictions = 0, steps = 0;
+        size_t mostViolations = 0;
+        for (auto &[slot, batch] : byBatch) {
+            std::sort(batch.begin(), batch.end(),
+                      [](const WireEvent &a, const WireEvent &b) { return a.tNs < b.tNs; });
+            store.apply(batch);
+            std::vector<std::uint32_t> learned;
+            if (++steps == 12) {
+                agents.record(agent(6));
+                learned.push_back(6);
+            }
+            if (steps % 9 == 0) {
+                RetentionPolicy keep;
+                keep.maxCalls = 20;
+                evictions += int(store.enforce(keep).size());
+            }
+            GapEnvelopes liveRanges, fullRanges;
+            live.update(store, agents, learned, &liveRanges);
+            const PolicyCheck full = PolicyCheck::run(store, *config, agents, &fullRanges);
+            QCOMPARE(live.check().text(), full.text());
+            QCOMPARE(live.check().findings().size(), full.findings().size());
+            for (size_t f = 0; f < full.findings().size(); ++f)
+                QCOMPARE(live.check().findings()[f].callIndex, full.findings()[f].callIndex);
+            for (size_t i = 0; i < store.calls().size(); ++i)
+                for (size_t k = 0; k <= store.calls()[i].attempts.size(); ++k)
+                    QCOMPARE(liveRanges.given(i, store.calls()[i], k),
+                             fullRanges.given(i, store.calls()[i], k));
+            mostViolations = std::max(mostViolations, size_t(full.violations()));
+        }
+        QVERIFY(evictions > 0);
+        QVERIFY(mostViolations > 0);
+        // Nothing new: only calls waiting on time are judged again.
+        live.update(store, agents);
+        QVERIFY2(
+            live.lastJudged() < store.calls().size() / 2,
+            qPrintable(
+                QStringLiteral("%1 of %2 judged again").arg(live.lastJudged()).arg(store.calls().size())));
+        QCOMPARE(live.check().text(), PolicyCheck::run(store, *config, agents).text());
     }
 };
 
