@@ -23,6 +23,15 @@ void GapEnvelopes::set(size_t index, std::string key, std::vector<Range> perAtte
         m_calls.insert(it, {index, std::move(key), std::move(perAttempt)});
 }
 
+void GapEnvelopes::set(size_t index, const Call &call, std::vector<Range> perAttempt)
+{
+    // Element k is the gap before attempt k: drawn between the end of attempt k - 1 and attempt k.
+    for (size_t k = 1; k < perAttempt.size() && k < call.attempts.size(); ++k)
+        if (perAttempt[k] && call.attempts[k - 1].endNs)
+            m_reachNs = std::max(m_reachNs, *call.attempts[k - 1].endNs + perAttempt[k]->second);
+    set(index, call.key, std::move(perAttempt));
+}
+
 GapEnvelopes::Range GapEnvelopes::given(size_t index, const Call &call, size_t k) const
 {
     const auto it = std::lower_bound(m_calls.begin(), m_calls.end(), index,

@@ -24,6 +24,11 @@ public:
     // The ranges of call `index` (key `key`), one per attempt: element k is the gap before attempt k. Fastest
     // in ascending order of index.
     void set(size_t index, std::string key, std::vector<Range> perAttempt);
+    // As set(), and the latest time a range of `call` (at `index`) reaches counts for reachNs().
+    void set(size_t index, const Call &call, std::vector<Range> perAttempt);
+    // The latest time any range set reaches (the end of the attempt before its gap, plus the range's upper
+    // end), 0 with none: a fit keeps it in view, as it keeps a lab call's own ranges.
+    std::int64_t reachNs() const { return m_reachNs; }
 
     // The range for the gap before attempt k of `call`, the call at `index`: its own policy's when it carries
     // one, else the one `given` holds for it (null: none), else none. *fromGiven says whether it is given.
@@ -45,6 +50,7 @@ private:
     // Only the calls with a gap (two attempts or more), by index: most calls have one attempt, and a check of
     // hundreds of thousands of them builds this every second.
     std::vector<Entry> m_calls;
+    std::int64_t m_reachNs = 0;
 };
 
 } // namespace rpcscope

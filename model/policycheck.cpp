@@ -91,7 +91,7 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
         if (call.attempts.empty()) continue;
         const OneCall one = judgeCall(store, config, agents, call, options);
         const RetryVerdict &v = one.verdict;
-        if (envelopes) envelopes->set(i, call.key, RetryJudge::envelopesNs(call, one.policy, one.stack));
+        if (envelopes) envelopes->set(i, call, RetryJudge::envelopesNs(call, one.policy, one.stack));
         auto [it, added] = rowOf.emplace(call.method, check.m_rows.size());
         if (added) {
             MethodRow row;
@@ -151,23 +151,37 @@ void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &a
                            e.verdict.kind == RetryVerdict::Kind::InFlight ||
                            (!learnedSet.empty() && learnedSet.count(call.attempts.front().connection));
         if (again) {
-            OneCall one = judgeCall(store, m_config, agents, call, options);
-            e.serial = call.serial;
-            e.revision = call.revision;
+            // A method's policy and a connection's client are looked up once, not per call.
             auto [method, newMethod] = m_methodIds.emplace(call.method, std::uint32_t(m_methods.size()));
             if (newMethod) {
-                m_methods.push_back({call.method, policyName(one.policy)});
+                std::optional<MethodRetryPolicy> policy = m_config.forMethod(call.method);
+                m_methods.push_back({call.method, policyName(policy), std::move(policy)});
                 rowOf.push_back(-1);
             }
+            const std::uint32_t conn = call.attempts.front().connection;
+            auto stackIt = m_stacks.find(conn);
+            if (stackIt == m_stacks.end() || learnedSet.count(conn)) {
+                ClientStack stack = ClientStack::fromUserAgent(agents.forConnection(conn));
+                const std::string name = stack.name();
+                auto [client, newClient] = m_clientIds.emplace(name, std::uint32_t(m_clients.size()));
+                if (newClient) m_clients.push_back(name);
+                stackIt =
+                    m_stacks.insert_or_assign(conn, std::make_pair(std::move(stack), client->second)).first;
+            }
+            const Method &m = m_methods[method->second];
+            const ClientStack &stack = stackIt->second.first;
+            const Connection *last = store.findConnection(call.attempts.back().connection);
+            options.clientClosedNs =
+                last && last->closeReason == "closed by client" ? last->closedNs : std::nullopt;
+            e.serial = call.serial;
+            e.revision = call.revision;
             e.method = method->second;
-            auto [client, newClient] = m_clientIds.emplace(one.stack.name(), std::uint32_t(m_clients.size()));
-            if (newClient) m_clients.push_back(one.stack.name());
-            e.client = client->second;
-            e.gaps = RetryJudge::envelopesNs(call, one.policy, one.stack);
-            e.verdict = std::move(one.verdict);
+            e.client = stackIt->second.second;
+            e.verdict = RetryJudge::judge(call, m.retry, stack, options);
+            e.gaps = RetryJudge::envelopesNs(call, m.retry, stack);
             ++m_lastJudged;
         }
-        if (envelopes && e.gaps.size() >= 2) envelopes->set(i, call.key, e.gaps);
+        if (envelopes && e.gaps.size() >= 2) envelopes->set(i, call, e.gaps);
         int &row = rowOf[e.method];
         if (row < 0) {
             row = int(check.m_rows.size());

@@ -4,6 +4,7 @@
 // user gave, per method a summary (calls, conforming, each kind of violation) and the calls that do not
 // conform with their reasons. rpcscope-cli check prints it; the GUI's Policy check tab shows it.
 
+#include "clientstack.h"
 #include "retryserviceconfig.h"
 #include "retryverdict.h"
 
@@ -93,6 +94,7 @@ private:
     struct Method
     {
         std::string name, policy;
+        std::optional<MethodRetryPolicy> retry; // the config's for it
     };
     RetryServiceConfig m_config;
     std::vector<Judged> m_judged; // by serial, as the store's calls
@@ -100,6 +102,8 @@ private:
     std::unordered_map<std::string, std::uint32_t> m_methodIds;
     std::vector<std::string> m_clients;
     std::unordered_map<std::string, std::uint32_t> m_clientIds;
+    // By connection: its client as the user-agent tells it, and that client's id.
+    std::unordered_map<std::uint32_t, std::pair<ClientStack, std::uint32_t>> m_stacks;
     PolicyCheck m_check;
     size_t m_lastJudged = 0;
 };

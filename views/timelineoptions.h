@@ -24,7 +24,7 @@ struct TimelineOptions
     bool rates = false; // the rates strip under the ruler (calls/s, failures/s, retries/s, in flight)
     // Backoff ranges for calls that do not carry their own policy (a service config the user gave, judged by
     // the Policy check); null: only the calls' own. Exports copy the options, and so draw them too.
-    std::shared_ptr<const GapEnvelopes> gapEnvelopes;
+    std::shared_ptr<const GapEnvelopes> gapEnvelopes{};
 };
 
 } // namespace rpcscope

@@ -1,6 +1,7 @@
 #include "timelinepainter.h"
 
 #include "connectionlanepass.h"
+#include "gapenvelopes.h"
 #include "grouplanepass.h"
 #include "markerspass.h"
 #include "paintkit.h"
@@ -79,7 +80,12 @@ const TimelineLayout &TimelinePainter::layout() const
 std::pair<qint64, qint64> TimelinePainter::fullRange() const
 {
     m_index.refresh();
-    return m_index.fullRange();
+    auto range = m_index.fullRange();
+    // The ranges a config gives (the Policy check) are kept in view as a lab call's own are (TimelineIndex):
+    // a retry that came early shows how early against the whole of its range.
+    if (const GapEnvelopes *given = m_options.gapEnvelopes.get(); given && given->reachNs() > range.second)
+        range.second = given->reachNs() + std::max<qint64>((given->reachNs() - range.first) / 25, 1'000'000);
+    return range;
 }
 
 bool TimelinePainter::hasPolicyBand() const

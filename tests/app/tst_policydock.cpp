@@ -223,6 +223,28 @@ private slots:
         QVERIFY(!dock.envelopes());
     }
 
+    // Fit keeps the whole of a given range in view, as it keeps a lab call's own: grpc-js retried 820 ms
+    // after the failure, and its range runs to 1.2 s, past the call's end.
+    void fitKeepsAGivenRangeInView()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        PolicyDock dock(&model);
+        model.applyBatch(retried(1, kNode, "node-1", 820.0));
+        QString error;
+        QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
+        QVERIFY(dock.envelopes());
+        const std::int64_t rangeEnd = 10'000 * kMs + 2 * kMs + 1200 * kMs;
+        QCOMPARE(dock.envelopes()->reachNs(), rangeEnd);
+        TimelinePainter painter(&model.store());
+        const auto without = painter.fullRange();
+        QVERIFY(without.second < rangeEnd);
+        painter.setGapEnvelopes(dock.envelopes());
+        const auto with = painter.fullRange();
+        QVERIFY2(with.second > rangeEnd, qPrintable(QString::number(with.second - rangeEnd)));
+        QCOMPARE(with.first, without.first);
+    }
+
     // The findings list is never a blank box: without a policy, without calls, and when every call conforms
     // it says so (in its own font, which workshop mode scales), and it is painted where the rows would be.
     void emptyFindingsSaySo()

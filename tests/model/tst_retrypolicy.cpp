@@ -658,6 +658,7 @@ private slots:
                 for (size_t k = 0; k <= store.calls()[i].attempts.size(); ++k)
                     QCOMPARE(liveRanges.given(i, store.calls()[i], k),
                              fullRanges.given(i, store.calls()[i], k));
+            QCOMPARE(liveRanges.reachNs(), fullRanges.reachNs());
             mostViolations = std::max(mostViolations, size_t(full.violations()));
         }
         QVERIFY(evictions > 0);
