@@ -240,6 +240,32 @@ void SwimlaneView::selectAttempt(int call, int attempt)
     update();
 }
 
+void SwimlaneView::revealSelection()
+{
+    const auto sel = m_zoom.selection();
+    if (!sel) return;
+    const Call &call = m_model->store().calls()[sel->first];
+    const Attempt &a = call.attempts[sel->second];
+    const qint64 start = a.startNs, end = a.endNs.value_or(m_model->store().latestNs());
+    if (end < m_zoom.rangeStart() || start > m_zoom.rangeEnd()) { // not in view at all
+        const qint64 span = m_zoom.span();
+        const qint64 from = end - start >= span ? start - span / 20 : (start + end) / 2 - span / 2;
+        m_zoom.setRange(from, from + span);
+    }
+    const QRectF r = m_painter.attemptRect(sel->first, sel->second, canvas());
+    if (!r.isEmpty()) {
+        const int top = m_painter.headerHeight();
+        const int bottom = height() - (m_painter.options().legend ? m_painter.legendHeight(width()) : 0);
+        const int margin = int(r.height());
+        if (r.top() < top)
+            m_zoom.setScrollY(m_zoom.scrollY() - int(top - r.top()) - margin);
+        else if (r.bottom() > bottom)
+            m_zoom.setScrollY(m_zoom.scrollY() + int(r.bottom() - bottom) + margin);
+    }
+    clampScroll();
+    update();
+}
+
 void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Options &)> &change)
 {
     TimelinePainter::Options o = m_painter.options();

@@ -52,6 +52,9 @@ public slots:
     void goToStart();
     void goToEnd();
     void selectAttempt(int call, int attempt);
+    // Scrolls the lanes and, when none of it lies in the range shown, the time (keeping the zoom) so that
+    // the selected attempt is in view. The view then stops following new calls, as after any jump.
+    void revealSelection();
     void setFilterText(const QString &text);
     void setGrouping(rpcscope::LaneGrouping grouping);
     void setDark(bool on);

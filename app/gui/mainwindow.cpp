@@ -57,11 +57,15 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     dock->setObjectName(QStringLiteral("calls"));
     dock->setWidget(calls);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
-    // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector).
+    // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector), and
+    // brings it into view when it was not the timeline's own click.
     connect(calls->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex &proxyIndex) {
                 const QModelIndex i = m_callsProxy->mapToSource(proxyIndex);
-                if (i.isValid() && i.parent().isValid()) m_view->selectAttempt(i.parent().row(), i.row());
+                if (!i.isValid() || !i.parent().isValid()) return;
+                const auto before = m_view->selectedAttempt();
+                m_view->selectAttempt(i.parent().row(), i.row());
+                if (m_view->selectedAttempt() != before) m_view->revealSelection();
             });
 
     m_inspector = new AttemptInspector(&model->store(), model->headerLog(), this);

@@ -5,6 +5,7 @@
 #include "mainwindow.h"
 #include "policydock.h"
 #include "swimlaneview.h"
+#include "timelinemodel.h"
 
 #include <QAction>
 #include <QDockWidget>
@@ -29,6 +30,16 @@ void MainWindow::buildPolicy(QDockWidget *beside)
     connect(m_policy, &PolicyDock::message, this,
             [this](const QString &text) { statusBar()->showMessage(text, 8000); });
     // The timeline shades each captured call's backoff gaps by the config given, as a lab call's by its own.
+    // A finding chosen in the list is the call selected and brought into view on the timeline (and so shown
+    // in the inspector and the Calls list), as choosing its row in the Calls list does.
+    connect(m_policy, &PolicyDock::findingChosen, this, [this](const QString &key, int attempt) {
+        const TimelineStore &store = m_model->store();
+        const std::optional<size_t> call = store.callIndex(key.toStdString());
+        if (!call || store.calls()[*call].attempts.empty()) return;
+        const int last = int(store.calls()[*call].attempts.size()) - 1;
+        m_view->selectAttempt(int(*call), attempt < 0 ? last : std::min(attempt, last));
+        m_view->revealSelection();
+    });
     connect(m_policy, &PolicyDock::checked, this, [this] {
         m_view->timelinePainter().setGapEnvelopes(m_policy->envelopes());
         m_view->update();

@@ -100,6 +100,12 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     m_findings->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_findings->setToolTip(QStringLiteral("The calls that do not conform, with the numbers"));
     // An empty list says why it is empty (every call conforms, say), in the list's own font and colours.
+    connect(m_findings, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem *item) {
+        const int row = item ? m_findings->indexOfTopLevelItem(item) : -1;
+        if (row < 0 || size_t(row) >= m_shown.size()) return;
+        emit findingChosen(QString::fromStdString(m_shown[size_t(row)].call),
+                           m_shown[size_t(row)].attempt - 1);
+    });
     m_findingsEmpty = new QLabel(m_findings->viewport());
     m_findingsEmpty->setObjectName(QStringLiteral("policyFindingsEmpty"));
     m_findingsEmpty->setWordWrap(true);
@@ -275,6 +281,7 @@ void PolicyDock::fillFindings()
                 s.kind = f.verdict.kind;
                 s.reason = f.verdict.reason;
             }
+            s.attempt = f.verdict.attempt;
         } else {
             auto *it = new QTreeWidgetItem;
             setTexts(it, f);
@@ -284,7 +291,8 @@ void PolicyDock::fillFindings()
                 m_findings->insertTopLevelItem(int(row), it);
                 ++treeRows;
             }
-            m_shown.insert(m_shown.begin() + std::ptrdiff_t(row), {f.call, f.verdict.reason, f.verdict.kind});
+            m_shown.insert(m_shown.begin() + std::ptrdiff_t(row),
+                           {f.call, f.verdict.reason, f.verdict.kind, f.verdict.attempt});
         }
         ++row;
     }

@@ -60,6 +60,9 @@ signals:
     void message(const QString &text);
     // A check ran (or the config went): envelopes() changed.
     void checked();
+    // The user chose a finding (clicked it, or moved to it with the keys): the call with that key, and the
+    // 0-based attempt its reason is about (-1: the call as a whole, or an attempt that never came).
+    void findingChosen(const QString &callKey, int attempt);
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
@@ -79,6 +82,7 @@ private:
     {
         std::string call, reason;
         RetryVerdict::Kind kind;
+        int attempt; // RetryVerdict::attempt
     };
     std::vector<ShownFinding> m_shown;
     void fillFindings();

@@ -6,8 +6,10 @@
 // With RPCSCOPE_SHOT_DIR set, the dock is saved there as policy-dock.png.
 
 #include "gapenvelopes.h"
+#include "mainwindow.h"
 #include "policydock.h"
 #include "retrypolicydialog.h"
+#include "swimlaneview.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
 #include "timelinetooltips.h"
@@ -18,6 +20,7 @@
 #include <QPainter>
 #include <QPlainTextEdit>
 #include <QTableWidget>
+#include <QTreeView>
 #include <QTreeWidget>
 #include <QtTest>
 
@@ -243,6 +246,51 @@ private slots:
         const auto with = painter.fullRange();
         QVERIFY2(with.second > rangeEnd, qPrintable(QString::number(with.second - rangeEnd)));
         QCOMPARE(with.first, without.first);
+    }
+
+    // In the window, choosing a finding selects its call on the timeline (the attempt its reason is about)
+    // and brings it into view: scrolled down to its lane and over to its time, as the Calls list's rows do.
+    void aChosenFindingIsShownOnTheTimeline()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        MainWindow window(&model, nullptr, QStringLiteral("retry-basic"));
+        window.setPromptOnClose(false);
+        window.resize(1400, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        // 40 calls 10 s apart, each on its own connection; only the last breaks the policy (820 ms where
+        // C-core waits exactly 1 s).
+        for (std::uint32_t conn = 1; conn <= 40; ++conn)
+            model.applyBatch(
+                retried(conn, kCCore, "call-" + std::to_string(conn), conn == 40 ? 820.0 : 1003.0));
+        QString error;
+        QVERIFY2(window.policyDock()->setServiceConfig(kConfig, &error), qPrintable(error));
+        QCOMPARE(window.policyDock()->findings()->topLevelItemCount(), 1);
+        SwimlaneView *view = window.swimlanes();
+        view->setRange(10'000 * kMs, 12'000 * kMs); // the first call's 2 s
+        QTest::qWait(50);
+        window.policyDock()->findings()->setCurrentItem(window.policyDock()->findings()->topLevelItem(0));
+        const std::optional<size_t> last = model.store().callIndex("call-40");
+        QVERIFY(last);
+        QCOMPARE(view->selectedAttempt(), (std::optional<std::pair<size_t, size_t>>{{*last, 1}}));
+        const Attempt &a = model.store().calls()[*last].attempts[1];
+        QVERIFY(view->timelinePainter().rangeStart() <= a.startNs &&
+                *a.endNs <= view->timelinePainter().rangeEnd());
+        const QRectF r = view->timelinePainter().attemptRect(*last, 1, QRectF(view->rect()));
+        QVERIFY2(r.top() >= view->timelinePainter().headerHeight() && r.bottom() <= view->height(),
+                 qPrintable(
+                     QStringLiteral("lane at %1-%2 of %3").arg(r.top()).arg(r.bottom()).arg(view->height())));
+
+        // The Calls list's rows bring their attempt into view the same way.
+        view->setRange(10'000 * kMs, 12'000 * kMs);
+        view->selectAttempt(0, 0);
+        auto *calls = window.findChild<QTreeView *>(QStringLiteral("callsTree"));
+        QVERIFY(calls);
+        const QModelIndex callRow = calls->model()->index(int(*last), 0);
+        calls->setCurrentIndex(calls->model()->index(0, 0, callRow));
+        QCOMPARE(view->selectedAttempt(), (std::optional<std::pair<size_t, size_t>>{{*last, 0}}));
+        QVERIFY(view->timelinePainter().rangeEnd() >= model.store().calls()[*last].attempts[0].startNs);
     }
 
     // The findings list is never a blank box: without a policy, without calls, and when every call conforms
