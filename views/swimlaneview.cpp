@@ -268,9 +268,33 @@ void SwimlaneView::revealSelection()
 
 void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Options &)> &change)
 {
+    // What the user was looking at stays in view when the lanes change size or place (workshop mode,
+    // density, grouping, a filter): the selected attempt if it was in view, else the call lane at the top.
+    const int top = m_painter.headerHeight();
+    const auto sel = m_zoom.selection();
+    bool selectionShown = false;
+    if (sel) {
+        const QRectF r = m_painter.attemptRect(sel->first, sel->second, canvas());
+        selectionShown = !r.isEmpty() && r.bottom() > top && r.top() < height();
+    }
+    std::optional<size_t> topCall;
+    const TimelineLayout &before = m_painter.layout();
+    for (size_t b = before.firstVisible(m_zoom.scrollY()); b < before.blocks().size(); ++b)
+        if (before.blocks()[b].kind == LaneBlock::CallLane) {
+            topCall = before.blocks()[b].index;
+            break;
+        }
+    const double topOffset = topCall ? before.laneY(*topCall) - m_zoom.scrollY() : 0;
     TimelinePainter::Options o = m_painter.options();
     change(o);
     m_painter.setOptions(o);
+    if (selectionShown) {
+        revealSelection();
+        return;
+    }
+    if (topCall && m_zoom.scrollY() > 0)
+        if (const double y = m_painter.laneY(*topCall); y >= 0)
+            m_zoom.setScrollY(int(y - std::max(0.0, topOffset)));
     clampScroll();
     update();
 }

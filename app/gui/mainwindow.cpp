@@ -57,14 +57,22 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     dock->setObjectName(QStringLiteral("calls"));
     dock->setWidget(calls);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
-    // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector), and
-    // brings it into view when it was not the timeline's own click.
+    // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector), a call's
+    // row its last attempt, and brings it into view when it was not the timeline's own click.
     connect(calls->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex &proxyIndex) {
                 const QModelIndex i = m_callsProxy->mapToSource(proxyIndex);
-                if (!i.isValid() || !i.parent().isValid()) return;
+                if (!i.isValid()) return;
                 const auto before = m_view->selectedAttempt();
-                m_view->selectAttempt(i.parent().row(), i.row());
+                if (i.parent().isValid()) {
+                    m_view->selectAttempt(i.parent().row(), i.row());
+                } else { // a call's row: its last attempt, the one that decided it
+                    const auto &calls = m_model->store().calls();
+                    if (size_t(i.row()) >= calls.size() || calls[size_t(i.row())].attempts.empty()) return;
+                    // Already on one of its attempts (the timeline's click put the tree on its call): stay.
+                    if (before && before->first == size_t(i.row())) return;
+                    m_view->selectAttempt(i.row(), int(calls[size_t(i.row())].attempts.size()) - 1);
+                }
                 if (m_view->selectedAttempt() != before) m_view->revealSelection();
             });
 
@@ -79,6 +87,11 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     // ... and a click on the timeline shows the attempt's row in the tree (selectAttempt ignores a repeat).
     connect(m_view, &SwimlaneView::attemptSelected, calls, [this, calls, model](int call, int attempt) {
         if (call < 0) return;
+        // The call's own row chose it (its last attempt): the tree stays on that row, so its arrows keep
+        // moving from call to call.
+        if (const QModelIndex current = m_callsProxy->mapToSource(calls->currentIndex());
+            current.isValid() && !current.parent().isValid() && current.row() == call)
+            return;
         // Filtered out of the table (a lane the filter hides cannot be clicked, but a selection can stay).
         const QModelIndex row = m_callsProxy->mapFromSource(model->index(attempt, 0, model->index(call, 0)));
         if (!row.isValid()) return;

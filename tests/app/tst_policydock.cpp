@@ -291,6 +291,22 @@ private slots:
         calls->setCurrentIndex(calls->model()->index(0, 0, callRow));
         QCOMPARE(view->selectedAttempt(), (std::optional<std::pair<size_t, size_t>>{{*last, 0}}));
         QVERIFY(view->timelinePainter().rangeEnd() >= model.store().calls()[*last].attempts[0].startNs);
+        // A call's own row selects its last attempt, the one that decided it.
+        const std::optional<size_t> before = model.store().callIndex("call-39");
+        QVERIFY(before);
+        calls->setCurrentIndex(calls->model()->index(int(*before), 0));
+        QCOMPARE(view->selectedAttempt(), (std::optional<std::pair<size_t, size_t>>{{*before, 1}}));
+        // Workshop mode's larger lanes keep the selected one in view.
+        auto shown = [&] {
+            const QRectF r = view->timelinePainter().attemptRect(*before, 1, QRectF(view->rect()));
+            return !r.isEmpty() && r.top() >= view->timelinePainter().headerHeight() &&
+                   r.bottom() <= view->height();
+        };
+        QVERIFY(shown());
+        view->setWorkshop(true);
+        QVERIFY(shown());
+        view->setWorkshop(false);
+        QVERIFY(shown());
     }
 
     // The findings list is never a blank box: without a policy, without calls, and when every call conforms
