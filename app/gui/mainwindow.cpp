@@ -58,23 +58,30 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     dock->setWidget(calls);
     addDockWidget(Qt::BottomDockWidgetArea, dock);
     // Selecting an attempt row in the tree selects it on the timeline too (and so in the inspector), a call's
-    // row its last attempt, and brings it into view when it was not the timeline's own click.
+    // row its last attempt, and brings it into view when it was not the timeline's own click. A call's row
+    // counts only when the user chose it (a click, or the keys from another row): the tree also makes its
+    // first row current by itself when it first gets the focus, and that chooses nothing.
+    auto choose = [this](const QModelIndex &proxyIndex, bool callRows) {
+        const QModelIndex i = m_callsProxy->mapToSource(proxyIndex);
+        if (!i.isValid()) return;
+        const auto before = m_view->selectedAttempt();
+        if (i.parent().isValid()) {
+            m_view->selectAttempt(i.parent().row(), i.row());
+        } else if (callRows) { // a call's row: its last attempt, the one that decided it
+            const auto &calls = m_model->store().calls();
+            if (size_t(i.row()) >= calls.size() || calls[size_t(i.row())].attempts.empty()) return;
+            // Already on one of its attempts (the timeline's click put the tree on its call): stay.
+            if (before && before->first == size_t(i.row())) return;
+            m_view->selectAttempt(i.row(), int(calls[size_t(i.row())].attempts.size()) - 1);
+        }
+        if (m_view->selectedAttempt() != before) m_view->revealSelection();
+    };
     connect(calls->selectionModel(), &QItemSelectionModel::currentChanged, this,
-            [this](const QModelIndex &proxyIndex) {
-                const QModelIndex i = m_callsProxy->mapToSource(proxyIndex);
-                if (!i.isValid()) return;
-                const auto before = m_view->selectedAttempt();
-                if (i.parent().isValid()) {
-                    m_view->selectAttempt(i.parent().row(), i.row());
-                } else { // a call's row: its last attempt, the one that decided it
-                    const auto &calls = m_model->store().calls();
-                    if (size_t(i.row()) >= calls.size() || calls[size_t(i.row())].attempts.empty()) return;
-                    // Already on one of its attempts (the timeline's click put the tree on its call): stay.
-                    if (before && before->first == size_t(i.row())) return;
-                    m_view->selectAttempt(i.row(), int(calls[size_t(i.row())].attempts.size()) - 1);
-                }
-                if (m_view->selectedAttempt() != before) m_view->revealSelection();
+            [choose](const QModelIndex &current, const QModelIndex &previous) {
+                choose(current, previous.isValid());
             });
+    connect(calls, &QAbstractItemView::clicked, this,
+            [choose](const QModelIndex &index) { choose(index, true); });
 
     m_inspector = new AttemptInspector(&model->store(), model->headerLog(), this);
     auto *inspectorDock = new QDockWidget(QStringLiteral("Inspector"), this);
