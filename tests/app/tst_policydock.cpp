@@ -70,6 +70,14 @@ QString cell(QTableWidget *t, int row, const QString &column)
 
 } // namespace
 
+// The dock on screen at a size its table and list fit.
+bool showDock(PolicyDock &dock)
+{
+    dock.resize(900, 360);
+    dock.show();
+    return QTest::qWaitForWindowExposed(&dock);
+}
+
 class TestPolicyDock : public QObject
 {
     Q_OBJECT
@@ -99,11 +107,9 @@ private slots:
     void findingsKeepTheirSelectionAsCallsComeIn()
     {
         TimelineModel model;
-        model.setKeepHeaders(true);
+        model.setKeepHeaders(true); // the check tells clients by the user-agent the header log keeps
         PolicyDock dock(&model);
-        dock.resize(900, 360);
-        dock.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        QVERIFY(showDock(dock));
         QString error;
         QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
         model.applyBatch(retried(1, kCCore, "core-1", 820.0));
@@ -125,11 +131,9 @@ private slots:
     void judgesTheModelsCalls()
     {
         TimelineModel model;
-        model.setKeepHeaders(true);
+        model.setKeepHeaders(true); // the check tells clients by the user-agent the header log keeps
         PolicyDock dock(&model);
-        dock.resize(900, 360);
-        dock.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        QVERIFY(showDock(dock));
         auto *status = dock.findChild<QLabel *>(QStringLiteral("policyStatus"));
         QVERIFY(status);
         QVERIFY2(status->text().contains(QLatin1String("No retry policy given")), qPrintable(status->text()));
@@ -314,11 +318,9 @@ private slots:
     void emptyFindingsSaySo()
     {
         TimelineModel model;
-        model.setKeepHeaders(true);
+        model.setKeepHeaders(true); // the check tells clients by the user-agent the header log keeps
         PolicyDock dock(&model);
-        dock.resize(900, 360);
-        dock.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&dock));
+        QVERIFY(showDock(dock));
         QVERIFY2(dock.findingsEmptyText().contains(QLatin1String("no retry policy")),
                  qPrintable(dock.findingsEmptyText()));
         QString error;
