@@ -8,7 +8,6 @@
 
 #include <QJsonArray>
 #include <algorithm>
-#include <map>
 #include <set>
 
 namespace rpcscope {
@@ -51,26 +50,6 @@ RetryJudge::Options judgeOptions(const TimelineStore &store, const RetryServiceC
     return options;
 }
 
-struct OneCall
-{
-    ClientStack stack;
-    std::optional<MethodRetryPolicy> policy;
-    RetryVerdict verdict;
-};
-
-// One call judged as run() judges each (`options` from judgeOptions; its clientClosedNs is set here).
-OneCall judgeCall(const TimelineStore &store, const RetryServiceConfig &config, const UserAgentIndex &agents,
-                  const Call &call, RetryJudge::Options &options)
-{
-    OneCall one{ClientStack::fromUserAgent(agents.forConnection(call.attempts.front().connection)),
-                config.forMethod(call.method),
-                {}};
-    const Connection *conn = store.findConnection(call.attempts.back().connection);
-    options.clientClosedNs = conn && conn->closeReason == "closed by client" ? conn->closedNs : std::nullopt;
-    one.verdict = RetryJudge::judge(call, one.policy, one.stack, options);
-    return one;
-}
-
 std::string policyName(const std::optional<MethodRetryPolicy> &policy)
 {
     return !policy ? "none" : policy->hasRetry ? policy->matchedBy : policy->matchedBy + " (no retryPolicy)";
@@ -81,37 +60,10 @@ std::string policyName(const std::optional<MethodRetryPolicy> &policy)
 PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfig &config,
                              const UserAgentIndex &agents, GapEnvelopes *envelopes)
 {
-    PolicyCheck check;
-    std::map<std::string, size_t> rowOf;
-    std::map<std::string, std::set<std::string>> clientsOf;
-    RetryJudge::Options options = judgeOptions(store, config);
-    const auto &calls = store.calls();
-    for (size_t i = 0; i < calls.size(); ++i) {
-        const Call &call = calls[i];
-        if (call.attempts.empty()) continue;
-        const OneCall one = judgeCall(store, config, agents, call, options);
-        const RetryVerdict &v = one.verdict;
-        if (envelopes) envelopes->set(i, call, RetryJudge::envelopesNs(call, one.policy, one.stack));
-        auto [it, added] = rowOf.emplace(call.method, check.m_rows.size());
-        if (added) {
-            MethodRow row;
-            row.method = call.method;
-            row.policy = policyName(one.policy);
-            check.m_rows.push_back(std::move(row));
-        }
-        MethodRow &row = check.m_rows[it->second];
-        ++row.calls;
-        ++row.byKind[size_t(v.kind)];
-        clientsOf[call.method].insert(one.stack.name());
-        if (v.violation()) check.m_findings.push_back({call.method, call.key, i, one.stack.name(), v});
-    }
-    for (MethodRow &row : check.m_rows) {
-        for (const std::string &c : clientsOf[row.method])
-            row.clients += (row.clients.empty() ? "" : ", ") + c;
-    }
-    std::sort(check.m_rows.begin(), check.m_rows.end(),
-              [](const MethodRow &a, const MethodRow &b) { return a.method < b.method; });
-    return check;
+    // The whole check is the live one's first update: every call judged, nothing kept from before.
+    LivePolicyCheck live(config);
+    live.update(store, agents, {}, envelopes);
+    return live.check();
 }
 
 void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &agents,

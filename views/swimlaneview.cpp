@@ -206,6 +206,12 @@ void SwimlaneView::panPixels(double dx, double dy)
     update();
 }
 
+std::pair<int, int> SwimlaneView::lanesBand() const
+{
+    return {m_painter.headerHeight(),
+            height() - (m_painter.options().legend ? m_painter.legendHeight(width()) : 0)};
+}
+
 QRectF SwimlaneView::canvas() const
 {
     return QRectF(0, 0, width() - (m_vbar->isVisible() ? m_vbar->width() : 0), height());
@@ -217,9 +223,8 @@ void SwimlaneView::clampScroll()
     m_zoom.setScrollY(std::clamp(m_zoom.scrollY(), 0, maxScroll));
     // The scroll bar covers the lanes only, between the fixed header and the legend.
     const QSignalBlocker block(m_vbar);
-    const int top = m_painter.headerHeight();
-    const int legend = m_painter.options().legend ? m_painter.legendHeight(width()) : 0;
-    const int lanes = std::max(1, height() - top - legend);
+    const auto [top, bottom] = lanesBand();
+    const int lanes = std::max(1, bottom - top);
     m_vbar->setRange(0, maxScroll);
     m_vbar->setPageStep(lanes);
     m_vbar->setSingleStep(60);
@@ -254,8 +259,7 @@ void SwimlaneView::revealSelection()
     }
     const QRectF r = m_painter.attemptRect(sel->first, sel->second, canvas());
     if (!r.isEmpty()) {
-        const int top = m_painter.headerHeight();
-        const int bottom = height() - (m_painter.options().legend ? m_painter.legendHeight(width()) : 0);
+        const auto [top, bottom] = lanesBand();
         const int margin = int(r.height());
         if (r.top() < top)
             m_zoom.setScrollY(m_zoom.scrollY() - int(top - r.top()) - margin);
@@ -270,12 +274,12 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
 {
     // What the user was looking at stays in view when the lanes change size or place (workshop mode,
     // density, grouping, a filter): the selected attempt if it was in view, else the call lane at the top.
-    const int top = m_painter.headerHeight();
     const auto sel = m_zoom.selection();
     bool selectionShown = false;
     if (sel) {
+        const auto [top, bottom] = lanesBand();
         const QRectF r = m_painter.attemptRect(sel->first, sel->second, canvas());
-        selectionShown = !r.isEmpty() && r.bottom() > top && r.top() < height();
+        selectionShown = !r.isEmpty() && r.bottom() > top && r.top() < bottom;
     }
     std::optional<size_t> topCall;
     const TimelineLayout &before = m_painter.layout();

@@ -10,6 +10,7 @@ class QScrollBar;
 
 #include <functional>
 #include <limits>
+#include <utility>
 
 namespace rpcscope {
 
@@ -104,6 +105,8 @@ private:
     void onModelReset();
     void panPixels(double dx, double dy);
     void clampScroll();
+    // Where the lanes show, between the fixed header and the legend (widget y, top and bottom).
+    std::pair<int, int> lanesBand() const;
     // A view never shows nothing: fits when the store has calls and the range holds none.
     void fitIfNothingInRange();
     void updateOptions(const std::function<void(TimelinePainter::Options &)> &change);
