@@ -62,110 +62,311 @@ PolicyCheck PolicyCheck::run(const TimelineStore &store, const RetryServiceConfi
 {
     // The whole check is the live one's first update: every call judged, nothing kept from before.
     LivePolicyCheck live(config);
-    live.update(store, agents, {}, envelopes);
+    live.update(store, agents);
+    if (envelopes) *envelopes = *live.envelopes();
     return live.check();
 }
 
-void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &agents,
-                             const std::vector<std::uint32_t> &learned, GapEnvelopes *envelopes)
+LivePolicyCheck::LivePolicyCheck(RetryServiceConfig config)
+    : m_config(std::move(config)), m_envelopes(std::make_shared<GapEnvelopes>())
 {
-    RetryJudge::Options options = judgeOptions(store, m_config);
-    const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
+}
+
+void LivePolicyCheck::reset()
+{
+    m_judged.clear();
+    for (Method &m : m_methods) {
+        m.calls = 0;
+        m.byKind = {};
+        m.byClient.clear();
+    }
+    m_inFlight.clear();
+    m_violations = 0;
+    m_envelopes->clear();
+    m_changes.all = true;
+}
+
+void LivePolicyCheck::count(const Judged &e, int sign)
+{
+    Method &m = m_methods[e.method];
+    const auto step = std::uint64_t(std::int64_t(sign));
+    m.calls += step;
+    m.byKind[size_t(e.verdict.kind)] += step;
+    if (m.byClient.size() <= e.client) m.byClient.resize(e.client + 1, 0);
+    m.byClient[e.client] += step;
+    if (e.verdict.violation()) m_violations += step;
+}
+
+size_t LivePolicyCheck::find(std::uint64_t serial, size_t from) const
+{
+    const size_t n = m_judged.size();
+    if (from >= n) return n;
+    // Gallop from `from`: the serials asked for ascend, and most are near the end (the newest calls).
+    size_t lo = from, step = 1, hi = from;
+    while (hi < n && m_judged[hi].serial < serial) {
+        lo = hi + 1;
+        hi = std::min(n, hi + step);
+        step *= 2;
+    }
+    auto it = std::lower_bound(m_judged.begin() + std::ptrdiff_t(lo), m_judged.begin() + std::ptrdiff_t(hi),
+                               serial, [](const Judged &e, std::uint64_t s) { return e.serial < s; });
+    const size_t at = size_t(it - m_judged.begin());
+    return at < n && m_judged[at].serial == serial ? at : n;
+}
+
+void LivePolicyCheck::judge(size_t index, const Call &call, RetryJudge::Options &options,
+                            const UserAgentIndex &agents)
+{
+    Judged &e = m_judged[index];
+    e.serial = call.serial;
+    e.judgedIn = m_updates;
+    const bool wasListed = e.counted && e.verdict.violation();
+    if (e.counted) count(e, -1);
+    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
+    if (call.attempts.empty()) { // not judged, as run() does not judge it
+        e.counted = false;
+        e.revision = ~std::uint64_t(0);
+        e.verdict = {};
+        if (wasListed) m_changes.gone.push_back(e.serial);
+        if (e.hadGaps) m_envelopes->set(call, {});
+        e.hadGaps = false;
+        return;
+    }
+    // A method's policy and a connection's client are looked up once, not per call; calls in a row are
+    // mostly of the method before.
+    if (m_lastMethod >= m_methods.size() || m_methods[m_lastMethod].name != call.method) {
+        auto method = m_methodIds.find(call.method);
+        if (method == m_methodIds.end())
+            method = m_methodIds.emplace(call.method, std::uint32_t(m_methods.size())).first;
+        m_lastMethod = method->second;
+    }
+    if (m_lastMethod == m_methods.size()) {
+        std::optional<MethodRetryPolicy> policy = m_config.forMethod(call.method);
+        Method m;
+        m.name = call.method;
+        m.policy = policyName(policy);
+        m.retry = std::move(policy);
+        m_methods.push_back(std::move(m));
+    }
+    const std::uint32_t conn = call.attempts.front().connection;
+    auto stackIt = m_stacks.find(conn);
+    if (stackIt == m_stacks.end()) {
+        ClientStack stack = ClientStack::fromUserAgent(agents.forConnection(conn));
+        const std::string name = stack.name();
+        auto [client, newClient] = m_clientIds.emplace(name, std::uint32_t(m_clients.size()));
+        if (newClient) m_clients.push_back(name);
+        stackIt = m_stacks.emplace(conn, std::make_pair(std::move(stack), client->second)).first;
+    }
+    const Method &m = m_methods[m_lastMethod];
+    const ClientStack &stack = stackIt->second.first;
+    const Connection *last = m_store->findConnection(call.attempts.back().connection);
+    options.clientClosedNs = last && last->closeReason == "closed by client" ? last->closedNs : std::nullopt;
+    RetryVerdict verdict = RetryJudge::judge(call, m.retry, stack, options);
+    const bool listed = verdict.violation();
+    if (listed && (!wasListed || verdict.kind != e.verdict.kind || verdict.reason != e.verdict.reason ||
+                   verdict.attempt != e.verdict.attempt))
+        m_changes.changed.push_back(e.serial);
+    else if (!listed && wasListed)
+        m_changes.gone.push_back(e.serial);
+    e.revision = call.revision;
+    e.method = m_lastMethod;
+    e.client = stackIt->second.second;
+    e.verdict = std::move(verdict);
+    e.counted = true;
+    count(e, +1);
+    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.insert(e.serial);
+    // Most calls have one attempt, so no gap: nothing to work out, nothing to keep.
+    if (call.attempts.size() >= 2)
+        m_envelopes->set(call, RetryJudge::envelopesNs(call, m.retry, stack));
+    else if (e.hadGaps)
+        m_envelopes->set(call, {});
+    e.hadGaps = call.attempts.size() >= 2;
+    ++m_lastJudged;
+}
+
+bool LivePolicyCheck::dropEvicted(const TimelineStore &store)
+{
     const auto &calls = store.calls();
-    m_lastJudged = 0;
-    PolicyCheck check;
-    std::vector<int> rowOf(m_methods.size(), -1); // by method id
-    std::vector<std::vector<char>> clientsOf;     // by row: which client ids it saw
-    // m_judged holds an entry per call of the store, by serial: kept in place, those of evicted calls
-    // dropped, those of new calls (the highest serials) added at the end.
-    const size_t cached = m_judged.size();
-    size_t read = 0, write = 0;
-    for (size_t i = 0; i < calls.size(); ++i) {
-        const Call &call = calls[i];
-        while (read < cached && m_judged[read].serial < call.serial)
-            ++read; // evicted since
-        const bool have = read < cached && m_judged[read].serial == call.serial;
-        if (have) {
-            if (write != read) m_judged[write] = std::move(m_judged[read]);
-            ++read;
-        } else if (write < cached) {
-            m_judged[write] = Judged{};
-        } else {
-            m_judged.emplace_back();
-        }
-        Judged &e = m_judged[write++];
-        if (call.attempts.empty()) { // not judged, as run() does not judge it
-            e.serial = call.serial;
-            e.revision = ~std::uint64_t(0);
+    size_t toFind = store.evictedCalls() - m_seenEvicted;
+    std::vector<std::uint64_t> gone;
+    // Retention evicts the oldest calls (never one in flight or pinned): walk the front of both until every
+    // call evicted since is found, or m_judged ends (calls added and evicted between two updates were never
+    // here).
+    size_t i = 0, j = 0;
+    std::vector<char> drop;
+    while (toFind > 0 && j < m_judged.size()) {
+        if (i < calls.size() && calls[i].serial == m_judged[j].serial) {
+            ++i;
+            ++j;
+            drop.push_back(0);
             continue;
         }
-        const bool again = !have || e.revision != call.revision ||
-                           e.verdict.kind == RetryVerdict::Kind::InFlight ||
-                           (!learnedSet.empty() && learnedSet.count(call.attempts.front().connection));
-        if (again) {
-            // A method's policy and a connection's client are looked up once, not per call.
-            auto [method, newMethod] = m_methodIds.emplace(call.method, std::uint32_t(m_methods.size()));
-            if (newMethod) {
-                std::optional<MethodRetryPolicy> policy = m_config.forMethod(call.method);
-                m_methods.push_back({call.method, policyName(policy), std::move(policy)});
-                rowOf.push_back(-1);
-            }
-            const std::uint32_t conn = call.attempts.front().connection;
-            auto stackIt = m_stacks.find(conn);
-            if (stackIt == m_stacks.end() || learnedSet.count(conn)) {
-                ClientStack stack = ClientStack::fromUserAgent(agents.forConnection(conn));
-                const std::string name = stack.name();
-                auto [client, newClient] = m_clientIds.emplace(name, std::uint32_t(m_clients.size()));
-                if (newClient) m_clients.push_back(name);
-                stackIt =
-                    m_stacks.insert_or_assign(conn, std::make_pair(std::move(stack), client->second)).first;
-            }
-            const Method &m = m_methods[method->second];
-            const ClientStack &stack = stackIt->second.first;
-            const Connection *last = store.findConnection(call.attempts.back().connection);
-            options.clientClosedNs =
-                last && last->closeReason == "closed by client" ? last->closedNs : std::nullopt;
-            e.serial = call.serial;
-            e.revision = call.revision;
-            e.method = method->second;
-            e.client = stackIt->second.second;
-            e.verdict = RetryJudge::judge(call, m.retry, stack, options);
-            e.gaps = RetryJudge::envelopesNs(call, m.retry, stack);
-            ++m_lastJudged;
+        Judged &e = m_judged[j];
+        if (e.counted) {
+            if (e.verdict.violation()) m_changes.gone.push_back(e.serial);
+            count(e, -1);
         }
-        if (envelopes && e.gaps.size() >= 2) envelopes->set(i, call, e.gaps);
-        int &row = rowOf[e.method];
-        if (row < 0) {
-            row = int(check.m_rows.size());
-            PolicyCheck::MethodRow r;
-            r.method = m_methods[e.method].name;
-            r.policy = m_methods[e.method].policy;
-            check.m_rows.push_back(std::move(r));
-            clientsOf.emplace_back();
-        }
-        PolicyCheck::MethodRow &r = check.m_rows[size_t(row)];
-        ++r.calls;
-        ++r.byKind[size_t(e.verdict.kind)];
-        std::vector<char> &seen = clientsOf[size_t(row)];
-        if (seen.size() <= e.client) seen.resize(e.client + 1, 0);
-        seen[e.client] = 1;
-        if (e.verdict.violation())
-            check.m_findings.push_back(
-                {m_methods[e.method].name, call.key, i, m_clients[e.client], e.verdict});
+        if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
+        gone.push_back(e.serial);
+        drop.push_back(1);
+        --toFind;
+        ++j;
     }
-    m_judged.resize(write);
-    // The clients in name order, as run() lists them.
-    for (size_t row = 0; row < check.m_rows.size(); ++row) {
+    if (!gone.empty()) {
+        // The kept ones of the region move to its end, the region's front goes.
+        size_t write = j;
+        for (size_t k = j; k-- > 0;)
+            if (!drop[k]) m_judged[--write] = std::move(m_judged[k]);
+        m_judged.erase(m_judged.begin(), m_judged.begin() + std::ptrdiff_t(write));
+        m_envelopes->erase(gone);
+    }
+    return m_judged.size() <= calls.size() &&
+           (m_judged.empty() || (m_judged.front().serial == calls.front().serial &&
+                                 m_judged.back().serial == calls[m_judged.size() - 1].serial));
+}
+
+void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &agents,
+                             const std::vector<std::uint32_t> &learned)
+{
+    m_store = &store;
+    m_changes = {};
+    m_lastJudged = 0;
+    m_findingsListed = false;
+    ++m_updates;
+    RetryJudge::Options options = judgeOptions(store, m_config);
+    const auto &calls = store.calls();
+    // A learned connection's client is told again on its calls' next judging.
+    bool learnedJudged = false;
+    for (std::uint32_t conn : learned)
+        learnedJudged |= m_stacks.erase(conn) > 0;
+    std::vector<std::uint64_t> changed;
+    const bool cleared = store.evictedCalls() < m_seenEvicted;
+    if (m_updates == 1 || cleared || !store.changedSince(m_seenGeneration, &changed)) {
+        // Every call read: by serial, entries of evicted calls dropped, the others judged again if changed.
+        if (m_updates == 1 || cleared) reset();
+        const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
+        std::deque<Judged> before;
+        before.swap(m_judged);
+        std::vector<std::uint64_t> gone;
+        auto evicted = [&](const Judged &e) {
+            if (e.counted) {
+                if (e.verdict.violation()) m_changes.gone.push_back(e.serial);
+                count(e, -1);
+            }
+            if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
+            gone.push_back(e.serial);
+        };
+        size_t read = 0;
+        for (size_t i = 0; i < calls.size(); ++i) {
+            const Call &call = calls[i];
+            for (; read < before.size() && before[read].serial < call.serial; ++read)
+                evicted(before[read]);
+            const bool have = read < before.size() && before[read].serial == call.serial;
+            m_judged.push_back(have ? std::move(before[read++]) : Judged{});
+            const Judged &e = m_judged.back();
+            if (!have || e.revision != call.revision || e.verdict.kind == RetryVerdict::Kind::InFlight ||
+                (!call.attempts.empty() && learnedSet.count(call.attempts.front().connection)))
+                judge(i, call, options, agents);
+        }
+        for (; read < before.size(); ++read)
+            evicted(before[read]); // none: the store keeps its newest calls
+        m_envelopes->erase(gone);
+    } else {
+        if (store.evictedCalls() > m_seenEvicted && !dropEvicted(store)) {
+            // Not the store's first calls (never expected): judge everything again from scratch.
+            m_seenGeneration = 0;
+            m_updates = 0;
+            update(store, agents, learned);
+            return;
+        }
+        // New calls, then the changed ones, those in flight and those of learned connections.
+        const size_t known = m_judged.size();
+        for (size_t i = known; i < calls.size(); ++i) {
+            m_judged.emplace_back();
+            judge(i, calls[i], options, agents);
+        }
+        std::vector<std::uint64_t> again;
+        again.reserve(changed.size() + m_inFlight.size());
+        const std::uint64_t firstNew = known < calls.size() ? calls[known].serial : ~std::uint64_t(0);
+        for (std::uint64_t serial : changed)
+            if (serial < firstNew) again.push_back(serial);
+        again.insert(again.end(), m_inFlight.begin(), m_inFlight.end());
+        std::sort(again.begin(), again.end());
+        again.erase(std::unique(again.begin(), again.end()), again.end());
+        size_t at = 0;
+        for (std::uint64_t serial : again) {
+            const size_t i = find(serial, at);
+            if (i >= known) continue; // evicted
+            at = i;
+            if (m_judged[i].judgedIn != m_updates) judge(i, calls[i], options, agents);
+        }
+        if (learnedJudged) {
+            const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
+            for (size_t i = 0; i < known; ++i)
+                if (!calls[i].attempts.empty() && learnedSet.count(calls[i].attempts.front().connection) &&
+                    m_judged[i].judgedIn != m_updates)
+                    judge(i, calls[i], options, agents);
+        }
+    }
+    m_seenGeneration = store.generation();
+    m_seenEvicted = store.evictedCalls();
+    std::sort(m_changes.gone.begin(), m_changes.gone.end());
+    std::sort(m_changes.changed.begin(), m_changes.changed.end());
+    summarise();
+}
+
+void LivePolicyCheck::summarise()
+{
+    PolicyCheck check;
+    for (const Method &m : m_methods) {
+        if (m.calls == 0) continue;
+        PolicyCheck::MethodRow r;
+        r.method = m.name;
+        r.policy = m.policy;
+        r.calls = m.calls;
+        r.byKind = m.byKind;
+        // The clients in name order, as run() lists them.
         std::set<std::string> names;
-        for (size_t c = 0; c < clientsOf[row].size(); ++c)
-            if (clientsOf[row][c]) names.insert(m_clients[c]);
+        for (size_t c = 0; c < m.byClient.size(); ++c)
+            if (m.byClient[c]) names.insert(m_clients[c]);
         for (const std::string &c : names)
-            check.m_rows[row].clients += (check.m_rows[row].clients.empty() ? "" : ", ") + c;
+            r.clients += (r.clients.empty() ? "" : ", ") + c;
+        check.m_rows.push_back(std::move(r));
     }
     std::sort(
         check.m_rows.begin(), check.m_rows.end(),
         [](const PolicyCheck::MethodRow &a, const PolicyCheck::MethodRow &b) { return a.method < b.method; });
-    m_check = std::move(check);
+    check.m_violations = m_violations;
+    m_summary = std::move(check);
+}
+
+std::optional<PolicyCheck::Finding> LivePolicyCheck::finding(std::uint64_t serial) const
+{
+    const size_t i = find(serial, 0);
+    if (i >= m_judged.size() || !m_store || i >= m_store->calls().size()) return std::nullopt;
+    const Judged &e = m_judged[i];
+    if (!e.counted || !e.verdict.violation()) return std::nullopt;
+    const Call &call = m_store->calls()[i];
+    return PolicyCheck::Finding{m_methods[e.method].name, call.key, i, e.serial,
+                                m_clients[e.client],      e.verdict};
+}
+
+const PolicyCheck &LivePolicyCheck::check() const
+{
+    if (!m_findingsListed) {
+        m_findingsListed = true;
+        m_check = m_summary;
+        m_check.m_findings.clear();
+        m_check.m_findings.reserve(size_t(m_violations));
+        const auto *calls = m_store ? &m_store->calls() : nullptr;
+        for (size_t i = 0; calls && i < m_judged.size() && i < calls->size(); ++i) {
+            const Judged &e = m_judged[i];
+            if (e.counted && e.verdict.violation())
+                m_check.m_findings.push_back(
+                    {m_methods[e.method].name, (*calls)[i].key, i, e.serial, m_clients[e.client], e.verdict});
+        }
+    }
+    return m_check;
 }
 
 std::uint64_t PolicyCheck::calls() const

@@ -111,6 +111,7 @@ size_t TimelineStore::approxBytes(size_t *floor) const
     // Calls and attempts by count; their strings and spare capacity from a sample of one call in 64, so this
     // stays cheap enough to run on the GUI thread every few batches.
     n += dequeBytes(m_calls) + m_attemptCount * sizeof(Attempt);
+    n += vectorBytes(m_changeLog) + vectorBytes(m_changeMarks); // bounded by the calls (changedSince())
     size_t sampled = 0, extra = 0;
     for (size_t i = 0; i < m_calls.size(); i += 64, ++sampled) {
         const Call &c = m_calls[i];

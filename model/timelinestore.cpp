@@ -76,6 +76,9 @@ void TimelineStore::clear()
     m_attemptCount = 0;
     m_latestNs = m_originNs;
     ++m_generation;
+    m_changeLog.clear();
+    m_changeMarks.clear();
+    m_changeLogFrom = m_generation;
 }
 
 Connection *TimelineStore::connection(std::uint32_t id)
@@ -592,6 +595,55 @@ void TimelineStore::apply(EventSpan batch, StoreChanges *changesOut)
     for (const std::vector<size_t> *changed : {&ch.changedCalls, &ch.callsWithNewAttempts})
         for (size_t i : *changed)
             if (i < m_calls.size()) m_calls[i].revision = m_generation;
+    logChanges(ch);
+}
+
+void TimelineStore::logChanges(const StoreChanges &ch)
+{
+    const size_t before = m_changeLog.size();
+    // Changed existing calls in index order (both lists are sorted; a call in both counts once), then the new
+    // ones: serials ascend within an apply.
+    auto a = ch.changedCalls.begin(), b = ch.callsWithNewAttempts.begin();
+    const size_t existing = std::min(ch.firstNewCall, m_calls.size());
+    while (a != ch.changedCalls.end() || b != ch.callsWithNewAttempts.end()) {
+        size_t i;
+        if (b == ch.callsWithNewAttempts.end() || (a != ch.changedCalls.end() && *a <= *b)) {
+            i = *a++;
+            if (b != ch.callsWithNewAttempts.end() && *b == i) ++b;
+        } else {
+            i = *b++;
+        }
+        if (i < existing) m_changeLog.push_back(m_calls[i].serial);
+    }
+    for (size_t i = existing; i < m_calls.size(); ++i)
+        m_changeLog.push_back(m_calls[i].serial);
+    if (m_changeLog.size() == before) return;
+    m_changeMarks.emplace_back(m_generation, m_changeLog.size());
+    // A log longer than the store's calls saves its reader nothing over reading them all: bounded by twice
+    // their number (and kChangeLogMax), it costs at most 16 bytes a call.
+    if (m_changeLog.size() <= std::min(m_changeLogMax, std::max<size_t>(1024, 2 * m_calls.size()))) return;
+    // Over the bound: the oldest applies go, at least half of the log at once (amortised O(1) a serial).
+    auto cut =
+        std::lower_bound(m_changeMarks.begin(), m_changeMarks.end(), m_changeLog.size() / 2,
+                         [](const std::pair<std::uint64_t, size_t> &m, size_t n) { return m.second < n; });
+    if (cut == m_changeMarks.end()) cut = std::prev(m_changeMarks.end());
+    const size_t dropped = cut->second;
+    m_changeLogFrom = cut->first;
+    m_changeLog.erase(m_changeLog.begin(), m_changeLog.begin() + std::ptrdiff_t(dropped));
+    m_changeMarks.erase(m_changeMarks.begin(), std::next(cut));
+    for (auto &m : m_changeMarks)
+        m.second -= dropped;
+}
+
+bool TimelineStore::changedSince(std::uint64_t generation, std::vector<std::uint64_t> *serials) const
+{
+    if (generation < m_changeLogFrom) return false;
+    auto from = std::upper_bound(
+        m_changeMarks.begin(), m_changeMarks.end(), generation,
+        [](std::uint64_t g, const std::pair<std::uint64_t, size_t> &m) { return g < m.first; });
+    const size_t start = from == m_changeMarks.begin() ? 0 : std::prev(from)->second;
+    serials->insert(serials->end(), m_changeLog.begin() + std::ptrdiff_t(start), m_changeLog.end());
+    return true;
 }
 
 std::optional<size_t> TimelineStore::callIndex(const std::string &callId) const

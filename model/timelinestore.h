@@ -112,6 +112,15 @@ public:
     std::int64_t latestNs() const { return m_latestNs; }
     // Increments on every change, so views can key caches on it.
     std::uint64_t generation() const { return m_generation; }
+    // The serials of the calls apply() added or changed after `generation` (those whose Call::revision is
+    // above it), in the order of the applies, a serial once per apply: what a consumer that keeps something
+    // per call (LivePolicyCheck) looks at again, instead of every call's revision. The log keeps the latest
+    // applies, up to twice as many serials as the store holds calls (and kChangeLogMax); false when it no
+    // longer reaches back to `generation` (or the store was cleared since), and the consumer reads every
+    // call instead.
+    bool changedSince(std::uint64_t generation, std::vector<std::uint64_t> *serials) const;
+    static constexpr size_t kChangeLogMax = size_t(1) << 18;
+    void setChangeLogMax(size_t serials) { m_changeLogMax = serials; } // for tests: a smaller bound
 
     // Retention. enforce() evicts the oldest calls whole - never one still in flight, never a pinned one -
     // until the policy holds again (down to 90% of a limit, so it works in chunks), together with the frames,
@@ -253,6 +262,13 @@ private:
     bool m_hasOrigin = false;
     std::int64_t m_latestNs = 0;
     std::uint64_t m_generation = 0;
+    // changedSince(): the serials each apply() changed, and per apply (its generation, the end of its serials
+    // in m_changeLog); the log holds every change after m_changeLogFrom.
+    std::vector<std::uint64_t> m_changeLog;
+    std::vector<std::pair<std::uint64_t, size_t>> m_changeMarks;
+    std::uint64_t m_changeLogFrom = 0;
+    size_t m_changeLogMax = kChangeLogMax;
+    void logChanges(const StoreChanges &ch);
     bool m_recordFrames = true;
     static size_t callBytes(const Call &c);
     size_t floorBytes() const; // approxBytes(&floor)

@@ -301,7 +301,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         std::optional<std::pair<std::int64_t, std::int64_t>> expected;
         bool given = false; // the range came from a config the user gave, not from the call
         if (k > 0 && call.attempts[k - 1].endNs && !transparent) {
-            expected = ctx.expectedGap(index, call, k, &given);
+            expected = ctx.expectedGap(call, k, &given);
             if (expected) {
                 const qint64 gapStart = *call.attempts[k - 1].endNs;
                 const double e1 = ax.timeToX(gapStart + expected->first);
@@ -596,8 +596,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         const bool transparent = call.transparentRetry(k);
         std::optional<std::pair<std::int64_t, std::int64_t>> expected;
         bool given = false; // the range came from a config the user gave, not from the call
-        if (k > 0 && call.attempts[k - 1].endNs && !transparent)
-            expected = ctx.expectedGap(index, call, k, &given);
+        if (k > 0 && call.attempts[k - 1].endNs && !transparent) expected = ctx.expectedGap(call, k, &given);
         // The gap before this attempt, on the bars' centre line: the policy's range shaded under it, its
         // length written inside it where it fits.
         if (k > 0 && call.attempts[k - 1].endNs) {

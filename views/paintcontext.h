@@ -42,11 +42,11 @@ struct PaintContext
     mutable qint64 rulerStep = 0;            // rulerStepNs(), once it was asked (every lane's grid asks it)
     const GapEnvelopes *envelopes = nullptr; // ranges given for calls without their own (TimelinePainter)
 
-    // The range the client's policy allows for the gap before attempt k of call `index`: the call's own, else
-    // a given one (envelopes; *given says so), else none.
-    GapEnvelopes::Range expectedGap(size_t index, const Call &call, size_t k, bool *given) const
+    // The range the client's policy allows for the gap before attempt k of `call`: the call's own, else a
+    // given one (envelopes; *given says so), else none.
+    GapEnvelopes::Range expectedGap(const Call &call, size_t k, bool *given) const
     {
-        return GapEnvelopes::expected(envelopes, index, call, k, given);
+        return GapEnvelopes::expected(envelopes, call, k, given);
     }
 
     void mark(int use) const

@@ -217,7 +217,7 @@ QString TimelineToolTips::gap(const TimelineStore &store, size_t index, size_t k
     if (const auto &p = c.attempts[k - 1].pushbackMs; p && *p >= 0)
         html += QStringLiteral("<br>the server's pushback asked for %1 ms").arg(*p);
     bool given = false;
-    if (const auto expected = GapEnvelopes::expected(envelopes, index, c, k, &given)) {
+    if (const auto expected = GapEnvelopes::expected(envelopes, c, k, &given)) {
         const QString range = expected->first == expected->second
                                   ? formatDuration(expected->first)
                                   : QStringLiteral("%1 – %2").arg(formatDuration(expected->first),

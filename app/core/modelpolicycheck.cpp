@@ -48,7 +48,7 @@ PolicyCheck policyCheckOf(const TimelineModel &model, const RetryServiceConfig &
     return PolicyCheck::run(store, config, agents, envelopes);
 }
 
-void LiveModelPolicyCheck::update(const TimelineModel &model, GapEnvelopes *envelopes)
+void LiveModelPolicyCheck::update(const TimelineModel &model)
 {
     const TimelineStore &store = model.store();
     const auto &calls = store.calls();
@@ -60,7 +60,7 @@ void LiveModelPolicyCheck::update(const TimelineModel &model, GapEnvelopes *enve
             if (readAgent(*log, *it, m_seen, m_agents)) learned.push_back(it->attempts.front().connection);
     }
     if (!calls.empty()) m_readUpTo = std::max(m_readUpTo, calls.back().serial);
-    m_live.update(store, m_agents, learned, envelopes);
+    m_live.update(store, m_agents, learned);
 }
 
 } // namespace rpcscope

@@ -17,15 +17,19 @@ PolicyCheck policyCheckOf(const TimelineModel &model, const RetryServiceConfig &
                           GapEnvelopes *envelopes = nullptr);
 
 // The same, kept up to date as calls come in (LivePolicyCheck): each update reads the user-agents of the new
-// calls' connections only, and judges again only what changed. For one model from a reset on: after the
-// model is reset (a file opened into it), start a new one.
+// calls' connections only, and judges again only what changed, the ranges (envelopes()) kept in place. For
+// one model from a reset on: after the model is reset (a file opened into it), start a new one.
 class LiveModelPolicyCheck
 {
 public:
     explicit LiveModelPolicyCheck(RetryServiceConfig config) : m_live(std::move(config)) {}
-    void update(const TimelineModel &model, GapEnvelopes *envelopes = nullptr);
+    void update(const TimelineModel &model);
     const PolicyCheck &check() const { return m_live.check(); }
+    const PolicyCheck &summary() const { return m_live.summary(); }
     size_t lastJudged() const { return m_live.lastJudged(); }
+    std::shared_ptr<const GapEnvelopes> envelopes() const { return m_live.envelopes(); }
+    const LivePolicyCheck::FindingChanges &findingChanges() const { return m_live.findingChanges(); }
+    std::optional<PolicyCheck::Finding> finding(std::uint64_t serial) const { return m_live.finding(serial); }
 
 private:
     LivePolicyCheck m_live;

@@ -184,9 +184,8 @@ void PolicyDock::refresh(bool force)
         emit checked();
         return;
     }
-    auto envelopes = std::make_shared<GapEnvelopes>();
-    m_live->update(*m_model, envelopes.get());
-    m_envelopes = std::move(envelopes);
+    m_live->update(*m_model);
+    m_envelopes = m_live->envelopes();
     fill();
     emit checked();
 }
@@ -196,16 +195,17 @@ void PolicyDock::fill()
     if (!m_config) {
         m_status->setText(QStringLiteral("No retry policy given: paste the client's service config with "
                                          "Retry policy… (Ctrl+Shift+G) to judge its calls."));
-    } else if (check().calls() == 0) {
+    } else if (checkSummary().calls() == 0) {
         m_status->setText(QStringLiteral("No calls yet."));
-    } else if (check().allConform()) {
-        m_status->setText(QStringLiteral("All %1 calls conform to the retry policy.").arg(check().calls()));
+    } else if (checkSummary().allConform()) {
+        m_status->setText(
+            QStringLiteral("All %1 calls conform to the retry policy.").arg(checkSummary().calls()));
     } else {
         m_status->setText(QStringLiteral("<b>%1 of %2 calls do not conform</b> to the retry policy.")
-                              .arg(check().violations())
-                              .arg(check().calls()));
+                              .arg(checkSummary().violations())
+                              .arg(checkSummary().calls()));
     }
-    const auto &rows = check().rows();
+    const auto &rows = checkSummary().rows();
     m_summary->setRowCount(int(rows.size()));
     for (int r = 0; r < int(rows.size()); ++r) {
         const PolicyCheck::MethodRow &row = rows[size_t(r)];
@@ -225,7 +225,7 @@ void PolicyDock::fill()
         }
         m_summary->setItem(r, c++, item(QString::fromStdString(row.clients)));
     }
-    const PolicyCheck &c = check();
+    const PolicyCheck &c = checkSummary();
     if (!m_config)
         m_findingsEmpty->setText(QStringLiteral("Not judged: no retry policy given."));
     else if (c.calls() == 0)
@@ -234,14 +234,13 @@ void PolicyDock::fill()
         m_findingsEmpty->setText(QStringLiteral("The one call conforms to the retry policy."));
     else
         m_findingsEmpty->setText(QStringLiteral("All %1 calls conform to the retry policy.").arg(c.calls()));
-    m_findingsEmpty->setVisible(c.findings().empty());
+    m_findingsEmpty->setVisible(c.allConform());
     m_findingsEmpty->setGeometry(m_findings->viewport()->rect());
     fillFindings();
 }
 
 void PolicyDock::fillFindings()
 {
-    const std::vector<PolicyCheck::Finding> &findings = check().findings();
     auto setTexts = [](QTreeWidgetItem *it, const PolicyCheck::Finding &f) {
         it->setText(0, QString::fromStdString(f.call));
         it->setText(1, QString::fromStdString(f.method));
@@ -249,52 +248,67 @@ void PolicyDock::fillFindings()
         it->setText(3, QString::fromStdString(f.verdict.reason));
         it->setToolTip(3, QString::fromStdString(f.verdict.reason));
     };
-    // Both lists are in call order, which evictions and new calls keep: rows of calls no longer listed go,
-    // rows of calls newly listed come in at their place, and a row whose verdict changed is rewritten.
-    std::unordered_set<std::string_view> listed;
-    listed.reserve(findings.size());
-    for (const PolicyCheck::Finding &f : findings)
-        listed.insert(f.call);
-    size_t gone = 0;
-    for (const ShownFinding &s : m_shown)
-        gone += !listed.count(s.call);
-    if (gone > m_shown.size() / 4 + 16) { // many at once (an eviction, a new config): a fresh list is cheaper
+    auto shown = [](const PolicyCheck::Finding &f) {
+        return ShownFinding{f.serial, f.call, f.verdict.reason, f.verdict.kind, f.verdict.attempt};
+    };
+    const LivePolicyCheck::FindingChanges *changes = m_live ? &m_live->findingChanges() : nullptr;
+    if (!changes || changes->all || changes->gone.size() > m_shown.size() / 4 + 16) {
+        // A fresh list: no config, the first check of a config or a timeline, or many rows gone at once.
         m_findings->clear();
         m_shown.clear();
-    } else if (gone) {
-        std::vector<ShownFinding> kept;
-        kept.reserve(m_shown.size() - gone);
-        for (int row = int(m_shown.size()) - 1; row >= 0; --row)
-            if (!listed.count(m_shown[size_t(row)].call)) delete m_findings->takeTopLevelItem(row);
-        for (ShownFinding &s : m_shown)
-            if (listed.count(s.call)) kept.push_back(std::move(s));
-        m_shown = std::move(kept);
-    }
-    QList<QTreeWidgetItem *> appended;
-    int treeRows = m_findings->topLevelItemCount();
-    size_t row = 0;
-    for (const PolicyCheck::Finding &f : findings) {
-        if (row < m_shown.size() && m_shown[row].call == f.call) {
-            ShownFinding &s = m_shown[row];
-            if (s.kind != f.verdict.kind || s.reason != f.verdict.reason) {
-                setTexts(m_findings->topLevelItem(int(row)), f);
-                s.kind = f.verdict.kind;
-                s.reason = f.verdict.reason;
-            }
-            s.attempt = f.verdict.attempt;
-        } else {
+        QList<QTreeWidgetItem *> items;
+        for (const PolicyCheck::Finding &f : check().findings()) {
             auto *it = new QTreeWidgetItem;
             setTexts(it, f);
-            if (row == size_t(treeRows) + size_t(appended.size())) {
-                appended.push_back(it); // the common case: new calls at the end, added at once below
-            } else {
-                m_findings->insertTopLevelItem(int(row), it);
-                ++treeRows;
-            }
-            m_shown.insert(m_shown.begin() + std::ptrdiff_t(row),
-                           {f.call, f.verdict.reason, f.verdict.kind, f.verdict.attempt});
+            items.push_back(it);
+            m_shown.push_back(shown(f));
         }
-        ++row;
+        m_findings->addTopLevelItems(items);
+        return;
+    }
+    // Only what the check says changed, rows found by serial (both lists are in serial order): so a refresh
+    // costs the calls that changed, and the selection and the scroll position stay.
+    auto rowOf = [this](std::uint64_t serial) {
+        return size_t(std::lower_bound(m_shown.begin(), m_shown.end(), serial,
+                                       [](const ShownFinding &s, std::uint64_t v) { return s.serial < v; }) -
+                      m_shown.begin());
+    };
+    if (!changes->gone.empty()) {
+        // Oldest first: evictions take the first rows, which the list drops without moving the others.
+        size_t removed = 0;
+        for (std::uint64_t serial : changes->gone) {
+            const size_t row = rowOf(serial);
+            if (row < m_shown.size() && m_shown[row].serial == serial) {
+                delete m_findings->takeTopLevelItem(int(row - removed));
+                ++removed;
+            }
+        }
+        auto next = changes->gone.begin();
+        std::erase_if(m_shown, [&](const ShownFinding &s) {
+            while (next != changes->gone.end() && *next < s.serial)
+                ++next;
+            return next != changes->gone.end() && *next == s.serial;
+        });
+    }
+    QList<QTreeWidgetItem *> appended;
+    for (std::uint64_t serial : changes->changed) {
+        const std::optional<PolicyCheck::Finding> f = m_live->finding(serial);
+        if (!f) continue;
+        const size_t row = rowOf(serial);
+        if (row < m_shown.size() && m_shown[row].serial == serial) {
+            ShownFinding &s = m_shown[row];
+            if (s.kind != f->verdict.kind || s.reason != f->verdict.reason)
+                setTexts(m_findings->topLevelItem(int(row)), *f);
+            s = shown(*f);
+            continue;
+        }
+        auto *it = new QTreeWidgetItem;
+        setTexts(it, *f);
+        if (row == m_shown.size())
+            appended.push_back(it); // the common case: new calls at the end, added at once below
+        else
+            m_findings->insertTopLevelItem(int(row), it); // serials ascend: none is appended yet
+        m_shown.insert(m_shown.begin() + std::ptrdiff_t(row), shown(*f));
     }
     if (!appended.isEmpty()) m_findings->addTopLevelItems(appended);
 }

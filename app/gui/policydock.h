@@ -6,6 +6,7 @@
 #include "retryserviceconfig.h"
 
 #include <QWidget>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -39,7 +40,10 @@ public:
     void clearServiceConfig();
     const QString &serviceConfigText() const { return m_json; }
     bool hasConfig() const { return m_config.has_value(); }
+    // The whole check (its findings listed on first asking after a refresh: O(calls)).
     const PolicyCheck &check() const { return m_live ? m_live->check() : m_noCheck; }
+    // Its summary (findings() empty), as each refresh keeps it.
+    const PolicyCheck &checkSummary() const { return m_live ? m_live->summary() : m_noCheck; }
     // Each judged call's backoff ranges from the last check (the timeline shades them); null without a
     // config.
     std::shared_ptr<const GapEnvelopes> envelopes() const { return m_envelopes; }
@@ -80,11 +84,12 @@ private:
     // stay while calls come in.
     struct ShownFinding
     {
+        std::uint64_t serial; // the call's: rows are in serial order
         std::string call, reason;
         RetryVerdict::Kind kind;
         int attempt; // RetryVerdict::attempt
     };
-    std::vector<ShownFinding> m_shown;
+    std::deque<ShownFinding> m_shown;
     void fillFindings();
     std::shared_ptr<const GapEnvelopes> m_envelopes;
     std::uint64_t m_seenGeneration = ~std::uint64_t(0);

@@ -9,6 +9,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <map>
+#include <set>
 
 using namespace rpcscope;
 
@@ -512,6 +513,54 @@ private slots:
         QCOMPARE(model.rowCount(), 0);
         model.appendBatch(retryBasic());
         QCOMPARE(model.rowCount(), 1);
+    }
+
+    // The store's change log says which calls an apply() added or changed since a generation: exactly those
+    // whose revision is above it, while the log reaches back that far; past its bound, or across a clear, it
+    // says it cannot (and the consumer reads every call).
+    void changeLogFollowsRevisions()
+    {
+        TimelineStore store;
+        store.setChangeLogMax(40);
+        store.apply({opened(1, 0)});
+        std::vector<std::uint64_t> generations{store.generation()};
+        auto expected = [&store](std::uint64_t since) {
+            std::set<std::uint64_t> s;
+            for (const Call &c : store.calls())
+                if (c.revision > since) s.insert(c.serial);
+            return s;
+        };
+        int reachable = 0, unreachable = 0;
+        for (int i = 0; i < 30; ++i) {
+            // Call i starts; call i - 2 ends (an existing call changed); one batch.
+            const std::uint32_t stream = std::uint32_t(2 * i + 1);
+            EventBatch batch{request(1, stream, i * ms, "/svc/M", std::nullopt, "c" + std::to_string(i))};
+            if (i >= 2) batch.push_back(trailers(1, stream - 4, i * ms + 1, 0));
+            store.apply(batch);
+            for (std::uint64_t g : generations) {
+                std::vector<std::uint64_t> got;
+                if (!store.changedSince(g, &got)) {
+                    ++unreachable;
+                    continue;
+                }
+                ++reachable;
+                const std::set<std::uint64_t> gotSet(got.begin(), got.end());
+                QCOMPARE(gotSet, expected(g));
+            }
+            generations.push_back(store.generation());
+        }
+        QVERIFY(reachable > 30);
+        QVERIFY(unreachable > 30); // the bound of 40 serials dropped the oldest applies
+        std::vector<std::uint64_t> none;
+        QVERIFY(store.changedSince(store.generation(), &none));
+        QVERIFY(none.empty());
+        const std::uint64_t beforeClear = store.generation();
+        store.clear();
+        QVERIFY(!store.changedSince(beforeClear, &none));
+        store.apply({request(1, 999, 40 * ms, "/svc/M", std::nullopt, "after")});
+        QVERIFY(store.changedSince(store.generation() - 1, &none));
+        QCOMPARE(none.size(), size_t(1));
+        QCOMPARE(none.front(), store.calls().front().serial);
     }
 };
 
