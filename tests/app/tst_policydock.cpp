@@ -7,8 +7,10 @@
 
 #include "gapenvelopes.h"
 #include "mainwindow.h"
+#include "modelpolicycheck.h"
 #include "policydock.h"
 #include "retrypolicydialog.h"
+#include "retryserviceconfig.h"
 #include "swimlaneview.h"
 #include "timelinemodel.h"
 #include "timelinepainter.h"
@@ -126,6 +128,72 @@ private slots:
         QCOMPARE(dock.findings()->topLevelItem(0)->text(0), QStringLiteral("core-1"));
         QCOMPARE(dock.findings()->topLevelItem(1), selected);
         QCOMPARE(dock.findings()->topLevelItem(2)->text(0), QStringLiteral("core-4"));
+    }
+
+    // The list follows the check row by row, not rebuilt: calls evicted by retention leave it, a call whose
+    // verdict waited (its retry not there yet) comes in when it is judged, and after every refresh the rows
+    // are a fresh check's findings, in order. A row the user selected stays the same row throughout.
+    void findingsFollowEvictionsAndLateVerdicts()
+    {
+        TimelineModel model;
+        model.setKeepHeaders(true);
+        RetentionPolicy keep;
+        keep.maxCalls = 14;
+        model.setRetention(keep);
+        PolicyDock dock(&model);
+        QVERIFY(showDock(dock));
+        QString error;
+        QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
+        const auto config = RetryServiceConfig::parse(kConfig.toUtf8(), nullptr);
+        QVERIFY(config);
+        auto rows = [&dock] {
+            QStringList out;
+            for (int r = 0; r < dock.findings()->topLevelItemCount(); ++r)
+                out << dock.findings()->topLevelItem(r)->text(0) + QLatin1Char(' ') +
+                           dock.findings()->topLevelItem(r)->text(2);
+            return out;
+        };
+        auto fresh = [&] {
+            QStringList out;
+            for (const PolicyCheck::Finding &f : policyCheckOf(model, *config).findings())
+                out << QString::fromStdString(f.call) + QLatin1Char(' ') +
+                           QString::fromLatin1(RetryVerdict::title(f.verdict.kind));
+            return out;
+        };
+        QTreeWidgetItem *selected = nullptr;
+        QString selectedCall;
+        size_t evicted = 0;
+        int late = 0;
+        for (std::uint32_t conn = 1; conn <= 40; ++conn) {
+            // C-core retries exactly 1 s later: 820 ms and 1.3 s are findings, 1,003 ms conforms.
+            const double gap = conn % 3 == 0 ? 1003.0 : conn % 3 == 1 ? 820.0 : 1300.0;
+            const std::string id = "call-" + std::to_string(conn);
+            EventBatch events = retried(conn, kCCore, id, gap);
+            if (conn % 5 == 0) {
+                // The failure first, the retry in a later refresh: no verdict until then.
+                model.applyBatch(EventBatch(events.begin(), events.begin() + 3));
+                dock.refresh();
+                QVERIFY(
+                    !rows().join(QLatin1Char(',')).contains(QString::fromStdString(id) + QLatin1Char(' ')));
+                events.erase(events.begin(), events.begin() + 3);
+                ++late;
+            }
+            model.applyBatch(events);
+            if (conn % 4 == 0) model.enforceRetention();
+            dock.refresh();
+            QCOMPARE(rows(), fresh());
+            if (!selected && dock.findings()->topLevelItemCount() >= 6) {
+                selected = dock.findings()->topLevelItem(5);
+                selectedCall = selected->text(0);
+                dock.findings()->setCurrentItem(selected);
+            }
+            evicted = model.store().evictedCalls();
+            if (selected && rows().join(QLatin1Char(',')).contains(selectedCall + QLatin1Char(' ')))
+                QCOMPARE(dock.findings()->currentItem(), selected);
+        }
+        QVERIFY(evicted > 10);
+        QVERIFY(late >= 8);
+        QVERIFY(dock.findings()->topLevelItemCount() > 4);
     }
 
     void judgesTheModelsCalls()
