@@ -324,16 +324,26 @@ void RulerPass::paintOverview(QPainter *p, const PaintContext &ctx, const QRectF
     runs.fill(p, kGroupColors);
     p->setPen(th.grid.darker(115));
     p->drawLine(QPointF(band.left(), band.bottom()), QPointF(band.right(), band.bottom()));
+    // The labels fit the label column (a wide one in workshop mode is still narrower than the text): the
+    // shorter wording first, then elided, never cut off mid-word.
+    const double room = ctx.metrics.labelWidth - 14;
+    auto fitted = [room](const QFont &font, std::initializer_list<QString> wordings) {
+        const QFontMetricsF fm(font);
+        for (const QString &w : wordings)
+            if (fm.horizontalAdvance(w) <= room) return w;
+        return fm.elidedText(*std::prev(wordings.end()), Qt::ElideRight, room);
+    };
     p->setFont(ctx.font(12, true));
     p->setPen(th.text);
-    p->drawText(QRectF(band.left() + 10, band.top(), ctx.metrics.labelWidth - 14, band.height() / 2),
+    p->drawText(QRectF(band.left() + 10, band.top(), room, band.height() / 2),
                 Qt::AlignBottom | Qt::AlignLeft,
-                QStringLiteral("all %1 calls").arg(ctx.store.calls().size()));
+                fitted(p->font(), {QStringLiteral("all %1 calls").arg(ctx.store.calls().size())}));
     p->setFont(ctx.font(11));
     p->setPen(th.muted);
-    p->drawText(QRectF(band.left() + 10, band.top() + band.height() / 2, ctx.metrics.labelWidth - 14,
-                       band.height() / 2),
-                Qt::AlignTop | Qt::AlignLeft, QStringLiteral("attempts in flight (peak %1)").arg(peak));
+    p->drawText(QRectF(band.left() + 10, band.top() + band.height() / 2, room, band.height() / 2),
+                Qt::AlignTop | Qt::AlignLeft,
+                fitted(p->font(), {QStringLiteral("attempts in flight (peak %1)").arg(peak),
+                                   QStringLiteral("in flight (peak %1)").arg(peak)}));
 }
 
 } // namespace rpcscope
