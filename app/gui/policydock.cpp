@@ -97,7 +97,12 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     m_findings->setRootIsDecorated(false);
     m_findings->setHeaderLabels(
         {QStringLiteral("Call"), QStringLiteral("Method"), QStringLiteral("Verdict"), QStringLiteral("Why")});
-    m_findings->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Widths fitted to the first rows (fitFindingColumns()), not kept fitted: a header that resizes to its
+    // contents measures a thousand rows after every refresh that adds one, 20 ms a second in a flood of
+    // findings. One line a row, so the view need not measure each.
+    m_findings->header()->setSectionResizeMode(QHeaderView::Interactive);
+    m_findings->header()->setStretchLastSection(true);
+    m_findings->setUniformRowHeights(true);
     m_findings->setToolTip(QStringLiteral("The calls that do not conform, with the numbers"));
     // An empty list says why it is empty (every call conforms, say), in the list's own font and colours.
     connect(m_findings, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem *item) {
@@ -264,8 +269,10 @@ void PolicyDock::fillFindings()
             m_shown.push_back(shown(f));
         }
         m_findings->addTopLevelItems(items);
+        fitFindingColumns();
         return;
     }
+    const size_t shownBefore = m_shown.size();
     // Only what the check says changed, rows found by serial (both lists are in serial order): so a refresh
     // costs the calls that changed, and the selection and the scroll position stay.
     auto rowOf = [this](std::uint64_t serial) {
@@ -311,6 +318,15 @@ void PolicyDock::fillFindings()
         m_shown.insert(m_shown.begin() + std::ptrdiff_t(row), shown(*f));
     }
     if (!appended.isEmpty()) m_findings->addTopLevelItems(appended);
+    if (shownBefore < kFitRows && m_shown.size() > shownBefore) fitFindingColumns();
+}
+
+void PolicyDock::fitFindingColumns()
+{
+    // The call, method and verdict columns as wide as their widest text among the first rows; the reason
+    // takes the rest (and its tooltip the whole of it).
+    for (int c = 0; c < 3; ++c)
+        m_findings->resizeColumnToContents(c);
 }
 
 } // namespace rpcscope

@@ -91,6 +91,9 @@ private:
     };
     std::deque<ShownFinding> m_shown;
     void fillFindings();
+    // Fits the findings' columns to their rows while there are fewer than kFitRows (and on a fresh list).
+    static constexpr size_t kFitRows = 200;
+    void fitFindingColumns();
     std::shared_ptr<const GapEnvelopes> m_envelopes;
     std::uint64_t m_seenGeneration = ~std::uint64_t(0);
     QLabel *m_status = nullptr;

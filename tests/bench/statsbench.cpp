@@ -12,7 +12,8 @@
 //    Beside it, the Policy check with a service config given, which follows the calls once a second while
 //    they come in, its tab shown or not (app/gui/policydock.h), judging again what changed: one config the
 //    calls conform to, and one every retried call breaks (a tenth of them listed as findings, a thousand new
-//    rows a second). Goal: at most 5 ms a second, like the Statistics dock.
+//    rows a second; that dock is on screen, and the event loop's layout and paint after each refresh is
+//    printed beside it), and the same under retention. Goal: at most 5 ms a second, like the Statistics dock.
 // 2. A file of 1,000,000 calls (200,000 with --quick): `stats` (read batch by batch, calls assembled without
 //    frames, counted, evicted - StatsFeed) against reading it into a store the way opening it does, in
 //    interleaved rounds; and against decoding the file alone, the least any reader pays.
@@ -197,7 +198,12 @@ void live(int seconds)
         !breaking.setServiceConfig(policyConfig("DEADLINE_EXCEEDED"), &configError) ||
         !evicting.setServiceConfig(policyConfig("DEADLINE_EXCEEDED"), &configError))
         std::printf("   the Policy check's config was refused: %s\n", qPrintable(configError));
-    std::vector<double> updateMs, applyMs, refreshMs, modelMs, policyMs, breakingMs, evictingMs;
+    std::vector<double> updateMs, applyMs, refreshMs, modelMs, policyMs, breakingMs, evictingMs, shownMs;
+    // The dock with the findings is on screen (offscreen): what the event loop then spends laying out and
+    // painting the rows a refresh added is timed apart.
+    breaking.resize(900, 400);
+    breaking.show();
+    QCoreApplication::processEvents();
     double updateSec = 0, applySec = 0, modelSec = 0;
     std::int64_t sink = 0;
     EventBatch batch;
@@ -240,6 +246,9 @@ void live(int seconds)
         t0 = threadCpuMs();
         breaking.refresh();
         breakingMs.push_back(threadCpuMs() - t0);
+        t0 = threadCpuMs();
+        QCoreApplication::processEvents();
+        shownMs.push_back(threadCpuMs() - t0);
         kept.enforceRetention(); // as the window's model does, at most once a second
         t0 = threadCpuMs();
         evicting.refresh();
@@ -273,6 +282,8 @@ void live(int seconds)
     std::printf("   Policy check, %llu findings listed      %8.2f %8.2f %8.2f   goal <= 5 ms\n",
                 (unsigned long long)breaking.findings()->topLevelItemCount(), percentile(breakingMs, 50),
                 percentile(breakingMs, 90), percentile(breakingMs, 100));
+    std::printf("   ...its layout and paint, the dock shown     %8.2f %8.2f %8.2f\n", percentile(shownMs, 50),
+                percentile(shownMs, 90), percentile(shownMs, 100));
     std::printf(
         "   Policy check, the same, 100k calls kept (%zu evicted, %d listed) %5.2f %8.2f %8.2f   goal <= 5 "
         "ms\n",
