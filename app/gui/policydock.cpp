@@ -1,5 +1,6 @@
 #include "policydock.h"
 
+#include "findingsmodel.h"
 #include "modelpolicycheck.h"
 #include "retrypolicydialog.h"
 #include "timelinemodel.h"
@@ -10,12 +11,10 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSplitter>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTimer>
-#include <QTreeWidget>
 #include <QVBoxLayout>
-#include <string_view>
-#include <unordered_set>
 
 namespace rpcscope {
 
@@ -92,25 +91,33 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     m_summary->setToolTip(
         QStringLiteral("Per method: the calls, those that conform, and each kind of violation"));
     split->addWidget(m_summary);
-    m_findings = new QTreeWidget(this);
+    m_findingsModel = new FindingsModel(this);
+    m_findings = new QTableView(this);
     m_findings->setObjectName(QStringLiteral("policyFindings"));
-    m_findings->setRootIsDecorated(false);
-    m_findings->setHeaderLabels(
-        {QStringLiteral("Call"), QStringLiteral("Method"), QStringLiteral("Verdict"), QStringLiteral("Why")});
+    m_findings->setModel(m_findingsModel);
+    m_findings->verticalHeader()->hide();
+    m_findings->setShowGrid(false);
+    m_findings->setWordWrap(false);
+    m_findings->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_findings->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_findings->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_findings->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    m_findings->horizontalHeader()->setHighlightSections(false);
     // Widths fitted to the first rows (fitFindingColumns()), not kept fitted: a header that resizes to its
     // contents measures a thousand rows after every refresh that adds one, 20 ms a second in a flood of
-    // findings. One line a row, so the view need not measure each.
-    m_findings->header()->setSectionResizeMode(QHeaderView::Interactive);
-    m_findings->header()->setStretchLastSection(true);
-    m_findings->setUniformRowHeights(true);
+    // findings. One line a row, each as high as the font's.
+    m_findings->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    m_findings->horizontalHeader()->setStretchLastSection(true);
+    m_findings->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    m_findings->verticalHeader()->setDefaultSectionSize(m_findings->fontMetrics().height() + 4);
     m_findings->setToolTip(QStringLiteral("The calls that do not conform, with the numbers"));
+    connect(m_findings->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex &current) {
+                if (!current.isValid()) return;
+                const FindingsModel::Row &r = m_findingsModel->row(current.row());
+                emit findingChosen(r.call, r.attempt - 1);
+            });
     // An empty list says why it is empty (every call conforms, say), in the list's own font and colours.
-    connect(m_findings, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem *item) {
-        const int row = item ? m_findings->indexOfTopLevelItem(item) : -1;
-        if (row < 0 || size_t(row) >= m_shown.size()) return;
-        emit findingChosen(QString::fromStdString(m_shown[size_t(row)].call),
-                           m_shown[size_t(row)].attempt - 1);
-    });
     m_findingsEmpty = new QLabel(m_findings->viewport());
     m_findingsEmpty->setObjectName(QStringLiteral("policyFindingsEmpty"));
     m_findingsEmpty->setWordWrap(true);
@@ -246,79 +253,26 @@ void PolicyDock::fill()
 
 void PolicyDock::fillFindings()
 {
-    auto setTexts = [](QTreeWidgetItem *it, const PolicyCheck::Finding &f) {
-        it->setText(0, QString::fromStdString(f.call));
-        it->setText(1, QString::fromStdString(f.method));
-        it->setText(2, QString::fromLatin1(RetryVerdict::title(f.verdict.kind)));
-        it->setText(3, QString::fromStdString(f.verdict.reason));
-        it->setToolTip(3, QString::fromStdString(f.verdict.reason));
-    };
-    auto shown = [](const PolicyCheck::Finding &f) {
-        return ShownFinding{f.serial, f.call, f.verdict.reason, f.verdict.kind, f.verdict.attempt};
-    };
     const LivePolicyCheck::FindingChanges *changes = m_live ? &m_live->findingChanges() : nullptr;
-    if (!changes || changes->all || changes->gone.size() > m_shown.size() / 4 + 16) {
+    const int before = m_findingsModel->rowCount();
+    if (!changes || changes->all || changes->gone.size() > size_t(before) / 4 + 16) {
         // A fresh list: no config, the first check of a config or a timeline, or many rows gone at once.
-        m_findings->clear();
-        m_shown.clear();
-        QList<QTreeWidgetItem *> items;
-        for (const PolicyCheck::Finding &f : check().findings()) {
-            auto *it = new QTreeWidgetItem;
-            setTexts(it, f);
-            items.push_back(it);
-            m_shown.push_back(shown(f));
-        }
-        m_findings->addTopLevelItems(items);
+        std::vector<FindingsModel::Row> rows;
+        rows.reserve(check().findings().size());
+        for (const PolicyCheck::Finding &f : check().findings())
+            rows.push_back(FindingsModel::Row::of(f));
+        m_findingsModel->reset(std::move(rows));
         fitFindingColumns();
         return;
     }
-    const size_t shownBefore = m_shown.size();
-    // Only what the check says changed, rows found by serial (both lists are in serial order): so a refresh
-    // costs the calls that changed, and the selection and the scroll position stay.
-    auto rowOf = [this](std::uint64_t serial) {
-        return size_t(std::lower_bound(m_shown.begin(), m_shown.end(), serial,
-                                       [](const ShownFinding &s, std::uint64_t v) { return s.serial < v; }) -
-                      m_shown.begin());
-    };
-    if (!changes->gone.empty()) {
-        // Oldest first: evictions take the first rows, which the list drops without moving the others.
-        size_t removed = 0;
-        for (std::uint64_t serial : changes->gone) {
-            const size_t row = rowOf(serial);
-            if (row < m_shown.size() && m_shown[row].serial == serial) {
-                delete m_findings->takeTopLevelItem(int(row - removed));
-                ++removed;
-            }
-        }
-        auto next = changes->gone.begin();
-        std::erase_if(m_shown, [&](const ShownFinding &s) {
-            while (next != changes->gone.end() && *next < s.serial)
-                ++next;
-            return next != changes->gone.end() && *next == s.serial;
-        });
-    }
-    QList<QTreeWidgetItem *> appended;
-    for (std::uint64_t serial : changes->changed) {
-        const std::optional<PolicyCheck::Finding> f = m_live->finding(serial);
-        if (!f) continue;
-        const size_t row = rowOf(serial);
-        if (row < m_shown.size() && m_shown[row].serial == serial) {
-            ShownFinding &s = m_shown[row];
-            if (s.kind != f->verdict.kind || s.reason != f->verdict.reason)
-                setTexts(m_findings->topLevelItem(int(row)), *f);
-            s = shown(*f);
-            continue;
-        }
-        auto *it = new QTreeWidgetItem;
-        setTexts(it, *f);
-        if (row == m_shown.size())
-            appended.push_back(it); // the common case: new calls at the end, added at once below
-        else
-            m_findings->insertTopLevelItem(int(row), it); // serials ascend: none is appended yet
-        m_shown.insert(m_shown.begin() + std::ptrdiff_t(row), shown(*f));
-    }
-    if (!appended.isEmpty()) m_findings->addTopLevelItems(appended);
-    if (shownBefore < kFitRows && m_shown.size() > shownBefore) fitFindingColumns();
+    // Only what the check says changed: so a refresh costs the calls that changed, and the selection and
+    // the scroll position stay.
+    m_findingsModel->remove(changes->gone);
+    for (std::uint64_t serial : changes->changed)
+        if (const std::optional<PolicyCheck::Finding> f = m_live->finding(serial))
+            m_findingsModel->put(FindingsModel::Row::of(*f));
+    m_findingsModel->flush();
+    if (size_t(before) < kFitRows && m_findingsModel->rowCount() > before) fitFindingColumns();
 }
 
 void PolicyDock::fitFindingColumns()

@@ -6,18 +6,18 @@
 #include "retryserviceconfig.h"
 
 #include <QWidget>
-#include <deque>
 #include <memory>
 #include <optional>
 
 class QLabel;
 class QPushButton;
+class QTableView;
 class QTableWidget;
 class QTimer;
-class QTreeWidget;
 
 namespace rpcscope {
 
+class FindingsModel;
 class TimelineModel;
 
 // The Policy check dock (issue 19): the calls judged against the retry policy the user gave ("Retry
@@ -48,7 +48,9 @@ public:
     // config.
     std::shared_ptr<const GapEnvelopes> envelopes() const { return m_envelopes; }
     QTableWidget *summary() const { return m_summary; }
-    QTreeWidget *findings() const { return m_findings; }
+    // The findings, a row each (FindingsModel), in call order.
+    QTableView *findings() const { return m_findings; }
+    FindingsModel *findingsModel() const { return m_findingsModel; }
     // What the findings list says while it has no rows (all calls conform, no calls, no policy); empty
     // while it lists findings.
     QString findingsEmptyText() const;
@@ -80,16 +82,6 @@ private:
     // The check of the model against m_config, kept up to date call by call; null without a config.
     std::unique_ptr<LiveModelPolicyCheck> m_live;
     const PolicyCheck m_noCheck;
-    // What the findings list shows, row by row: updated in place, so that its selection and scroll position
-    // stay while calls come in.
-    struct ShownFinding
-    {
-        std::uint64_t serial; // the call's: rows are in serial order
-        std::string call, reason;
-        RetryVerdict::Kind kind;
-        int attempt; // RetryVerdict::attempt
-    };
-    std::deque<ShownFinding> m_shown;
     void fillFindings();
     // Fits the findings' columns to their rows while there are fewer than kFitRows (and on a fresh list).
     static constexpr size_t kFitRows = 200;
@@ -99,7 +91,8 @@ private:
     QLabel *m_status = nullptr;
     QPushButton *m_edit = nullptr;
     QTableWidget *m_summary = nullptr;
-    QTreeWidget *m_findings = nullptr;
+    QTableView *m_findings = nullptr;
+    FindingsModel *m_findingsModel = nullptr;
     QLabel *m_findingsEmpty = nullptr; // over the findings' viewport while they have no rows
     QTimer *m_timer = nullptr;
 };

@@ -21,9 +21,9 @@
 #include <QLabel>
 #include <QPainter>
 #include <QPlainTextEdit>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTreeView>
-#include <QTreeWidget>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -68,6 +68,17 @@ QString cell(QTableWidget *t, int row, const QString &column)
         if (t->horizontalHeaderItem(c)->text() == column)
             return t->item(row, c) ? t->item(row, c)->text() : QString();
     return QStringLiteral("(no column %1)").arg(column);
+}
+
+// The findings list's cell (row, column) as shown.
+QString finding(QTableView *list, int row, int column)
+{
+    return list->model()->index(row, column).data().toString();
+}
+
+int findingRows(QTableView *list)
+{
+    return list->model()->rowCount();
 }
 
 } // namespace
@@ -116,18 +127,19 @@ private slots:
         QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
         model.applyBatch(retried(1, kCCore, "core-1", 820.0));
         model.applyBatch(retried(2, kCCore, "core-2", 820.0));
-        QTRY_COMPARE_WITH_TIMEOUT(dock.findings()->topLevelItemCount(), 2, 3 * PolicyDock::kRefreshMs);
-        QTreeWidgetItem *selected = dock.findings()->topLevelItem(1);
-        dock.findings()->setCurrentItem(selected);
-        QCOMPARE(selected->text(0), QStringLiteral("core-2"));
+        QTRY_COMPARE_WITH_TIMEOUT(findingRows(dock.findings()), 2, 3 * PolicyDock::kRefreshMs);
+        const QPersistentModelIndex selected = dock.findings()->model()->index(1, 0);
+        dock.findings()->setCurrentIndex(selected);
+        QCOMPARE(selected.data().toString(), QStringLiteral("core-2"));
         model.applyBatch(retried(3, kCCore, "core-3", 1003.0)); // conforms
         model.applyBatch(retried(4, kCCore, "core-4", 820.0));
-        QTRY_COMPARE_WITH_TIMEOUT(dock.findings()->topLevelItemCount(), 3, 3 * PolicyDock::kRefreshMs);
-        QCOMPARE(dock.findings()->currentItem(), selected);
-        QVERIFY(selected->isSelected());
-        QCOMPARE(dock.findings()->topLevelItem(0)->text(0), QStringLiteral("core-1"));
-        QCOMPARE(dock.findings()->topLevelItem(1), selected);
-        QCOMPARE(dock.findings()->topLevelItem(2)->text(0), QStringLiteral("core-4"));
+        QTRY_COMPARE_WITH_TIMEOUT(findingRows(dock.findings()), 3, 3 * PolicyDock::kRefreshMs);
+        QCOMPARE(dock.findings()->currentIndex(), QModelIndex(selected));
+        QVERIFY(dock.findings()->selectionModel()->isRowSelected(selected.row(), {}));
+        QCOMPARE(finding(dock.findings(), 0, 0), QStringLiteral("core-1"));
+        QCOMPARE(selected.row(), 1);
+        QCOMPARE(selected.data().toString(), QStringLiteral("core-2"));
+        QCOMPARE(finding(dock.findings(), 2, 0), QStringLiteral("core-4"));
     }
 
     // The list follows the check row by row, not rebuilt: calls evicted by retention leave it, a call whose
@@ -148,19 +160,19 @@ private slots:
         QVERIFY(config);
         auto rows = [&dock] {
             QStringList out;
-            for (int r = 0; r < dock.findings()->topLevelItemCount(); ++r)
-                out << dock.findings()->topLevelItem(r)->text(0) + QLatin1Char(' ') +
-                           dock.findings()->topLevelItem(r)->text(2);
+            for (int r = 0; r < findingRows(dock.findings()); ++r)
+                out << finding(dock.findings(), r, 0) + QLatin1Char(' ') + finding(dock.findings(), r, 2);
             return out;
         };
         auto fresh = [&] {
             QStringList out;
-            for (const PolicyCheck::Finding &f : policyCheckOf(model, *config).findings())
+            const PolicyCheck check = policyCheckOf(model, *config);
+            for (const PolicyCheck::Finding &f : check.findings())
                 out << QString::fromStdString(f.call) + QLatin1Char(' ') +
                            QString::fromLatin1(RetryVerdict::title(f.verdict.kind));
             return out;
         };
-        QTreeWidgetItem *selected = nullptr;
+        QPersistentModelIndex selected;
         QString selectedCall;
         size_t evicted = 0;
         int late = 0;
@@ -182,18 +194,24 @@ private slots:
             if (conn % 4 == 0) model.enforceRetention();
             dock.refresh();
             QCOMPARE(rows(), fresh());
-            if (!selected && dock.findings()->topLevelItemCount() >= 6) {
-                selected = dock.findings()->topLevelItem(5);
-                selectedCall = selected->text(0);
-                dock.findings()->setCurrentItem(selected);
+            if (selectedCall.isEmpty() && findingRows(dock.findings()) >= 6) {
+                selected = dock.findings()->model()->index(5, 0);
+                selectedCall = selected.data().toString();
+                dock.findings()->setCurrentIndex(selected);
             }
             evicted = model.store().evictedCalls();
-            if (selected && rows().join(QLatin1Char(',')).contains(selectedCall + QLatin1Char(' ')))
-                QCOMPARE(dock.findings()->currentItem(), selected);
+            if (!selectedCall.isEmpty() &&
+                rows().join(QLatin1Char(',')).contains(selectedCall + QLatin1Char(' '))) {
+                // The same call stays current and selected, whatever rows went before it.
+                QVERIFY(selected.isValid());
+                QCOMPARE(selected.data().toString(), selectedCall);
+                QCOMPARE(dock.findings()->currentIndex(), QModelIndex(selected));
+                QVERIFY(dock.findings()->selectionModel()->isRowSelected(selected.row(), {}));
+            }
         }
         QVERIFY(evicted > 10);
         QVERIFY(late >= 8);
-        QVERIFY(dock.findings()->topLevelItemCount() > 4);
+        QVERIFY(findingRows(dock.findings()) > 4);
     }
 
     void judgesTheModelsCalls()
@@ -222,11 +240,11 @@ private slots:
         QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Gap")), QStringLiteral("1"));
         QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Client")),
                  QStringLiteral("grpc-c++ 1.51.1 (C-core), grpc-node-js 1.14.7"));
-        QCOMPARE(dock.findings()->topLevelItemCount(), 1);
-        QTreeWidgetItem *finding = dock.findings()->topLevelItem(0);
-        QCOMPARE(finding->text(0), QStringLiteral("core-1"));
-        QCOMPARE(finding->text(2), QStringLiteral("gap outside envelope"));
-        QVERIFY2(finding->text(3).contains(QLatin1String("820.0 ms")), qPrintable(finding->text(3)));
+        QCOMPARE(findingRows(dock.findings()), 1);
+        QCOMPARE(finding(dock.findings(), 0, 0), QStringLiteral("core-1"));
+        QCOMPARE(finding(dock.findings(), 0, 2), QStringLiteral("gap outside envelope"));
+        QVERIFY2(finding(dock.findings(), 0, 3).contains(QLatin1String("820.0 ms")),
+                 qPrintable(finding(dock.findings(), 0, 3)));
         QVERIFY2(status->text().contains(QLatin1String("1 of 2 calls do not conform")),
                  qPrintable(status->text()));
 
@@ -235,7 +253,7 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(cell(dock.summary(), 0, QStringLiteral("Calls")), QStringLiteral("3"),
                                   3 * PolicyDock::kRefreshMs);
         QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Conform")), QStringLiteral("2"));
-        QCOMPARE(dock.findings()->topLevelItemCount(), 1);
+        QCOMPARE(findingRows(dock.findings()), 1);
 
         if (const QByteArray dir = qgetenv("RPCSCOPE_SHOT_DIR"); !dir.isEmpty())
             QVERIFY(dock.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/policy-dock.png")));
@@ -337,11 +355,12 @@ private slots:
                 retried(conn, kCCore, "call-" + std::to_string(conn), conn == 40 ? 820.0 : 1003.0));
         QString error;
         QVERIFY2(window.policyDock()->setServiceConfig(kConfig, &error), qPrintable(error));
-        QCOMPARE(window.policyDock()->findings()->topLevelItemCount(), 1);
+        QCOMPARE(findingRows(window.policyDock()->findings()), 1);
         SwimlaneView *view = window.swimlanes();
         view->setRange(10'000 * kMs, 12'000 * kMs); // the first call's 2 s
         QTest::qWait(50);
-        window.policyDock()->findings()->setCurrentItem(window.policyDock()->findings()->topLevelItem(0));
+        window.policyDock()->findings()->setCurrentIndex(
+            window.policyDock()->findings()->model()->index(0, 0));
         const std::optional<size_t> last = model.store().callIndex("call-40");
         QVERIFY(last);
         QCOMPARE(view->selectedAttempt(), (std::optional<std::pair<size_t, size_t>>{{*last, 1}}));
@@ -398,7 +417,7 @@ private slots:
         model.applyBatch(retried(1, kCCore, "core-1", 1003.0));
         model.applyBatch(retried(2, kNode, "node-1", 820.0));
         dock.refresh(true);
-        QCOMPARE(dock.findings()->topLevelItemCount(), 0);
+        QCOMPARE(findingRows(dock.findings()), 0);
         QCOMPARE(dock.findingsEmptyText(), QStringLiteral("All 2 calls conform to the retry policy."));
         auto *empty = dock.findings()->viewport()->findChild<QLabel *>(QStringLiteral("policyFindingsEmpty"));
         QVERIFY(empty && empty->isVisible());
@@ -420,7 +439,7 @@ private slots:
         // A call that does not conform is listed, and the text goes.
         model.applyBatch(retried(3, kCCore, "core-2", 820.0));
         dock.refresh(true);
-        QCOMPARE(dock.findings()->topLevelItemCount(), 1);
+        QCOMPARE(findingRows(dock.findings()), 1);
         QVERIFY(dock.findingsEmptyText().isEmpty());
         QVERIFY(empty->isHidden());
     }
