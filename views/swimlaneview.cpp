@@ -119,6 +119,15 @@ void SwimlaneView::onTimelineChanged()
         m_zoom.slideTo(m_model->store().latestNs());
         m_zoom.setScrollY(m_painter.contentHeight(width()));
     }
+    if (!m_zoom.isLive() && m_topLane && m_topLane->scrollY == m_zoom.scrollY() && m_zoom.scrollY() > 0) {
+        // Lanes that came in above what the user looks at (a new connection's lane, a group's header) do
+        // not push it down.
+        if (const auto index = m_model->store().indexOfSerial(m_topLane->serial))
+            if (const double y = m_painter.laneY(*index); y >= 0) {
+                m_zoom.setScrollY(std::max(0, int(std::lround(y - m_topLane->offset))));
+                m_topLane->scrollY = m_zoom.scrollY(); // still the lane at the top, until a paint says
+            }
+    }
     if (!m_zoom.isFollowing()) fitIfNothingInRange();
     clampScroll();
     update();
@@ -281,14 +290,9 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
         const QRectF r = m_painter.attemptRect(sel->first, sel->second, canvas());
         selectionShown = !r.isEmpty() && r.bottom() > top && r.top() < bottom;
     }
-    std::optional<size_t> topCall;
-    const TimelineLayout &before = m_painter.layout();
-    for (size_t b = before.firstVisible(m_zoom.scrollY()); b < before.blocks().size(); ++b)
-        if (before.blocks()[b].kind == LaneBlock::CallLane) {
-            topCall = before.blocks()[b].index;
-            break;
-        }
-    const double topOffset = topCall ? before.laneY(*topCall) - m_zoom.scrollY() : 0;
+    const auto top = topCallLane();
+    const std::optional<size_t> topCall = top ? std::optional(top->first) : std::nullopt;
+    const double topOffset = top ? top->second : 0;
     TimelinePainter::Options o = m_painter.options();
     change(o);
     m_painter.setOptions(o);
@@ -301,6 +305,17 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
             m_zoom.setScrollY(int(y - std::max(0.0, topOffset)));
     clampScroll();
     update();
+}
+
+std::optional<std::pair<size_t, double>> SwimlaneView::topCallLane() const
+{
+    const TimelineLayout &layout = m_painter.layout();
+    for (size_t b = layout.firstVisible(m_zoom.scrollY()); b < layout.blocks().size(); ++b)
+        if (layout.blocks()[b].kind == LaneBlock::CallLane) {
+            const size_t call = layout.blocks()[b].index;
+            return std::pair(call, layout.laneY(call) - m_zoom.scrollY());
+        }
+    return std::nullopt;
 }
 
 void SwimlaneView::setFilterText(const QString &text)
@@ -417,6 +432,10 @@ void SwimlaneView::paintEvent(QPaintEvent *)
 {
     QPainter p(this);
     m_painter.paintCached(&p, canvas(), devicePixelRatioF());
+    m_topLane.reset();
+    if (m_zoom.scrollY() > 0)
+        if (const auto top = topCallLane(); top && top->first < m_model->store().calls().size())
+            m_topLane = TopLane{m_model->store().calls()[top->first].serial, top->second, m_zoom.scrollY()};
     if (m_vbar->isVisible())
         p.fillRect(QRectF(canvas().right(), 0, width() - canvas().width(), height()),
                    m_painter.theme().background);

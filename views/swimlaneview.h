@@ -110,6 +110,19 @@ private:
     // A view never shows nothing: fits when the store has calls and the range holds none.
     void fitIfNothingInRange();
     void updateOptions(const std::function<void(TimelinePainter::Options &)> &change);
+    // The first call lane at or below the top of the lanes (its store index), and its top less the scroll:
+    // what the user looks at, kept in place when lanes change above it.
+    std::optional<std::pair<size_t, double>> topCallLane() const;
+    // Remembered at each paint (by call serial, with the scroll it was seen at), so that a batch adding lanes
+    // above it (a new connection's lane, a group's header) does not push it down: onTimelineChanged() puts it
+    // back where it was, unless the scroll moved since.
+    struct TopLane
+    {
+        std::uint64_t serial = 0;
+        double offset = 0;
+        int scrollY = 0;
+    };
+    std::optional<TopLane> m_topLane;
 
     TimelineModel *m_model;
     ZoomControl m_zoom; // before m_painter, which reads it

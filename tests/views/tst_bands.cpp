@@ -465,6 +465,46 @@ private slots:
         QCOMPARE(refitted.size(), 1);
     }
 
+    // A lane that comes in above what the user scrolled to (a new connection's, above every call) does not
+    // push it down: the call at the top stays where it was.
+    void newLanesAboveKeepTheTopLaneInPlace()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch calls{opened(1)};
+        for (int i = 0; i < 40; ++i) {
+            const auto stream = std::uint32_t(2 * i + 1);
+            calls.push_back(req(stream, i * 10 * ms, std::nullopt, "c-" + std::to_string(i), 5000 * ms));
+            calls.push_back(end(stream, i * 10 * ms + ms, 0));
+        }
+        model.appendBatch(calls);
+        SwimlaneView view(&model);
+        view.resize(1000, 400);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        TimelinePainter &painter = view.timelinePainter();
+        const size_t call = 20;
+        view.zoomControl().setScrollY(int(painter.laneY(call)) + 5);
+        view.repaint();
+        const int scrolled = view.zoomControl().scrollY();
+        const double before = painter.laneY(call) - scrolled;
+        WireEvent request = testev::event(EventKind::Headers, 2, 1, 500 * ms, Direction::ClientToServer);
+        request.grpc.path = "/rpcscope.lab.Lab/Call";
+        request.grpc.callId = "on-2";
+        model.appendBatch({testev::event(EventKind::ConnectionOpened, 2, 0, 500 * ms), request});
+        QVERIFY2(view.zoomControl().scrollY() > scrolled, "the new connection's lane is above the calls");
+        QCOMPARE(painter.laneY(call) - view.zoomControl().scrollY(), before);
+        view.repaint();
+        // The user's own scroll since the last paint is left alone.
+        view.zoomControl().setScrollY(int(painter.laneY(call - 5)));
+        const int own = view.zoomControl().scrollY();
+        WireEvent third = request;
+        third.connection = 3;
+        third.grpc.callId = "on-3";
+        model.appendBatch({testev::event(EventKind::ConnectionOpened, 3, 0, 600 * ms), third});
+        QCOMPARE(view.zoomControl().scrollY(), own);
+    }
+
     void legendListsWhatWasDrawn()
     {
         // A retry story: statuses, backoff gaps, deadlines, one connection.
