@@ -184,6 +184,15 @@ void LivePolicyCheck::judge(size_t index, const Call &call, RetryJudge::Options 
     ++m_lastJudged;
 }
 
+void LivePolicyCheck::forget(const Judged &e)
+{
+    if (e.counted) {
+        if (e.verdict.violation()) m_changes.gone.push_back(e.serial);
+        count(e, -1);
+    }
+    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
+}
+
 bool LivePolicyCheck::dropEvicted(const TimelineStore &store)
 {
     const auto &calls = store.calls();
@@ -201,13 +210,8 @@ bool LivePolicyCheck::dropEvicted(const TimelineStore &store)
             drop.push_back(0);
             continue;
         }
-        Judged &e = m_judged[j];
-        if (e.counted) {
-            if (e.verdict.violation()) m_changes.gone.push_back(e.serial);
-            count(e, -1);
-        }
-        if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
-        gone.push_back(e.serial);
+        forget(m_judged[j]);
+        gone.push_back(m_judged[j].serial);
         drop.push_back(1);
         --toFind;
         ++j;
@@ -234,85 +238,88 @@ void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &a
     m_findingsListed = false;
     ++m_updates;
     RetryJudge::Options options = judgeOptions(store, m_config);
-    const auto &calls = store.calls();
     // A learned connection's client is told again on its calls' next judging.
     bool learnedJudged = false;
     for (std::uint32_t conn : learned)
         learnedJudged |= m_stacks.erase(conn) > 0;
     std::vector<std::uint64_t> changed;
     const bool cleared = store.evictedCalls() < m_seenEvicted;
-    if (m_updates == 1 || cleared || !store.changedSince(m_seenGeneration, &changed)) {
-        // Every call read: by serial, entries of evicted calls dropped, the others judged again if changed.
-        if (m_updates == 1 || cleared) reset();
-        const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
-        std::deque<Judged> before;
-        before.swap(m_judged);
-        std::vector<std::uint64_t> gone;
-        auto evicted = [&](const Judged &e) {
-            if (e.counted) {
-                if (e.verdict.violation()) m_changes.gone.push_back(e.serial);
-                count(e, -1);
-            }
-            if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
-            gone.push_back(e.serial);
-        };
-        size_t read = 0;
-        for (size_t i = 0; i < calls.size(); ++i) {
-            const Call &call = calls[i];
-            for (; read < before.size() && before[read].serial < call.serial; ++read)
-                evicted(before[read]);
-            const bool have = read < before.size() && before[read].serial == call.serial;
-            m_judged.push_back(have ? std::move(before[read++]) : Judged{});
-            const Judged &e = m_judged.back();
-            if (!have || e.revision != call.revision || e.verdict.kind == RetryVerdict::Kind::InFlight ||
-                (!call.attempts.empty() && learnedSet.count(call.attempts.front().connection)))
-                judge(i, call, options, agents);
-        }
-        for (; read < before.size(); ++read)
-            evicted(before[read]); // none: the store keeps its newest calls
-        m_envelopes->erase(gone);
-    } else {
-        if (store.evictedCalls() > m_seenEvicted && !dropEvicted(store)) {
-            // Not the store's first calls (never expected): judge everything again from scratch.
-            m_seenGeneration = 0;
-            m_updates = 0;
-            update(store, agents, learned);
-            return;
-        }
-        // New calls, then the changed ones, those in flight and those of learned connections.
-        const size_t known = m_judged.size();
-        for (size_t i = known; i < calls.size(); ++i) {
-            m_judged.emplace_back();
-            judge(i, calls[i], options, agents);
-        }
-        std::vector<std::uint64_t> again;
-        again.reserve(changed.size() + m_inFlight.size());
-        const std::uint64_t firstNew = known < calls.size() ? calls[known].serial : ~std::uint64_t(0);
-        for (std::uint64_t serial : changed)
-            if (serial < firstNew) again.push_back(serial);
-        again.insert(again.end(), m_inFlight.begin(), m_inFlight.end());
-        std::sort(again.begin(), again.end());
-        again.erase(std::unique(again.begin(), again.end()), again.end());
-        size_t at = 0;
-        for (std::uint64_t serial : again) {
-            const size_t i = find(serial, at);
-            if (i >= known) continue; // evicted
-            at = i;
-            if (m_judged[i].judgedIn != m_updates) judge(i, calls[i], options, agents);
-        }
-        if (learnedJudged) {
-            const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
-            for (size_t i = 0; i < known; ++i)
-                if (!calls[i].attempts.empty() && learnedSet.count(calls[i].attempts.front().connection) &&
-                    m_judged[i].judgedIn != m_updates)
-                    judge(i, calls[i], options, agents);
-        }
-    }
+    if (m_updates == 1 || cleared) reset();
+    if (m_updates == 1 || cleared || !store.changedSince(m_seenGeneration, &changed) ||
+        (store.evictedCalls() > m_seenEvicted && !dropEvicted(store)))
+        readEveryCall(store, agents, learned, options);
+    else
+        readChanges(store, agents, learned, learnedJudged, changed, options);
     m_seenGeneration = store.generation();
     m_seenEvicted = store.evictedCalls();
     std::sort(m_changes.gone.begin(), m_changes.gone.end());
     std::sort(m_changes.changed.begin(), m_changes.changed.end());
     summarise();
+}
+
+void LivePolicyCheck::readEveryCall(const TimelineStore &store, const UserAgentIndex &agents,
+                                    const std::vector<std::uint32_t> &learned, RetryJudge::Options &options)
+{
+    // By serial: entries of evicted calls dropped, the others judged again if changed, in flight or of a
+    // learned connection.
+    const auto &calls = store.calls();
+    const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
+    std::deque<Judged> before;
+    before.swap(m_judged);
+    std::vector<std::uint64_t> gone;
+    size_t read = 0;
+    auto evictedUpTo = [&](std::uint64_t serial) {
+        for (; read < before.size() && before[read].serial < serial; ++read) {
+            forget(before[read]);
+            gone.push_back(before[read].serial);
+        }
+    };
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const Call &call = calls[i];
+        evictedUpTo(call.serial);
+        const bool have = read < before.size() && before[read].serial == call.serial;
+        m_judged.push_back(have ? std::move(before[read++]) : Judged{});
+        const Judged &e = m_judged.back();
+        if (!have || e.revision != call.revision || e.verdict.kind == RetryVerdict::Kind::InFlight ||
+            (!call.attempts.empty() && learnedSet.count(call.attempts.front().connection)))
+            judge(i, call, options, agents);
+    }
+    evictedUpTo(~std::uint64_t(0)); // none: the store keeps its newest calls
+    m_envelopes->erase(gone);
+}
+
+void LivePolicyCheck::readChanges(const TimelineStore &store, const UserAgentIndex &agents,
+                                  const std::vector<std::uint32_t> &learned, bool learnedJudged,
+                                  const std::vector<std::uint64_t> &changed, RetryJudge::Options &options)
+{
+    // New calls, then the changed ones, those in flight and those of learned connections.
+    const auto &calls = store.calls();
+    const size_t known = m_judged.size();
+    for (size_t i = known; i < calls.size(); ++i) {
+        m_judged.emplace_back();
+        judge(i, calls[i], options, agents);
+    }
+    std::vector<std::uint64_t> again;
+    again.reserve(changed.size() + m_inFlight.size());
+    const std::uint64_t firstNew = known < calls.size() ? calls[known].serial : ~std::uint64_t(0);
+    for (std::uint64_t serial : changed)
+        if (serial < firstNew) again.push_back(serial);
+    again.insert(again.end(), m_inFlight.begin(), m_inFlight.end());
+    std::sort(again.begin(), again.end());
+    again.erase(std::unique(again.begin(), again.end()), again.end());
+    size_t at = 0;
+    for (std::uint64_t serial : again) {
+        const size_t i = find(serial, at);
+        if (i >= known) continue; // evicted
+        at = i;
+        if (m_judged[i].judgedIn != m_updates) judge(i, calls[i], options, agents);
+    }
+    if (!learnedJudged) return;
+    const std::set<std::uint32_t> learnedSet(learned.begin(), learned.end());
+    for (size_t i = 0; i < known; ++i)
+        if (!calls[i].attempts.empty() && learnedSet.count(calls[i].attempts.front().connection) &&
+            m_judged[i].judgedIn != m_updates)
+            judge(i, calls[i], options, agents);
 }
 
 void LivePolicyCheck::summarise()

@@ -156,6 +156,17 @@ private:
     // Takes out the entries of calls the store no longer holds; false when m_judged then does not mirror
     // the store's first calls (read every call instead).
     bool dropEvicted(const TimelineStore &store);
+    // Takes an entry's share out of the counts and the in-flight set (its call was evicted).
+    void forget(const Judged &e);
+    // update() when the store's change log does not serve (the first update, a clear, a log that no longer
+    // reaches back): every call read.
+    void readEveryCall(const TimelineStore &store, const UserAgentIndex &agents,
+                       const std::vector<std::uint32_t> &learned, RetryJudge::Options &options);
+    // update() from the change log: the new calls, the changed ones, those in flight, those of connections
+    // whose client was learned (`learnedJudged`: some of their calls were judged before).
+    void readChanges(const TimelineStore &store, const UserAgentIndex &agents,
+                     const std::vector<std::uint32_t> &learned, bool learnedJudged,
+                     const std::vector<std::uint64_t> &changed, RetryJudge::Options &options);
     // The position of `serial` in m_judged at or after `from`, by galloping search; m_judged.size() if
     // absent.
     size_t find(std::uint64_t serial, size_t from) const;

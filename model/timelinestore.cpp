@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 namespace rpcscope {
 
@@ -601,20 +602,14 @@ void TimelineStore::apply(EventSpan batch, StoreChanges *changesOut)
 void TimelineStore::logChanges(const StoreChanges &ch)
 {
     const size_t before = m_changeLog.size();
-    // Changed existing calls in index order (both lists are sorted; a call in both counts once), then the new
-    // ones: serials ascend within an apply.
-    auto a = ch.changedCalls.begin(), b = ch.callsWithNewAttempts.begin();
+    // Changed existing calls in index order (both lists are sorted and unique; a call in both counts once),
+    // then the new ones: serials ascend within an apply.
+    std::vector<size_t> changed;
+    std::set_union(ch.changedCalls.begin(), ch.changedCalls.end(), ch.callsWithNewAttempts.begin(),
+                   ch.callsWithNewAttempts.end(), std::back_inserter(changed));
     const size_t existing = std::min(ch.firstNewCall, m_calls.size());
-    while (a != ch.changedCalls.end() || b != ch.callsWithNewAttempts.end()) {
-        size_t i;
-        if (b == ch.callsWithNewAttempts.end() || (a != ch.changedCalls.end() && *a <= *b)) {
-            i = *a++;
-            if (b != ch.callsWithNewAttempts.end() && *b == i) ++b;
-        } else {
-            i = *b++;
-        }
+    for (size_t i : changed)
         if (i < existing) m_changeLog.push_back(m_calls[i].serial);
-    }
     for (size_t i = existing; i < m_calls.size(); ++i)
         m_changeLog.push_back(m_calls[i].serial);
     if (m_changeLog.size() == before) return;

@@ -191,13 +191,11 @@ void PolicyDock::refresh(bool force)
     if (!force && store.generation() == m_seenGeneration) return;
     m_seenGeneration = store.generation();
     if (!m_live) {
-        m_envelopes.reset();
         fill();
         emit checked();
         return;
     }
     m_live->update(*m_model);
-    m_envelopes = m_live->envelopes();
     fill();
     emit checked();
 }

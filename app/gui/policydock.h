@@ -46,7 +46,7 @@ public:
     const PolicyCheck &checkSummary() const { return m_live ? m_live->summary() : m_noCheck; }
     // Each judged call's backoff ranges from the last check (the timeline shades them); null without a
     // config.
-    std::shared_ptr<const GapEnvelopes> envelopes() const { return m_envelopes; }
+    std::shared_ptr<const GapEnvelopes> envelopes() const { return m_live ? m_live->envelopes() : nullptr; }
     QTableWidget *summary() const { return m_summary; }
     // The findings, a row each (FindingsModel), in call order.
     QTableView *findings() const { return m_findings; }
@@ -86,7 +86,6 @@ private:
     // Fits the findings' columns to their rows while there are fewer than kFitRows (and on a fresh list).
     static constexpr size_t kFitRows = 200;
     void fitFindingColumns();
-    std::shared_ptr<const GapEnvelopes> m_envelopes;
     std::uint64_t m_seenGeneration = ~std::uint64_t(0);
     QLabel *m_status = nullptr;
     QPushButton *m_edit = nullptr;

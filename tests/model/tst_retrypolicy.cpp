@@ -564,8 +564,18 @@ private slots:
     // full check of the same store says: calls whose attempts span batches, calls left without their retry
     // (in flight until the capture's end passes their due time), a connection whose client becomes known
     // later, and evictions in between. The ranges it gives the timeline are the full check's too.
+    // Both ways an update reads the store: from its change log, and every call (a log bounded to one serial
+    // no longer reaches back, so the updates read every call, evictions included).
+    void liveCheckEqualsAFullOne_data()
+    {
+        QTest::addColumn<int>("changeLogMax");
+        QTest::newRow("change log") << 0;
+        QTest::newRow("every call") << 1;
+    }
+
     void liveCheckEqualsAFullOne()
     {
+        QFETCH(int, changeLogMax);
         auto event = [](EventKind kind, std::uint32_t conn, std::uint32_t stream, std::int64_t t) {
             WireEvent e;
             e.kind = kind;
@@ -602,6 +612,7 @@ private slots:
         const auto config = RetryServiceConfig::parse(labConfig(3), &error);
         QVERIFY2(config, error.c_str());
         TimelineStore store;
+        if (changeLogMax) store.setChangeLogMax(size_t(changeLogMax));
         UserAgentIndex agents;
         EventBatch opened;
         for (std::uint32_t conn = 1; conn <= 6; ++conn) {
