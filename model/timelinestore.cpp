@@ -80,6 +80,7 @@ void TimelineStore::clear()
     m_changeLog.clear();
     m_changeMarks.clear();
     m_changeLogFrom = m_generation;
+    m_clearedAt = m_generation;
 }
 
 Connection *TimelineStore::connection(std::uint32_t id)

@@ -112,6 +112,8 @@ public:
     std::int64_t latestNs() const { return m_latestNs; }
     // Increments on every change, so views can key caches on it.
     std::uint64_t generation() const { return m_generation; }
+    // The generation clear() last left (0 before any): what was drawn of the store before it is gone.
+    std::uint64_t clearedAt() const { return m_clearedAt; }
     // The serials of the calls apply() added or changed after `generation` (those whose Call::revision is
     // above it), in the order of the applies, a serial once per apply: what a consumer that keeps something
     // per call (LivePolicyCheck) looks at again, instead of every call's revision. The log keeps the latest
@@ -262,6 +264,7 @@ private:
     bool m_hasOrigin = false;
     std::int64_t m_latestNs = 0;
     std::uint64_t m_generation = 0;
+    std::uint64_t m_clearedAt = 0;
     // changedSince(): the serials each apply() changed, and per apply (its generation, the end of its serials
     // in m_changeLog); the log holds every change after m_changeLogFrom.
     std::vector<std::uint64_t> m_changeLog;

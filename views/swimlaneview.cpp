@@ -10,6 +10,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollBar>
+#include <QTimer>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -37,6 +38,17 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     o.legend = true;
     o.rates = true;
     m_painter.setOptions(o);
+    m_painter.setLegendRoomFromPaints(true);
+    // A legend row nothing on screen has used for a second and a half goes back to the lanes.
+    m_legendShrink = new QTimer(this);
+    m_legendShrink->setSingleShot(true);
+    m_legendShrink->setInterval(1500);
+    connect(m_legendShrink, &QTimer::timeout, this, [this] {
+        if (!m_painter.legendHasSpareRoom()) return;
+        m_painter.shrinkLegendToDrawn();
+        clampScroll();
+        update();
+    });
     m_vbar = new QScrollBar(Qt::Vertical, this);
     m_vbar->hide();
     connect(m_vbar, &QScrollBar::valueChanged, this, [this](int v) {
@@ -431,7 +443,11 @@ bool SwimlaneView::onLabelDivider(const QPointF &pos) const
 void SwimlaneView::paintEvent(QPaintEvent *)
 {
     QPainter p(this);
+    const int legend = m_painter.options().legend ? m_painter.legendHeight(width()) : 0;
     m_painter.paintCached(&p, canvas(), devicePixelRatioF());
+    if (m_painter.options().legend && m_painter.legendHeight(width()) != legend)
+        QTimer::singleShot(0, this, [this] { clampScroll(); }); // the lanes' room changed with the legend
+    if (m_painter.legendHasSpareRoom() && !m_legendShrink->isActive()) m_legendShrink->start();
     m_topLane.reset();
     if (m_zoom.scrollY() > 0)
         if (const auto top = topCallLane(); top && top->first < m_model->store().calls().size())
@@ -722,6 +738,8 @@ void SwimlaneView::resizeEvent(QResizeEvent *)
 {
     // The legend may take a quarter of the view; beyond that it shrinks to its plain size.
     m_painter.setLegendBudget(height() / 4);
+    // Connection lanes may take a third of it; more connections than fit share one lane.
+    m_painter.setConnectionLaneBudget(height() / 3);
     fitLabelColumn();
     clampScroll();
 }

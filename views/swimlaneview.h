@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QScrollBar;
+class QTimer;
 
 #include <functional>
 #include <limits>
@@ -144,6 +145,7 @@ private:
     void fitLabelColumn();
     qint64 m_bandStart = 0;
     QScrollBar *m_vbar = nullptr;
+    QTimer *m_legendShrink = nullptr; // shrinks the legend to what is drawn once a row has been spare a while
     StoreChanges m_batchChanges{
         std::numeric_limits<size_t>::max(), {}, {}, false}; // gathered from row signals
 };

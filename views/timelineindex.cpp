@@ -19,6 +19,13 @@ void TimelineIndex::setLayoutOptions(LaneGrouping grouping, const LaneFilter &fi
     if (changed) m_layoutDirty = true;
 }
 
+void TimelineIndex::setMaxConnectionLanes(size_t n)
+{
+    if (n == m_maxConnectionLanes) return;
+    m_maxConnectionLanes = n;
+    m_layoutDirty = true;
+}
+
 void TimelineIndex::setRatesEnabled(bool on)
 {
     if (on == m_ratesEnabled) return;
@@ -572,7 +579,9 @@ void TimelineIndex::refreshLayout()
     const bool updated = !m_layoutDirty && m_layoutChanges &&
                          m_layoutGeneration + 1 >= m_store->generation() &&
                          m_layout.update(*m_store, *m_layoutChanges, m_metrics);
-    if (!updated) m_layout.build(*m_store, m_grouping, m_filter, m_metrics, m_connectionLanes);
+    if (!updated)
+        m_layout.build(*m_store, m_grouping, m_filter, m_metrics,
+                       m_connectionLanes ? m_maxConnectionLanes : 0);
     m_layoutGeneration = m_store->generation();
     m_layoutDirty = false;
 }

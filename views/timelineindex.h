@@ -45,6 +45,8 @@ public:
     // What decides the lanes; changed says whether the layout must be built again.
     void setLayoutOptions(LaneGrouping grouping, const LaneFilter &filter, bool connectionLanes,
                           const LaneMetrics &metrics, bool changed);
+    // How many connections may get a lane each (TimelineLayout::build); more share one lane.
+    void setMaxConnectionLanes(size_t n);
     // Drops every cache (a cleared store can reuse its memory).
     void invalidate();
     // Forgets the rates too, evicted calls' counts included (the store was cleared or replaced): invalidate()
@@ -138,6 +140,7 @@ private:
     LaneGrouping m_grouping = LaneGrouping::None;
     LaneFilter m_filter;
     bool m_connectionLanes = true;
+    size_t m_maxConnectionLanes = kMaxSeparateConnections;
     LaneMetrics m_metrics;
 
     std::uint64_t m_cacheGeneration = ~std::uint64_t(0);

@@ -293,7 +293,7 @@ bool TimelineLayout::noteLabEvents(const TimelineStore &store)
 }
 
 void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, const LaneFilter &filter,
-                           const LaneMetrics &m, bool connectionLanes)
+                           const LaneMetrics &m, size_t maxConnectionLanes)
 {
     m_blocks.clear();
     m_groups.clear();
@@ -334,9 +334,10 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
     } else if (grouping == LaneGrouping::None) {
         // A few connections get a lane each; more share one lane (grouping by connection separates them), so
         // the calls stay on the first screen.
-        const size_t conns = connectionLanes ? store.connections().size() : 0;
-        for (size_t i = 0; i < (conns > kMaxSeparateConnections ? 1 : conns); ++i) {
-            const std::uint32_t index = conns > kMaxSeparateConnections ? kAllConnections : std::uint32_t(i);
+        const size_t conns = maxConnectionLanes ? store.connections().size() : 0;
+        const bool share = conns > maxConnectionLanes;
+        for (size_t i = 0; i < (share ? 1 : conns); ++i) {
+            const std::uint32_t index = share ? kAllConnections : std::uint32_t(i);
             m_blocks.push_back({LaneBlock::ConnectionLane, index, m_y, double(m.connectionHeight), false});
             m_y += m.connectionHeight + m_spacing;
         }

@@ -174,8 +174,10 @@ public:
         std::vector<Span> spans;
     };
 
+    // maxConnectionLanes: how many connections (one lane per call) may get a lane each; more share one lane,
+    // and 0 shows none.
     void build(const TimelineStore &store, LaneGrouping grouping, const LaneFilter &filter,
-               const LaneMetrics &m, bool connectionLanes);
+               const LaneMetrics &m, size_t maxConnectionLanes);
     // Follows one applied batch without rebuilding: new calls get lanes at the end, calls that gained
     // attempts grow and push the lanes below them down. Only for one lane per call without a filter (a filter
     // or a group can move any lane); returns false when a build() is needed instead.

@@ -47,7 +47,24 @@ void TimelinePainter::setOptions(const Options &o)
     m_options = o;
     m_metrics = LaneMetrics::scaled(o.workshop ? kWorkshopScale : 1.0, o.density, o.labelWidth);
     m_index.setLayoutOptions(o.grouping, o.filter, o.connectionLanes, m_metrics, layoutChange);
+    m_index.setMaxConnectionLanes(maxConnectionLanes());
     m_index.setRatesEnabled(o.rates);
+    m_imageKey.reset();
+}
+
+size_t TimelinePainter::maxConnectionLanes() const
+{
+    if (m_connectionLaneBudget <= 0) return kMaxSeparateConnections;
+    const int lane = m_metrics.connectionHeight + m_metrics.callSpacing;
+    return std::clamp<size_t>(size_t(std::max(0, m_connectionLaneBudget / std::max(1, lane))), 1,
+                              kMaxSeparateConnections);
+}
+
+void TimelinePainter::setConnectionLaneBudget(int height)
+{
+    if (height == m_connectionLaneBudget) return;
+    m_connectionLaneBudget = height;
+    m_index.setMaxConnectionLanes(maxConnectionLanes());
     m_imageKey.reset();
 }
 
@@ -137,7 +154,7 @@ double TimelinePainter::legendScale(double width) const
 {
     const double s = m_metrics.scale;
     if (m_legendBudget <= 0 || s <= 1) return s;
-    const std::uint32_t use = m_legendRoomFor.value_or(m_index.legendUse());
+    const std::uint32_t use = legendRoom();
     const std::tuple key{width, s, use, m_legendBudget};
     if (m_legendScaleFor != key) {
         // Workshop type at the back of the room: a smaller legend, not a plain one, when the full size
@@ -154,12 +171,37 @@ double TimelinePainter::legendScale(double width) const
     return m_legendScale;
 }
 
+void TimelinePainter::setLegendRoomFromPaints(bool on)
+{
+    m_legendFromPaints = on;
+    m_imageKey.reset();
+}
+
+std::uint32_t TimelinePainter::legendRoom() const
+{
+    if (m_legendRoomFor) return *m_legendRoomFor;
+    if (!m_legendFromPaints) return m_index.legendUse();
+    if (m_legendSeenSince != m_store->clearedAt()) {
+        m_legendSeenSince = m_store->clearedAt();
+        m_legendSeen = 0;
+    }
+    return m_legendSeen;
+}
+
+void TimelinePainter::shrinkLegendToDrawn()
+{
+    legendRoom(); // follows a clear first
+    m_legendSeen = m_drawn;
+    m_legendSpare = false;
+    m_imageKey.reset();
+}
+
 int TimelinePainter::legendHeight(double width) const
 {
     m_index.refresh();
-    // Room for what a picture of the store may draw (the entries are what it did draw), so the lanes do not
-    // move when the entries change with the range or the scroll.
-    return m_legend.height(width, legendScale(width), m_legendRoomFor.value_or(m_index.legendUse()));
+    // Room for what a picture of the store may draw (the entries are what it did draw), or in the widget for
+    // what it has drawn, so the lanes do not move when the entries change with the range or the scroll.
+    return m_legend.height(width, legendScale(width), legendRoom());
 }
 
 int TimelinePainter::contentHeight(double width) const
@@ -298,6 +340,12 @@ void TimelinePainter::paintCached(QPainter *p, const QRectF &rect, qreal dpr)
         ip.setFont(p->font());
         StallProbe probe("paint: image");
         paint(&ip, QRectF(QPointF(0, 0), rect.size()));
+        if (m_options.legend && m_legendFromPaints && (m_drawn & ~legendRoom())) {
+            // An entry the legend had no room for: the room grows and this picture is painted again.
+            m_legendSeen |= m_drawn;
+            paint(&ip, QRectF(QPointF(0, 0), rect.size()));
+        }
+        if (m_options.legend && m_legendFromPaints) m_legendSpare = (legendRoom() & ~m_drawn) != 0;
         m_imageKey = key;
     }
     p->drawImage(rect.topLeft(), m_image);

@@ -108,6 +108,24 @@ public:
     // workshop size, as large as fits, so a projector-sized legend never takes the lanes' room. 0: no cap
     // (exports).
     void setLegendBudget(int height) { m_legendBudget = height; }
+    // The widget's cap on the connection lanes above the calls (one lane per call): while every connection's
+    // lane fits this height (a third of the view, say) each has its own, up to kMaxSeparateConnections;
+    // beyond it they share one lane, so workshop-sized connection lanes never take the calls' room. 0: no
+    // cap but kMaxSeparateConnections (exports).
+    void setConnectionLaneBudget(int height);
+    // The widget's legend: room for what its paints have drawn since the store was last cleared, not for
+    // everything the store may draw (phases, frame ticks, trailers at a zoom nobody is at: rows of workshop
+    // type taken from the lanes). It grows, never shrinks, so the lanes' room changes a few times a session
+    // at most; paintCached() paints again at once when a paint drew an entry it had no room for.
+    void setLegendRoomFromPaints(bool on);
+    // Whether the last paintCached() drew a legend with room for an entry no longer on screen (the calls in
+    // flight once a run ended). The widget shrinks the room to what is drawn (shrinkLegendToDrawn) once that
+    // has lasted a while, so a legend that changes with every frame of a pan does not make the lanes' room
+    // flicker.
+    bool legendHasSpareRoom() const { return m_legendSpare; }
+    void shrinkLegendToDrawn();
+    // The entries the legend has room for (kUse bits, as drawnUse()).
+    std::uint32_t legendRoomUse() const { return legendRoom(); }
     // The scale the legend is drawn at: the metrics' scale, unless that would take more than the budget,
     // then the largest tenth below it that fits (never below 1).
     double legendScale(double width) const;
@@ -217,6 +235,8 @@ public:
 private:
     Hit hitRow(const QPointF &pos, const PaintContext &ctx, const LaneBlock &block, double blockTop) const;
     bool hasPolicyBand() const;
+    // How many connection lanes the budget and the metrics allow (setConnectionLaneBudget).
+    size_t maxConnectionLanes() const;
     // Exports: the legend's room from a first paint of the whole picture at this width (timelineexport.cpp).
     void fitLegendToPicture(int width);
     bool hasOverview() const;
@@ -236,7 +256,13 @@ private:
     std::uint32_t m_drawn = 0; // what the last paint() drew
     // An export's legend takes the room of exactly what its picture draws (measured by a first paint).
     std::optional<std::uint32_t> m_legendRoomFor;
+    bool m_legendFromPaints = false;
+    mutable std::uint32_t m_legendSeen = 0;
+    mutable std::uint64_t m_legendSeenSince = 0; // the store's clearedAt() m_legendSeen follows
+    bool m_legendSpare = false;
+    std::uint32_t legendRoom() const;
     int m_legendBudget = 0;
+    int m_connectionLaneBudget = 0;
     // legendScale()'s answer, keyed on (width, metrics' scale, legend use, budget): it measures text.
     mutable std::optional<std::tuple<double, double, std::uint32_t, int>> m_legendScaleFor;
     mutable double m_legendScale = 1.0;

@@ -6,9 +6,11 @@
 #include "attemptinspector.h"
 #include "clock.h"
 #include "labsession.h"
+#include "legendpass.h"
 #include "mainwindow.h"
 #include "modelsink.h"
 #include "swimlaneview.h"
+#include "wireevents.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -236,6 +238,103 @@ private slots:
         window.setWorkshop(true);
         QCOMPARE(p.labelWidth(),
                  int(TimelinePainter::kMaxLabelWidth * TimelinePainter::kWorkshopScale + 0.5));
+    }
+
+    // Workshop mode at the window's first size (1400x820) and first docks, four connections and forty calls
+    // (channel-pool's shape), frames recorded: a lane each for the connections would take the timeline's
+    // room, and so would a legend with room for everything the store may draw (request, response, trailers,
+    // frame ticks: nothing of which is drawn at this zoom). The connections share one lane and the legend
+    // holds what is drawn, so calls are on screen. Plain mode keeps a lane per connection. A legend entry
+    // that leaves the screen (the calls in flight, once they end) gives its row back a moment later.
+    void workshopAtFirstSizeShowsCalls()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        MainWindow window(&model, nullptr, QStringLiteral("channel-pool"));
+        window.setPromptOnClose(false);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QCOMPARE(window.size(), QSize(1400, 820));
+        EventBatch b;
+        for (std::uint32_t c = 1; c <= 4; ++c) {
+            b.push_back(testev::event(EventKind::ConnectionOpened, c, 0, 0));
+            b.push_back(testev::frame(c, 0, ms, Direction::ClientToServer, 4)); // SETTINGS
+            b.push_back(testev::frame(c, 0, ms, Direction::ServerToClient, 4));
+        }
+        // Forty calls, one attempt each, on the four connections; the first ten still in flight.
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> open;
+        for (int i = 0; i < 40; ++i) {
+            const std::uint32_t conn = 1 + std::uint32_t(i % 4), stream = 1 + 2 * std::uint32_t(i / 4);
+            const std::int64_t t = 10 * ms + i * 25 * ms;
+            WireEvent r = req(stream, t, std::nullopt, "call-" + std::to_string(i + 1), 5000 * ms);
+            r.connection = conn;
+            b.push_back(r);
+            if (i < 10) {
+                open.emplace_back(conn, stream);
+                continue;
+            }
+            // Half a millisecond, as the lab's warm-up calls: no room for its phases at this zoom.
+            b.push_back(testev::frame(conn, stream, t, Direction::ClientToServer, 0)); // DATA
+            WireEvent e = end(stream, t + ms / 2, 0);
+            e.connection = conn;
+            b.push_back(e);
+        }
+        model.appendBatch(b);
+        QTRY_COMPARE(int(model.store().calls().size()), 40);
+        SwimlaneView *view = window.swimlanes();
+        TimelinePainter &p = view->timelinePainter();
+        window.setWorkshop(true);
+        view->fitAll();
+        QApplication::processEvents();
+        view->repaint();
+        auto connectionLanes = [&] {
+            int n = 0;
+            for (const LaneBlock &block : p.layout().blocks())
+                n += block.kind == LaneBlock::ConnectionLane;
+            return n;
+        };
+        QCOMPARE(connectionLanes(), 1);
+        QCOMPARE(p.layout().blocks().front().index, kAllConnections);
+        // The legend: room for what is drawn, which includes the calls in flight.
+        QVERIFY(p.legendEntries().contains(QStringLiteral("in flight")));
+        LegendPass measure;
+        const double w = view->canvas().width();
+        QCOMPARE(p.legendHeight(w), measure.height(w, p.legendScale(w), p.drawnUse()));
+        // Less than the room for everything the store may draw, which is what a painter without paints gives.
+        TimelinePainter mayDraw(&model.store());
+        mayDraw.setOptions(p.options());
+        mayDraw.setLegendBudget(view->height() / 4);
+        QVERIFY2(p.legendHeight(w) < mayDraw.legendHeight(w),
+                 qPrintable(QStringLiteral("%1 px for %2; %3 px may be drawn")
+                                .arg(p.legendHeight(w))
+                                .arg(p.legendEntries().join(QStringLiteral(", ")))
+                                .arg(mayDraw.legendHeight(w))));
+        QVERIFY2(visibleCalls(view) >= 5, qPrintable(QStringLiteral("%1 calls").arg(visibleCalls(view))));
+        if (!qEnvironmentVariableIsEmpty("RPCSCOPE_SHOT_DIR"))
+            window.grab().save(qEnvironmentVariable("RPCSCOPE_SHOT_DIR") + "/workshop-1400.png");
+
+        // The calls in flight end: their entry leaves the legend, and its room follows a moment later.
+        EventBatch ends;
+        for (const auto &[conn, stream] : open) {
+            WireEvent e = end(stream, 1100 * ms, 0);
+            e.connection = conn;
+            ends.push_back(e);
+        }
+        model.appendBatch(ends);
+        view->fitAll();
+        view->repaint();
+        QVERIFY(!p.legendEntries().contains(QStringLiteral("in flight")));
+        QVERIFY(p.legendHasSpareRoom());
+        QTRY_VERIFY_WITH_TIMEOUT(!p.legendHasSpareRoom(), 5000);
+        view->repaint();
+        QCOMPARE(p.legendRoomUse(), p.drawnUse());
+        QCOMPARE(p.legendHeight(w), measure.height(w, p.legendScale(w), p.drawnUse()));
+
+        // Plain mode: a lane each.
+        window.setWorkshop(false);
+        QApplication::processEvents();
+        view->repaint();
+        QCOMPARE(connectionLanes(), 4);
     }
 
     // Workshop mode at 1600x1000 with the first start's docks, for the back of the room: the timeline keeps

@@ -119,6 +119,9 @@ private slots:
         // Not the rates strip: the followed view still counts the evicted calls there, a fresh one cannot.
         view.setRates(false);
         fresh.setRates(false);
+        // Nor the legend's room, which is for what each view has drawn.
+        view.timelinePainter().setLegendRoomFromPaints(false);
+        fresh.timelinePainter().setLegendRoomFromPaints(false);
         TimelinePainter rebuilt(&model.store());
         const auto range = rebuilt.fullRange();
         view.setRange(range.first, range.second);

@@ -51,6 +51,8 @@ private slots:
         model.setOrigin(0, 0);
         SwimlaneView view(&model);
         view.resize(1200, 700);
+        // The legend's room as a fresh painter's: for what the store may draw, not what this view drew.
+        view.timelinePainter().setLegendRoomFromPaints(false);
         model.appendBatch(scene());
         auto lab = [](std::int64_t t, const std::string &kind, const std::string &detail,
                       const std::string &callId) {
