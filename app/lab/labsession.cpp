@@ -42,7 +42,14 @@ ScenarioResult LabSession::run(const Scenario &scenario, const ScenarioParams &p
     ScenarioContext ctx;
     ctx.target = m_relay.listenAddress().toString();
     ctx.server = &m_server;
-    ctx.nextCallId = [this, name = scenario.name] { return name + "-" + std::to_string(m_nextCall++); };
+    std::shared_ptr<std::atomic<int>> next;
+    {
+        const std::lock_guard lock(m_callsLock);
+        auto &slot = m_nextCall[scenario.name];
+        if (!slot) slot = std::make_shared<std::atomic<int>>(1);
+        next = slot;
+    }
+    ctx.nextCallId = [next, name = scenario.name] { return name + "-" + std::to_string((*next)++); };
     ctx.labEvent = [this](const std::string &kind, const std::string &detail, const std::string &callId) {
         if (!m_sink) return;
         WireEvent e;

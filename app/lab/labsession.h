@@ -5,7 +5,9 @@
 #include "scenario.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,10 @@ public:
 private:
     LabServer m_server;
     Relay m_relay;
-    std::atomic<int> m_nextCall{1};
+    // Each scenario's calls are numbered from 1 in its first run and go on from there in the next (call ids
+    // stay unique in the session, which a file of several runs needs), whatever ran before.
+    std::mutex m_callsLock;
+    std::map<std::string, std::shared_ptr<std::atomic<int>>> m_nextCall; // by scenario name
     Relay::Sink m_sink;                         // lab events go where the relay's events go
     std::vector<std::unique_ptr<Relay>> m_hops; // extra relays a scenario opened (ScenarioContext::openHop)
     bool m_running = false;

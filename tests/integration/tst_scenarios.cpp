@@ -33,6 +33,45 @@ class TestScenarios : public QObject
 {
     Q_OBJECT
 private slots:
+    // Each scenario numbers its calls from 1, whatever ran before it in the session; running it again goes
+    // on from where it stopped, so a session's call ids stay unique (one file may hold several runs).
+    void callsNumberedPerScenario()
+    {
+        std::mutex mu;
+        std::vector<std::string> ids;
+        lab::LabSession session;
+        std::string error;
+        QVERIFY2(session.start(
+                     [&](EventBatch &&b) {
+                         std::lock_guard lk(mu);
+                         for (const WireEvent &e : b)
+                             if (!e.grpc.callId.empty() &&
+                                 std::find(ids.begin(), ids.end(), e.grpc.callId) == ids.end())
+                                 ids.push_back(e.grpc.callId);
+                     },
+                     &error),
+                 error.c_str());
+        // The ids a run made: its events are all in once run() returns.
+        auto run = [&](const char *name) {
+            {
+                std::lock_guard lk(mu);
+                ids.clear();
+            }
+            session.run(*lab::findScenario(name));
+            std::lock_guard lk(mu);
+            std::vector<std::string> out = ids;
+            std::sort(out.begin(), out.end());
+            return out;
+        };
+        const std::vector<std::string> first = run("retry-basic");
+        QCOMPARE(first, std::vector<std::string>{"retry-basic-1"});
+        const std::vector<std::string> other = run("no-retry-policy");
+        QCOMPARE(other, std::vector<std::string>{"no-retry-policy-1"});
+        const std::vector<std::string> again = run("retry-basic");
+        QCOMPARE(again, std::vector<std::string>{"retry-basic-2"});
+        session.stop();
+    }
+
     void everyScenario_data()
     {
         QTest::addColumn<QString>("name");
