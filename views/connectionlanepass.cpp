@@ -73,15 +73,21 @@ void ConnectionLanePass::paintGroupHeader(QPainter *p, const PaintContext &ctx, 
 QString ConnectionLanePass::title(const PaintContext &ctx, size_t connIndex)
 {
     const auto &conns = ctx.store.connections();
-    QString title;
-    if (connIndex >= conns.size()) {
-        title = QStringLiteral("%1 connections").arg(conns.size());
-    } else {
-        const Connection &conn = conns[connIndex];
-        title = QStringLiteral("connection %1").arg(conn.id);
-        if (!conn.label.empty()) title += QStringLiteral(" · %1").arg(QString::fromStdString(conn.label));
-    }
-    return QFontMetricsF(ctx.font(12, true)).elidedText(title, Qt::ElideMiddle, ctx.metrics.labelWidth - 14);
+    const QFontMetricsF fm(ctx.font(12, true));
+    const double width = ctx.metrics.labelWidth - 14;
+    if (connIndex >= conns.size())
+        return fm.elidedText(QStringLiteral("%1 connections").arg(conns.size()), Qt::ElideRight, width);
+    const Connection &conn = conns[connIndex];
+    const QString id = QStringLiteral("connection %1").arg(conn.id);
+    if (conn.label.empty()) return fm.elidedText(id, Qt::ElideRight, width);
+    // The connection's number stays whole (it tells the lanes apart); its label gives way, in its middle,
+    // which keeps both of its ends (a hop's side and its target), unless not even a few letters would fit.
+    const QString lead = id + QStringLiteral(" · ");
+    const QString label = QString::fromStdString(conn.label);
+    const double room = width - fm.horizontalAdvance(lead);
+    if (room >= fm.horizontalAdvance(QStringLiteral("MMM…")))
+        return lead + fm.elidedText(label, Qt::ElideMiddle, room);
+    return fm.elidedText(lead + label, Qt::ElideRight, width);
 }
 
 QString ConnectionLanePass::subtitle(const Connection &conn, bool *warns)

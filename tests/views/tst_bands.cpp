@@ -267,6 +267,20 @@ private slots:
         TimelinePainter shortPainter(&shortModel.store());
         QCOMPARE(ConnectionLanePass::title(shortPainter.context(rect), 0),
                  QStringLiteral("connection 1 · front"));
+        // In workshop type, a lab hop's name: the connection's number stays whole, the name gives way.
+        TimelineModel labModel;
+        labModel.setOrigin(0, 0);
+        labModel.appendBatch({testev::opened(12, 0, "a", "b", "bulkhead: shared pool of 4 workers"),
+                              req(1, 1 * ms, std::nullopt, "s-1", 0), end(1, 2 * ms, 0)});
+        TimelinePainter workshop(&labModel.store());
+        TimelinePainter::Options o = workshop.options();
+        o.workshop = true;
+        workshop.setOptions(o);
+        const PaintContext wctx = workshop.context(rect);
+        const QString shown = ConnectionLanePass::title(wctx, 0);
+        QVERIFY2(shown.startsWith(QStringLiteral("connection 12 · bulk")), qPrintable(shown));
+        QVERIFY2(shown.endsWith(QStringLiteral("orkers")), qPrintable(shown));
+        QVERIFY(QFontMetricsF(wctx.font(12, true)).horizontalAdvance(shown) <= workshop.labelWidth() - 14);
     }
 
     void wallClockTicksAreRound_data()
