@@ -60,9 +60,10 @@ std::string count(size_t n)
 
 size_t TimelineStore::callBytes(const Call &c)
 {
-    size_t n = sizeof(Call) + heap(c.attempts.capacity() * sizeof(Attempt)) + stringBytes(c.key) +
-               stringBytes(c.method) + stringBytes(c.clientPeer) + stringBytes(c.traceId) +
-               stringBytes(c.spanId) + stringBytes(c.hop) + kCallIndexBytes;
+    // sizeof(CallSpan): its entry beside it (callsOverlapping).
+    size_t n = sizeof(Call) + sizeof(CallSpan) + heap(c.attempts.capacity() * sizeof(Attempt)) +
+               stringBytes(c.key) + stringBytes(c.method) + stringBytes(c.clientPeer) +
+               stringBytes(c.traceId) + stringBytes(c.spanId) + stringBytes(c.hop) + kCallIndexBytes;
     for (const Attempt &a : c.attempts) {
         n += stringBytes(a.encoding) + stringBytes(a.faultRuleText);
         if (a.statusMessage) n += stringBytes(*a.statusMessage);
@@ -183,11 +184,15 @@ std::vector<size_t> TimelineStore::planEviction(const RetentionPolicy &policy, s
 {
     std::vector<size_t> evicted;
     if (m_calls.empty()) return evicted;
-    // A cheap lower bound first, so a session far below its budget costs nothing here.
+    // A cheap lower bound first, so a session far below its budget costs nothing here; the bytes themselves
+    // when the caller knows them. (The bound alone missed a store over its limit whose calls held three times
+    // the bound, the change log's capacity beside them: it grew by a few calls a pass past its limit.)
     const size_t floor =
         m_calls.size() * (sizeof(Call) + sizeof(Attempt)) + m_frames.size() * sizeof(FrameRecord);
     const bool nearBytes =
-        policy.maxBytes && floor > (policy.maxBytes - std::min(policy.floorBytes, policy.maxBytes)) / 2;
+        policy.maxBytes &&
+        (knownBytes ? knownBytes > policy.maxBytes
+                    : floor > (policy.maxBytes - std::min(policy.floorBytes, policy.maxBytes)) / 2);
     if (!nearBytes && !(policy.maxCalls && m_calls.size() > policy.maxCalls) &&
         !(policy.maxAgeNs && m_calls.front().startNs() < m_latestNs - policy.maxAgeNs))
         return evicted;
@@ -397,8 +402,12 @@ void TimelineStore::evict(const std::vector<size_t> &evicted, Evicted *gone, std
 
     // Calls: the survivors move up, the evicted ones leave the front of the deque.
     for (size_t k = keptInRegion.size(); k-- > 0;)
-        if (keptInRegion[k] != removed + k) m_calls[removed + k] = std::move(m_calls[keptInRegion[k]]);
+        if (keptInRegion[k] != removed + k) {
+            m_calls[removed + k] = std::move(m_calls[keptInRegion[k]]);
+            m_callSpans[removed + k] = m_callSpans[keptInRegion[k]];
+        }
     m_calls.erase(m_calls.begin(), m_calls.begin() + std::ptrdiff_t(removed));
+    m_callSpans.erase(m_callSpans.begin(), m_callSpans.begin() + std::ptrdiff_t(removed));
     m_callBase = newBase;
     // The recently ended streams of evicted calls lead nowhere now (late frames on them find no call either
     // way): their entries go with them, so that the index holds what the calls kept need.

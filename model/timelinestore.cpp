@@ -48,6 +48,7 @@ void TimelineStore::setOrigin(std::int64_t steadyNs, std::int64_t wallNs)
 void TimelineStore::clear()
 {
     m_calls.clear();
+    m_callSpans.clear();
     m_connections.clear();
     m_connectionIndex.clear();
     m_frames.clear();
@@ -592,12 +593,27 @@ void TimelineStore::apply(EventSpan batch, StoreChanges *changesOut)
     if (!m_unresolvedLabEvents.empty()) resolveLabEvents();
     markWatchedDeadlines(ch);
     ++m_generation;
+    m_callSpans.resize(m_calls.size());
+    auto mark = [&](size_t i) {
+        Call &c = m_calls[i];
+        c.revision = m_generation;
+        m_callSpans[i] = {c.startNs(), c.endNs().value_or(kOpenEnd)};
+    };
     for (size_t i = ch.firstNewCall; i < m_calls.size(); ++i)
-        m_calls[i].revision = m_generation;
+        mark(i);
     for (const std::vector<size_t> *changed : {&ch.changedCalls, &ch.callsWithNewAttempts})
         for (size_t i : *changed)
-            if (i < m_calls.size()) m_calls[i].revision = m_generation;
+            if (i < m_calls.size()) mark(i);
     logChanges(ch);
+}
+
+size_t TimelineStore::callsOverlapping(std::int64_t fromNs, std::int64_t toNs) const
+{
+    const std::int64_t latest = latestNs();
+    size_t n = 0;
+    for (const CallSpan &s : m_callSpans)
+        n += s.start <= toNs && (s.end == kOpenEnd ? latest : s.end) >= fromNs;
+    return n;
 }
 
 void TimelineStore::logChanges(const StoreChanges &ch)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -123,6 +124,10 @@ public:
     bool changedSince(std::uint64_t generation, std::vector<std::uint64_t> *serials) const;
     static constexpr size_t kChangeLogMax = size_t(1) << 18;
     void setChangeLogMax(size_t serials) { m_changeLogMax = serials; } // for tests: a smaller bound
+    // How many calls meet [fromNs, toNs]: from their first attempt's start to their last attempt's end, or to
+    // latestNs() while in flight (the status bar's "in view"). A walk of 16 bytes a call that apply() keeps
+    // beside the calls, not of the calls: 300,000 of those cost the GUI thread 8 ms.
+    size_t callsOverlapping(std::int64_t fromNs, std::int64_t toNs) const;
 
     // Retention. enforce() evicts the oldest calls whole - never one still in flight, never a pinned one -
     // until the policy holds again (down to 90% of a limit, so it works in chunks), together with the frames,
@@ -236,6 +241,13 @@ private:
     void markChanged(StoreChanges &ch, size_t call);
 
     std::deque<Call> m_calls;
+    struct CallSpan
+    {
+        std::int64_t start = 0;
+        std::int64_t end = 0; // kOpenEnd while in flight
+    };
+    static constexpr std::int64_t kOpenEnd = std::numeric_limits<std::int64_t>::max();
+    std::deque<CallSpan> m_callSpans; // beside m_calls, one each (callsOverlapping)
     std::vector<Connection> m_connections;
     std::unordered_map<std::uint32_t, size_t> m_connectionIndex;
     std::deque<FrameRecord> m_frames;

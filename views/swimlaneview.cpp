@@ -80,10 +80,10 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     connect(m_model, &TimelineModel::timelineChanged, this, &SwimlaneView::onTimelineChanged);
     connect(m_model, &QAbstractItemModel::modelReset, this, &SwimlaneView::onModelReset);
     // Retention: the painter follows the eviction instead of rebuilding (which would cost a frame or more).
-    connect(m_model, &TimelineModel::aboutToEvictCalls, this, [this] {
+    connect(m_model, &TimelineModel::aboutToEvictCalls, this, [this](const std::vector<size_t> &evicted) {
         StallProbe probe("view: about to evict");
         flushBatchChanges();
-        m_painter.prepareEviction();
+        m_painter.prepareEviction(evicted);
     });
     connect(m_model, &TimelineModel::callsEvicted, this, &SwimlaneView::onCallsEvicted);
     fitAll();

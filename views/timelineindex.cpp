@@ -64,10 +64,51 @@ void TimelineIndex::noteChanges(std::uint64_t previousGeneration, const StoreCha
     m_pending = PendingChanges{previousGeneration, m_store->generation(), changes};
 }
 
-void TimelineIndex::prepareEviction()
+void TimelineIndex::prepareEviction(const std::vector<size_t> &evicted)
 {
     refreshLayout();
     m_evictFrom = m_store->generation();
+    const auto &calls = m_store->calls();
+    for (size_t i : evicted)
+        if (i < calls.size() && m_labByCall.count(calls[i].key)) m_evictedWithMarkers.push_back(calls[i].key);
+}
+
+void TimelineIndex::markersOfEvictedCallsToBand()
+{
+    // As if placed with no lane for their call (indexLabEvents): markers on the band, in the store's order,
+    // findable by call; suppressed retries stay listed by call.
+    if (m_evictedWithMarkers.empty()) return;
+    std::vector<std::string> waiting; // their calls are not evicted yet
+    for (std::string &key : std::exchange(m_evictedWithMarkers, {})) {
+        const auto it = m_labByCall.find(key);
+        if (it == m_labByCall.end()) continue;
+        if (m_store->callIndex(key)) {
+            waiting.push_back(std::move(key));
+            continue;
+        }
+        LabRefs kept;
+        const LabRefs &refs = it->second;
+        for (size_t j = refs.head; j < refs.refs.size(); ++j) {
+            const LabEventRecord *e = refs.refs[j];
+            const std::uint64_t pos = refs.at[j];
+            if (e->kind == "retry-suppressed") {
+                kept.push(e, pos);
+                continue;
+            }
+            const size_t at = m_bandMarkers.insertInOrder(e, pos);
+            const auto band = m_bandMarkers.events();
+            const size_t k = at - m_bandMarkers.head;
+            if ((k > 0 && band[k - 1]->tNs > e->tNs) || (k + 1 < band.size() && e->tNs > band[k + 1]->tNs))
+                m_bandInOrder = false;
+            auto &list = m_bandByCall[key];
+            list.insert(std::upper_bound(list.begin(), list.end(), pos), pos);
+        }
+        if (kept.empty())
+            m_labByCall.erase(it);
+        else
+            it->second = std::move(kept);
+    }
+    m_evictedWithMarkers = std::move(waiting);
 }
 
 void TimelineIndex::applyEviction(const std::vector<size_t> &evicted)
@@ -392,11 +433,12 @@ void TimelineIndex::LabRefs::push(const LabEventRecord *e, std::uint64_t pos)
     at.push_back(pos);
 }
 
-void TimelineIndex::LabRefs::insertInOrder(const LabEventRecord *e, std::uint64_t pos)
+size_t TimelineIndex::LabRefs::insertInOrder(const LabEventRecord *e, std::uint64_t pos)
 {
     const size_t i = size_t(std::upper_bound(at.begin() + head, at.end(), pos) - at.begin());
     refs.insert(i, e);
     at.insert(i, pos);
+    return i;
 }
 
 void TimelineIndex::LabRefs::dropBefore(std::uint64_t pos)
@@ -493,11 +535,14 @@ void TimelineIndex::indexLabEvents()
         m_lastMarker = 0;
         m_labIndexed = cut;
         m_labMoved = m_store->labEventsMoved();
-        m_labCalls = calls.size(); // every call is looked up directly below
+        m_labCalls = calls.size();    // every call is looked up directly below
+        m_evictedWithMarkers.clear(); // placed afresh below
     } else if (cut > m_labCut) {
         dropLabEventsBefore(cut);
     }
     m_labCut = cut;
+    // After the cut, which the eviction may have made with it: what the lists still hold is in the store.
+    markersOfEvictedCallsToBand();
     auto hasLane = [&](const std::string &key) { return m_store->callIndex(key).has_value(); };
     // Band markers that may find their lane now: their call arrived, or their traceparent was resolved.
     std::vector<std::uint64_t> toLane;

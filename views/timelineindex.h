@@ -57,7 +57,8 @@ public:
     void setRatesEnabled(bool on);
     // See TimelinePainter::noteChanges.
     void noteChanges(std::uint64_t previousGeneration, const StoreChanges &changes);
-    void prepareEviction();
+    // `evicted`: the calls about to go (TimelineModel::aboutToEvictCalls), in index order.
+    void prepareEviction(const std::vector<size_t> &evicted);
     void applyEviction(const std::vector<size_t> &evicted);
 
     // Brings the caches up to the store's generation; cheap when they are.
@@ -118,7 +119,7 @@ private:
         bool empty() const { return head == refs.size(); }
         size_t size() const { return refs.size() - head; }
         void push(const LabEventRecord *e, std::uint64_t pos);
-        void insertInOrder(const LabEventRecord *e, std::uint64_t pos);
+        size_t insertInOrder(const LabEventRecord *e, std::uint64_t pos); // where it went
         void dropBefore(std::uint64_t pos);
         void eraseAt(const std::vector<std::uint64_t> &sorted);
         void clear();
@@ -178,7 +179,11 @@ private:
     std::optional<PendingChanges> m_pending;
     // Evictions: spans of evicted calls stay in m_spans, emptied, until they are half of it.
     size_t m_deadSpans = 0;
-    std::uint64_t m_evictFrom = ~std::uint64_t(0);    // the generation prepareEviction() saw
+    std::uint64_t m_evictFrom = ~std::uint64_t(0); // the generation prepareEviction() saw
+    // The keys of calls about to be evicted that have markers on their lanes: the next indexLabEvents(), once
+    // it dropped what the store cut, moves those to the band, where the markers of calls without a lane are.
+    std::vector<std::string> m_evictedWithMarkers;
+    void markersOfEvictedCallsToBand();
     std::uint64_t m_spansCurrent = ~std::uint64_t(0); // generation whose spans applyEviction() made
     std::optional<StoreChanges> m_layoutChanges;
     std::unordered_map<std::uint32_t, ConnIndex> m_connIndex;

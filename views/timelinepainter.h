@@ -200,7 +200,7 @@ public:
     // Retention evicting calls (TimelineModel::aboutToEvictCalls / callsEvicted): prepareEviction() while the
     // store still holds them brings the caches up to date; applyEviction() after drops the evicted calls from
     // them and moves the rest up, instead of rebuilding from every call.
-    void prepareEviction() const { m_index.prepareEviction(); }
+    void prepareEviction(const std::vector<size_t> &evicted) const { m_index.prepareEviction(evicted); }
     void applyEviction(const std::vector<size_t> &evicted);
 
     static QColor statusColor(const Attempt &a);

@@ -197,10 +197,8 @@ QString MainWindow::statusText() const
     if (!capture.isEmpty()) parts << capture;
     const auto &store = m_model->store();
     // Calls in view: those overlapping the visible time range.
-    const qint64 from = m_view->timelinePainter().rangeStart(), to = m_view->timelinePainter().rangeEnd();
-    size_t inView = 0;
-    for (const Call &c : store.calls())
-        inView += c.startNs() <= to && c.endNs().value_or(store.latestNs()) >= from;
+    const size_t inView =
+        store.callsOverlapping(m_view->timelinePainter().rangeStart(), m_view->timelinePainter().rangeEnd());
     parts << QStringLiteral("%1 call%2 (%3 in view)")
                  .arg(store.calls().size())
                  .arg(store.calls().size() == 1 ? "" : "s")

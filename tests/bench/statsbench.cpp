@@ -200,6 +200,10 @@ void live(int seconds)
         !evicting.setServiceConfig(policyConfig("DEADLINE_EXCEEDED"), &configError))
         std::printf("   the Policy check's config was refused: %s\n", qPrintable(configError));
     std::vector<double> updateMs, applyMs, refreshMs, modelMs, policyMs, breakingMs, evictingMs, shownMs;
+    // The status bar's "N calls (M in view)", refreshed once a second: the store's spans, and as baseline the
+    // walk of every call it replaced.
+    std::vector<double> inViewMs, inViewWalkMs;
+    size_t inViewSeen = 0, inViewWalked = 0;
     // The dock with the findings is on screen (offscreen): what the event loop then spends laying out and
     // painting the rows a refresh added is timed apart.
     breaking.resize(900, 400);
@@ -250,6 +254,17 @@ void live(int seconds)
         t0 = threadCpuMs();
         QCoreApplication::processEvents();
         shownMs.push_back(threadCpuMs() - t0);
+        {
+            const TimelineStore &st = model.store();
+            const std::int64_t to = st.latestNs(), from = to - 2'000 * ms; // a view following live, 2 s wide
+            t0 = threadCpuMs();
+            inViewSeen += st.callsOverlapping(from, to);
+            inViewMs.push_back(threadCpuMs() - t0);
+            t0 = threadCpuMs();
+            for (const Call &c : st.calls())
+                inViewWalked += c.startNs() <= to && c.endNs().value_or(st.latestNs()) >= from;
+            inViewWalkMs.push_back(threadCpuMs() - t0);
+        }
         kept.enforceRetention(); // as the window's model does, at most once a second
         t0 = threadCpuMs();
         evicting.refresh();
@@ -290,6 +305,13 @@ void live(int seconds)
         "ms\n",
         kept.store().evictedCalls(), evicting.findings()->model()->rowCount(), percentile(evictingMs, 50),
         percentile(evictingMs, 90), percentile(evictingMs, 100));
+    std::printf("   status bar's calls in view (store's spans)  %8.2f %8.2f %8.2f\n",
+                percentile(inViewMs, 50), percentile(inViewMs, 90), percentile(inViewMs, 100));
+    std::printf(
+        "   baseline: a walk of the calls              %8.2f %8.2f %8.2f   spans / walk at p50: %.2fx%s\n",
+        percentile(inViewWalkMs, 50), percentile(inViewWalkMs, 90), percentile(inViewWalkMs, 100),
+        percentile(inViewMs, 50) / std::max(1e-9, percentile(inViewWalkMs, 50)),
+        inViewSeen == inViewWalked ? "" : "  MISMATCH");
     std::printf("   all statistics / store apply: %.2fx, / item model: %.2fx;  %llu calls counted, %zu kept "
                 "(checksum "
                 "%lld)\n\n",

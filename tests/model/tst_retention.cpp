@@ -61,6 +61,33 @@ class TestRetention : public QObject
 {
     Q_OBJECT
 private slots:
+    // A store whose calls hold far more than the cheap bound planEviction() starts with (long call ids, the
+    // change log's capacity), over its limit by a little, above a floor that takes most of the limit: the
+    // bytes the caller measured decide, and calls go. Before, the bound said "far below" and nothing went;
+    // the window's model then let the store grow by a few calls a pass past its share.
+    void knownBytesOverTheLimitEvict()
+    {
+        TimelineStore store;
+        store.apply({opened(1, 0)});
+        for (int i = 0; i < 60; ++i) {
+            EventBatch b = call(i);
+            for (WireEvent &e : b)
+                if (!e.grpc.callId.empty()) e.grpc.callId += std::string(2000, 'x');
+            store.apply(b);
+        }
+        size_t floor = 0;
+        const size_t bytes = store.approxBytes(&floor);
+        RetentionPolicy policy;
+        policy.floorBytes = bytes - 120'000;
+        policy.maxBytes = bytes - 10'000;
+        const size_t bound = store.calls().size() * (sizeof(Call) + sizeof(Attempt));
+        QVERIFY2(bound <= (policy.maxBytes - policy.floorBytes) / 2,
+                 qPrintable(QStringLiteral("the cheap bound %1 would see it").arg(bound)));
+        const std::vector<size_t> evicted = store.planEviction(policy, bytes);
+        QVERIFY(!evicted.empty());
+        QVERIFY(evicted.size() < store.calls().size());
+    }
+
     void boundedByBytesWholeCallsPinnedSurvive()
     {
         TimelineStore store;

@@ -562,6 +562,63 @@ private slots:
         QCOMPARE(none.size(), size_t(1));
         QCOMPARE(none.front(), store.calls().front().serial);
     }
+
+    // The calls that meet a time range, as the status bar counts them "in view", from the spans apply() keeps
+    // beside the calls: equal to a walk of the calls after every apply, a retry that moves a call's end,
+    // calls in flight (to the latest time), an eviction with a pinned call kept, and a clear.
+    void callsOverlappingFollowsTheCalls()
+    {
+        TimelineStore store;
+        store.apply({opened(1, 0)});
+        auto walk = [&store](std::int64_t from, std::int64_t to) {
+            size_t n = 0;
+            for (const Call &c : store.calls())
+                n += c.startNs() <= to && c.endNs().value_or(store.latestNs()) >= from;
+            return n;
+        };
+        auto checkRanges = [&] {
+            for (std::int64_t from = -5 * ms; from < 80 * ms; from += 7 * ms)
+                for (std::int64_t len : {std::int64_t(0), 3 * ms, 20 * ms, 200 * ms})
+                    if (store.callsOverlapping(from, from + len) != walk(from, from + len))
+                        return QStringLiteral("[%1, %2] ms: %3, the calls say %4")
+                            .arg(double(from) / ms)
+                            .arg(double(from + len) / ms)
+                            .arg(store.callsOverlapping(from, from + len))
+                            .arg(walk(from, from + len));
+            return QString();
+        };
+        size_t open = 0;
+        for (int i = 0; i < 30; ++i) {
+            // Call i starts; call i - 2 fails and is retried 4 ms later; the retry of call i - 4 ends.
+            const std::uint32_t stream = std::uint32_t(8 * i + 1);
+            const std::string id = "c" + std::to_string(i);
+            EventBatch batch{request(1, stream, 2 * i * ms, "/svc/M", std::nullopt, id)};
+            if (i >= 2) {
+                batch.push_back(trailers(1, stream - 16, 2 * i * ms + 1, 14));
+                batch.push_back(
+                    request(1, stream - 14, 2 * i * ms + 4 * ms, "/svc/M", 1, "c" + std::to_string(i - 2)));
+            }
+            if (i >= 4) batch.push_back(trailers(1, stream - 30, 2 * i * ms + ms, 0));
+            store.apply(batch);
+            const QString wrong = checkRanges();
+            QVERIFY2(wrong.isEmpty(), qPrintable(wrong));
+        }
+        for (const Call &c : store.calls())
+            open += !c.endNs();
+        QVERIFY(open >= 4); // the last calls are still in flight
+        store.setPinned(3, true);
+        RetentionPolicy keep;
+        keep.maxCalls = 12;
+        QVERIFY(!store.enforce(keep).empty());
+        QVERIFY(store.evictedCalls() > 0);
+        QVERIFY2(checkRanges().isEmpty(), qPrintable(checkRanges()));
+        // A late retry of a kept call, after the eviction moved it.
+        store.apply({request(1, 1001, 70 * ms, "/svc/M", 2, store.calls().back().key)});
+        QVERIFY2(checkRanges().isEmpty(), qPrintable(checkRanges()));
+        QVERIFY(store.callsOverlapping(0, 100 * ms) > 0);
+        store.clear();
+        QCOMPARE(store.callsOverlapping(-100 * ms, 100 * ms), size_t(0));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestTimelineModel)

@@ -160,6 +160,12 @@ private slots:
         }
         QVERIFY(withEvents > 0);
         QCOMPARE(list(painter.bandMarkers()), list(fresh.bandMarkers()));
+        // Among them markers of calls evicted after their marker was placed on their lane: on the band now,
+        // where the markers of calls without a lane are.
+        size_t ofEvicted = 0;
+        for (const LabEventRecord *e : painter.bandMarkers())
+            ofEvicted += e->callId.rfind("call-", 0) == 0 && !store.callIndex(e->callId);
+        QVERIFY(ofEvicted > 0);
     }
 };
 
