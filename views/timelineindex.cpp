@@ -73,6 +73,13 @@ void TimelineIndex::prepareEviction(const std::vector<size_t> &evicted)
         if (i < calls.size() && m_labByCall.count(calls[i].key)) m_evictedWithMarkers.push_back(calls[i].key);
 }
 
+void TimelineIndex::listBandMarker(const std::string &key, std::uint64_t pos)
+{
+    // Kept in position order, so a cut drops a prefix.
+    auto &list = m_bandByCall[key];
+    list.insert(std::upper_bound(list.begin(), list.end(), pos), pos);
+}
+
 void TimelineIndex::markersOfEvictedCallsToBand()
 {
     // As if placed with no lane for their call (indexLabEvents): markers on the band, in the store's order,
@@ -100,8 +107,7 @@ void TimelineIndex::markersOfEvictedCallsToBand()
             const size_t k = at - m_bandMarkers.head;
             if ((k > 0 && band[k - 1]->tNs > e->tNs) || (k + 1 < band.size() && e->tNs > band[k + 1]->tNs))
                 m_bandInOrder = false;
-            auto &list = m_bandByCall[key];
-            list.insert(std::upper_bound(list.begin(), list.end(), pos), pos);
+            listBandMarker(key, pos);
         }
         if (kept.empty())
             m_labByCall.erase(it);
@@ -558,9 +564,7 @@ void TimelineIndex::indexLabEvents()
         if (hasLane(e.callId)) {
             toLane.push_back(pos);
         } else {
-            // Kept in position order, so a cut drops a prefix.
-            auto &list = m_bandByCall[e.callId];
-            list.insert(std::upper_bound(list.begin(), list.end(), pos), pos);
+            listBandMarker(e.callId, pos);
             m_callRefsByPos.emplace(pos, e.callId);
         }
         return true;

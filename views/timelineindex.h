@@ -184,6 +184,8 @@ private:
     // it dropped what the store cut, moves those to the band, where the markers of calls without a lane are.
     std::vector<std::string> m_evictedWithMarkers;
     void markersOfEvictedCallsToBand();
+    // A band marker of a call not (or no longer) in the store, found again by its key when the call comes.
+    void listBandMarker(const std::string &key, std::uint64_t pos);
     std::uint64_t m_spansCurrent = ~std::uint64_t(0); // generation whose spans applyEviction() made
     std::optional<StoreChanges> m_layoutChanges;
     std::unordered_map<std::uint32_t, ConnIndex> m_connIndex;
