@@ -311,6 +311,15 @@ ScenarioResult runAppRetry(const ScenarioContext &ctx, const ScenarioParams &p)
     std::vector<CallResult> results;
     std::vector<ExpectedCall> expected;
     std::string problem;
+    // An attempt needs a few milliseconds to reach the server; with less left the app gives up, as apps do.
+    constexpr std::int64_t kShortestAttemptNs = 5'000'000;
+    auto leftMs = [&](std::int64_t start) { return double(budget - (steadyNowNs() - start)) / 1e6; };
+    auto fixed0 = [](double v) {
+        std::ostringstream w;
+        w.precision(0);
+        w << std::fixed << v;
+        return w.str();
+    };
     for (int code : {kUnavailable, int(grpc::StatusCode::INVALID_ARGUMENT)}) {
         const auto id = ctx.nextCallId();
         const std::int64_t start = steadyNowNs();
@@ -319,30 +328,42 @@ ScenarioResult runAppRetry(const ScenarioContext &ctx, const ScenarioParams &p)
         std::string why;
         for (int k = 0;; ++k) {
             const std::int64_t remaining = budget - (steadyNowNs() - start);
+            if (attempts > 0 && remaining < kShortestAttemptNs) {
+                why = "the remaining budget of " + fixed0(double(remaining) / 1e6) +
+                      " ms is too short for an attempt";
+                break;
+            }
             last =
                 client.call(labRequest(id, 1000, 0, code), std::chrono::milliseconds(remaining / 1'000'000));
             ++attempts;
             if (last.code == 0) break;
+            if (last.code == kDeadlineExceeded) {
+                why = "the budget ran out during attempt " + std::to_string(attempts);
+                break;
+            }
             if (last.code != kUnavailable) {
                 why = std::string(grpcStatusName(last.code)) + " is not retryable";
                 break;
             }
             const double waitMs = base * std::pow(2.0, k) * jitter(rng);
-            const double leftMs = double(budget - (steadyNowNs() - start)) / 1e6;
-            if (waitMs >= leftMs) {
-                std::ostringstream w;
-                w.precision(0);
-                w << std::fixed << "next wait " << waitMs << " ms exceeds the remaining " << leftMs << " ms";
-                why = w.str();
+            const double left = leftMs(start);
+            if (waitMs >= left) {
+                why = "next wait " + fixed0(waitMs) + " ms exceeds the remaining budget of " + fixed0(left) +
+                      " ms";
                 break;
             }
             std::this_thread::sleep_for(std::chrono::microseconds(std::int64_t(waitMs * 1000)));
         }
         if (!why.empty()) ctx.labEvent("retry-suppressed", why, id);
         last.startNs = start;
+        // An attempt cut by the budget may end before its headers reach the server: it is then not an
+        // arrival.
+        int onTheWire = attempts;
+        if (last.code == kDeadlineExceeded && int(ctx.server->arrivalsFor(id).size()) == attempts - 1)
+            onTheWire = attempts - 1;
         results.push_back(last);
-        expected.push_back({id, attempts, last.code});
-        if (code == kUnavailable && (attempts < 2 || why.find("remaining") == std::string::npos))
+        expected.push_back({id, onTheWire, last.code});
+        if (code == kUnavailable && (attempts < 2 || why.find("budget") == std::string::npos))
             problem += id + " should retry until the budget runs out ";
         if (code != kUnavailable && attempts != 1) problem += id + " retried a status that is not retryable ";
     }
