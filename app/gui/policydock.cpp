@@ -53,7 +53,10 @@ QTableWidgetItem *item(const QString &text, bool number = false)
 {
     auto *it = new QTableWidgetItem(text);
     it->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-    if (number) it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (number)
+        it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    else // a narrow dock cuts a method or a list of clients short: the whole of it on hover
+        it->setToolTip(text);
     return it;
 }
 
