@@ -163,8 +163,17 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     // instead of being drawn over the session line when a font or style change shows every widget again.
     statusBar()->insertPermanentWidget(0, m_statusLabel);
     auto *timer = new QTimer(this);
+    timer->setObjectName(QStringLiteral("statusTick"));
     connect(timer, &QTimer::timeout, this, &MainWindow::updateStatus);
     timer->start(1000);
+    // And a tenth of a second after a zoom or a pan settles, or a run ends: "(M in view)" follows the view
+    // instead of lagging it by up to a second. Continuous panning restarts it, so it costs one refresh.
+    auto *soon = new QTimer(this);
+    soon->setSingleShot(true);
+    soon->setInterval(100);
+    connect(soon, &QTimer::timeout, this, &MainWindow::updateStatus);
+    connect(m_view, &SwimlaneView::rangeChanged, soon, qOverload<>(&QTimer::start));
+    connect(this, &MainWindow::scenarioFinished, soon, qOverload<>(&QTimer::start));
     connect(m_capture, &CaptureSession::runningChanged, this, &MainWindow::updateStatus);
     connect(m_capture, &CaptureSession::runningChanged, this, [this](bool running) {
         if (!running) return;
