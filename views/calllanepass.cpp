@@ -307,7 +307,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                 const double e1 = ax.timeToX(gapStart + expected->first);
                 const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
                 p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
-                ctx.mark(kUseExpected);
+                if (e2 > ax.left && e1 < right) ctx.mark(kUseExpected); // the legend names what is on screen
             }
         }
 
@@ -445,7 +445,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const double cx = ax.timeToX(*a.endNs);
             p->setFont(small);
             p->setPen(th.deadline);
-            ctx.mark(kUsePushback);
+            if (cx + 4 < right && cx + 4 + 300 * m.scale > ax.left) ctx.mark(kUsePushback);
             p->drawText(QRectF(cx + 4, rowTop + 1, 300 * m.scale, smallFm.height()),
                         Qt::AlignLeft | Qt::AlignVCenter,
                         QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs));
@@ -606,7 +606,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
                 const double e1 = ax.timeToX(gapStart + expected->first);
                 const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
                 p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
-                ctx.mark(kUseExpected);
+                if (e2 > ax.left && e1 < right) ctx.mark(kUseExpected); // the legend names what is on screen
             }
             double g1 = ax.timeToX(gapStart);
             const double g2 = ax.timeToX(a.startNs);

@@ -304,6 +304,15 @@ private slots:
         }
         QVERIFY2(painter.legendEntries().contains(QStringLiteral("expected backoff (policy)")),
                  qPrintable(painter.legendEntries().join(QStringLiteral(", "))));
+        // Zoomed to between the two calls, where neither's range lies: the legend does not name a shade that
+        // is off screen.
+        painter.setRange(12'000 * kMs, 19'000 * kMs);
+        {
+            QPainter p(&img);
+            painter.paint(&p, QRectF(img.rect()));
+        }
+        QVERIFY2(!painter.legendEntries().contains(QStringLiteral("expected backoff (policy)")),
+                 qPrintable(painter.legendEntries().join(QStringLiteral(", "))));
 
         // Hidden, it still follows new calls while it has a config: the timeline's ranges come from it.
         dock.hide();
