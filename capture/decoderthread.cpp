@@ -269,6 +269,7 @@ void DecoderThread::loop()
     auto handOver = [&] {
         lastBatch = std::min(batch.size(), kFlushEvents);
         if (!m_sink) return;
+        orderConnectionsByTime(batch); // calls get their lanes in the order they started (events.h)
         setBatchBytes(heapbytes::batch(batch));
         m_sink(std::move(batch));
         setBatchBytes(0);

@@ -1,5 +1,9 @@
 #include "events.h"
 
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
 namespace rpcscope {
 
 const char *frameTypeName(std::uint8_t type)
@@ -65,6 +69,45 @@ const char *grpcStatusName(int code)
         "DATA_LOSS", "UNAUTHENTICATED"};
     if (code >= 0 && code < int(std::size(names))) return names[code];
     return "UNKNOWN_CODE";
+}
+
+void orderConnectionsByTime(EventBatch &batch)
+{
+    if (std::is_sorted(batch.begin(), batch.end(),
+                       [](const WireEvent &a, const WireEvent &b) { return a.tNs < b.tNs; }))
+        return;
+    // Each connection's positions in the batch, in order; then a merge by the time of each one's next event
+    // (ties: the earlier position), so a connection's own order is never changed.
+    std::unordered_map<std::uint32_t, size_t> runOf;
+    std::vector<std::vector<std::uint32_t>> runs;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const auto [it, fresh] = runOf.try_emplace(batch[i].connection, runs.size());
+        if (fresh) runs.emplace_back();
+        runs[it->second].push_back(std::uint32_t(i));
+    }
+    struct Head
+    {
+        std::int64_t tNs;
+        std::uint32_t position;
+        std::uint32_t run;
+        bool operator>(const Head &o) const { return tNs != o.tNs ? tNs > o.tNs : position > o.position; }
+    };
+    std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+    std::vector<size_t> next(runs.size(), 0);
+    for (std::uint32_t r = 0; r < runs.size(); ++r)
+        heads.push({batch[runs[r][0]].tNs, runs[r][0], r});
+    EventBatch out;
+    out.reserve(batch.size());
+    while (!heads.empty()) {
+        const Head h = heads.top();
+        heads.pop();
+        out.push_back(std::move(batch[h.position]));
+        if (++next[h.run] < runs[h.run].size()) {
+            const std::uint32_t p = runs[h.run][next[h.run]];
+            heads.push({batch[p].tNs, p, h.run});
+        }
+    }
+    batch = std::move(out);
 }
 
 } // namespace rpcscope

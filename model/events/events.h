@@ -200,6 +200,13 @@ inline constexpr std::int64_t kMaxOriginNs = 4'000'000'000'000'000'000; // stead
 inline constexpr std::int64_t kMaxSpanNs = 300'000'000'000'000'000;     // an event from its capture's origin
 inline constexpr std::int64_t kMaxTimeoutNs = 300'000'000'000'000'000;  // grpc-timeout, and a gap's length
 
+// Puts the connections of a batch in time order with each other, each connection's events keeping their own
+// order (an open before its bytes, whatever their times). A relay reads the connections ready in one round
+// one after another, so a connection read later hands over bytes that came earlier: in a batch its calls came
+// after, and got lanes below calls they started before (a file's replay orders by time). A batch in time
+// order already is left as it is.
+void orderConnectionsByTime(EventBatch &batch);
+
 // A broken rule as one sentence, the Notice's reason and a connection's note:
 // "protocol error by the client: WINDOW_UPDATE of 0 on stream 3 (PROTOCOL_ERROR)".
 std::string describe(const ProtocolViolation &v);

@@ -566,6 +566,41 @@ private slots:
     // The calls that meet a time range, as the status bar counts them "in view", from the spans apply() keeps
     // beside the calls: equal to a walk of the calls after every apply, a retry that moves a call's end,
     // calls in flight (to the latest time), an eviction with a pinned call kept, and a clear.
+    // A relay reads the connections ready in one round one after another: a batch can hold a later
+    // connection's earlier call after an earlier connection's later one. Ordered, the calls get their lanes
+    // in the order they started, and each connection's own events keep their order (connection 4's bytes
+    // were stamped before its open, as the kernel can: the open stays first).
+    void batchesOrderConnectionsByTime()
+    {
+        EventBatch batch{opened(2, 5 * ms),
+                         request(2, 1, 20 * ms, "/lab/Call", std::nullopt, "later"),
+                         opened(3, 8 * ms),
+                         request(3, 1, 10 * ms, "/lab/Call", std::nullopt, "earlier"),
+                         trailers(3, 1, 12 * ms, 0),
+                         opened(4, 30 * ms),
+                         request(4, 1, 25 * ms, "/lab/Call", std::nullopt, "stamped-before-open"),
+                         trailers(2, 1, 22 * ms, 0)};
+        orderConnectionsByTime(batch);
+        std::vector<std::pair<std::uint32_t, std::int64_t>> order;
+        for (const WireEvent &e : batch)
+            order.emplace_back(e.connection, e.tNs / ms);
+        QCOMPARE(order, (std::vector<std::pair<std::uint32_t, std::int64_t>>{
+                            {2, 5}, {3, 8}, {3, 10}, {3, 12}, {2, 20}, {2, 22}, {4, 30}, {4, 25}}));
+        TimelineStore store;
+        store.apply(batch);
+        QCOMPARE(store.calls().size(), size_t(3));
+        QCOMPARE(store.calls()[0].key, std::string("earlier"));
+        QCOMPARE(store.calls()[1].key, std::string("later"));
+        QCOMPARE(store.calls()[2].key, std::string("stamped-before-open"));
+        QCOMPARE(store.connections().size(), size_t(3));
+
+        // In time order already: untouched.
+        EventBatch sorted{opened(5, 1 * ms), opened(6, 2 * ms), request(5, 1, 3 * ms, "/lab/Call", {}, "a")};
+        const EventBatch before = sorted;
+        orderConnectionsByTime(sorted);
+        QVERIFY(sorted == before);
+    }
+
     void callsOverlappingFollowsTheCalls()
     {
         TimelineStore store;
