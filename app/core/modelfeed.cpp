@@ -417,6 +417,7 @@ bool ModelFeed::drainOnce()
             } else {
                 // Small batches together, moved into one.
                 joined.clear();
+                size_t parts = 0;
                 while (i < taken.size() && endOf(i) - taken[i].from < kJoinBelow &&
                        joined.size() + (endOf(i) - taken[i].from) <= kSlice) {
                     const size_t from = taken[i].from, to = endOf(i);
@@ -425,7 +426,12 @@ bool ModelFeed::drainOnce()
                                   std::make_move_iterator(taken[i].events.begin() + std::ptrdiff_t(to)));
                     done(to);
                     ++i;
+                    ++parts;
                 }
+                // Batches of several hops (each its own decoder) arrive in the order their decoders finished
+                // them: their connections go in time order, so a call another hop saw first gets the lane
+                // above.
+                if (parts > 1) orderConnectionsByTime(joined);
                 slice = joined.size();
                 m_model->appendEvents(joined);
             }

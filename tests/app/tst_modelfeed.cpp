@@ -42,6 +42,20 @@ WireEvent ping(std::uint32_t connection, std::int64_t t)
     return e;
 }
 
+// A call's first request headers on `connection`, at `t`.
+WireEvent request(std::uint32_t connection, std::int64_t t, const std::string &callId)
+{
+    WireEvent e;
+    e.kind = EventKind::Headers;
+    e.connection = connection;
+    e.stream = 1;
+    e.dir = Direction::ClientToServer;
+    e.tNs = t;
+    e.grpc.path = "/lab/Call";
+    e.grpc.callId = callId;
+    return e;
+}
+
 // Waits without running this thread's event loop, which would let the model apply what is queued.
 template <class F> bool waitWithoutEvents(F &&condition, int ms = 20'000)
 {
@@ -164,6 +178,27 @@ private slots:
         QCOMPARE(feed->appliedEvents(), std::uint64_t(650 + 1010));
         for (std::uint32_t c = 0; c < 650 + 1010; ++c)
             QCOMPARE(model.store().connections()[c].id, c + 1);
+    }
+
+    // Two hops, each with a decoder of its own, hand over batches in the order the decoders finished them:
+    // hop A's call that started at 20 ms came first, hop B's that started at 10 ms second. Joined in one
+    // append, the call that started first gets the first lane; each connection's events keep their order.
+    void hopsJoinInTimeOrder()
+    {
+        TimelineModel model;
+        ModelFeed *feed = ModelFeed::of(&model);
+        constexpr std::int64_t ms = 1'000'000;
+        WireEvent openA = opened(1), openB = opened(2);
+        openA.tNs = 5 * ms;
+        openB.tNs = 6 * ms;
+        QVERIFY(feed->push({openA, request(1, 20 * ms, "a-later")}));
+        QVERIFY(feed->push({openB, request(2, 10 * ms, "b-earlier")}));
+        QTRY_COMPARE(model.store().calls().size(), size_t(2));
+        QCOMPARE(feed->appends(), std::uint64_t(1));
+        QCOMPARE(model.store().calls()[0].key, std::string("b-earlier"));
+        QCOMPARE(model.store().calls()[1].key, std::string("a-later"));
+        QCOMPARE(model.store().connections()[0].id, 1u);
+        QCOMPARE(model.store().connections()[1].id, 2u);
     }
 
     // A turn whose time runs out after its first append puts the batches it took and did not apply back
