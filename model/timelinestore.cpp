@@ -318,6 +318,23 @@ size_t TimelineStore::findInferredCall(const std::string &method, const std::str
     return m_calls.size();
 }
 
+// A traced call whose start moved earlier (an attempt placed before its first): its place among its trace's
+// calls, which are kept in start order.
+void TimelineStore::retraceStart(size_t callIndex)
+{
+    const auto it = m_traces.find(m_calls[callIndex].traceId);
+    if (it == m_traces.end()) return;
+    std::vector<size_t> &members = it->second;
+    const size_t id = callIndex + m_callBase;
+    const auto was = std::find(members.begin(), members.end(), id);
+    if (was == members.end()) return;
+    members.erase(was);
+    const std::int64_t start = m_calls[callIndex].startNs();
+    members.insert(std::upper_bound(members.begin(), members.end(), start,
+                                    [this](std::int64_t t, size_t c) { return t < callById(c).startNs(); }),
+                   id);
+}
+
 void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
 {
     const auto key = streamKey(e.connection, e.stream);
@@ -368,19 +385,37 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
         markChanged(ch, callIndex);
     }
     Call &call = m_calls[callIndex];
-    call.attempts.push_back(std::move(a));
+    // Attempts in the order they started. One that started before attempts already here came through another
+    // hop whose decoder was behind (a hedge's first copy, on a busy machine): it goes in its place, and the
+    // open streams of the attempts after it follow them.
+    size_t at = call.attempts.size();
+    if (!call.attempts.empty() && a.startNs < call.attempts.back().startNs) {
+        at = size_t(std::upper_bound(call.attempts.begin(), call.attempts.end(), a.startNs,
+                                     [](std::int64_t t, const Attempt &x) { return t < x.startNs; }) -
+                    call.attempts.begin());
+        call.attempts.insert(call.attempts.begin() + std::ptrdiff_t(at), std::move(a));
+        for (size_t k = at + 1; k < call.attempts.size(); ++k)
+            if (auto it = m_openStreams.find(streamKey(call.attempts[k].connection, call.attempts[k].stream));
+                it != m_openStreams.end() && it->second.call == callIndex)
+                it->second.attempt = k;
+        ch.attemptsPlacedBefore.emplace_back(callIndex, at);
+        if (at == 0 && !call.traceId.empty()) retraceStart(callIndex);
+    } else {
+        call.attempts.push_back(std::move(a));
+    }
     ++m_attemptCount;
-    m_openStreams[key] = {callIndex, call.attempts.size() - 1};
+    m_openStreams[key] = {callIndex, at};
+    Attempt &placed = call.attempts[at];
     if (!m_pendingInjections.empty())
         if (auto it = m_pendingInjections.find(key); it != m_pendingInjections.end()) {
-            call.attempts.back().faultRule = it->second.rule;
-            call.attempts.back().faultRuleText = std::move(it->second.text);
+            placed.faultRule = it->second.rule;
+            placed.faultRuleText = std::move(it->second.text);
             m_pendingInjections.erase(it);
         }
     if (!m_blackholed.empty())
         if (auto it = m_blackholed.find(e.connection); it != m_blackholed.end()) {
-            call.attempts.back().faultRule = it->second.rule;
-            call.attempts.back().faultRuleText = it->second.text;
+            placed.faultRule = it->second.rule;
+            placed.faultRuleText = it->second.text;
         }
     if (call.traceId.empty()) return;
     if (call.attempts.size() == 1) {

@@ -21,6 +21,9 @@ struct StoreChanges
     std::vector<size_t> callsWithNewAttempts; // existing calls that gained attempts (sorted, unique)
     std::vector<size_t> changedCalls;         // existing calls whose data changed (sorted, unique)
     bool connectionsChanged = false;
+    // (call, position) of an attempt placed before attempts the call already had, in the order placed: it
+    // started before them but came later (another hop's decoder behind). Those attempts moved up by one.
+    std::vector<std::pair<size_t, size_t>> attemptsPlacedBefore;
 };
 
 // Where calls move when retention evicts some: `evicted` holds store indices before the eviction, ascending;
@@ -209,6 +212,7 @@ private:
     // connection closes after the client reset its stream, or when the capture's clock passes its deadline
     // in a backoff. These lists name such calls by serial, so the item model hears of the change.
     void watchClientOutcome(const AttemptRef &ref);
+    void retraceStart(size_t callIndex);
     void markWatchedClose(std::uint32_t connection, StoreChanges &ch);
     void markWatchedDeadlines(StoreChanges &ch);
     std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> m_watchClose; // connection -> serials

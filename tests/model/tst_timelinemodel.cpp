@@ -601,6 +601,52 @@ private slots:
         QVERIFY(sorted == before);
     }
 
+    // A hedge's first copy seen after the copies that started later (its hop's decoder was behind): it is
+    // placed first, the stream still open goes on to its own attempt, and the statistics count each
+    // attempt's latency once (the ended attempt that moved keeps its count).
+    void anAttemptThatCameLateTakesItsPlace()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(EventBatch{opened(2, 1 * ms),
+                                     request(2, 1, 60 * ms, "/lab/Call", std::nullopt, "hedged"),
+                                     trailers(2, 1, 70 * ms, 14)});
+        model.appendBatch(EventBatch{request(2, 3, 101 * ms, "/lab/Call", std::nullopt, "hedged")});
+        QCOMPARE(model.stats().total().attemptLatency.count(), std::uint64_t(1));
+        model.appendBatch(
+            EventBatch{opened(1, 1 * ms), request(1, 1, 13 * ms, "/lab/Call", std::nullopt, "hedged"),
+                       opened(3, 1 * ms), request(3, 1, 120 * ms, "/lab/Call", std::nullopt, "third")});
+        model.appendBatch(
+            EventBatch{trailers(2, 3, 117 * ms, 0),
+                       testev::frame(1, 1, 118 * ms, Direction::ClientToServer, FrameRstStream, 8)});
+        const auto &calls = model.store().calls();
+        QCOMPARE(calls.size(), size_t(2));
+        const Call &c = calls[0];
+        QCOMPARE(c.key, std::string("hedged"));
+        QCOMPARE(c.attempts.size(), size_t(3));
+        QCOMPARE(c.attempts[0].connection, 1u);
+        QCOMPARE(c.attempts[0].startNs, 13 * ms);
+        QCOMPARE(c.attempts[1].startNs, 60 * ms);
+        QCOMPARE(c.attempts[2].startNs, 101 * ms);
+        // Each end landed on its own attempt; the call's outcome is the hedge's OK, its start the first
+        // copy's.
+        QCOMPARE(c.attempts[0].rstErrorCode, std::optional<std::uint32_t>(8));
+        QVERIFY(!c.attempts[0].status);
+        QCOMPARE(c.attempts[1].status, std::optional<int>(14));
+        QCOMPARE(c.attempts[2].status, std::optional<int>(0));
+        QCOMPARE(c.attempts[2].endNs, std::optional<std::int64_t>(117 * ms));
+        QCOMPARE(c.startNs(), 13 * ms);
+        // Latencies 10 ms (moved, counted once), 105 ms (the first copy) and 16 ms.
+        QCOMPARE(model.stats().total().attemptLatency.count(), std::uint64_t(3));
+        const std::int64_t longest = model.stats().total().attemptLatency.max().value_or(0);
+        QVERIFY2(std::abs(longest - 105 * ms) < ms, qPrintable(QString::number(longest)));
+        // The model's rows follow: three attempt rows under the call, the first the first copy.
+        const QModelIndex call = model.index(0, 0);
+        QCOMPARE(model.rowCount(call), 3);
+        QCOMPARE(model.data(model.index(0, TimelineModel::ColStart, call)).toString(),
+                 QStringLiteral("13.000 ms"));
+    }
+
     void callsOverlappingFollowsTheCalls()
     {
         TimelineStore store;
