@@ -603,7 +603,6 @@ private slots:
         const auto warned =
             QRegularExpression(R"(the (\d+) oldest calls were dropped to keep the capture within 2 MB)")
                 .match(err);
-        QVERIFY2(warned.hasMatch(), qPrintable(err));
         QFile f(out);
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonArray calls = QJsonDocument::fromJson(f.readAll()).object()["calls"].toArray();
@@ -618,11 +617,16 @@ private slots:
         // is left may be none.
         const bool fellBehind = err.contains("did not reach the timeline while it fell behind");
         if (!fellBehind) {
+            QVERIFY2(warned.hasMatch(), qPrintable(err));
             QVERIFY2(calls.size() > 10 && calls.size() < kCalls, qPrintable(QString::number(calls.size())));
             QCOMPARE(calls.size() + warned.captured(1).toInt(), kCalls);
             QCOMPARE(calls.last().toObject()["key"].toString(), QStringLiteral("k-%1").arg(kCalls - 1));
         } else {
-            QVERIFY2(calls.size() + warned.captured(1).toInt() <= kCalls, qPrintable(err));
+            // Behind by most of the run (both cores busy with other work: CI's parallel tests), the timeline
+            // may have got so few calls that none had to go: then there is no such warning.
+            QVERIFY2(calls.size() + (warned.hasMatch() ? warned.captured(1).toInt() : 0) <= kCalls,
+                     qPrintable(err));
+            QVERIFY2(warned.hasMatch() || calls.size() < kCalls, qPrintable(err));
         }
     }
 
