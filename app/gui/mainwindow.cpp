@@ -53,6 +53,11 @@ MainWindow::MainWindow(TimelineModel *model, lab::LabSession *lab, QString scena
     calls->setModel(m_callsProxy);
     calls->setUniformRowHeights(true);
     calls->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // After each append the whole table is painted again: QTreeView skips a row's dataChanged while its
+    // layout is pending and repaints only the columns right of one that resized, which left rows of a busy
+    // run with their times and no name (a click painted them). Coalesced by Qt: one paint per event loop
+    // turn.
+    connect(model, &TimelineModel::timelineChanged, calls->viewport(), qOverload<>(&QWidget::update));
     auto *dock = new QDockWidget(QStringLiteral("Calls"), this);
     dock->setObjectName(QStringLiteral("calls"));
     dock->setWidget(calls);
