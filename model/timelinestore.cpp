@@ -318,21 +318,26 @@ size_t TimelineStore::findInferredCall(const std::string &method, const std::str
     return m_calls.size();
 }
 
+// A trace's calls are kept in start order: the call goes in at its start.
+void TimelineStore::placeInTrace(std::vector<size_t> &members, size_t callIndex)
+{
+    const std::int64_t start = m_calls[callIndex].startNs();
+    members.insert(std::upper_bound(members.begin(), members.end(), start,
+                                    [this](std::int64_t t, size_t c) { return t < callById(c).startNs(); }),
+                   callIndex + m_callBase);
+}
+
 // A traced call whose start moved earlier (an attempt placed before its first): its place among its trace's
-// calls, which are kept in start order.
+// calls again.
 void TimelineStore::retraceStart(size_t callIndex)
 {
     const auto it = m_traces.find(m_calls[callIndex].traceId);
     if (it == m_traces.end()) return;
     std::vector<size_t> &members = it->second;
-    const size_t id = callIndex + m_callBase;
-    const auto was = std::find(members.begin(), members.end(), id);
+    const auto was = std::find(members.begin(), members.end(), callIndex + m_callBase);
     if (was == members.end()) return;
     members.erase(was);
-    const std::int64_t start = m_calls[callIndex].startNs();
-    members.insert(std::upper_bound(members.begin(), members.end(), start,
-                                    [this](std::int64_t t, size_t c) { return t < callById(c).startNs(); }),
-                   id);
+    placeInTrace(members, callIndex);
 }
 
 void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
@@ -419,12 +424,7 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
         }
     if (call.traceId.empty()) return;
     if (call.attempts.size() == 1) {
-        std::vector<size_t> &members = m_traces[call.traceId];
-        const std::int64_t start = call.startNs();
-        members.insert(
-            std::upper_bound(members.begin(), members.end(), start,
-                             [this](std::int64_t t, size_t c) { return t < callById(c).startNs(); }),
-            callIndex + m_callBase);
+        placeInTrace(m_traces[call.traceId], callIndex);
         ++m_tracedCalls;
     }
     // A new call may be the parent of calls that arrived before it; a retry puts its call in flight again.

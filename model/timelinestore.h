@@ -212,6 +212,7 @@ private:
     // connection closes after the client reset its stream, or when the capture's clock passes its deadline
     // in a backoff. These lists name such calls by serial, so the item model hears of the change.
     void watchClientOutcome(const AttemptRef &ref);
+    void placeInTrace(std::vector<size_t> &members, size_t callIndex);
     void retraceStart(size_t callIndex);
     void markWatchedClose(std::uint32_t connection, StoreChanges &ch);
     void markWatchedDeadlines(StoreChanges &ch);

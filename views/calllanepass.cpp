@@ -54,6 +54,19 @@ QString gapText(const Call &call, size_t k, qint64 gap, bool transparent,
     return text;
 }
 
+// The range the client's policy allows for a gap starting at gapStart, shaded behind a bar row (at least 3 px
+// wide); the legend names it when it is on screen.
+void shadeExpected(QPainter *p, const PaintContext &ctx, qint64 gapStart,
+                   const std::pair<std::int64_t, std::int64_t> &expected, double barTop, double barH,
+                   double right)
+{
+    const TimeAxis &ax = ctx.axis;
+    const double e1 = ax.timeToX(gapStart + expected.first);
+    const double e2 = std::max(ax.timeToX(gapStart + expected.second), e1 + 3);
+    p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), ctx.theme.expectedRange);
+    if (e2 > ax.left && e1 < right) ctx.mark(kUseExpected);
+}
+
 // One line of text vertically centred in [top, top + h], starting at x: drawText at a point takes Qt's fast
 // path (no text layout per call), which matters at 40 rows and more a screen.
 void textAt(QPainter *p, double x, double top, double h, const QFontMetricsF &fm, const QString &text)
@@ -302,13 +315,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
         bool given = false; // the range came from a config the user gave, not from the call
         if (k > 0 && call.attempts[k - 1].endNs && !transparent) {
             expected = ctx.expectedGap(call, k, &given);
-            if (expected) {
-                const qint64 gapStart = *call.attempts[k - 1].endNs;
-                const double e1 = ax.timeToX(gapStart + expected->first);
-                const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
-                p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
-                if (e2 > ax.left && e1 < right) ctx.mark(kUseExpected); // the legend names what is on screen
-            }
+            if (expected) shadeExpected(p, ctx, *call.attempts[k - 1].endNs, *expected, barTop, barH, right);
         }
 
         // The bar: every item gets at least 3 px so a sub-millisecond attempt stays visible and clickable
@@ -445,9 +452,9 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             const double cx = ax.timeToX(*a.endNs);
             p->setFont(small);
             p->setPen(th.deadline);
-            if (cx + 4 < right && cx + 4 + 300 * m.scale > ax.left) ctx.mark(kUsePushback);
-            p->drawText(QRectF(cx + 4, rowTop + 1, 300 * m.scale, smallFm.height()),
-                        Qt::AlignLeft | Qt::AlignVCenter,
+            const QRectF words(cx + 4, rowTop + 1, 300 * m.scale, smallFm.height());
+            if (words.left() < right && words.right() > ax.left) ctx.mark(kUsePushback);
+            p->drawText(words, Qt::AlignLeft | Qt::AlignVCenter,
                         QStringLiteral("pushback %1: do not retry").arg(*a.pushbackMs));
         }
     }
@@ -602,12 +609,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         if (k > 0 && call.attempts[k - 1].endNs) {
             const qint64 gapStart = *call.attempts[k - 1].endNs;
             const qint64 gap = a.startNs - gapStart;
-            if (expected) {
-                const double e1 = ax.timeToX(gapStart + expected->first);
-                const double e2 = std::max(ax.timeToX(gapStart + expected->second), e1 + 3);
-                p->fillRect(QRectF(e1, barTop - 2, e2 - e1, barH + 4), th.expectedRange);
-                if (e2 > ax.left && e1 < right) ctx.mark(kUseExpected); // the legend names what is on screen
-            }
+            if (expected) shadeExpected(p, ctx, gapStart, *expected, barTop, barH, right);
             double g1 = ax.timeToX(gapStart);
             const double g2 = ax.timeToX(a.startNs);
             // After a widened mark the bracket starts where the mark ends, not under it.

@@ -107,7 +107,7 @@ void SwimlaneView::onModelReset()
 void SwimlaneView::flushBatchChanges()
 {
     StoreChanges ch = std::move(m_batchChanges);
-    m_batchChanges = StoreChanges{std::numeric_limits<size_t>::max(), {}, {}, false};
+    m_batchChanges = StoreChanges{std::numeric_limits<size_t>::max(), {}, {}, false, {}};
     ch.firstNewCall = std::min(ch.firstNewCall, m_model->store().calls().size());
     std::erase_if(ch.changedCalls, [&](size_t c) { return c >= ch.firstNewCall; });
     std::erase_if(ch.callsWithNewAttempts, [&](size_t c) { return c >= ch.firstNewCall; });

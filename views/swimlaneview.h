@@ -146,8 +146,7 @@ private:
     qint64 m_bandStart = 0;
     QScrollBar *m_vbar = nullptr;
     QTimer *m_legendShrink = nullptr; // shrinks the legend to what is drawn once a row has been spare a while
-    StoreChanges m_batchChanges{
-        std::numeric_limits<size_t>::max(), {}, {}, false}; // gathered from row signals
+    StoreChanges m_batchChanges{std::numeric_limits<size_t>::max(), {}, {}, false, {}}; // from row signals
 };
 
 } // namespace rpcscope

@@ -313,13 +313,6 @@ ScenarioResult runAppRetry(const ScenarioContext &ctx, const ScenarioParams &p)
     std::string problem;
     // An attempt needs a few milliseconds to reach the server; with less left the app gives up, as apps do.
     constexpr std::int64_t kShortestAttemptNs = 5'000'000;
-    auto leftMs = [&](std::int64_t start) { return double(budget - (steadyNowNs() - start)) / 1e6; };
-    auto fixed0 = [](double v) {
-        std::ostringstream w;
-        w.precision(0);
-        w << std::fixed << v;
-        return w.str();
-    };
     for (int code : {kUnavailable, int(grpc::StatusCode::INVALID_ARGUMENT)}) {
         const auto id = ctx.nextCallId();
         const std::int64_t start = steadyNowNs();
@@ -329,8 +322,7 @@ ScenarioResult runAppRetry(const ScenarioContext &ctx, const ScenarioParams &p)
         for (int k = 0;; ++k) {
             const std::int64_t remaining = budget - (steadyNowNs() - start);
             if (attempts > 0 && remaining < kShortestAttemptNs) {
-                why = "the remaining budget of " + fixed0(double(remaining) / 1e6) +
-                      " ms is too short for an attempt";
+                why = "the remaining budget of " + msText(remaining) + " is too short for an attempt";
                 break;
             }
             last =
@@ -346,9 +338,9 @@ ScenarioResult runAppRetry(const ScenarioContext &ctx, const ScenarioParams &p)
                 break;
             }
             const double waitMs = base * std::pow(2.0, k) * jitter(rng);
-            const double left = leftMs(start);
+            const double left = double(budget - (steadyNowNs() - start)) / 1e6;
             if (waitMs >= left) {
-                why = "next wait " + fixed0(waitMs) + " ms exceeds the remaining budget of " + fixed0(left) +
+                why = "next wait " + fixed(waitMs) + " ms exceeds the remaining budget of " + fixed(left) +
                       " ms";
                 break;
             }
