@@ -198,7 +198,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     const LaneMetrics &m = ctx.metrics;
     if (ctx.layout.oneRow(index)) return paintRow(p, ctx, index, top);
     const Call &call = ctx.store.calls()[index];
-    const double laneBottom = top + m.callLaneHeight(false, call.attempts.size());
+    const double laneBottom = top + m.callLaneHeight(false, ctx.layout.laneRows(call));
     const double right = rect.right();
     paintGrid(p, ctx, top + m.callHeader, laneBottom);
 
@@ -462,6 +462,8 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     p->restore();
 
     MarkersPass::paintLane(p, ctx, call, top, laneBottom, small, smallFm);
+    if (ctx.layout.hasSuppressedRow(call))
+        MarkersPass::paintSuppressed(p, ctx, call, top + m.attemptTop(false, call.attempts.size()), smallFm);
 
     // Deadline: a dashed line where the call's budget runs out, or an arrow at the edge when it is off-range.
     if (deadline) {

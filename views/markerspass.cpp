@@ -121,8 +121,8 @@ void MarkersPass::paintBand(QPainter *p, const PaintContext &ctx, const QRectF &
     }
 }
 
-// Lab events tied to a call: a retry the client chose not to make goes in the lane header, left of the
-// deadline label, so it never covers a gap label; policy markers (hedges, budget checks...) at their time.
+// Lab events tied to a call: policy markers (hedges, budget checks...) at their time. A retry the client
+// chose not to make goes in the lane header (paintSuppressed), so it never covers a gap label.
 void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &call, double top,
                             double laneBottom, const QFont &small, const QFontMetricsF &smallFm)
 {
@@ -132,14 +132,6 @@ void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &ca
     const auto events = ctx.index.labEventsOfCall(call.key);
     if (events.empty()) return;
     p->setFont(small);
-    for (const LabEventRecord *e : events) {
-        if (e->kind != "retry-suppressed") continue;
-        const QString text = QStringLiteral("✕ retry suppressed: %1").arg(QString::fromStdString(e->detail));
-        const double tw = smallFm.horizontalAdvance(text);
-        p->setPen(th.deadline);
-        p->drawText(QRectF(right - 270 * ctx.metrics.scale - tw, top, tw + 2, ctx.metrics.callHeader),
-                    Qt::AlignLeft | Qt::AlignVCenter, text);
-    }
     double lastTextRight = -1e9;
     const double r = radius(ctx.metrics.scale);
     // In the first attempt row's top strip, where only gap labels of later rows never go.
@@ -160,6 +152,45 @@ void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &ca
                         Qt::AlignVCenter | Qt::AlignLeft, text);
             lastTextRight = std::max(lastTextRight, textLeft + tw + 6);
         }
+    }
+}
+
+void MarkersPass::paintSuppressed(QPainter *p, const PaintContext &ctx, const Call &call, double rowTop,
+                                  const QFontMetricsF &smallFm)
+{
+    const TimeAxis &ax = ctx.axis;
+    const LaneMetrics &m = ctx.metrics;
+    const double right = ctx.rect.right();
+    const double cy = rowTop + m.barOffset(false) + m.barHeight / 2;
+    const QRectF rowBox(ctx.rect.left() + 22 * m.scale, rowTop, m.labelWidth - 26 * m.scale, m.attemptHeight);
+    p->setPen(ctx.theme.deadline);
+    p->drawText(QRectF(rowBox.left(), cy - m.barHeight / 2 - 3, rowBox.width(), m.barHeight + 6),
+                Qt::AlignVCenter | Qt::AlignLeft,
+                smallFm.elidedText(QStringLiteral("✕ not retried"), Qt::ElideRight, rowBox.width()));
+    const double r = radius(m.scale);
+    // Below this, not even "retry suppressed" is readable beside the cross: the tooltip tells it.
+    const double least = smallFm.horizontalAdvance(QStringLiteral("retry…"));
+    double textLeft = ax.left; // a second reason (rare) goes after the first
+    for (const LabEventRecord *e : ctx.index.labEventsOfCall(call.key)) {
+        if (!suppressedRetry(e)) continue;
+        const double x = std::clamp(ax.timeToX(e->tNs), ax.left + r, right - r);
+        p->setPen(QPen(ctx.theme.deadline, 2 * m.scale));
+        p->drawLine(QPointF(x - r, cy - r), QPointF(x + r, cy + r));
+        p->drawLine(QPointF(x - r, cy + r), QPointF(x + r, cy - r));
+        const QString text = QStringLiteral("retry suppressed: %1").arg(QString::fromStdString(e->detail));
+        const double tw = smallFm.horizontalAdvance(text);
+        // Right of the cross where it fits; else left of it, ending at the cross; else in the wider side.
+        const double rightRoom = right - 8 - (x + r + 6), leftRoom = x - r - 6 - textLeft;
+        const bool toRight = tw <= rightRoom || (tw > leftRoom && rightRoom >= leftRoom);
+        const double room = std::min(tw, toRight ? rightRoom : leftRoom);
+        if (room < least) continue;
+        const QString shown = smallFm.elidedText(text, Qt::ElideRight, room + 1);
+        const double sw = smallFm.horizontalAdvance(shown);
+        const double left = toRight ? x + r + 6 : x - r - 6 - sw;
+        p->setPen(ctx.theme.deadline);
+        p->drawText(QRectF(left, cy - m.barHeight / 2 - 3, sw + 2, m.barHeight + 6),
+                    Qt::AlignVCenter | Qt::AlignLeft, shown);
+        textLeft = std::max(textLeft, left + sw + 8);
     }
 }
 

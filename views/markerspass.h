@@ -65,9 +65,15 @@ public:
 
     // The markers of calls without a lane, along the policy band.
     static void paintBand(QPainter *p, const PaintContext &ctx, const QRectF &band);
-    // The lab events tied to one call, over its lane (top to laneBottom).
+    // The lab events tied to one call, over its lane (top to laneBottom): its policy markers at their times.
     static void paintLane(QPainter *p, const PaintContext &ctx, const Call &call, double top,
                           double laneBottom, const QFont &small, const QFontMetricsF &smallFm);
+    // A retry the client chose not to make (a lab event "retry-suppressed"): a row of its own below the
+    // call's attempts (TimelineLayout::laneRows), where the next attempt would have been, with a cross at the
+    // time the client decided and its reason beside it, cut short with an ellipsis where the row is too
+    // narrow (the tooltip has it whole).
+    static void paintSuppressed(QPainter *p, const PaintContext &ctx, const Call &call, double rowTop,
+                                const QFontMetricsF &smallFm);
     // Hover and selection of an attempt, and the span being rubber-banded with its length.
     static void paintOverlay(QPainter *p, const PaintContext &ctx);
 };

@@ -162,6 +162,16 @@ TimelinePainter::Hit TimelinePainter::hitTest(const QPointF &pos, const QRectF &
         hit.rect = QRectF(rect.left(), blockTop, rect.width(), m_metrics.callHeader);
         return hit;
     }
+    // The row of a retry the client chose not to make: its reason, whole.
+    if (k == call.attempts.size() && lay.hasSuppressedRow(call)) {
+        for (const LabEventRecord *e : m_index.labEventsOfCall(call.key))
+            if (e->kind == "retry-suppressed") {
+                hit.kind = Hit::LabEvent;
+                hit.labEvent = e;
+                hit.rect = QRectF(rect.left(), blockTop + m_metrics.attemptTop(false, k), rect.width(), rowH);
+                return hit;
+            }
+    }
     if (k >= call.attempts.size()) return hit;
     // A whole attempt row is the target when the pointer is over its label; on the time axis, the bar.
     if (overLabel || onBar) {

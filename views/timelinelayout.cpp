@@ -261,16 +261,17 @@ bool TimelineLayout::fitsOneRow(const TimelineStore &store, size_t call) const
 void TimelineLayout::addCall(const TimelineStore &store, size_t call, const LaneMetrics &m)
 {
     const bool one = fitsOneRow(store, call);
-    const double h = m.callLaneHeight(one, store.calls()[call].attempts.size());
+    const double h = m.callLaneHeight(one, laneRows(store.calls()[call]));
     m_blockOfCall[call] = std::uint32_t(m_blocks.size());
     m_blocks.push_back({LaneBlock::CallLane, std::uint32_t(call), m_y, h, one});
     m_y += h + m_spacing;
     ++m_callLanes;
 }
 
-bool TimelineLayout::noteLabEvents(const TimelineStore &store)
+bool TimelineLayout::noteLabEvents(const TimelineStore &store, bool *suppressedAdded)
 {
     bool added = false;
+    bool suppressed = false;
     const auto &events = store.labEvents();
     // By position among every lab event recorded (TimelineStore::labEventsCut), so a retention cut of the
     // oldest costs nothing here, and a rebuild of the lanes (after every cut) only looks at the events new
@@ -281,14 +282,18 @@ bool TimelineLayout::noteLabEvents(const TimelineStore &store)
         m_labMoved = store.labEventsMoved();
         m_labSeen = 0;
         m_marked.clear();
+        m_suppressed.clear();
     }
     for (size_t i = m_labSeen > cut ? size_t(m_labSeen - cut) : 0; i < events.size(); ++i) {
         const LabEventRecord &e = events[i];
         ++m_labLooked;
-        if (!e.callId.empty() && (e.kind == "retry-suppressed" || markerLabel(e.kind)))
-            added |= m_marked.insert(e.callId).second;
+        if (e.callId.empty()) continue;
+        const bool retrySuppressed = e.kind == "retry-suppressed";
+        if (retrySuppressed) suppressed |= m_suppressed.insert(e.callId).second;
+        if (retrySuppressed || markerLabel(e.kind)) added |= m_marked.insert(e.callId).second;
     }
     m_labSeen = cut + events.size();
+    if (suppressedAdded) *suppressedAdded = suppressed;
     return added;
 }
 
@@ -450,15 +455,16 @@ bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &chan
         store.connections().size() != m_connections || changes.firstNewCall != m_blockOfCall.size() ||
         store.calls().size() < m_blockOfCall.size())
         return false;
-    // A marker now on a lane can take a call off its one row.
-    if (noteLabEvents(store) && m_compact) return false;
+    // A marker now on a lane can take a call off its one row; a suppressed retry adds a row to its lane.
+    bool suppressedAdded = false;
+    if (noteLabEvents(store, &suppressedAdded) && (m_compact || suppressedAdded)) return false;
     // One pass from the first lane that grew, carrying the growth of every lane above.
     std::vector<std::pair<size_t, double>> grown; // (block, new height)
     for (size_t call : changes.callsWithNewAttempts) {
         const size_t b = blockOfCall(call);
         if (b >= m_blocks.size()) return false;
         m_blocks[b].oneRow = fitsOneRow(store, call);
-        const double h = m.callLaneHeight(m_blocks[b].oneRow, store.calls()[call].attempts.size());
+        const double h = m.callLaneHeight(m_blocks[b].oneRow, laneRows(store.calls()[call]));
         if (h != m_blocks[b].h) grown.emplace_back(b, h);
     }
     std::sort(grown.begin(), grown.end());

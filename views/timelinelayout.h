@@ -205,6 +205,16 @@ public:
         const size_t b = blockOfCall(call);
         return b < m_blocks.size() && m_blocks[b].oneRow;
     }
+    // A call's rows below its header: its attempts, and one more for a retry the client chose not to make
+    // (a lab event "retry-suppressed"), where the next attempt would have been.
+    size_t laneRows(const Call &call) const
+    {
+        return call.attempts.size() + (hasSuppressedRow(call) ? 1 : 0);
+    }
+    bool hasSuppressedRow(const Call &call) const
+    {
+        return !m_suppressed.empty() && m_suppressed.count(call.key);
+    }
     // The top of the block showing `call`, or -1 when it is hidden.
     double laneY(size_t call) const
     {
@@ -216,7 +226,8 @@ private:
     void addCall(const TimelineStore &store, size_t call, const LaneMetrics &m);
     bool fitsOneRow(const TimelineStore &store, size_t call) const;
     // Takes in lab events not seen yet; true when one puts a marker on a call's lane for the first time.
-    bool noteLabEvents(const TimelineStore &store);
+    // `suppressedAdded`, when given, says whether a call got its row of a suppressed retry.
+    bool noteLabEvents(const TimelineStore &store, bool *suppressedAdded = nullptr);
 
     std::vector<LaneBlock> m_blocks;
     std::vector<Group> m_groups;
@@ -229,9 +240,10 @@ private:
     double m_scale = 0;
     size_t m_connections = 0;
     bool m_compact = false;
-    std::set<std::string> m_expanded;         // the filter's, for update()
-    std::unordered_set<std::string> m_marked; // calls with markers on their lane: never one row
-    std::uint64_t m_labSeen = 0;              // a position among every lab event recorded
+    std::set<std::string> m_expanded;             // the filter's, for update()
+    std::unordered_set<std::string> m_marked;     // calls with markers on their lane: never one row
+    std::unordered_set<std::string> m_suppressed; // calls with a suppressed retry: a row more
+    std::uint64_t m_labSeen = 0;                  // a position among every lab event recorded
     std::uint64_t m_labMoved = ~std::uint64_t(0);
     std::uint64_t m_labLooked = 0;
 };

@@ -519,6 +519,78 @@ private slots:
         QCOMPARE(view.zoomControl().scrollY(), own);
     }
 
+    // A retry the client chose not to make gets a row of its own where the next attempt would have been: a
+    // cross at the time the client decided, its reason beside it, and the reason whole on hover. Its words
+    // once sat at a fixed place in the header, over the call's summary.
+    void suppressedRetryHasItsOwnRow()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        SwimlaneView view(&model);
+        view.setDensity(LaneDensity::Comfortable);
+        view.resize(1200, 700);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        TimelinePainter &painter = view.timelinePainter();
+        const LaneMetrics &m = painter.metrics();
+        auto laneHeight = [&](size_t call) {
+            const TimelineLayout &lay = painter.layout();
+            return lay.blocks()[lay.blockOfCall(call)].h;
+        };
+        const double plain = laneHeight(1);
+        const double otherPlain = laneHeight(0);
+        // Arriving in a batch of its own, after the lanes were laid out (the client decides after the
+        // attempt ended), as the lab and an ingesting app report it.
+        model.appendBatch({labEvent(150 * ms, "retry-suppressed",
+                                    "next wait 80 ms exceeds the remaining 0 ms", "deadline-1")});
+        view.repaint();
+        QCOMPARE(laneHeight(1), plain + m.attemptHeight);
+        QCOMPARE(laneHeight(0), otherPlain);
+        QVERIFY(painter.layout().laneY(1) > painter.layout().laneY(0));
+
+        const auto [lo, hi] = painter.fullRange();
+        painter.setRange(lo, hi);
+        const QRectF rect = view.canvas();
+        const QImage img = render(painter, rect);
+        const TimeAxis ax = painter.axis(rect);
+        const QRectF attempt = painter.attemptRect(1, 0, rect);
+        const double rowTop = attempt.top() - m.barOffset(false) + m.attemptHeight;
+        // The deadline's red, text's edges blended into the background included.
+        const QColor deadline = painter.theme().deadline;
+        auto reds = [&](const QRect &r) {
+            int n = 0;
+            for (int y = r.top(); y <= r.bottom(); ++y)
+                for (int x = r.left(); x <= r.right(); ++x) {
+                    const QColor c(img.pixel(x, y));
+                    n += c.red() > 120 && c.red() - c.green() > 60 && c.red() - c.blue() > 60 &&
+                         std::abs(c.green() - c.blue()) < 40;
+                }
+            return n;
+        };
+        QVERIFY(deadline.red() - deadline.green() > 60);
+        // The row's label and its cross and reason, in the deadline's colour; nothing of it in the header.
+        const QRect row = QRect(int(rect.left()), int(rowTop), int(rect.width()), int(m.attemptHeight) - 2);
+        QVERIFY(reds(QRect(row.left(), row.top(), int(ax.left - rect.left()), row.height())) > 30);
+        const double x = ax.timeToX(150 * ms);
+        QVERIFY(reds(QRect(int(x) - 5, row.top(), 11, row.height())) > 10);
+        // The reason left of the cross (the view's edge is close on its right), clear of the deadline line.
+        QVERIFY(reds(QRect(int(ax.left), row.top(), int(ax.timeToX(140 * ms) - ax.left) - 4, row.height())) >
+                150);
+        const double header = attempt.top() - m.barOffset(false) - m.callHeader;
+        const QRect headerBox(int(ax.left), int(header) + 2, int(ax.timeToX(140 * ms) - ax.left) - 130,
+                              int(m.callHeader) - 4);
+        QCOMPARE(reds(headerBox), 0);
+
+        const auto hit = painter.hitTest(QPointF(x - 40, rowTop + m.attemptHeight / 2), rect);
+        QCOMPARE(hit.kind, TimelinePainter::Hit::LabEvent);
+        QVERIFY(hit.labEvent && hit.labEvent->kind == "retry-suppressed");
+        const QString tip = view.toolTipFor(hit);
+        QVERIFY2(tip.contains(QStringLiteral("next wait 80 ms exceeds the remaining 0 ms")), qPrintable(tip));
+        // The attempt above it is still itself.
+        QCOMPARE(painter.hitTest(attempt.center(), rect).kind, TimelinePainter::Hit::Attempt);
+    }
+
     void legendListsWhatWasDrawn()
     {
         // A retry story: statuses, backoff gaps, deadlines, one connection.
