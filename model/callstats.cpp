@@ -374,12 +374,12 @@ void CallStats::update(const TimelineStore &store, const StoreChanges &changes)
 {
     const auto &calls = store.calls();
     // An attempt placed before others moved them up by one: so does what each of them counted.
-    for (const auto &[i, at] : changes.attemptsPlacedBefore) {
-        if (i >= calls.size() || i >= changes.firstNewCall || at >= 64) continue;
-        Contribution *c = slot(calls[i].serial);
+    for (const StoreChanges::Placed &p : changes.attemptsPlacedBefore) {
+        if (p.call >= calls.size() || p.call >= changes.firstNewCall || p.at >= 64) continue;
+        Contribution *c = slot(calls[p.call].serial);
         if (!c) continue;
-        const std::uint64_t below = at ? c->attemptsCounted & (~std::uint64_t(0) >> (64 - at)) : 0;
-        c->attemptsCounted = below | (c->attemptsCounted >> at << (at + 1));
+        const std::uint64_t below = p.at ? c->attemptsCounted & (~std::uint64_t(0) >> (64 - p.at)) : 0;
+        c->attemptsCounted = below | (c->attemptsCounted >> p.at << (p.at + 1));
     }
     for (size_t i : changes.callsWithNewAttempts)
         if (i < changes.firstNewCall && i < calls.size()) account(store, calls[i]);

@@ -228,15 +228,32 @@ void TimelineModel::applyBatch(EventSpan batch)
     const StoreChanges ch = take(batch);
     step.emplace("append: rows and retention");
 
-    // Existing calls that gained attempts: one insertion per call.
+    // Existing calls that gained attempts: one insertion per call at its end, and one per attempt placed
+    // before others (with the appends between), where it went, so a selected attempt row stays on its
+    // attempt.
+    std::vector<StoreChanges::Placed> byCall = ch.attemptsPlacedBefore; // rare: mostly empty
+    std::stable_sort(
+        byCall.begin(), byCall.end(),
+        [](const StoreChanges::Placed &a, const StoreChanges::Placed &b) { return a.call < b.call; });
+    size_t placed = 0;
     for (size_t call : ch.callsWithNewAttempts) {
-        const int have = m_publishedAttempts[call];
-        const int now = int(m_store.calls()[call].attempts.size());
-        if (now > have) {
-            beginInsertRows(index(int(call), 0), have, now - 1);
-            m_publishedAttempts[call] = now;
+        const QModelIndex parent = index(int(call), 0);
+        auto append = [&](int upTo) {
+            if (const int have = m_publishedAttempts[call]; upTo > have) {
+                beginInsertRows(parent, have, upTo - 1);
+                m_publishedAttempts[call] = upTo;
+                endInsertRows();
+            }
+        };
+        for (; placed < byCall.size() && byCall[placed].call <= call; ++placed) {
+            const StoreChanges::Placed &p = byCall[placed];
+            if (p.call != call) continue;
+            append(int(p.had));
+            beginInsertRows(parent, int(p.at), int(p.at));
+            ++m_publishedAttempts[call];
             endInsertRows();
         }
+        append(int(m_store.calls()[call].attempts.size()));
     }
     for (size_t call : ch.changedCalls) {
         const QModelIndex callIndex = index(int(call), 0);

@@ -398,12 +398,12 @@ void TimelineStore::onRequestHeaders(const WireEvent &e, StoreChanges &ch)
         at = size_t(std::upper_bound(call.attempts.begin(), call.attempts.end(), a.startNs,
                                      [](std::int64_t t, const Attempt &x) { return t < x.startNs; }) -
                     call.attempts.begin());
+        ch.attemptsPlacedBefore.push_back({callIndex, at, call.attempts.size()});
         call.attempts.insert(call.attempts.begin() + std::ptrdiff_t(at), std::move(a));
         for (size_t k = at + 1; k < call.attempts.size(); ++k)
             if (auto it = m_openStreams.find(streamKey(call.attempts[k].connection, call.attempts[k].stream));
                 it != m_openStreams.end() && it->second.call == callIndex)
                 it->second.attempt = k;
-        ch.attemptsPlacedBefore.emplace_back(callIndex, at);
         if (at == 0 && !call.traceId.empty()) retraceStart(callIndex);
     } else {
         call.attempts.push_back(std::move(a));

@@ -21,9 +21,15 @@ struct StoreChanges
     std::vector<size_t> callsWithNewAttempts; // existing calls that gained attempts (sorted, unique)
     std::vector<size_t> changedCalls;         // existing calls whose data changed (sorted, unique)
     bool connectionsChanged = false;
-    // (call, position) of an attempt placed before attempts the call already had, in the order placed: it
-    // started before them but came later (another hop's decoder behind). Those attempts moved up by one.
-    std::vector<std::pair<size_t, size_t>> attemptsPlacedBefore;
+    // An attempt placed before attempts the call already had, in the order placed: it started before them
+    // but came later (another hop's decoder behind). Those attempts moved up by one.
+    struct Placed
+    {
+        size_t call = 0;
+        size_t at = 0;  // its position
+        size_t had = 0; // the call's attempts just before (the others of the batch were appended)
+    };
+    std::vector<Placed> attemptsPlacedBefore;
 };
 
 // Where calls move when retention evicts some: `evicted` holds store indices before the eviction, ascending;
