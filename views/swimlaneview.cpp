@@ -63,10 +63,14 @@ SwimlaneView::SwimlaneView(TimelineModel *model, QWidget *parent)
     // The model announces exactly which calls each batch touched; the painter updates its caches from those
     // (a full rebuild costs ~40 ms at 100,000 calls, far more than the 16 ms between batches).
     connect(m_model, &QAbstractItemModel::rowsInserted, this,
-            [this](const QModelIndex &parent, int first, int) {
-                if (parent.isValid())
+            [this](const QModelIndex &parent, int first, int last) {
+                if (parent.isValid()) {
                     m_batchChanges.callsWithNewAttempts.push_back(size_t(parent.row()));
-                else
+                    // Rows inserted before others: an attempt placed before attempts its call had.
+                    if (const int rows = m_model->rowCount(parent); last + 1 < rows)
+                        m_batchChanges.attemptsPlacedBefore.push_back(
+                            {size_t(parent.row()), size_t(first), size_t(rows - (last - first + 1))});
+                } else
                     m_batchChanges.firstNewCall = std::min(m_batchChanges.firstNewCall, size_t(first));
             });
     connect(m_model, &QAbstractItemModel::dataChanged, this,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <unordered_map>
 
 namespace rpcscope {
@@ -315,12 +316,26 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
         const Attempt *a = c.outcomeAttempt();
         return a && a->status.value_or(-1) != 0;
     };
+    // Lanes in the order the calls started. The store holds them as they came: another hop's decoder behind
+    // (a busy machine) hands over calls that started before ones already there.
+    std::vector<std::uint32_t> order;
+    const bool inOrder = std::is_sorted(
+        calls.begin(), calls.end(), [](const Call &a, const Call &b) { return a.startNs() < b.startNs(); });
+    if (!inOrder) {
+        order.resize(calls.size());
+        std::iota(order.begin(), order.end(), 0u);
+        std::stable_sort(order.begin(), order.end(), [&calls](std::uint32_t a, std::uint32_t b) {
+            return calls[a].startNs() < calls[b].startNs();
+        });
+    }
+    auto callAt = [&](size_t k) { return inOrder ? k : size_t(order[k]); };
 
     if (grouping == LaneGrouping::Chain) {
         // Roots in start order, each followed by the calls made while serving it, depth first.
         std::vector<std::vector<std::uint32_t>> children(calls.size());
         std::vector<std::uint32_t> roots;
-        for (size_t i = 0; i < calls.size(); ++i) {
+        for (size_t k = 0; k < calls.size(); ++k) {
+            const size_t i = callAt(k);
             const auto parent = calls[i].parentCall;
             if (parent && *parent < calls.size() && *parent != i)
                 children[*parent].push_back(std::uint32_t(i));
@@ -346,15 +361,16 @@ void TimelineLayout::build(const TimelineStore &store, LaneGrouping grouping, co
             m_blocks.push_back({LaneBlock::ConnectionLane, index, m_y, double(m.connectionHeight), false});
             m_y += m.connectionHeight + m_spacing;
         }
-        for (size_t i = 0; i < calls.size(); ++i)
-            if (all || filter.matches(calls[i], &store)) addCall(store, i, m);
+        for (size_t k = 0; k < calls.size(); ++k)
+            if (const size_t i = callAt(k); all || filter.matches(calls[i], &store)) addCall(store, i, m);
     } else {
         // Groups in order of their first call, calls in start order within a group.
         std::vector<std::vector<std::uint32_t>> members;
         std::unordered_map<std::string, size_t> byMethod;
         std::unordered_map<std::uint32_t, size_t> byConnection;
         std::vector<std::uint32_t> groupConnection;
-        for (size_t i = 0; i < calls.size(); ++i) {
+        for (size_t k = 0; k < calls.size(); ++k) {
+            const size_t i = callAt(k);
             const Call &c = calls[i];
             if (!all && !filter.matches(c, &store)) continue;
             size_t g;
@@ -458,6 +474,9 @@ bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &chan
     // A marker now on a lane can take a call off its one row; a suppressed retry adds a row to its lane.
     bool suppressedAdded = false;
     if (noteLabEvents(store, &suppressedAdded) && (m_compact || suppressedAdded)) return false;
+    // A call whose start moved earlier (an attempt placed before its first) may belong higher up.
+    for (const StoreChanges::Placed &p : changes.attemptsPlacedBefore)
+        if (p.at == 0 && p.call < changes.firstNewCall) return false;
     // One pass from the first lane that grew, carrying the growth of every lane above.
     std::vector<std::pair<size_t, double>> grown; // (block, new height)
     for (size_t call : changes.callsWithNewAttempts) {
@@ -481,10 +500,32 @@ bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &chan
     m_y += shift;
     m_spacing = m.callSpacing;
     m_blockOfCall.resize(store.calls().size(), ~std::uint32_t(0));
-    for (size_t i = changes.firstNewCall; i < store.calls().size(); ++i)
+    for (size_t i = changes.firstNewCall; i < store.calls().size(); ++i) {
         addCall(store, i, m);
+        placeLastLane(store);
+    }
     m_height = m_y;
     return true;
+}
+
+void TimelineLayout::placeLastLane(const TimelineStore &store)
+{
+    const auto &calls = store.calls();
+    const size_t last = m_blocks.size() - 1;
+    const std::int64_t start = calls[m_blocks[last].index].startNs();
+    size_t pos = last;
+    while (pos > 0 && last - pos < kReorderLanes && m_blocks[pos - 1].kind == LaneBlock::CallLane &&
+           calls[m_blocks[pos - 1].index].startNs() > start)
+        --pos;
+    if (pos == last) return;
+    double y = m_blocks[pos].y;
+    std::rotate(m_blocks.begin() + std::ptrdiff_t(pos), m_blocks.begin() + std::ptrdiff_t(last),
+                m_blocks.end());
+    for (size_t b = pos; b < m_blocks.size(); ++b) {
+        m_blocks[b].y = y;
+        y += m_blocks[b].h + m_spacing;
+        m_blockOfCall[m_blocks[b].index] = std::uint32_t(b);
+    }
 }
 
 bool TimelineLayout::removeCalls(const TimelineStore &store, const EvictionShift &shift, size_t evicted,

@@ -224,6 +224,9 @@ public:
 
 private:
     void addCall(const TimelineStore &store, size_t call, const LaneMetrics &m);
+    // The lane update() just added goes up among the last kReorderLanes lanes while they started after it.
+    void placeLastLane(const TimelineStore &store);
+    static constexpr size_t kReorderLanes = 512;
     bool fitsOneRow(const TimelineStore &store, size_t call) const;
     // Takes in lab events not seen yet; true when one puts a marker on a call's lane for the first time.
     // `suppressedAdded`, when given, says whether a call got its row of a suppressed retry.

@@ -14,6 +14,7 @@
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QtTest>
+#include <numeric>
 
 using namespace rpcscope;
 using namespace rpcscope::rendertest;
@@ -589,6 +590,53 @@ private slots:
         QVERIFY2(tip.contains(QStringLiteral("next wait 80 ms exceeds the remaining 0 ms")), qPrintable(tip));
         // The attempt above it is still itself.
         QCOMPARE(painter.hitTest(attempt.center(), rect).kind, TimelinePainter::Hit::Attempt);
+    }
+
+    // Lanes go in the order the calls started, whatever order the calls came in: another hop's decoder behind
+    // hands over a call that started before calls already on screen.
+    void lanesInStartOrder()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch({opened(1), req(1, 10 * ms, std::nullopt, "a", 5000 * ms),
+                           req(3, 30 * ms, std::nullopt, "b", 5000 * ms),
+                           req(5, 40 * ms, std::nullopt, "c", 5000 * ms)});
+        SwimlaneView view(&model);
+        view.resize(1000, 700);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        TimelinePainter &painter = view.timelinePainter();
+        auto order = [&] {
+            const auto &calls = model.store().calls();
+            std::vector<size_t> idx(calls.size());
+            std::iota(idx.begin(), idx.end(), size_t(0));
+            std::sort(idx.begin(), idx.end(),
+                      [&](size_t x, size_t y) { return painter.laneY(x) < painter.laneY(y); });
+            QStringList keys;
+            for (size_t i : idx)
+                keys << QString::fromStdString(calls[i].key);
+            return keys;
+        };
+        QCOMPARE(order(), QStringList({"a", "b", "c"}));
+        // Late, in a batch of its own: placed among the lanes there (the layout follows the batch).
+        model.appendBatch({req(7, 20 * ms, std::nullopt, "late", 5000 * ms), end(7, 21 * ms, 0)});
+        view.repaint();
+        QCOMPARE(order(), QStringList({"a", "late", "b", "c"}));
+        // The lanes below it moved down by its height; none overlaps another.
+        const TimelineLayout &lay = painter.layout();
+        for (size_t b = 1; b < lay.blocks().size(); ++b)
+            QVERIFY(lay.blocks()[b].y >= lay.blocks()[b - 1].y + lay.blocks()[b - 1].h);
+        for (size_t b = 0; b < lay.blocks().size(); ++b)
+            if (lay.blocks()[b].kind == LaneBlock::CallLane)
+                QCOMPARE(lay.blockOfCall(lay.blocks()[b].index), b);
+        // A first copy that came late moves its call's start: the call's lane goes up.
+        model.appendBatch({req(9, 5 * ms, std::nullopt, "c", 5000 * ms)});
+        view.repaint();
+        QCOMPARE(order(), QStringList({"c", "a", "late", "b"}));
+        // Grouped by method, the group's calls in start order too.
+        view.setGrouping(LaneGrouping::Method);
+        view.repaint();
+        QCOMPARE(order(), QStringList({"c", "a", "late", "b"}));
     }
 
     void legendListsWhatWasDrawn()
