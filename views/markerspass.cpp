@@ -168,8 +168,8 @@ void MarkersPass::paintSuppressed(QPainter *p, const PaintContext &ctx, const Ca
                 Qt::AlignVCenter | Qt::AlignLeft,
                 smallFm.elidedText(QStringLiteral("✕ not retried"), Qt::ElideRight, rowBox.width()));
     const double r = radius(m.scale);
-    // Below this, not even "retry suppressed" is readable beside the cross: the tooltip tells it.
-    const double least = smallFm.horizontalAdvance(QStringLiteral("retry…"));
+    // Below this, not even a word of the reason is readable beside the cross: the tooltip tells it.
+    const double least = smallFm.horizontalAdvance(QStringLiteral("next…"));
     double textLeft = ax.left; // a second reason (rare) goes after the first
     for (const LabEventRecord *e : ctx.index.labEventsOfCall(call.key)) {
         if (!suppressedRetry(e)) continue;
@@ -177,7 +177,8 @@ void MarkersPass::paintSuppressed(QPainter *p, const PaintContext &ctx, const Ca
         p->setPen(QPen(ctx.theme.deadline, 2 * m.scale));
         p->drawLine(QPointF(x - r, cy - r), QPointF(x + r, cy + r));
         p->drawLine(QPointF(x - r, cy + r), QPointF(x + r, cy - r));
-        const QString text = QStringLiteral("retry suppressed: %1").arg(QString::fromStdString(e->detail));
+        // The row's label says what it is: the reason alone, so more of it fits.
+        const QString text = QString::fromStdString(e->detail);
         const double tw = smallFm.horizontalAdvance(text);
         // Right of the cross where it fits; else left of it, ending at the cross; else in the wider side.
         const double rightRoom = right - 8 - (x + r + 6), leftRoom = x - r - 6 - textLeft;
