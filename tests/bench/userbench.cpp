@@ -292,6 +292,7 @@ struct Lane
     pid_t capturePid = -1; // rpcscope lanes: whose relay threads are counted
     pid_t leanPid = -1;    // the leanest relay's process
     std::vector<double> us = {};
+    std::vector<std::vector<double>> rounds = {}; // the same latencies, a vector per round
     std::int64_t relayNs = 0;
     std::int64_t decoderNs = 0; // of which the decoder thread's (it also encodes and writes the capture file)
     std::int64_t relaySwitches = 0;
@@ -494,6 +495,7 @@ int main(int argc, char **argv)
                 l.calls += calls + warmup;
                 l.failures += run.failures;
                 l.us.insert(l.us.end(), run.us.begin(), run.us.end());
+                l.rounds.push_back(std::move(run.us));
             }
         for (const CaptureLane &c : captures)
             c.proc->stop(20000);
@@ -538,6 +540,27 @@ int main(int argc, char **argv)
                 };
                 ratioRow("p50", p50 - dP50, median(s->us) - dP50);
                 ratioRow("p99", p99 - dP99, percentile(s->us, 99) - dP99);
+                // How far one round is from another: the same ratio in each round alone (3,000 calls, so
+                // its p99 is the 30th slowest call), against that round's direct and socat.
+                if (l.name == "rpcscope" && l.rounds.size() == d.rounds.size() &&
+                    l.rounds.size() == s->rounds.size()) {
+                    for (const double q : {50.0, 99.0}) {
+                        std::string each;
+                        std::vector<double> ratios;
+                        for (size_t r = 0; r < l.rounds.size(); ++r) {
+                            if (l.rounds[r].empty() || d.rounds[r].empty() || s->rounds[r].empty()) continue;
+                            const double dq = percentile(d.rounds[r], q);
+                            const double sq = percentile(s->rounds[r], q) - dq;
+                            const double mine = percentile(l.rounds[r], q) - dq;
+                            each += (each.empty() ? "" : " ") +
+                                    (sq > 0 ? fmt("%.2f", mine / sq) : std::string("n/a"));
+                            if (sq > 0) ratios.push_back(mine / sq);
+                        }
+                        rows.push_back(
+                            {"  " + l.name + " overhead / socat's, p" + fmt("%.0f", q) + ", each round", each,
+                             "", ratios.empty() ? "" : fmt("%.2f", median(ratios)), "", ""});
+                    }
+                }
             }
         }
         for (const Lane &l : lanes)
