@@ -26,9 +26,9 @@ MarkersPass::Clusters MarkersPass::clusters(std::span<const LabEventRecord *cons
     // A marker joins the cluster before it while its diamond would touch that cluster's first diamond.
     const double apart = 2 * radius(scale) + 2;
     Clusters out;
-    // Reported events mostly come in time order and without suppressed retries (those stay in lane headers):
-    // then the markers in view and each cluster's end are found by bisection, so a burst of a million events
-    // costs a paint a few bisections per cluster drawn, not a walk placing each one.
+    // Reported events mostly come in time order and without suppressed retries (those have rows of their
+    // own): then the markers in view and each cluster's end are found by bisection, so a burst of a million
+    // events costs a paint a few bisections per cluster drawn, not a walk placing each one.
     bool plain = true;
     for (size_t i = 0; i < events.size() && plain && !inOrder; ++i)
         plain = !suppressedRetry(events[i]) && (i == 0 || !earlier(events[i], events[i - 1]));
@@ -122,7 +122,7 @@ void MarkersPass::paintBand(QPainter *p, const PaintContext &ctx, const QRectF &
 }
 
 // Lab events tied to a call: policy markers (hedges, budget checks...) at their time. A retry the client
-// chose not to make goes in the lane header (paintSuppressed), so it never covers a gap label.
+// chose not to make has a row of its own below the attempts (paintSuppressed), so it never covers a label.
 void MarkersPass::paintLane(QPainter *p, const PaintContext &ctx, const Call &call, double top,
                             double laneBottom, const QFont &small, const QFontMetricsF &smallFm)
 {

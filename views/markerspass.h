@@ -53,7 +53,7 @@ public:
         std::vector<const LabEventRecord *> m_sorted;
     };
     // The markers in [left, right] grouped the way they are drawn. Lane markers exclude suppressed retries
-    // (those are words in the lane header).
+    // (those have a row of their own, paintSuppressed).
     // `inOrder`: the caller knows the events are in time order without suppressed retries (the index's band
     // markers), so they are not checked again.
     static Clusters clusters(std::span<const LabEventRecord *const> events, const TimeAxis &ax, double scale,
