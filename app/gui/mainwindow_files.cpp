@@ -96,8 +96,9 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     fileButton->setMenu(fileMenu);
     fileButton->setPopupMode(QToolButton::InstantPopup);
     fileButton->setToolTip(
-        QStringLiteral("Open a capture (.rpcscope, pcap, pcapng) with Ctrl+O or by dropping it "
-                       "here; a pcap of TLS traffic with its key log with Ctrl+Alt+O; add one to the "
+        QStringLiteral("Start a capture of your own services with Ctrl+N; open one (.rpcscope, pcap, pcapng) "
+                       "with Ctrl+O or by dropping it here; a pcap of TLS traffic with its key log with "
+                       "Ctrl+Alt+O; add one to the "
                        "timeline with Ctrl+Shift+O or Shift+drop; save the session with Ctrl+S"));
     tb->insertWidget(tb->actions().value(0), fileButton);
     addActions({open, openKeylog, save});
@@ -128,7 +129,14 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     dock->setWidget(panel);
     addDockWidget(Qt::LeftDockWidgetArea, dock);
     QAction *newCapture = new QAction(QStringLiteral("New capture…"), this);
+    newCapture->setObjectName(QStringLiteral("newCapture"));
     newCapture->setShortcut(QKeySequence::New);
+    newCapture->setToolTip(
+        QStringLiteral("Capture your own services (Ctrl+N): a proxy per hop, or one CONNECT "
+                       "proxy your clients reach with grpc_proxy, TLS intercepted or not"));
+    // First in the File menu, where people look for it (the scenario panel's text names it too).
+    fileMenu->insertAction(open, newCapture);
+    fileMenu->insertSeparator(open);
     connect(newCapture, &QAction::triggered, this, [this, dock] {
         dock->show();
         m_capturePanel->newCapture();
