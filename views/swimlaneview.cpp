@@ -307,7 +307,7 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
         selectionShown = !r.isEmpty() && r.bottom() > top && r.top() < bottom;
     }
     const auto top = topCallLane();
-    const std::optional<size_t> topCall = top ? std::optional(top->first) : std::nullopt;
+    const size_t topCall = top ? top->first : 0;
     const double topOffset = top ? top->second : 0;
     TimelinePainter::Options o = m_painter.options();
     change(o);
@@ -316,8 +316,8 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
         revealSelection();
         return;
     }
-    if (topCall && m_zoom.scrollY() > 0)
-        if (const double y = m_painter.laneY(*topCall); y >= 0)
+    if (top && m_zoom.scrollY() > 0)
+        if (const double y = m_painter.laneY(topCall); y >= 0)
             m_zoom.setScrollY(int(y - std::max(0.0, topOffset)));
     clampScroll();
     update();
