@@ -122,7 +122,6 @@ void LivePolicyCheck::judge(size_t index, const Call &call, RetryJudge::Options 
     e.judgedIn = m_updates;
     const bool wasListed = e.counted && e.verdict.violation();
     if (e.counted) count(e, -1);
-    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
     if (call.attempts.empty()) { // not judged, as run() does not judge it
         e.counted = false;
         e.revision = ~std::uint64_t(0);
@@ -174,7 +173,7 @@ void LivePolicyCheck::judge(size_t index, const Call &call, RetryJudge::Options 
     e.verdict = std::move(verdict);
     e.counted = true;
     count(e, +1);
-    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.insert(e.serial);
+    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.push_back(e.serial);
     // Most calls have one attempt, so no gap: nothing to work out, nothing to keep.
     if (call.attempts.size() >= 2)
         m_envelopes->set(call, RetryJudge::envelopesNs(call, m.retry, stack));
@@ -190,7 +189,6 @@ void LivePolicyCheck::forget(const Judged &e)
         if (e.verdict.violation()) m_changes.gone.push_back(e.serial);
         count(e, -1);
     }
-    if (e.verdict.kind == RetryVerdict::Kind::InFlight) m_inFlight.erase(e.serial);
 }
 
 bool LivePolicyCheck::dropEvicted(const TimelineStore &store)
@@ -243,13 +241,16 @@ void LivePolicyCheck::update(const TimelineStore &store, const UserAgentIndex &a
     for (std::uint32_t conn : learned)
         learnedJudged |= m_stacks.erase(conn) > 0;
     std::vector<std::uint64_t> changed;
+    // The calls in flight after the last update, each judged again now (which lists it anew if it still is).
+    std::vector<std::uint64_t> wereInFlight;
+    wereInFlight.swap(m_inFlight);
     const bool cleared = store.evictedCalls() < m_seenEvicted;
     if (m_updates == 1 || cleared) reset();
     if (m_updates == 1 || cleared || !store.changedSince(m_seenGeneration, &changed) ||
         (store.evictedCalls() > m_seenEvicted && !dropEvicted(store)))
         readEveryCall(store, agents, learned, options);
     else
-        readChanges(store, agents, learned, learnedJudged, changed, options);
+        readChanges(store, agents, learned, learnedJudged, changed, wereInFlight, options);
     m_seenGeneration = store.generation();
     m_seenEvicted = store.evictedCalls();
     std::sort(m_changes.gone.begin(), m_changes.gone.end());
@@ -290,7 +291,9 @@ void LivePolicyCheck::readEveryCall(const TimelineStore &store, const UserAgentI
 
 void LivePolicyCheck::readChanges(const TimelineStore &store, const UserAgentIndex &agents,
                                   const std::vector<std::uint32_t> &learned, bool learnedJudged,
-                                  const std::vector<std::uint64_t> &changed, RetryJudge::Options &options)
+                                  const std::vector<std::uint64_t> &changed,
+                                  const std::vector<std::uint64_t> &wereInFlight,
+                                  RetryJudge::Options &options)
 {
     // New calls, then the changed ones, those in flight and those of learned connections.
     const auto &calls = store.calls();
@@ -300,11 +303,11 @@ void LivePolicyCheck::readChanges(const TimelineStore &store, const UserAgentInd
         judge(i, calls[i], options, agents);
     }
     std::vector<std::uint64_t> again;
-    again.reserve(changed.size() + m_inFlight.size());
+    again.reserve(changed.size() + wereInFlight.size());
     const std::uint64_t firstNew = known < calls.size() ? calls[known].serial : ~std::uint64_t(0);
     for (std::uint64_t serial : changed)
         if (serial < firstNew) again.push_back(serial);
-    again.insert(again.end(), m_inFlight.begin(), m_inFlight.end());
+    again.insert(again.end(), wereInFlight.begin(), wereInFlight.end());
     std::sort(again.begin(), again.end());
     again.erase(std::unique(again.begin(), again.end()), again.end());
     size_t at = 0;

@@ -137,7 +137,10 @@ private:
     std::unordered_map<std::string, std::uint32_t> m_clientIds;
     // By connection: its client as the user-agent tells it, and that client's id.
     std::unordered_map<std::uint32_t, std::pair<ClientStack, std::uint32_t>> m_stacks;
-    std::set<std::uint64_t> m_inFlight; // serials of the calls judged in flight
+    // Serials of the calls judged in flight, in the order judged. Every call in flight is judged again at
+    // each update (they are what may change without a store change: the capture's end), so the list is
+    // made anew by each: no insert and erase in a tree for every call as it starts and ends.
+    std::vector<std::uint64_t> m_inFlight;
     std::uint64_t m_violations = 0;
     std::shared_ptr<GapEnvelopes> m_envelopes;
     const TimelineStore *m_store = nullptr;
@@ -162,11 +165,12 @@ private:
     // reaches back): every call read.
     void readEveryCall(const TimelineStore &store, const UserAgentIndex &agents,
                        const std::vector<std::uint32_t> &learned, RetryJudge::Options &options);
-    // update() from the change log: the new calls, the changed ones, those in flight, those of connections
-    // whose client was learned (`learnedJudged`: some of their calls were judged before).
+    // update() from the change log: the new calls, the changed ones, those in flight (`wereInFlight`), those
+    // of connections whose client was learned (`learnedJudged`: some of their calls were judged before).
     void readChanges(const TimelineStore &store, const UserAgentIndex &agents,
                      const std::vector<std::uint32_t> &learned, bool learnedJudged,
-                     const std::vector<std::uint64_t> &changed, RetryJudge::Options &options);
+                     const std::vector<std::uint64_t> &changed,
+                     const std::vector<std::uint64_t> &wereInFlight, RetryJudge::Options &options);
     // The position of `serial` in m_judged at or after `from`, by galloping search; m_judged.size() if
     // absent.
     size_t find(std::uint64_t serial, size_t from) const;

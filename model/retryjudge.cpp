@@ -3,6 +3,7 @@
 #include "events.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <vector>
 
@@ -47,6 +48,39 @@ RetryVerdict verdict(RetryVerdict::Kind kind, int attempt, std::string reason)
     return {kind, std::move(reason), attempt};
 }
 
+// The attempts the client counts, as indices into the call's: an attempt replayed transparently stands in
+// for the one before it. Mostly all of them, and few: the first eight are kept inline, so judging a call
+// (every call, on every change while the Policy check is live) allocates nothing for them.
+class CountedAttempts
+{
+public:
+    explicit CountedAttempts(const Call &call)
+    {
+        const auto &at = call.attempts;
+        for (size_t i = 0; i < at.size(); ++i)
+            if (!(i + 1 < at.size() && call.transparentRetry(i + 1))) push(i);
+    }
+    size_t size() const { return m_n; }
+    size_t operator[](size_t k) const
+    {
+        return k < m_inline.size() ? m_inline[k] : m_more[k - m_inline.size()];
+    }
+    size_t back() const { return (*this)[m_n - 1]; }
+
+private:
+    void push(size_t i)
+    {
+        if (m_n < m_inline.size())
+            m_inline[m_n] = i;
+        else
+            m_more.push_back(i);
+        ++m_n;
+    }
+    std::array<size_t, 8> m_inline{};
+    std::vector<size_t> m_more;
+    size_t m_n = 0;
+};
+
 } // namespace
 
 RetryVerdict RetryJudge::judge(const Call &call, const std::optional<MethodRetryPolicy> &policy,
@@ -55,10 +89,7 @@ RetryVerdict RetryJudge::judge(const Call &call, const std::optional<MethodRetry
     using Kind = RetryVerdict::Kind;
     const auto &at = call.attempts;
     if (at.empty()) return verdict(Kind::InFlight, 0, "no attempt on the wire");
-    // The attempts the client counts: an attempt replayed transparently stands in for the one before it.
-    std::vector<size_t> eff;
-    for (size_t i = 0; i < at.size(); ++i)
-        if (!(i + 1 < at.size() && call.transparentRetry(i + 1))) eff.push_back(i);
+    const CountedAttempts eff(call);
 
     const bool retries = policy && policy->hasRetry;
     const int limit = retries ? std::min(policy->maxAttempts, stack.maxAttemptsLimit()) : 1;
@@ -202,11 +233,8 @@ RetryJudge::envelopesNs(const Call &call, const std::optional<MethodRetryPolicy>
     const auto &at = call.attempts;
     std::vector<std::optional<std::pair<std::int64_t, std::int64_t>>> out(at.size());
     if (!policy || !policy->hasRetry) return out;
-    // As judge() walks them: the attempts the client counts, a transparent replay standing for the one
-    // before.
-    std::vector<size_t> eff;
-    for (size_t i = 0; i < at.size(); ++i)
-        if (!(i + 1 < at.size() && call.transparentRetry(i + 1))) eff.push_back(i);
+    // As judge() walks them: the attempts the client counts.
+    const CountedAttempts eff(call);
     // Off the wire unchecked (a pushback): clamped as Call::backoffNs clamps, so it adds to a time safely.
     auto ns = [](double ms) {
         const double v = ms * 1e6;
