@@ -146,6 +146,7 @@ void MainWindow::buildRuns(QToolBar *tb)
     });
     connect(m_replayer, &Replayer::finished, this, [this] {
         statusBar()->showMessage(QStringLiteral("Replay finished: Space plays it again"), 5000);
+        updateStatus(); // the count of calls is the whole run's now, not the last second's
     });
     connect(m_view, &SwimlaneView::refitted, this,
             [this](const QString &why) { statusBar()->showMessage(why, 5000); });

@@ -570,6 +570,32 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(session->text().contains(QLatin1String("40 calls (40 in view)")), 3000);
     }
 
+    // At a replay's end the status bar counts the whole run at once, not at the next once-a-second refresh
+    // (a short run's replay ends well within that second, and said "1 call" beside the run's two lanes).
+    void statusCountFollowsReplayEnd()
+    {
+        MainWindow *w = window();
+        auto *tick = w->findChild<QTimer *>(QStringLiteral("statusTick"));
+        auto *session = w->statusBar()->findChild<QLabel *>(QStringLiteral("sessionStatus"));
+        QVERIFY(tick && session);
+        QTRY_VERIFY2(session->text().contains(QLatin1String("40 calls (40 in view)")),
+                     qPrintable(session->text()));
+        auto *speed = w->findChild<QComboBox *>(QStringLiteral("replaySpeed"));
+        QVERIFY(speed);
+        speed->setCurrentIndex(speed->findData(0.25)); // the 400 ms run in 1.6 s
+        QVERIFY(speed->currentIndex() >= 0);
+        tick->stop();
+        auto *replay = w->findChild<QAction *>(QStringLiteral("replay"));
+        QVERIFY(replay);
+        replay->trigger();
+        // A tenth of a second in (the range set at its start refreshes the status): part of the run.
+        QTRY_VERIFY_WITH_TIMEOUT(!session->text().contains(QLatin1String("40 calls")), 3000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            w->statusBar()->currentMessage().startsWith(QLatin1String("Replay finished")), 10000);
+        QVERIFY2(session->text().contains(QLatin1String("40 calls")), qPrintable(session->text()));
+        replay->trigger(); // the whole run again
+    }
+
     // The Calls tree keeps the calls the timeline's filter keeps, with their attempts; selection still syncs.
     void callsFollowFilter()
     {
