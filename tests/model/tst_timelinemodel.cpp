@@ -122,6 +122,17 @@ EventBatch retryBasic()
             message(1, 5, 161 * ms, Direction::ServerToClient, 20),
             trailers(1, 5, 162 * ms, 0)};
 }
+
+// Call `key`'s first attempt on connection 2 (60 ms, UNAVAILABLE at 70 ms) and its second (101 ms, still
+// open), in two batches: what a hop's decoder hands over before the other hop's copies come.
+void twoAttemptsOnConnection2(TimelineModel &model, const std::string &key)
+{
+    model.setOrigin(0, 0);
+    model.appendBatch(EventBatch{opened(2, 1 * ms), request(2, 1, 60 * ms, "/lab/Call", std::nullopt, key),
+                                 trailers(2, 1, 70 * ms, 14)});
+    model.appendBatch(EventBatch{request(2, 3, 101 * ms, "/lab/Call", std::nullopt, key)});
+}
+
 } // namespace
 
 class TestTimelineModel : public QObject
@@ -598,11 +609,7 @@ private slots:
     void anAttemptThatCameLateTakesItsPlace()
     {
         TimelineModel model;
-        model.setOrigin(0, 0);
-        model.appendBatch(EventBatch{opened(2, 1 * ms),
-                                     request(2, 1, 60 * ms, "/lab/Call", std::nullopt, "hedged"),
-                                     trailers(2, 1, 70 * ms, 14)});
-        model.appendBatch(EventBatch{request(2, 3, 101 * ms, "/lab/Call", std::nullopt, "hedged")});
+        twoAttemptsOnConnection2(model, "hedged");
         QCOMPARE(model.stats().total().attemptLatency.count(), std::uint64_t(1));
         model.appendBatch(
             EventBatch{opened(1, 1 * ms), request(1, 1, 13 * ms, "/lab/Call", std::nullopt, "hedged"),
@@ -643,11 +650,7 @@ private slots:
     void attemptRowsFollowAPlacement()
     {
         TimelineModel model;
-        model.setOrigin(0, 0);
-        model.appendBatch(EventBatch{opened(2, 1 * ms),
-                                     request(2, 1, 60 * ms, "/lab/Call", std::nullopt, "h"),
-                                     trailers(2, 1, 70 * ms, 14)});
-        model.appendBatch(EventBatch{request(2, 3, 101 * ms, "/lab/Call", std::nullopt, "h")});
+        twoAttemptsOnConnection2(model, "h");
         const QModelIndex call = model.index(0, 0);
         const QPersistentModelIndex at60 = model.index(0, TimelineModel::ColStart, call);
         const QPersistentModelIndex at101 = model.index(1, TimelineModel::ColStart, call);

@@ -70,6 +70,21 @@ struct WorkshopScene
 
 } // namespace
 
+// The render fixture's scene in a model, and a view of it at 1200x700 with a header row and a row per
+// attempt (comfortable density).
+struct SceneView
+{
+    SceneView()
+    {
+        model.setOrigin(0, 0);
+        model.appendBatch(scene());
+        view.setDensity(LaneDensity::Comfortable);
+        view.resize(1200, 700);
+    }
+    TimelineModel model;
+    SwimlaneView view{&model};
+};
+
 class TestBands : public QObject
 {
     Q_OBJECT
@@ -525,12 +540,9 @@ private slots:
     // once sat at a fixed place in the header, over the call's summary.
     void suppressedRetryHasItsOwnRow()
     {
-        TimelineModel model;
-        model.setOrigin(0, 0);
-        model.appendBatch(scene());
-        SwimlaneView view(&model);
-        view.setDensity(LaneDensity::Comfortable);
-        view.resize(1200, 700);
+        SceneView fixture;
+        SwimlaneView &view = fixture.view;
+        TimelineModel &model = fixture.model;
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         TimelinePainter &painter = view.timelinePainter();
@@ -694,13 +706,9 @@ private slots:
 
     void tooltipsForEveryHitKind()
     {
-        TimelineModel model;
-        model.setOrigin(0, 0);
-        model.appendBatch(scene());
-        SwimlaneView view(&model);
         // A header row and a row per attempt; one-row lanes' hover is in tst_timelinepainter.
-        view.setDensity(LaneDensity::Comfortable);
-        view.resize(1200, 700);
+        SceneView fixture;
+        SwimlaneView &view = fixture.view;
         TimelinePainter &painter = view.timelinePainter();
         const auto [lo, hi] = painter.fullRange();
         painter.setRange(lo, hi);
