@@ -173,6 +173,11 @@ void MainWindow::setWorkshopLayout(bool on)
         return;
     }
     m_layoutOutsideWorkshop = saveState();
+    // In workshop type the docks leave the lanes little height at a laptop's window size: say how to give
+    // them the whole window.
+    if (!timelineOnly())
+        statusBar()->showMessage(
+            QStringLiteral("Workshop: F10 gives the timeline the whole window, F11 the whole screen"), 10000);
     // At the back of the room the timeline is what is read: the Calls table and the inspector share one
     // place below it as tabs, the inspector in front of the table (its values get the window's width; a
     // Policy check or Statistics tab in front stays there), and that place is low, a few of the inspector's

@@ -314,6 +314,10 @@ private slots:
         fileMenu->hide();
         const double menuBefore = pointSize(fileMenu);
         w->setWorkshop(true);
+        // The lanes get little height beside the docks in workshop type: the status bar says how to give
+        // them the window.
+        QVERIFY2(w->statusBar()->currentMessage().contains(QLatin1String("F10")),
+                 qPrintable(w->statusBar()->currentMessage()));
         QCOMPARE(pointSize(fileMenu), menuBefore * WindowLook::kWorkshopFontScale);
         QVERIFY(w->inspector()->tree()->columnWidth(0) > nameColumn);
         QVERIFY(w->look()->workshop());
