@@ -474,9 +474,6 @@ bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &chan
     // A marker now on a lane can take a call off its one row; a suppressed retry adds a row to its lane.
     bool suppressedAdded = false;
     if (noteLabEvents(store, &suppressedAdded) && (m_compact || suppressedAdded)) return false;
-    // A call whose start moved earlier (an attempt placed before its first) may belong higher up.
-    for (const StoreChanges::Placed &p : changes.attemptsPlacedBefore)
-        if (p.at == 0 && p.call < changes.firstNewCall) return false;
     // One pass from the first lane that grew, carrying the growth of every lane above.
     std::vector<std::pair<size_t, double>> grown; // (block, new height)
     for (size_t call : changes.callsWithNewAttempts) {
@@ -499,29 +496,36 @@ bool TimelineLayout::update(const TimelineStore &store, const StoreChanges &chan
     }
     m_y += shift;
     m_spacing = m.callSpacing;
+    // A call whose start moved earlier (an attempt placed before its first) may belong higher up.
+    for (const StoreChanges::Placed &p : changes.attemptsPlacedBefore)
+        if (p.at == 0 && p.call < changes.firstNewCall) {
+            const size_t b = blockOfCall(p.call);
+            if (b >= m_blocks.size()) return false;
+            placeLaneUp(store, b);
+        }
     m_blockOfCall.resize(store.calls().size(), ~std::uint32_t(0));
     for (size_t i = changes.firstNewCall; i < store.calls().size(); ++i) {
         addCall(store, i, m);
-        placeLastLane(store);
+        placeLaneUp(store, m_blocks.size() - 1);
     }
     m_height = m_y;
     return true;
 }
 
-void TimelineLayout::placeLastLane(const TimelineStore &store)
+void TimelineLayout::placeLaneUp(const TimelineStore &store, size_t from)
 {
     const auto &calls = store.calls();
-    const size_t last = m_blocks.size() - 1;
-    const std::int64_t start = calls[m_blocks[last].index].startNs();
-    size_t pos = last;
-    while (pos > 0 && last - pos < kReorderLanes && m_blocks[pos - 1].kind == LaneBlock::CallLane &&
+    const std::int64_t start = calls[m_blocks[from].index].startNs();
+    size_t pos = from;
+    while (pos > 0 && from - pos < kReorderLanes && m_blocks[pos - 1].kind == LaneBlock::CallLane &&
            calls[m_blocks[pos - 1].index].startNs() > start)
         --pos;
-    if (pos == last) return;
+    if (pos == from) return;
+    // The lanes between keep their heights and move down by this one's: only [pos, from] change.
     double y = m_blocks[pos].y;
-    std::rotate(m_blocks.begin() + std::ptrdiff_t(pos), m_blocks.begin() + std::ptrdiff_t(last),
-                m_blocks.end());
-    for (size_t b = pos; b < m_blocks.size(); ++b) {
+    std::rotate(m_blocks.begin() + std::ptrdiff_t(pos), m_blocks.begin() + std::ptrdiff_t(from),
+                m_blocks.begin() + std::ptrdiff_t(from + 1));
+    for (size_t b = pos; b <= from; ++b) {
         m_blocks[b].y = y;
         y += m_blocks[b].h + m_spacing;
         m_blockOfCall[m_blocks[b].index] = std::uint32_t(b);

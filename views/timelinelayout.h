@@ -224,8 +224,9 @@ public:
 
 private:
     void addCall(const TimelineStore &store, size_t call, const LaneMetrics &m);
-    // The lane update() just added goes up among the last kReorderLanes lanes while they started after it.
-    void placeLastLane(const TimelineStore &store);
+    // Block `from` (a call lane) goes up past at most kReorderLanes lanes while they started after it: a lane
+    // update() just added, or one whose call's start moved earlier.
+    void placeLaneUp(const TimelineStore &store, size_t from);
     static constexpr size_t kReorderLanes = 512;
     bool fitsOneRow(const TimelineStore &store, size_t call) const;
     // Takes in lab events not seen yet; true when one puts a marker on a call's lane for the first time.
