@@ -307,8 +307,6 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
         selectionShown = !r.isEmpty() && r.bottom() > top && r.top() < bottom;
     }
     const auto top = topCallLane();
-    const size_t topCall = top ? top->first : 0;
-    const double topOffset = top ? top->second : 0;
     TimelinePainter::Options o = m_painter.options();
     change(o);
     m_painter.setOptions(o);
@@ -317,8 +315,8 @@ void SwimlaneView::updateOptions(const std::function<void(TimelinePainter::Optio
         return;
     }
     if (top && m_zoom.scrollY() > 0)
-        if (const double y = m_painter.laneY(topCall); y >= 0)
-            m_zoom.setScrollY(int(y - std::max(0.0, topOffset)));
+        if (const double y = m_painter.laneY(top->first); y >= 0)
+            m_zoom.setScrollY(int(y - std::max(0.0, top->second)));
     clampScroll();
     update();
 }
