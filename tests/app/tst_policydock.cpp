@@ -257,6 +257,32 @@ private slots:
                                   3 * PolicyDock::kRefreshMs);
         QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Conform")), QStringLiteral("2"));
         QCOMPARE(findingRows(dock.findings()), 1);
+        // A count of calls that break the policy is bold and red; conforming ones are not.
+        auto flagged = [&](const QString &column) {
+            for (int c = 0; c < dock.summary()->columnCount(); ++c)
+                if (dock.summary()->horizontalHeaderItem(c)->text() == column) {
+                    const QTableWidgetItem *it = dock.summary()->item(0, c);
+                    return it && it->font().bold() && it->foreground().color() == QColor(0xc0, 0x39, 0x2b);
+                }
+            return false;
+        };
+        QVERIFY(flagged(QStringLiteral("Gap")));
+        QVERIFY(!flagged(QStringLiteral("Conform")));
+        QVERIFY(!flagged(QStringLiteral("Non-retryable")));
+        // Judged again under a policy that does not retry UNAVAILABLE, the same row's cells follow: every
+        // retry is now of a non-retryable status, and no gap is counted, nor shown as one.
+        QVERIFY2(dock.setServiceConfig(QString(kConfig).replace(QLatin1String("UNAVAILABLE"),
+                                                                QLatin1String("DEADLINE_EXCEEDED")),
+                                       &error),
+                 qPrintable(error));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Gap")), QStringLiteral("0"));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Non-retryable")), QStringLiteral("3"));
+        QVERIFY(!flagged(QStringLiteral("Gap")));
+        QVERIFY(flagged(QStringLiteral("Non-retryable")));
+        QVERIFY2(dock.setServiceConfig(kConfig, &error), qPrintable(error));
+        QCOMPARE(cell(dock.summary(), 0, QStringLiteral("Gap")), QStringLiteral("1"));
+        QVERIFY(flagged(QStringLiteral("Gap")));
+        QVERIFY(!flagged(QStringLiteral("Non-retryable")));
 
         if (const QByteArray dir = qgetenv("RPCSCOPE_SHOT_DIR"); !dir.isEmpty())
             QVERIFY(dock.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/policy-dock.png")));

@@ -653,6 +653,8 @@ private slots:
                 agents.record(agent(6));
                 learned.push_back(6);
             }
+            // A pinned call outlives the evictions around it: the serials the live check holds then skip.
+            if (steps == 2 && store.calls().size() > 1) store.setPinned(1, true);
             if (steps % 9 == 0) {
                 RetentionPolicy keep;
                 keep.maxCalls = 20;
@@ -666,6 +668,17 @@ private slots:
             QCOMPARE(live.check().findings().size(), full.findings().size());
             for (size_t f = 0; f < full.findings().size(); ++f)
                 QCOMPARE(live.check().findings()[f].callIndex, full.findings()[f].callIndex);
+            // Each finding found by its call's serial (as the findings list asks), and no other call's.
+            size_t listed = 0;
+            for (const Call &call : store.calls())
+                if (const std::optional<PolicyCheck::Finding> one = live.finding(call.serial)) {
+                    QVERIFY(listed < full.findings().size());
+                    QCOMPARE(one->serial, full.findings()[listed].serial);
+                    QCOMPARE(one->callIndex, full.findings()[listed].callIndex);
+                    QCOMPARE(one->call, full.findings()[listed].call);
+                    ++listed;
+                }
+            QCOMPARE(listed, full.findings().size());
             for (size_t i = 0; i < store.calls().size(); ++i)
                 for (size_t k = 0; k <= store.calls()[i].attempts.size(); ++k)
                     QCOMPARE(liveRanges.given(store.calls()[i], k), fullRanges.given(store.calls()[i], k));
@@ -674,6 +687,8 @@ private slots:
         }
         QVERIFY(evictions > 0);
         QVERIFY(mostViolations > 0);
+        QVERIFY(store.calls().front().pinned);
+        QVERIFY(store.calls().back().serial - store.calls().front().serial + 1 > store.calls().size());
         // Nothing new: only calls waiting on time are judged again.
         live.update(store, agents);
         QVERIFY2(
