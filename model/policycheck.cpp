@@ -319,7 +319,10 @@ void LivePolicyCheck::readChanges(const TimelineStore &store, const UserAgentInd
         // Judging a call reads it, its attempts and its method's name, which the store made up to a second
         // ago and the cache has let go: all three are asked for some calls ahead, so that judging does not
         // wait for memory three times per call.
-        if (i + 16 < calls.size()) __builtin_prefetch(&calls[i + 16]);
+        if (i + 16 < calls.size()) { // a Call spans cache lines: its name's and its attempts' both
+            __builtin_prefetch(&calls[i + 16].method);
+            __builtin_prefetch(&calls[i + 16].attempts);
+        }
         if (i + 8 < calls.size()) {
             const Call &ahead = calls[i + 8];
             __builtin_prefetch(ahead.method.data());

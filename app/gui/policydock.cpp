@@ -10,11 +10,13 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <optional>
 
 namespace rpcscope {
 
@@ -221,17 +223,24 @@ void PolicyDock::fill()
     const auto &rows = checkSummary().rows();
     m_summary->setRowCount(int(rows.size()));
     // Once a second while calls come in: a cell whose text stays is left alone (a new item for every cell
-    // was a fifth of a refresh).
-    auto put = [this](int r, int c, const QString &text, bool number, bool flagged = false) {
+    // was a fifth of a refresh), and the table hears of the changed ones at once, not cell by cell (each
+    // cell's change had the view work out where it is).
+    QAbstractItemModel *cells = m_summary->model();
+    std::optional<QSignalBlocker> quiet(cells);
+    bool changed = false;
+    auto put = [&](int r, int c, const QString &text, bool number, bool flagged = false) {
         QTableWidgetItem *cell = m_summary->item(r, c);
         if (!cell) {
             m_summary->setItem(r, c, item(text, number));
             cell = m_summary->item(r, c);
+            changed = true;
         } else if (cell->text() != text) {
             cell->setText(text);
             if (!number) cell->setToolTip(text);
+            changed = true;
         }
         if (cell->font().bold() != flagged) {
+            changed = true;
             QFont font = cell->font();
             font.setBold(flagged);
             cell->setFont(font);
@@ -250,6 +259,10 @@ void PolicyDock::fill()
                 k != Kind::Conforms && k != Kind::InFlight && row.count(k) > 0);
         put(r, c++, QString::fromStdString(row.clients), false);
     }
+    quiet.reset();
+    if (changed)
+        emit cells->dataChanged(cells->index(0, 0),
+                                cells->index(cells->rowCount() - 1, cells->columnCount() - 1));
     const PolicyCheck &c = checkSummary();
     if (!m_config)
         m_findingsEmpty->setText(QStringLiteral("Not judged: no retry policy given."));
