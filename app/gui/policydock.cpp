@@ -133,9 +133,12 @@ PolicyDock::PolicyDock(TimelineModel *model, QWidget *parent) : QWidget(parent),
     split->addWidget(m_findings);
     layout->addWidget(split, 1);
 
-    // A reset model (a file opened into it) is a new timeline: judged afresh, nothing kept from the old one.
+    // A reset model (a file opened into it, another run shown) is a new timeline: judged afresh, nothing kept
+    // from the old one, and at once: the ranges the timeline shades (envelopes()) are of the calls shown, so
+    // that a fit right after the reset is not stretched to where another run's gaps were.
     connect(m_model, &QAbstractItemModel::modelReset, this, [this] {
         if (m_config) m_live = std::make_unique<LiveModelPolicyCheck>(*m_config);
+        refresh(true);
     });
     m_timer = new QTimer(this);
     m_timer->setInterval(kRefreshMs);

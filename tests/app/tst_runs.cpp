@@ -14,6 +14,7 @@
 #include "labsession.h"
 #include "mainwindow.h"
 #include "modelsink.h"
+#include "policydock.h"
 #include "replayer.h"
 #include "runbar.h"
 #include "runlist.h"
@@ -241,6 +242,17 @@ private slots:
         QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (unsaved)"));
         QVERIFY(allCallsVisible());
 
+        const qint64 span1 = model.store().latestNs() - model.store().calls().front().startNs();
+        // A retry policy given: the timeline shades each run's gaps by it (the Policy check's ranges).
+        QString policyError;
+        QVERIFY2(
+            window.policyDock()->setServiceConfig(
+                QStringLiteral(R"({"methodConfig":[{"name":[{"service":"rpcscope.lab.Lab"}],)"
+                               R"("retryPolicy":{"maxAttempts":5,"initialBackoff":"0.05s","maxBackoff":"1s",)"
+                               R"("backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})"),
+                &policyError),
+            qPrintable(policyError));
+
         // Zoomed in on a sliver far from every call, then run: the new run is fitted, not left out of view.
         view->setRange(origin1 + 3'600'000'000'000, origin1 + 3'600'001'000'000);
         QVERIFY(!view->followsLive());
@@ -275,6 +287,9 @@ private slots:
             QVERIFY(window.grab().save(QDir(shotDir).filePath(QStringLiteral("runs-two.png"))));
         }
 
+        // The policy's ranges for this run's gaps are with the timeline (the check follows once a second).
+        QTRY_VERIFY_WITH_TIMEOUT(p.gapEnvelopes() && p.gapEnvelopes()->reachNs() > origin2, 5000);
+
         // The first run again: its calls, its origin, fitted.
         QVERIFY(window.showRun(0));
         QCOMPARE(window.runs()->current(), 0);
@@ -282,6 +297,14 @@ private slots:
         QCOMPARE(model.store().originNs(), origin1);
         QCOMPARE(window.runs()->at(1).calls, calls2);
         QVERIFY(allCallsVisible());
+        // Fitted to its own calls, not stretched to where the run shown before had its policy's ranges.
+        QVERIFY2(
+            p.rangeEnd() - p.rangeStart() < span1 * 2 + 10'000'000 && p.rangeEnd() < origin2,
+            qPrintable(QStringLiteral("range %1 ns (ending %2 ns after the second run's start) for a run "
+                                      "of %3 ns")
+                           .arg(p.rangeEnd() - p.rangeStart())
+                           .arg(p.rangeEnd() - origin2)
+                           .arg(span1)));
         QCOMPARE(window.windowTitle(), QStringLiteral("rpcscope — retry-basic (unsaved)"));
         // ... and the second, by the keyboard.
         window.activateWindow();
