@@ -365,9 +365,10 @@ void MainWindow::copyToClipboard()
 
 void MainWindow::exportSvgInteractive()
 {
-    const QString file =
-        QFileDialog::getSaveFileName(this, QStringLiteral("Export SVG"), QStringLiteral("rpcscope.svg"),
-                                     QStringLiteral("SVG images (*.svg)"));
+    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export SVG"),
+                                                      dialogStart(QStringLiteral("rpcscope.svg")),
+                                                      QStringLiteral("SVG images (*.svg)"));
+    rememberDialogDirectory(file);
     if (file.isEmpty()) return;
     if (std::string why; !exportSvg(file, &why))
         QMessageBox::warning(this, QStringLiteral("Export failed"), QString::fromStdString(why));
@@ -377,9 +378,10 @@ void MainWindow::exportSvgInteractive()
 
 void MainWindow::exportPngInteractive()
 {
-    const QString file =
-        QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"), QStringLiteral("rpcscope.png"),
-                                     QStringLiteral("PNG images (*.png)"));
+    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"),
+                                                      dialogStart(QStringLiteral("rpcscope.png")),
+                                                      QStringLiteral("PNG images (*.png)"));
+    rememberDialogDirectory(file);
     if (file.isEmpty()) return;
     if (std::string why; !exportPng(file, &why))
         QMessageBox::warning(this, QStringLiteral("Export failed"), QString::fromStdString(why));

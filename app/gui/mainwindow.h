@@ -163,6 +163,11 @@ private:
     void saveInteractive();
     void rememberRecent(const QString &path);
     void rebuildRecentMenu();
+    // Where a file dialog starts: `name` in the directory of the file last chosen in one (kept across
+    // sessions), or `name` alone (the working directory) before any was.
+    static QString dialogStart(const QString &name = {});
+    // The directory of a file chosen in a dialog, for the next dialog; an empty path changes nothing.
+    static void rememberDialogDirectory(const QString &path);
     void updateStatus();
     // True when no live capture runs, or the user agreed to stop it to `then` ("open FILE"); asks only when
     // the window prompts (setPromptOnClose).

@@ -14,6 +14,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -37,6 +38,7 @@ namespace rpcscope {
 namespace {
 
 const char *const kRecentFiles = "files/recent";
+const char *const kDialogDirectory = "files/lastDirectory";
 const char *const kRetention = "capture/retention";
 
 // The retention choices of the Capture dock: a memory budget by default, or minutes, or calls.
@@ -73,8 +75,9 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     // --keylog): two file choices, the capture and then its key log.
     QAction *openKeylog = fileMenu->addAction(QStringLiteral("Open with key log…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(
-            this, QStringLiteral("Open a pcap of TLS traffic"), QString(),
+            this, QStringLiteral("Open a pcap of TLS traffic"), dialogStart(),
             QStringLiteral("Packet captures (*.pcapng *.pcap *.cap);;All files (*)"));
+        rememberDialogDirectory(path);
         if (path.isEmpty()) return;
         const QString keylog = QFileDialog::getOpenFileName(
             this, QStringLiteral("Its TLS key log (NSS format, as SSLKEYLOGFILE writes)"),
@@ -454,21 +457,37 @@ bool MainWindow::saveFile(const QString &path, QString *errorOut)
     return true;
 }
 
+QString MainWindow::dialogStart(const QString &name)
+{
+    const QString dir = QSettings().value(QLatin1String(kDialogDirectory)).toString();
+    if (dir.isEmpty() || !QFileInfo(dir).isDir()) return name;
+    return name.isEmpty() ? dir : QDir(dir).filePath(name);
+}
+
+void MainWindow::rememberDialogDirectory(const QString &path)
+{
+    if (path.isEmpty()) return;
+    QSettings().setValue(QLatin1String(kDialogDirectory), QFileInfo(path).absolutePath());
+}
+
 void MainWindow::openInteractive()
 {
     const QString path = QFileDialog::getOpenFileName(
-        this, QStringLiteral("Open capture"), QString(),
+        this, QStringLiteral("Open capture"), dialogStart(),
         QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
+    rememberDialogDirectory(path);
     if (!path.isEmpty()) openFile(path);
 }
 
 void MainWindow::saveInteractive()
 {
     QString filter;
-    const QString path = withFilterExtension(
-        QFileDialog::getSaveFileName(this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
-                                     saveFileFilters(), &filter),
-        filter);
+    const QString path =
+        withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save session"),
+                                                         dialogStart(QStringLiteral("session.rpcscope")),
+                                                         saveFileFilters(), &filter),
+                            filter);
+    rememberDialogDirectory(path);
     if (path.isEmpty()) return;
     QString error;
     if (!saveFile(path, &error) && error != QLatin1String("cancelled"))
@@ -540,8 +559,9 @@ void MainWindow::closeEvent(QCloseEvent *event)
         }
         if (answer == QMessageBox::Save) {
             const QString path = QFileDialog::getSaveFileName(
-                this, QStringLiteral("Save session"), QStringLiteral("session.rpcscope"),
+                this, QStringLiteral("Save session"), dialogStart(QStringLiteral("session.rpcscope")),
                 QStringLiteral("rpcscope capture (*.rpcscope)"));
+            rememberDialogDirectory(path);
             QString error;
             if (path.isEmpty() || !saveFile(path, &error)) {
                 if (!path.isEmpty()) QMessageBox::warning(this, QStringLiteral("Cannot save"), error);

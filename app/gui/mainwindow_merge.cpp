@@ -98,8 +98,9 @@ void MainWindow::buildMerge(QMenu *fileMenu)
 void MainWindow::addToTimelineInteractive()
 {
     const QStringList paths = QFileDialog::getOpenFileNames(
-        this, QStringLiteral("Add captures to the timeline"), QString(),
+        this, QStringLiteral("Add captures to the timeline"), dialogStart(),
         QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
+    if (!paths.isEmpty()) rememberDialogDirectory(paths.front());
     if (!paths.isEmpty()) addToTimeline(paths);
 }
 

@@ -383,10 +383,12 @@ void MainWindow::saveRunInteractive(int index)
     QString name = m_runs->at(index).name;
     name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
     QString filter;
-    const QString path = withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save run"),
-                                                                          name + QStringLiteral(".rpcscope"),
-                                                                          saveFileFilters(), &filter),
-                                             filter);
+    const QString path =
+        withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save run"),
+                                                         dialogStart(name + QStringLiteral(".rpcscope")),
+                                                         saveFileFilters(), &filter),
+                            filter);
+    rememberDialogDirectory(path);
     if (path.isEmpty()) return;
     QString error;
     if (!saveRun(index, path, &error) && error != QLatin1String("cancelled"))

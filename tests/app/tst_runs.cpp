@@ -24,7 +24,10 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
@@ -32,6 +35,7 @@
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 using namespace rpcscope;
@@ -578,6 +582,76 @@ private slots:
         QCOMPARE(model.eventLog().eventCount(), fileEvents);
         m_window = nullptr;
         window.close();
+    }
+
+    // A file dialog starts in the directory of the file last chosen in one, also in a later session (the
+    // settings keep it): a save after an export goes next to the picture, not back to the working
+    // directory; a dialog cancelled changes nothing.
+    void fileDialogsStartWhereTheLastOneEnded()
+    {
+        QSettings().remove(QStringLiteral("files/lastDirectory"));
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkdir(QStringLiteral("shots")));
+        const QString shots = QDir(dir.path()).filePath(QStringLiteral("shots"));
+        // Answers the next file dialog: where it started, then the file chosen in it (none: cancelled).
+        auto answer = [](QString *startedIn, const QString &choose) {
+            QTimer::singleShot(300, [startedIn, choose] {
+                auto *dialog = qobject_cast<QFileDialog *>(QApplication::activeModalWidget());
+                if (!dialog) {
+                    *startedIn = QStringLiteral("(no file dialog)");
+                    return;
+                }
+                *startedIn = dialog->directory().absolutePath();
+                if (choose.isEmpty()) {
+                    dialog->reject();
+                    return;
+                }
+                // Typed into its name field, as a user does.
+                auto *name = dialog->findChild<QLineEdit *>(QStringLiteral("fileNameEdit"));
+                if (!name) {
+                    *startedIn = QStringLiteral("(no name field)");
+                    dialog->reject();
+                    return;
+                }
+                name->setText(choose);
+                static_cast<QDialog *>(dialog)->accept(); // QFileDialog::accept, protected there //
+                                                          // QFileDialog::accept, protected there
+            });
+        };
+        auto action = [](QWidget &window, const QString &text) -> QAction * {
+            for (QAction *a : window.findChildren<QAction *>())
+                if (a->text() == text) return a;
+            return nullptr;
+        };
+        {
+            TimelineModel model;
+            model.appendBatch(replayData().batches.front());
+            MainWindow window(&model, nullptr, QString());
+            window.setPromptOnClose(false);
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QAction *save = action(window, QStringLiteral("Save as…"));
+            QAction *png = action(window, QStringLiteral("PNG…"));
+            QVERIFY(save && png);
+            QString startedIn;
+            answer(&startedIn, QDir(shots).filePath(QStringLiteral("first.png")));
+            png->trigger();
+            QCOMPARE(startedIn, QDir::current().absolutePath()); // nothing chosen before
+            QTRY_VERIFY(QFileInfo::exists(QDir(shots).filePath(QStringLiteral("first.png"))));
+            answer(&startedIn, QString());
+            save->trigger();
+            QCOMPARE(startedIn, shots);
+        }
+        // A later session (a new window, the same settings): still there.
+        TimelineModel model;
+        MainWindow window(&model, nullptr, QString());
+        window.setPromptOnClose(false);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QString startedIn;
+        answer(&startedIn, QString());
+        action(window, QStringLiteral("Open…"))->trigger();
+        QCOMPARE(startedIn, shots);
     }
 
     void withoutALabNoScenarioIsNamed()
