@@ -365,9 +365,10 @@ void MainWindow::copyToClipboard()
 
 void MainWindow::exportSvgInteractive()
 {
-    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export SVG"),
-                                                      dialogStart(QStringLiteral("rpcscope.svg")),
-                                                      QStringLiteral("SVG images (*.svg)"));
+    const QString file = QFileDialog::getSaveFileName(
+        this, QStringLiteral("Export SVG"),
+        dialogStart(suggestedFileName(QStringLiteral("rpcscope"), QStringLiteral("svg"))),
+        QStringLiteral("SVG images (*.svg)"));
     rememberDialogDirectory(file);
     if (file.isEmpty()) return;
     if (std::string why; !exportSvg(file, &why))
@@ -378,9 +379,10 @@ void MainWindow::exportSvgInteractive()
 
 void MainWindow::exportPngInteractive()
 {
-    const QString file = QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"),
-                                                      dialogStart(QStringLiteral("rpcscope.png")),
-                                                      QStringLiteral("PNG images (*.png)"));
+    const QString file = QFileDialog::getSaveFileName(
+        this, QStringLiteral("Export PNG"),
+        dialogStart(suggestedFileName(QStringLiteral("rpcscope"), QStringLiteral("png"))),
+        QStringLiteral("PNG images (*.png)"));
     rememberDialogDirectory(file);
     if (file.isEmpty()) return;
     if (std::string why; !exportPng(file, &why))

@@ -168,6 +168,10 @@ private:
     static QString dialogStart(const QString &name = {});
     // The directory of a file chosen in a dialog, for the next dialog; an empty path changes nothing.
     static void rememberDialogDirectory(const QString &path);
+    // A file name for what is shown, as a dialog suggests it: the run's name (as a file name may hold it) or
+    // `fallback`, with `extension`.
+    QString suggestedFileName(const QString &fallback, const QString &extension) const;
+    static QString fileNameOf(QString runName);
     void updateStatus();
     // True when no live capture runs, or the user agreed to stop it to `then` ("open FILE"); asks only when
     // the window prompts (setPromptOnClose).

@@ -26,6 +26,7 @@
 #include <QMimeData>
 #include <QPointer>
 #include <QProgressDialog>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
@@ -470,6 +471,28 @@ void MainWindow::rememberDialogDirectory(const QString &path)
     QSettings().setValue(QLatin1String(kDialogDirectory), QFileInfo(path).absolutePath());
 }
 
+QString MainWindow::fileNameOf(QString runName)
+{
+    // "retry-basic (2)" -> "retry-basic-2": what a shell or another system takes without quoting.
+    runName.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
+    runName.remove(QRegularExpression(QStringLiteral("^[-.]+|-+$")));
+    return runName;
+}
+
+QString MainWindow::suggestedFileName(const QString &fallback, const QString &extension) const
+{
+    const int index = m_runs->current();
+    QString name;
+    if (index >= 0) {
+        const RunList::Run &run = m_runs->at(index);
+        // An opened file's run is named after the file: its name without the extension.
+        name = fileNameOf(run.kind == RunList::Kind::File && run.name == QFileInfo(run.source).fileName()
+                              ? QFileInfo(run.source).completeBaseName()
+                              : run.name);
+    }
+    return (name.isEmpty() ? fallback : name) + QLatin1Char('.') + extension;
+}
+
 void MainWindow::openInteractive()
 {
     const QString path = QFileDialog::getOpenFileName(
@@ -482,11 +505,12 @@ void MainWindow::openInteractive()
 void MainWindow::saveInteractive()
 {
     QString filter;
-    const QString path =
-        withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save session"),
-                                                         dialogStart(QStringLiteral("session.rpcscope")),
-                                                         saveFileFilters(), &filter),
-                            filter);
+    const QString path = withFilterExtension(
+        QFileDialog::getSaveFileName(
+            this, QStringLiteral("Save session"),
+            dialogStart(suggestedFileName(QStringLiteral("session"), QStringLiteral("rpcscope"))),
+            saveFileFilters(), &filter),
+        filter);
     rememberDialogDirectory(path);
     if (path.isEmpty()) return;
     QString error;
@@ -559,7 +583,8 @@ void MainWindow::closeEvent(QCloseEvent *event)
         }
         if (answer == QMessageBox::Save) {
             const QString path = QFileDialog::getSaveFileName(
-                this, QStringLiteral("Save session"), dialogStart(QStringLiteral("session.rpcscope")),
+                this, QStringLiteral("Save session"),
+                dialogStart(suggestedFileName(QStringLiteral("session"), QStringLiteral("rpcscope"))),
                 QStringLiteral("rpcscope capture (*.rpcscope)"));
             rememberDialogDirectory(path);
             QString error;

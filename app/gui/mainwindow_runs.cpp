@@ -22,7 +22,6 @@
 #include <QInputDialog>
 #include <QLineEdit>
 #include <QMessageBox>
-#include <QRegularExpression>
 #include <QStatusBar>
 #include <QTimer>
 #include <QToolBar>
@@ -380,8 +379,7 @@ bool MainWindow::saveRun(int index, const QString &path, QString *errorOut)
 void MainWindow::saveRunInteractive(int index)
 {
     if (index < 0 || index >= m_runs->count()) return;
-    QString name = m_runs->at(index).name;
-    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
+    const QString name = fileNameOf(m_runs->at(index).name);
     QString filter;
     const QString path =
         withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save run"),

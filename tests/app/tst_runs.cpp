@@ -7,6 +7,7 @@
 #include "capturefile.h"
 #include "capturereader.h"
 #include "capturesession.h"
+#include "capturewriter.h"
 #include "clock.h"
 #include "labclient.h"
 #include "labpanel.h"
@@ -593,15 +594,19 @@ private slots:
         QTemporaryDir dir;
         QVERIFY(QDir(dir.path()).mkdir(QStringLiteral("shots")));
         const QString shots = QDir(dir.path()).filePath(QStringLiteral("shots"));
-        // Answers the next file dialog: where it started, then the file chosen in it (none: cancelled).
-        auto answer = [](QString *startedIn, const QString &choose) {
-            QTimer::singleShot(300, [startedIn, choose] {
+        // Answers the next file dialog: where it started and the name it suggested, then the file chosen in
+        // it (none: cancelled).
+        QString suggested;
+        auto answer = [&suggested](QString *startedIn, const QString &choose) {
+            QTimer::singleShot(300, [startedIn, choose, &suggested] {
                 auto *dialog = qobject_cast<QFileDialog *>(QApplication::activeModalWidget());
                 if (!dialog) {
                     *startedIn = QStringLiteral("(no file dialog)");
                     return;
                 }
                 *startedIn = dialog->directory().absolutePath();
+                if (auto *name = dialog->findChild<QLineEdit *>(QStringLiteral("fileNameEdit")))
+                    suggested = name->text();
                 if (choose.isEmpty()) {
                     dialog->reject();
                     return;
@@ -637,10 +642,28 @@ private slots:
             answer(&startedIn, QDir(shots).filePath(QStringLiteral("first.png")));
             png->trigger();
             QCOMPARE(startedIn, QDir::current().absolutePath()); // nothing chosen before
+            QCOMPARE(suggested, QStringLiteral("rpcscope.png")); // no run named yet
             QTRY_VERIFY(QFileInfo::exists(QDir(shots).filePath(QStringLiteral("first.png"))));
             answer(&startedIn, QString());
             save->trigger();
             QCOMPARE(startedIn, shots);
+            // An opened file's run: the dialogs suggest its name, without the extension, as a file name.
+            std::string writeError;
+            const QString opened = QDir(dir.path()).filePath(QStringLiteral("incident (nightly).rpcscope"));
+            QVERIFY2(writeCaptureFile(opened, replayData(), Redaction{}, &writeError), writeError.c_str());
+            QString openError;
+            QVERIFY2(window.openFile(opened, &openError, true), qPrintable(openError));
+            answer(&startedIn, QString());
+            save->trigger();
+            QCOMPARE(suggested, QStringLiteral("incident-nightly.rpcscope"));
+            answer(&startedIn, QString());
+            png->trigger();
+            QCOMPARE(suggested, QStringLiteral("incident-nightly.png"));
+            // Renamed, the run's own name, with nothing dangling where its brackets were.
+            window.renameRun(window.runs()->current(), QStringLiteral("retry-basic (2)"));
+            answer(&startedIn, QString());
+            save->trigger();
+            QCOMPARE(suggested, QStringLiteral("retry-basic-2.rpcscope"));
         }
         // A later session (a new window, the same settings): still there.
         TimelineModel model;
