@@ -149,6 +149,9 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent *event) override;
+    // A menu's or a button's status tip takes the status bar while hovered; the "Next:" step it covered comes
+    // back after it, instead of an empty line.
+    bool event(QEvent *event) override;
     void dragEnterEvent(QDragEnterEvent *event) override;
     void dropEvent(QDropEvent *event) override;
 
@@ -269,8 +272,10 @@ private:
     PolicyDock *m_policy = nullptr;
     // Which config the Policy check shows (stagePolicy()): a scenario run's own, which no other run is judged
     // by, or the user's.
-    QString m_runPolicy;  // the config stagePolicy() last set from a run's scenario
-    QString m_userPolicy; // the one the user gave, while a run's own is shown instead
+    QString m_hintUnderTip; // the "Next:" step a status tip covers (event())
+    QString m_tipShown;     // that tip
+    QString m_runPolicy;    // the config stagePolicy() last set from a run's scenario
+    QString m_userPolicy;   // the one the user gave, while a run's own is shown instead
     QDockWidget *m_policyDock = nullptr;
     QAction *m_policyAction = nullptr;      // Ctrl+Shift+V, in the View menu
     QAction *m_retryPolicyAction = nullptr; // Ctrl+Shift+G, in the View menu

@@ -16,10 +16,12 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QStatusBar>
+#include <QStatusTipEvent>
 #include <QToolBar>
 #include <QToolButton>
 #include <QTreeWidget>
 #include <memory>
+#include <utility>
 
 namespace rpcscope {
 
@@ -157,6 +159,29 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
         m_labPanel->setNextStep(next);
         statusBar()->showMessage(next);
     }
+}
+
+bool MainWindow::event(QEvent *event)
+{
+    if (event->type() == QEvent::StatusTip) {
+        const QString tip = static_cast<QStatusTipEvent *>(event)->tip();
+        const QString shown = statusBar()->currentMessage();
+        if (!tip.isEmpty()) {
+            if (m_hintUnderTip.isEmpty() && shown.startsWith(QLatin1String("Next:"))) m_hintUnderTip = shown;
+            m_tipShown = tip;
+        } else {
+            const QString hint = std::exchange(m_hintUnderTip, QString());
+            const QString covering = std::exchange(m_tipShown, QString());
+            // Something said while the tip showed (a save's "Saved …") stays, rather than being cleared with
+            // the tip.
+            if (!covering.isEmpty() && !shown.isEmpty() && shown != covering) return true;
+            if (!hint.isEmpty()) {
+                statusBar()->showMessage(hint);
+                return true;
+            }
+        }
+    }
+    return QMainWindow::event(event);
 }
 
 void MainWindow::advanceNextStep(const QString &next)

@@ -36,6 +36,7 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QStatusTipEvent>
 #include <QStyle>
 #include <QTemporaryDir>
 #include <QToolBar>
@@ -189,7 +190,22 @@ private slots:
         QVERIFY(!scenario->visibleRegion().isEmpty()); // not behind another tab
         auto *next = w->labPanel()->findChild<QLabel *>(QStringLiteral("nextStep"));
         QVERIFY(next && next->isVisible());
-        QVERIFY(w->statusBar()->currentMessage().startsWith(QLatin1String("Next:")));
+        const QString hint = w->statusBar()->currentMessage();
+        QVERIFY(hint.startsWith(QLatin1String("Next:")));
+        // A menu entry's status tip covers it while hovered, and it comes back after (the menu sends an empty
+        // tip as the pointer leaves).
+        QStatusTipEvent over(QStringLiteral("Open a pcap/pcapng of TLS traffic with its key log"));
+        QCoreApplication::sendEvent(w, &over);
+        QCOMPARE(w->statusBar()->currentMessage(), over.tip());
+        QStatusTipEvent left{QString()};
+        QCoreApplication::sendEvent(w, &left);
+        QCOMPARE(w->statusBar()->currentMessage(), hint);
+        // Something said while the tip showed stays said.
+        QCoreApplication::sendEvent(w, &over);
+        w->statusBar()->showMessage(QStringLiteral("Saved somewhere"));
+        QCoreApplication::sendEvent(w, &left);
+        QCOMPARE(w->statusBar()->currentMessage(), QStringLiteral("Saved somewhere"));
+        w->statusBar()->showMessage(hint);
         // This window has no lab: its dock says so instead of explaining a scenario it cannot run. With a lab
         // the scenario's explanation and its "Look for:" hint are there.
         QVERIFY(w->labPanel()
