@@ -205,6 +205,47 @@ private slots:
                  qPrintable(QStringLiteral("whole %1, elided %2").arg(whole).arg(elided)));
     }
 
+    // A comfortable lane's header: a summary longer than the view, and the call's deadline beyond it (an
+    // arrow at the edge). The summary ends, elided, before the arrow instead of running under it.
+    void aHeaderSummaryKeepsClearOfTheDeadlineArrow()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch batch{opened(1)};
+        for (int a = 0; a < 4; ++a) {
+            WireEvent r = req(std::uint32_t(1 + 2 * a), (10 + 20 * a) * ms,
+                              a ? std::optional<int>(a) : std::nullopt, "long-1", (5000 - 20 * a) * ms);
+            r.grpc.path = "/com.example.inventory.v1.InventoryService/ReserveStockForOrder";
+            batch.push_back(r);
+            batch.push_back(end(std::uint32_t(1 + 2 * a), (12 + 20 * a) * ms, 14));
+        }
+        model.appendBatch(batch);
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.density = LaneDensity::Comfortable;
+        painter.setOptions(o);
+        painter.setRange(0, 100 * ms);
+        const QRectF rect(0, 0, 640, painter.contentHeight(640));
+        TextRecorder device(rect.size().toSize());
+        {
+            QPainter p(&device);
+            painter.paint(&p, rect);
+        }
+        const TextRecorder::Text *summary = nullptr, *arrow = nullptr;
+        for (const TextRecorder::Text &t : device.texts()) {
+            if (t.text.startsWith(QStringLiteral("/com.example"))) summary = &t;
+            if (t.text.endsWith(QStringLiteral("▶"))) arrow = &t;
+        }
+        QVERIFY(summary && arrow);
+        QVERIFY2(summary->rect.right() <= arrow->rect.left(),
+                 qPrintable(QStringLiteral("\"%1\" ends at %2 px, the arrow \"%3\" starts at %4 px")
+                                .arg(summary->text)
+                                .arg(summary->rect.right())
+                                .arg(arrow->text)
+                                .arg(arrow->rect.left())));
+        QVERIFY2(summary->text.endsWith(QChar(0x2026)), qPrintable(summary->text));
+    }
+
     // The same row with its deadline in view, just after the last bar ("DEADLINE_EXCEEDED" written after a
     // bar that ends a millisecond before the deadline): the outcome is never struck through by the deadline's
     // line; it goes after the line where it does not fit before it.
