@@ -26,6 +26,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QLabel>
 #include <QLineEdit>
@@ -597,31 +598,41 @@ private slots:
         // Answers the next file dialog: where it started and the name it suggested, then the file chosen in
         // it (none: cancelled).
         QString suggested;
+        // Looked for every 20 ms (for 10 s at most) while the dialog's own event loop runs.
         auto answer = [&suggested](QString *startedIn, const QString &choose) {
-            QTimer::singleShot(300, [startedIn, choose, &suggested] {
+            *startedIn = QStringLiteral("(no file dialog)");
+            auto *poll = new QTimer;
+            auto *waited = new QElapsedTimer;
+            waited->start();
+            poll->setInterval(20);
+            QObject::connect(poll, &QTimer::timeout, poll, [poll, waited, startedIn, choose, &suggested] {
                 auto *dialog = qobject_cast<QFileDialog *>(QApplication::activeModalWidget());
-                if (!dialog) {
-                    *startedIn = QStringLiteral("(no file dialog)");
+                if (!dialog || !dialog->isVisible()) {
+                    if (waited->elapsed() > 10000) {
+                        poll->deleteLater();
+                        delete waited;
+                    }
                     return;
                 }
+                poll->stop();
+                poll->deleteLater();
+                delete waited;
                 *startedIn = dialog->directory().absolutePath();
-                if (auto *name = dialog->findChild<QLineEdit *>(QStringLiteral("fileNameEdit")))
-                    suggested = name->text();
+                auto *name = dialog->findChild<QLineEdit *>(QStringLiteral("fileNameEdit"));
+                if (name) suggested = name->text();
                 if (choose.isEmpty()) {
                     dialog->reject();
                     return;
                 }
-                // Typed into its name field, as a user does.
-                auto *name = dialog->findChild<QLineEdit *>(QStringLiteral("fileNameEdit"));
                 if (!name) {
                     *startedIn = QStringLiteral("(no name field)");
                     dialog->reject();
                     return;
                 }
-                name->setText(choose);
-                static_cast<QDialog *>(dialog)->accept(); // QFileDialog::accept, protected there //
-                                                          // QFileDialog::accept, protected there
+                name->setText(choose);                    // typed into its name field, as a user does
+                static_cast<QDialog *>(dialog)->accept(); // QFileDialog::accept, protected there
             });
+            poll->start();
         };
         auto action = [](QWidget &window, const QString &text) -> QAction * {
             for (QAction *a : window.findChildren<QAction *>())
