@@ -389,11 +389,7 @@ std::optional<PolicyCheck::Finding> LivePolicyCheck::finding(std::uint64_t seria
         const std::uint64_t guess = serial - m_judged.front().serial;
         if (guess < m_judged.size() && m_judged[size_t(guess)].serial == serial) i = size_t(guess);
     }
-    if (i == m_judged.size()) {
-        auto it = std::lower_bound(m_judged.begin(), m_judged.end(), serial,
-                                   [](const Judged &e, std::uint64_t s) { return e.serial < s; });
-        if (it != m_judged.end() && it->serial == serial) i = size_t(it - m_judged.begin());
-    }
+    if (i == m_judged.size()) i = find(serial, 0);
     if (i >= m_judged.size() || !m_store || i >= m_store->calls().size()) return std::nullopt;
     const Judged &e = m_judged[i];
     if (!e.counted || !e.verdict.violation()) return std::nullopt;

@@ -276,9 +276,12 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
             summary = summaryFm.elidedText(summary, Qt::ElideRight, labelLeft - ax.left - 16);
         // A deadline beyond the view is an arrow at its edge (below): a summary that would run under it
         // ends, elided, before it.
-        const double arrowLeft = right - 8 - (smallFm.horizontalAdvance(QStringLiteral("▶")) + 2);
-        if (dx > right && ax.left + summaryFm.horizontalAdvance(summary) + 8 > arrowLeft)
-            summary = summaryFm.elidedText(summary, Qt::ElideRight, std::max(0.0, arrowLeft - ax.left - 16));
+        if (dx > right) {
+            const double arrowLeft = right - 8 - (smallFm.horizontalAdvance(QStringLiteral("▶")) + 2);
+            if (ax.left + summaryFm.horizontalAdvance(summary) + 8 > arrowLeft)
+                summary =
+                    summaryFm.elidedText(summary, Qt::ElideRight, std::max(0.0, arrowLeft - ax.left - 16));
+        }
     }
     p->drawText(QRectF(ax.left, top, right - ax.left - 8, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
                 summary);

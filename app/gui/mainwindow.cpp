@@ -17,7 +17,6 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -365,11 +364,9 @@ void MainWindow::copyToClipboard()
 
 void MainWindow::exportSvgInteractive()
 {
-    const QString file = QFileDialog::getSaveFileName(
-        this, QStringLiteral("Export SVG"),
-        dialogStart(suggestedFileName(QStringLiteral("rpcscope"), QStringLiteral("svg"))),
-        QStringLiteral("SVG images (*.svg)"));
-    rememberDialogDirectory(file);
+    const QString file = askSaveFile(QStringLiteral("Export SVG"),
+                                     suggestedFileName(QStringLiteral("rpcscope"), QStringLiteral("svg")),
+                                     QStringLiteral("SVG images (*.svg)"));
     if (file.isEmpty()) return;
     if (std::string why; !exportSvg(file, &why))
         QMessageBox::warning(this, QStringLiteral("Export failed"), QString::fromStdString(why));
@@ -379,11 +376,9 @@ void MainWindow::exportSvgInteractive()
 
 void MainWindow::exportPngInteractive()
 {
-    const QString file = QFileDialog::getSaveFileName(
-        this, QStringLiteral("Export PNG"),
-        dialogStart(suggestedFileName(QStringLiteral("rpcscope"), QStringLiteral("png"))),
-        QStringLiteral("PNG images (*.png)"));
-    rememberDialogDirectory(file);
+    const QString file = askSaveFile(QStringLiteral("Export PNG"),
+                                     suggestedFileName(QStringLiteral("rpcscope"), QStringLiteral("png")),
+                                     QStringLiteral("PNG images (*.png)"));
     if (file.isEmpty()) return;
     if (std::string why; !exportPng(file, &why))
         QMessageBox::warning(this, QStringLiteral("Export failed"), QString::fromStdString(why));

@@ -171,6 +171,10 @@ private:
     static QString dialogStart(const QString &name = {});
     // The directory of a file chosen in a dialog, for the next dialog; an empty path changes nothing.
     static void rememberDialogDirectory(const QString &path);
+    // The file dialogs, started and remembered that way; an empty path when cancelled.
+    QString askOpenFile(const QString &title, const QString &filters);
+    QString askSaveFile(const QString &title, const QString &name, const QString &filters,
+                        QString *selectedFilter = nullptr);
     // A file name for what is shown, as a dialog suggests it: the run's name (as a file name may hold it) or
     // `fallback`, with `extension`.
     QString suggestedFileName(const QString &fallback, const QString &extension) const;
@@ -269,13 +273,14 @@ private:
     StatsDock *m_stats = nullptr;
     QDockWidget *m_statsDock = nullptr;
     QAction *m_statsAction = nullptr; // Ctrl+Shift+T, in the View menu
+    // The "Next:" step a status tip covers, and that tip (event()).
+    QString m_hintUnderTip;
+    QString m_tipShown;
     PolicyDock *m_policy = nullptr;
     // Which config the Policy check shows (stagePolicy()): a scenario run's own, which no other run is judged
     // by, or the user's.
-    QString m_hintUnderTip; // the "Next:" step a status tip covers (event())
-    QString m_tipShown;     // that tip
-    QString m_runPolicy;    // the config stagePolicy() last set from a run's scenario
-    QString m_userPolicy;   // the one the user gave, while a run's own is shown instead
+    QString m_runPolicy;  // the config stagePolicy() last set from a run's scenario
+    QString m_userPolicy; // the one the user gave, while a run's own is shown instead
     QDockWidget *m_policyDock = nullptr;
     QAction *m_policyAction = nullptr;      // Ctrl+Shift+V, in the View menu
     QAction *m_retryPolicyAction = nullptr; // Ctrl+Shift+G, in the View menu

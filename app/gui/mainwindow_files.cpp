@@ -75,10 +75,9 @@ void MainWindow::buildFileAndCapture(QToolBar *tb)
     // A pcap of TLS traffic opens with the key log its client or server wrote (SSLKEYLOGFILE, capture
     // --keylog): two file choices, the capture and then its key log.
     QAction *openKeylog = fileMenu->addAction(QStringLiteral("Open with key log…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(
-            this, QStringLiteral("Open a pcap of TLS traffic"), dialogStart(),
-            QStringLiteral("Packet captures (*.pcapng *.pcap *.cap);;All files (*)"));
-        rememberDialogDirectory(path);
+        const QString path =
+            askOpenFile(QStringLiteral("Open a pcap of TLS traffic"),
+                        QStringLiteral("Packet captures (*.pcapng *.pcap *.cap);;All files (*)"));
         if (path.isEmpty()) return;
         const QString keylog = QFileDialog::getOpenFileName(
             this, QStringLiteral("Its TLS key log (NSS format, as SSLKEYLOGFILE writes)"),
@@ -471,6 +470,22 @@ void MainWindow::rememberDialogDirectory(const QString &path)
     QSettings().setValue(QLatin1String(kDialogDirectory), QFileInfo(path).absolutePath());
 }
 
+QString MainWindow::askOpenFile(const QString &title, const QString &filters)
+{
+    const QString path = QFileDialog::getOpenFileName(this, title, dialogStart(), filters);
+    rememberDialogDirectory(path);
+    return path;
+}
+
+QString MainWindow::askSaveFile(const QString &title, const QString &name, const QString &filters,
+                                QString *selectedFilter)
+{
+    const QString path =
+        QFileDialog::getSaveFileName(this, title, dialogStart(name), filters, selectedFilter);
+    rememberDialogDirectory(path);
+    return path;
+}
+
 QString MainWindow::fileNameOf(QString runName)
 {
     // "retry-basic (2)" -> "retry-basic-2": what a shell or another system takes without quoting.
@@ -495,10 +510,9 @@ QString MainWindow::suggestedFileName(const QString &fallback, const QString &ex
 
 void MainWindow::openInteractive()
 {
-    const QString path = QFileDialog::getOpenFileName(
-        this, QStringLiteral("Open capture"), dialogStart(),
-        QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
-    rememberDialogDirectory(path);
+    const QString path =
+        askOpenFile(QStringLiteral("Open capture"),
+                    QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
     if (!path.isEmpty()) openFile(path);
 }
 
@@ -506,12 +520,10 @@ void MainWindow::saveInteractive()
 {
     QString filter;
     const QString path = withFilterExtension(
-        QFileDialog::getSaveFileName(
-            this, QStringLiteral("Save session"),
-            dialogStart(suggestedFileName(QStringLiteral("session"), QStringLiteral("rpcscope"))),
-            saveFileFilters(), &filter),
+        askSaveFile(QStringLiteral("Save session"),
+                    suggestedFileName(QStringLiteral("session"), QStringLiteral("rpcscope")),
+                    saveFileFilters(), &filter),
         filter);
-    rememberDialogDirectory(path);
     if (path.isEmpty()) return;
     QString error;
     if (!saveFile(path, &error) && error != QLatin1String("cancelled"))
@@ -582,11 +594,10 @@ void MainWindow::closeEvent(QCloseEvent *event)
             return;
         }
         if (answer == QMessageBox::Save) {
-            const QString path = QFileDialog::getSaveFileName(
-                this, QStringLiteral("Save session"),
-                dialogStart(suggestedFileName(QStringLiteral("session"), QStringLiteral("rpcscope"))),
-                QStringLiteral("rpcscope capture (*.rpcscope)"));
-            rememberDialogDirectory(path);
+            const QString path =
+                askSaveFile(QStringLiteral("Save session"),
+                            suggestedFileName(QStringLiteral("session"), QStringLiteral("rpcscope")),
+                            QStringLiteral("rpcscope capture (*.rpcscope)"));
             QString error;
             if (path.isEmpty() || !saveFile(path, &error)) {
                 if (!path.isEmpty()) QMessageBox::warning(this, QStringLiteral("Cannot save"), error);

@@ -100,8 +100,9 @@ void MainWindow::addToTimelineInteractive()
     const QStringList paths = QFileDialog::getOpenFileNames(
         this, QStringLiteral("Add captures to the timeline"), dialogStart(),
         QStringLiteral("Captures (*.rpcscope *.pcapng *.pcap *.cap);;All files (*)"));
-    if (!paths.isEmpty()) rememberDialogDirectory(paths.front());
-    if (!paths.isEmpty()) addToTimeline(paths);
+    if (paths.isEmpty()) return;
+    rememberDialogDirectory(paths.front());
+    addToTimeline(paths);
 }
 
 bool MainWindow::addToTimeline(const QStringList &paths, QString *errorOut, bool quiet, bool replace)

@@ -17,7 +17,6 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
 #include <QLineEdit>
@@ -382,11 +381,9 @@ void MainWindow::saveRunInteractive(int index)
     const QString name = fileNameOf(m_runs->at(index).name);
     QString filter;
     const QString path =
-        withFilterExtension(QFileDialog::getSaveFileName(this, QStringLiteral("Save run"),
-                                                         dialogStart(name + QStringLiteral(".rpcscope")),
-                                                         saveFileFilters(), &filter),
+        withFilterExtension(askSaveFile(QStringLiteral("Save run"), name + QStringLiteral(".rpcscope"),
+                                        saveFileFilters(), &filter),
                             filter);
-    rememberDialogDirectory(path);
     if (path.isEmpty()) return;
     QString error;
     if (!saveRun(index, path, &error) && error != QLatin1String("cancelled"))

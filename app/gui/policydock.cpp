@@ -16,7 +16,6 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <optional>
 
 namespace rpcscope {
 
@@ -229,7 +228,7 @@ void PolicyDock::fill()
     // was a fifth of a refresh), and the table hears of the changed ones at once, not cell by cell (each
     // cell's change had the view work out where it is).
     QAbstractItemModel *cells = m_summary->model();
-    std::optional<QSignalBlocker> quiet(cells);
+    QSignalBlocker quiet(cells);
     bool changed = false;
     auto put = [&](int r, int c, const QString &text, bool number, bool flagged = false) {
         QTableWidgetItem *cell = m_summary->item(r, c);
@@ -262,7 +261,7 @@ void PolicyDock::fill()
                 k != Kind::Conforms && k != Kind::InFlight && row.count(k) > 0);
         put(r, c++, QString::fromStdString(row.clients), false);
     }
-    quiet.reset();
+    quiet.unblock();
     if (changed)
         emit cells->dataChanged(cells->index(0, 0),
                                 cells->index(cells->rowCount() - 1, cells->columnCount() - 1));

@@ -602,21 +602,20 @@ private slots:
         auto answer = [&suggested](QString *startedIn, const QString &choose) {
             *startedIn = QStringLiteral("(no file dialog)");
             auto *poll = new QTimer;
-            auto *waited = new QElapsedTimer;
-            waited->start();
+            QElapsedTimer waited;
+            waited.start();
             poll->setInterval(20);
             QObject::connect(poll, &QTimer::timeout, poll, [poll, waited, startedIn, choose, &suggested] {
                 auto *dialog = qobject_cast<QFileDialog *>(QApplication::activeModalWidget());
                 if (!dialog || !dialog->isVisible()) {
-                    if (waited->elapsed() > 10000) {
+                    if (waited.elapsed() > 10000) {
+                        poll->stop();
                         poll->deleteLater();
-                        delete waited;
                     }
                     return;
                 }
                 poll->stop();
                 poll->deleteLater();
-                delete waited;
                 *startedIn = dialog->directory().absolutePath();
                 auto *name = dialog->findChild<QLineEdit *>(QStringLiteral("fileNameEdit"));
                 if (name) suggested = name->text();
