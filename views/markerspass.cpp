@@ -173,7 +173,8 @@ void MarkersPass::paintSuppressed(QPainter *p, const PaintContext &ctx, const Ca
     double textLeft = ax.left; // a second reason (rare) goes after the first
     for (const LabEventRecord *e : ctx.index.labEventsOfCall(call.key)) {
         if (!suppressedRetry(e)) continue;
-        const double x = std::clamp(ax.timeToX(e->tNs), ax.left + r, right - r);
+        // Beyond the view, at its edge, clear of it as the deadline's arrow is.
+        const double x = std::clamp(ax.timeToX(e->tNs), ax.left + r, right - 8 - r);
         p->setPen(QPen(ctx.theme.deadline, 2 * m.scale));
         p->drawLine(QPointF(x - r, cy - r), QPointF(x + r, cy + r));
         p->drawLine(QPointF(x - r, cy + r), QPointF(x + r, cy - r));

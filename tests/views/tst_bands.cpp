@@ -571,16 +571,17 @@ private slots:
         const double rowTop = attempt.top() - m.barOffset(false) + m.attemptHeight;
         // The deadline's red, text's edges blended into the background included.
         const QColor deadline = painter.theme().deadline;
-        auto reds = [&](const QRect &r) {
+        auto redsIn = [](const QImage &image, const QRect &r) {
             int n = 0;
             for (int y = r.top(); y <= r.bottom(); ++y)
                 for (int x = r.left(); x <= r.right(); ++x) {
-                    const QColor c(img.pixel(x, y));
+                    const QColor c(image.pixel(x, y));
                     n += c.red() > 120 && c.red() - c.green() > 60 && c.red() - c.blue() > 60 &&
                          std::abs(c.green() - c.blue()) < 40;
                 }
             return n;
         };
+        auto reds = [&](const QRect &r) { return redsIn(img, r); };
         QVERIFY(deadline.red() - deadline.green() > 60);
         // The row's label and its cross and reason, in the deadline's colour; nothing of it in the header.
         const QRect row = QRect(int(rect.left()), int(rowTop), int(rect.width()), int(m.attemptHeight) - 2);
@@ -602,6 +603,16 @@ private slots:
         QVERIFY2(tip.contains(QStringLiteral("next wait 80 ms exceeds the remaining 0 ms")), qPrintable(tip));
         // The attempt above it is still itself.
         QCOMPARE(painter.hitTest(attempt.center(), rect).kind, TimelinePainter::Hit::Attempt);
+
+        // Zoomed in before the client decided: the cross waits at the view's edge, whole, clear of the edge's
+        // last 8 px as the deadline's arrow is.
+        painter.setRange(lo, 100 * ms);
+        const QImage zoomed = render(painter, rect);
+        const QRectF attemptZoomed = painter.attemptRect(1, 0, rect);
+        const int rowTopZoomed = int(attemptZoomed.top() - m.barOffset(false) + m.attemptHeight);
+        const int edge = int(rect.right());
+        QVERIFY(redsIn(zoomed, QRect(edge - 28, rowTopZoomed, 20, int(m.attemptHeight) - 2)) > 10);
+        QCOMPARE(redsIn(zoomed, QRect(edge - 6, rowTopZoomed, 6, int(m.attemptHeight) - 2)), 0);
     }
 
     // Lanes go in the order the calls started, whatever order the calls came in: another hop's decoder behind
