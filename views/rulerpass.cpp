@@ -12,6 +12,7 @@
 #include <QPainter>
 #include <QStringList>
 #include <algorithm>
+#include <array>
 
 namespace rpcscope {
 
@@ -217,22 +218,43 @@ void RulerPass::paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRec
                             color(seg.state));
                 ctx.mark(BreakerBand::legendUse(seg.state));
             }
-    // Names: inside a state where they fit, else just right of a narrow state when that space is free.
-    p->setFont(ctx.font(11));
-    const QFontMetricsF fm(p->font());
+    // Names: inside a state where they fit, else just right of a narrow state on a tag of its colour where
+    // that leaves the next state room for its own name. Scaled up (workshop mode), a name that does not fit
+    // in the band's type steps down towards the normal one before it goes without: a name over the wrong
+    // state, or one that takes the next state's place, would tell the audience the wrong story.
+    const int sizes = s > 1 ? 3 : 1;
+    const std::array<QFont, 3> fonts{ctx.font(11), PaintContext::scaledFont(11, (1 + s) / 2),
+                                     PaintContext::scaledFont(11, 1)};
+    const std::array<QFontMetricsF, 3> metrics{QFontMetricsF(fonts[0]), QFontMetricsF(fonts[1]),
+                                               QFontMetricsF(fonts[2])};
+    auto width = [&](const QString &text, int size) { return metrics[size_t(size)].horizontalAdvance(text); };
     double lastTextRight = -1e9;
     for (size_t i = 0; i < states.segments.size(); ++i) {
         const BreakerBand::Segment &seg = states.segments[i];
-        const double tw = fm.horizontalAdvance(seg.state);
-        const double inside = std::max(seg.x1 + 4, lastTextRight);
-        double x = -1;
-        if (inside + tw + 4 <= seg.x2)
-            x = inside;
-        else if (seg.x2 + 3 >= lastTextRight && seg.x2 + 3 + tw < right &&
-                 (i + 1 >= states.segments.size() || !states.segments[i + 1].widened ||
-                  states.segments[i + 1].x1 > seg.x2 + 3 + tw))
-            x = seg.x2 + 3;
+        const BreakerBand::Segment *next = i + 1 < states.segments.size() ? &states.segments[i + 1] : nullptr;
+        double x = -1, tw = 0;
+        int size = 0;
+        for (int k = 0; k < sizes && x < 0; ++k) {
+            tw = width(seg.state, k);
+            const double inside = std::max(seg.x1 + 4, lastTextRight);
+            if (inside + tw + 4 <= seg.x2) x = inside, size = k;
+        }
+        for (int k = 0; k < sizes && x < 0; ++k) {
+            tw = width(seg.state, k);
+            const double tag = seg.x2 + 3, end = tag + tw + 6;
+            if (tag < lastTextRight || tag + tw >= right) continue;
+            // A widened state is drawn over its neighbours: the tag stops before it. A wide one keeps room
+            // for its name in the smallest type, unless that did not fit it anyway.
+            const double nextName = next ? width(next->state, sizes - 1) : 0;
+            const bool leavesRoom =
+                !next ||
+                (next->widened ? next->x1 > tag + tw
+                               : end + nextName + 4 <= next->x2 ||
+                                     std::max(next->x1 + 4, lastTextRight) + nextName + 4 > next->x2);
+            if (leavesRoom) x = tag, size = k;
+        }
         if (x < 0) continue;
+        p->setFont(fonts[size_t(size)]);
         const QRectF box(x, band.top() + inset, tw + 2, band.height() - 2 * inset);
         // Outside its state, on a tag of its state's colour.
         if (x >= seg.x2) {

@@ -169,6 +169,97 @@ private slots:
         QCOMPARE(mark.labEvent->detail, std::string("closed -> open"));
     }
 
+    // The circuit-breaker scenario's story at workshop size in a window a presenter uses: closed, open, a
+    // failed probe's half-open, open again, a probe that closes it. Every state is named, in order, without
+    // overlap, each name inside its state or right after it (on a tag): before, a too-narrow "closed" was
+    // put over the open state after it and took its name's place, and so did each probe's "half-open".
+    void breakerStoryNamesEveryState_data()
+    {
+        QTest::addColumn<bool>("workshop");
+        QTest::addColumn<int>("width");
+        QTest::addColumn<bool>("allNamed");
+        QTest::newRow("workshop, 1000 px") << true << 1000 << true;
+        QTest::newRow("workshop, 1300 px") << true << 1300 << true;
+        QTest::newRow("workshop, 1800 px") << true << 1800 << true;
+        QTest::newRow("workshop, 700 px") << true << 700 << false;
+        QTest::newRow("normal, 500 px") << false << 500 << false;
+        QTest::newRow("normal, 1000 px") << false << 1000 << true;
+    }
+    void breakerStoryNamesEveryState()
+    {
+        QFETCH(bool, workshop);
+        QFETCH(int, width);
+        QFETCH(bool, allNamed);
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch b{opened(1),
+                     labEvent(100 * ms, "breaker", "closed -> open"),
+                     labEvent(300 * ms, "breaker", "open -> half-open"),
+                     labEvent(301 * ms, "breaker", "half-open -> open"),
+                     labEvent(550 * ms, "breaker", "open -> half-open"),
+                     labEvent(551 * ms, "breaker", "half-open -> closed")};
+        for (int c = 0; c < 40; ++c) {
+            const std::uint32_t stream = std::uint32_t(1 + 2 * c);
+            b.push_back(req(stream, c * 25 * ms, std::nullopt, "cb-" + std::to_string(c + 1), 5000 * ms));
+            b.push_back(end(stream, c * 25 * ms + 1 * ms, c < 4 ? 14 : 0));
+        }
+        model.appendBatch(b);
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.workshop = workshop;
+        painter.setOptions(o);
+        painter.setRange(0, 1000 * ms);
+        const QRectF rect(0, 0, width, painter.contentHeight(width));
+        TextRecorder device(rect.size().toSize());
+        {
+            QPainter p(&device);
+            painter.paint(&p, rect);
+        }
+        const TimeAxis ax = painter.axis(rect);
+        const QStringList states{"closed", "open", "half-open", "open", "half-open", "closed"};
+        const std::vector<std::int64_t> from{0, 100 * ms, 300 * ms, 301 * ms, 550 * ms, 551 * ms};
+        const double minWidth = workshop ? 2.2 * 6 : 6;
+        auto span = [&](int i) {
+            const double x1 = ax.timeToX(from[size_t(i)]);
+            const double to = i + 1 < states.size() ? ax.timeToX(from[size_t(i) + 1]) : rect.right();
+            return std::pair{x1, std::max(to, x1 + minWidth)};
+        };
+        const double bandTop = painter.metrics().rulerHeight,
+                     bandBottom = bandTop + painter.metrics().bandHeight;
+        // Each name drawn in the band, matched to the state it starts in or right after (a tag).
+        int last = -1, named = 0;
+        double lastRight = -1;
+        QStringList drawn;
+        for (const TextRecorder::Text &t : device.texts()) {
+            if (t.rect.center().y() <= bandTop || t.rect.center().y() >= bandBottom ||
+                t.rect.left() <= ax.left)
+                continue;
+            drawn << t.text;
+            int state = -1;
+            for (int i = states.size() - 1; i > last && state < 0; --i)
+                if (states[i] == t.text && t.rect.left() >= span(i).first &&
+                    t.rect.left() <= span(i).second + 4)
+                    state = i;
+            const QString where =
+                QStringLiteral("\"%1\" at %2 to %3 px").arg(t.text).arg(t.rect.left()).arg(t.rect.right());
+            QVERIFY2(state > last, qPrintable(where + ": in no state of that name after the last one named"));
+            const auto [x1, x2] = span(state);
+            QVERIFY2(
+                t.rect.left() >= x2 || t.rect.right() <= x2,
+                qPrintable(where + QStringLiteral(": runs out of its state (%1 to %2 px)").arg(x1).arg(x2)));
+            QVERIFY2(t.rect.left() > lastRight, qPrintable(where + ": overlaps the name before it"));
+            last = state;
+            lastRight = t.rect.right();
+            ++named;
+            // The story's last state has room enough not to need the smallest type.
+            if (workshop && state + 1 == states.size() && allNamed)
+                QVERIFY2(t.rect.height() > QFontMetricsF(PaintContext::scaledFont(11, 1)).height(),
+                         qPrintable(where + ": in reduced type"));
+        }
+        if (allNamed) QCOMPARE(drawn, states);
+        QVERIFY(named >= 3);
+    }
+
     void markersCluster()
     {
         TimelineModel model;
