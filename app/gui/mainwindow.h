@@ -253,8 +253,9 @@ private:
     WindowLook *m_look = nullptr;
     QAction *m_timelineOnlyAction = nullptr;
     QAction *m_fullScreenAction = nullptr;
-    std::vector<QWidget *> m_hiddenForTimeline; // docks and toolbars Timeline only hid, to bring back
-    QByteArray m_layoutOutsideWorkshop;         // saveState() before workshop mode, empty outside it
+    std::vector<QWidget *> m_hiddenForTimeline;    // docks and toolbars Timeline only hid, to bring back
+    std::vector<QDockWidget *> m_frontForTimeline; // of those docks, each tab group's current one
+    QByteArray m_layoutOutsideWorkshop;            // saveState() before workshop mode, empty outside it
     QString m_filterToolTip;
     QString m_openedPath; // the file on screen, while m_openedGeneration is the log's generation
     std::uint64_t m_openedGeneration = 0;

@@ -224,6 +224,10 @@ void MainWindow::setWorkshopLayout(bool on)
     resizeDocks(below, QList<int>(below.size(), height), Qt::Vertical);
 }
 
+namespace {
+const QString kTimelineOnlyMessage = QStringLiteral("Timeline only: F10 brings the docks and toolbars back");
+} // namespace
+
 void MainWindow::setTimelineOnly(bool on)
 {
     if (m_timelineOnlyAction->isChecked() != on) {
@@ -232,19 +236,28 @@ void MainWindow::setTimelineOnly(bool on)
     }
     if (on) {
         m_hiddenForTimeline.clear();
+        m_frontForTimeline.clear();
         for (QDockWidget *d : findChildren<QDockWidget *>())
-            if (d->isVisible()) m_hiddenForTimeline.push_back(d);
+            if (d->isVisible()) {
+                m_hiddenForTimeline.push_back(d);
+                // A tab behind its group's current one is visible too, moved out of sight.
+                if (!d->visibleRegion().isEmpty()) m_frontForTimeline.push_back(d);
+            }
         for (QToolBar *t : findChildren<QToolBar *>())
             if (t->isVisible()) m_hiddenForTimeline.push_back(t);
         for (QWidget *w : m_hiddenForTimeline)
             w->hide();
         m_view->setFocus(Qt::ShortcutFocusReason);
-        statusBar()->showMessage(QStringLiteral("Timeline only: F10 brings the docks and toolbars back"),
-                                 8000);
+        statusBar()->showMessage(kTimelineOnlyMessage, 8000);
     } else {
         for (QWidget *w : m_hiddenForTimeline)
             w->show();
+        // Shown again, a tab group shows whichever tab came back first: the one that was in front goes there.
+        for (QDockWidget *d : m_frontForTimeline)
+            d->raise();
         m_hiddenForTimeline.clear();
+        m_frontForTimeline.clear();
+        if (statusBar()->currentMessage() == kTimelineOnlyMessage) statusBar()->clearMessage();
     }
 }
 

@@ -682,14 +682,34 @@ private slots:
         QVERIFY(w->statusBar()->currentMessage().isEmpty());
     }
 
-    // Timeline only hides every dock and toolbar and brings back exactly those; F10 from anywhere.
+    // Timeline only hides every dock and toolbar and brings back exactly those, each tab group showing the
+    // tab it showed before (the one behind it came to the front: the statistics gave way to the calls);
+    // F10 from anywhere.
     void timelineOnly()
     {
         MainWindow *w = window();
         auto *calls = w->findChild<QDockWidget *>(QStringLiteral("calls"));
+        auto *stats = w->findChild<QDockWidget *>(QStringLiteral("statistics"));
         auto *merged = w->findChild<QDockWidget *>(QStringLiteral("merge"));
         const bool mergedVisible = merged && merged->isVisible();
-        QVERIFY(calls->isVisible());
+        QVERIFY(calls && stats);
+        QVERIFY(w->tabifiedDockWidgets(calls).contains(stats));
+        // A tab behind another is visible too, moved out of sight.
+        auto inFront = [](QDockWidget *d) { return d->isVisible() && !d->visibleRegion().isEmpty(); };
+        stats->show();
+        stats->raise();
+        QTRY_VERIFY(inFront(stats) && !inFront(calls));
+        QTest::keyClick(w->swimlanes(), Qt::Key_F10);
+        QVERIFY(w->timelineOnly());
+        QVERIFY(!stats->isVisible() && !calls->isVisible());
+        QVERIFY(w->statusBar()->currentMessage().contains(QLatin1String("F10 brings")));
+        QTest::keyClick(w->swimlanes(), Qt::Key_F10);
+        QTRY_VERIFY2(inFront(stats) && !inFront(calls), "the calls came to the front");
+        // The hint on how to come back goes with it.
+        QVERIFY2(!w->statusBar()->currentMessage().contains(QLatin1String("F10")),
+                 qPrintable(w->statusBar()->currentMessage()));
+        stats->hide();
+        QTRY_VERIFY(inFront(calls));
         const int height = w->swimlanes()->height();
         QTest::keyClick(w->callsTree(), Qt::Key_F10);
         QVERIFY(w->timelineOnly());
