@@ -558,6 +558,34 @@ private slots:
                     .startsWith(QStringLiteral("undecodable")));
     }
 
+    // Control frames folded into runs say how many of what; "flood" is said of PINGs, not of WINDOW_UPDATEs,
+    // which a busy connection sends two for each call (a plain grpc++ client's 300 quick calls read
+    // "WINDOW_UPDATE × 345 (flood)").
+    void foldedFramesAreNamedForWhatTheyAre()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        WireEvent updates = testev::frame(1, 0, 80 * ms, Direction::ClientToServer, FrameWindowUpdate);
+        updates.about = FrameRun{345, 10 * ms, 345 * 4};
+        WireEvent pings = testev::frame(1, 0, 190 * ms, Direction::ServerToClient, FramePing);
+        pings.about = FrameRun{900, 120 * ms, 900 * 8};
+        model.appendBatch(
+            {opened(1), req(1, 5 * ms, std::nullopt, "a-1", 5000 * ms), end(1, 6 * ms, 0), updates, pings});
+        TimelinePainter painter(&model.store());
+        painter.setRange(0, 200 * ms);
+        const QRectF rect(0, 0, 1200, painter.contentHeight(1200));
+        TextRecorder device(rect.size().toSize());
+        {
+            QPainter p(&device);
+            painter.paint(&p, rect);
+        }
+        QStringList runs;
+        for (const TextRecorder::Text &t : device.texts())
+            if (t.text.contains(QStringLiteral(" × "))) runs << t.text;
+        runs.sort();
+        QCOMPARE(runs, QStringList({"PING × 900 (flood)", "WINDOW_UPDATE × 345"}));
+    }
+
     // A flood on a connection without calls, seconds after them: the fit shows it, and a zoom onto it stays
     // (it is not "nothing in this range").
     void fitAndZoomReachAnotherConnectionsFrames()
