@@ -594,7 +594,7 @@ void CapturePanel::newCapture()
 QString CapturePanel::statusText() const
 {
     if (!m_session->isRunning()) return {};
-    QString s = QStringLiteral("%1 connection%2 · %3 events/s")
+    QString s = QStringLiteral("%1 open connection%2 · %3 events/s")
                     .arg(m_session->openConnections())
                     .arg(m_session->openConnections() == 1 ? "" : "s")
                     .arg(qRound(m_session->eventsPerSecond()));
