@@ -167,7 +167,7 @@ ScenarioResult runRetryBudget(const ScenarioContext &ctx, const ScenarioParams &
                 if (!budget.withdraw(&why)) {
                     ++refused;
                     ctx.labEvent("budget-check-failed", why, id);
-                    ctx.labEvent("retry-suppressed", "retry budget: " + why, id);
+                    ctx.labEvent("retry-suppressed", why, id); // "retry budget spent: ..."
                     break;
                 }
                 std::this_thread::sleep_for(std::chrono::milliseconds(20 << k));

@@ -187,6 +187,11 @@ private slots:
             QVERIFY(std::any_of(suppressed.begin(), suppressed.end(),
                                 [&](const LabEventRecord *s) { return s->callId == l->callId; }));
         }
+        // The reason under "not retried" says it once ("retry budget: retry budget spent: ..." before).
+        for (const LabEventRecord *s : suppressed)
+            QVERIFY2(s->detail.rfind("retry budget spent: ", 0) == 0 &&
+                         s->detail.find("retry budget", 1) == std::string::npos,
+                     s->detail.c_str());
     }
 
     void bulkhead()
