@@ -253,11 +253,21 @@ void RulerPass::paintPolicyBand(QPainter *p, const PaintContext &ctx, const QRec
                                      std::max(next->x1 + 4, lastTextRight) + nextName + 4 > next->x2);
             if (leavesRoom) x = tag, size = k;
         }
+        // At the view's right edge (a breaker that opened as the run ended), left of the state instead, over
+        // the end of the one before where its name left room.
+        const BreakerBand::Segment *prev = i > 0 ? &states.segments[i - 1] : nullptr;
+        for (int k = 0; k < sizes && x < 0 && seg.x2 + 3 + width(seg.state, sizes - 1) >= right; ++k) {
+            tw = width(seg.state, k);
+            const double tag = seg.x1 - 3 - tw;
+            if (tag - 2 >= std::max(lastTextRight, ax.left) &&
+                (!prev || !prev->widened || prev->x2 + 2 < tag))
+                x = tag, size = k;
+        }
         if (x < 0) continue;
         p->setFont(fonts[size_t(size)]);
         const QRectF box(x, band.top() + inset, tw + 2, band.height() - 2 * inset);
         // Outside its state, on a tag of its state's colour.
-        if (x >= seg.x2) {
+        if (x >= seg.x2 || x + tw <= seg.x1) {
             p->setPen(color(seg.state).darker(130));
             p->setBrush(color(seg.state));
             p->drawRect(box.adjusted(-2, 2, 2, -2));

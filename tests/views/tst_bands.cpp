@@ -1,6 +1,7 @@
 // The policy band and the markers: every breaker state visible at fit, clustered markers, the legend built
 // from what was drawn, middle-elided connection names, round wall-clock ticks, and the tooltip of every kind
 // of thing the timeline draws.
+#include "breakerband.h"
 #include "calllanepass.h"
 #include "connectionlanepass.h"
 #include "legendpass.h"
@@ -556,6 +557,54 @@ private slots:
         conn.decodeError = "not HTTP/2: the client spoke HTTP/1.1";
         QVERIFY(ConnectionLanePass::shownSubtitle(subFm, &conn, column)
                     .startsWith(QStringLiteral("undecodable")));
+    }
+
+    // A breaker that opened as the run ended (breaker-retry): its narrow state at the view's right edge is
+    // named on a tag left of it, over the end of the closed state, instead of not at all.
+    void aStateAtTheRightEdgeIsNamedBeforeIt_data()
+    {
+        QTest::addColumn<bool>("workshop");
+        QTest::newRow("workshop") << true;
+        QTest::newRow("normal") << false;
+    }
+    void aStateAtTheRightEdgeIsNamedBeforeIt()
+    {
+        QFETCH(bool, workshop);
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch({opened(1), req(1, 5 * ms, std::nullopt, "a-1", 5000 * ms), end(1, 6 * ms, 0),
+                           labEvent(995 * ms, "breaker", "closed -> open")});
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.workshop = workshop;
+        painter.setOptions(o);
+        painter.setRange(0, 1000 * ms);
+        const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
+        TextRecorder device(rect.size().toSize());
+        {
+            QPainter p(&device);
+            painter.paint(&p, rect);
+        }
+        const TimeAxis ax = painter.axis(rect);
+        const double bandTop = painter.metrics().rulerHeight,
+                     bandBottom = bandTop + painter.metrics().bandHeight;
+        std::vector<TextRecorder::Text> names;
+        for (const TextRecorder::Text &t : device.texts())
+            if (t.rect.center().y() > bandTop && t.rect.center().y() < bandBottom && t.rect.left() > ax.left)
+                names.push_back(t);
+        QCOMPARE(names.size(), size_t(2));
+        QCOMPARE(names[0].text, QStringLiteral("closed"));
+        QCOMPARE(names[1].text, QStringLiteral("open"));
+        // The open state is drawn at least its least width, against the right edge.
+        const double openLeft =
+            std::min(ax.timeToX(995 * ms), rect.right() - BreakerBand::minWidth(workshop ? 2.2 : 1));
+        const QString where = QStringLiteral("\"open\" at %1 to %2 px, its state from %3 px")
+                                  .arg(names[1].rect.left())
+                                  .arg(names[1].rect.right())
+                                  .arg(openLeft);
+        QVERIFY2(names[1].rect.right() <= openLeft && names[1].rect.right() >= openLeft - 8,
+                 qPrintable(where));
+        QVERIFY2(names[0].rect.right() < names[1].rect.left(), qPrintable(where));
     }
 
     // Control frames folded into runs say how many of what; "flood" is said of PINGs, not of WINDOW_UPDATEs,
