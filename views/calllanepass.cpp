@@ -283,6 +283,9 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                     summaryFm.elidedText(summary, Qt::ElideRight, std::max(0.0, arrowLeft - ax.left - 16));
         }
     }
+    // Whatever is left too long ends in an ellipsis at the view's edge, not cut off mid-word by it.
+    if (const double room = right - ax.left - 8; summaryFm.horizontalAdvance(summary) > room)
+        summary = summaryFm.elidedText(summary, Qt::ElideRight, std::max(0.0, room));
     p->drawText(QRectF(ax.left, top, right - ax.left - 8, m.callHeader), Qt::AlignVCenter | Qt::AlignLeft,
                 summary);
     double summaryRight = ax.left + summaryFm.horizontalAdvance(summary) + 8;

@@ -246,6 +246,45 @@ private slots:
         QVERIFY2(summary->text.endsWith(QChar(0x2026)), qPrintable(summary->text));
     }
 
+    // A call without a deadline (a health Watch stream) whose summary is longer than the view: it ends in an
+    // ellipsis within the view, where it was cut off mid-word by the edge ("→ RST_STREAM CANCEL → client").
+    void aHeaderSummaryWithoutADeadlineEndsInAnEllipsis()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        EventBatch batch{opened(1)};
+        for (int a = 0; a < 2; ++a) {
+            WireEvent r = req(std::uint32_t(1 + 2 * a), (10 + 20 * a) * ms,
+                              a ? std::optional<int>(a) : std::nullopt, "long-1", 0);
+            r.grpc.timeoutNs.reset();
+            r.grpc.path = "/com.example.inventory.v1.InventoryService/ReserveStockForOrder";
+            batch.push_back(r);
+            batch.push_back(end(std::uint32_t(1 + 2 * a), (12 + 20 * a) * ms, 14));
+        }
+        model.appendBatch(batch);
+        QVERIFY(!model.store().calls().front().deadlineNs());
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.density = LaneDensity::Comfortable;
+        painter.setOptions(o);
+        painter.setRange(0, 100 * ms);
+        const QRectF rect(0, 0, 640, painter.contentHeight(640));
+        TextRecorder device(rect.size().toSize());
+        {
+            QPainter p(&device);
+            painter.paint(&p, rect);
+        }
+        const TextRecorder::Text *summary = nullptr;
+        for (const TextRecorder::Text &t : device.texts())
+            if (t.text.startsWith(QStringLiteral("/com.example"))) summary = &t;
+        QVERIFY(summary);
+        QVERIFY2(summary->text.endsWith(QChar(0x2026)) && summary->rect.right() <= rect.right(),
+                 qPrintable(QStringLiteral("\"%1\" ends at %2 px in a view of %3")
+                                .arg(summary->text)
+                                .arg(summary->rect.right())
+                                .arg(rect.width())));
+    }
+
     // The same row with its deadline in view, just after the last bar ("DEADLINE_EXCEEDED" written after a
     // bar that ends a millisecond before the deadline): the outcome is never struck through by the deadline's
     // line; it goes after the line where it does not fit before it.
