@@ -389,6 +389,8 @@ bool MainWindow::openFile(const QString &path, QString *errorOut, bool quiet, co
     m_openedGeneration = m_savedGeneration;
     m_view->fitAll();
     rememberRecent(path);
+    // However it was chosen (the command line, Recent, a drop): the next file dialog starts beside it.
+    rememberDialogDirectory(path);
     refreshRunBar(); // the title names the file
     QStringList notes;
     if (r.status == CaptureReadResult::Cancelled)

@@ -586,9 +586,9 @@ private slots:
         window.close();
     }
 
-    // A file dialog starts in the directory of the file last chosen in one, also in a later session (the
-    // settings keep it): a save after an export goes next to the picture, not back to the working
-    // directory; a dialog cancelled changes nothing.
+    // A file dialog starts in the directory of the file last chosen in one, or last opened without one, also
+    // in a later session (the settings keep it): a save after an export goes next to the picture, not back
+    // to the working directory; a dialog cancelled changes nothing.
     void fileDialogsStartWhereTheLastOneEnded()
     {
         QSettings().remove(QStringLiteral("files/lastDirectory"));
@@ -666,6 +666,9 @@ private slots:
             answer(&startedIn, QString());
             save->trigger();
             QCOMPARE(suggested, QStringLiteral("incident-nightly.rpcscope"));
+            // Opened without a dialog (the command line, Recent), the file was chosen all the same: the
+            // dialogs start beside it (they started where the last dialog had been).
+            QCOMPARE(startedIn, dir.path());
             answer(&startedIn, QString());
             png->trigger();
             QCOMPARE(suggested, QStringLiteral("incident-nightly.png"));
@@ -684,7 +687,7 @@ private slots:
         QString startedIn;
         answer(&startedIn, QString());
         action(window, QStringLiteral("Open…"))->trigger();
-        QCOMPARE(startedIn, shots);
+        QCOMPARE(startedIn, dir.path());
     }
 
     void withoutALabNoScenarioIsNamed()
