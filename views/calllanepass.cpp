@@ -237,7 +237,7 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
     if (call.inferred) summary += QStringLiteral(" · grouped by inference");
     // In a chain: which hop carried it and the budget it was given, against what its caller had left.
     QString chain;
-    if (!call.hop.empty()) chain = QStringLiteral("hop %1").arg(QString::fromStdString(call.hop));
+    if (!call.hop.empty()) chain = hopText(call.hop);
     if (call.parentCall || call.budgetNs()) {
         if (const auto budget = call.budgetNs())
             chain += (chain.isEmpty() ? QString() : QStringLiteral(" · ")) +
@@ -807,7 +807,7 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
     if (call.endNs() && n > 0 && ax.timeToX(*call.endNs()) <= right)
         tail << formatDuration(*call.endNs() - call.startNs());
     if (call.inferred) tail << QStringLiteral("grouped by inference");
-    if (!call.hop.empty()) tail << QStringLiteral("hop %1").arg(QString::fromStdString(call.hop));
+    if (!call.hop.empty()) tail << hopText(call.hop);
     if (!tail.isEmpty()) place(tail.join(QStringLiteral(" · ")), th.muted);
     if (call.deadlineReset)
         place(QStringLiteral("⚠ deadline reset: the budget grew"), th.deadline);

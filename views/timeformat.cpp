@@ -33,4 +33,12 @@ QString formatTick(qint64 ns, qint64 stepNs)
         .arg(QString::fromUtf8(name));
 }
 
+QString hopText(const std::string &label)
+{
+    const QString name = QString::fromStdString(label);
+    const bool named = name.startsWith(QLatin1String("hop "), Qt::CaseInsensitive) ||
+                       name.compare(QLatin1String("hop"), Qt::CaseInsensitive) == 0;
+    return named ? name : QStringLiteral("hop ") + name;
+}
+
 } // namespace rpcscope

@@ -2,6 +2,7 @@
 
 #include <QString>
 #include <QtGlobal>
+#include <string>
 
 namespace rpcscope {
 
@@ -9,5 +10,8 @@ namespace rpcscope {
 QString formatDuration(qint64 ns);
 // A ruler tick: the unit follows the step, with only as many decimals as the step needs.
 QString formatTick(qint64 ns, qint64 stepNs);
+// The hop a call went through, by its label: "hop front", and "hop 1" for the capture dialog's own "hop 1"
+// (not "hop hop 1").
+QString hopText(const std::string &label);
 
 } // namespace rpcscope

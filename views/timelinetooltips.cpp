@@ -179,7 +179,7 @@ QString TimelineToolTips::call(const TimelineStore &store, size_t index)
                     .arg(c.attempts.size() - 1)
                     .arg(c.attempts.size() == 2 ? "y" : "ies");
     if (transparent) html += QStringLiteral(" (%1 transparent)").arg(transparent);
-    if (!c.hop.empty()) html += QStringLiteral("<br>hop %1").arg(esc(c.hop));
+    if (!c.hop.empty()) html += QStringLiteral("<br>") + hopText(c.hop).toHtmlEscaped();
     if (c.parentCall && *c.parentCall < store.calls().size())
         html += QStringLiteral("<br>made while serving %1").arg(esc(store.calls()[*c.parentCall].key));
     if (c.deadlineReset) html += QStringLiteral("<br><b>deadline reset:</b> the budget grew at this hop");

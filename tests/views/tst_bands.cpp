@@ -607,6 +607,42 @@ private slots:
         QVERIFY2(names[0].rect.right() < names[1].rect.left(), qPrintable(where));
     }
 
+    // A call's hop is named once: "hop 1" for the capture dialog's default label (it read "hop hop 1"), "hop
+    // front" for a label of one's own; the same in its tooltip.
+    void aHopIsNamedOnce()
+    {
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        WireEvent first = opened(1), second = testev::opened(2, 0);
+        first.label = "hop 1";
+        second.label = "front";
+        WireEvent a = req(1, 5 * ms, std::nullopt, "a-1", 5000 * ms),
+                  b = req(1, 7 * ms, std::nullopt, "b-1", 5000 * ms);
+        b.connection = 2;
+        WireEvent aEnd = end(1, 6 * ms, 0), bEnd = end(1, 8 * ms, 0);
+        bEnd.connection = 2;
+        model.appendBatch({first, second, a, b, aEnd, bEnd});
+        QCOMPARE(model.store().calls().size(), size_t(2));
+        TimelinePainter painter(&model.store());
+        painter.setRange(0, 20 * ms);
+        const QRectF rect(0, 0, 1200, painter.contentHeight(1200));
+        TextRecorder device(rect.size().toSize());
+        {
+            QPainter p(&device);
+            painter.paint(&p, rect);
+        }
+        QStringList tails;
+        for (const TextRecorder::Text &t : device.texts())
+            if (t.text.contains(QStringLiteral("hop")) && !t.text.startsWith(QStringLiteral("connection")))
+                tails << t.text;
+        QVERIFY2(tails.size() == 2 && tails[0].endsWith(QStringLiteral(" · hop 1")) &&
+                     tails[1].endsWith(QStringLiteral(" · hop front")),
+                 qPrintable(tails.join(QStringLiteral(" | "))));
+        const QString tip = TimelineToolTips::call(model.store(), 0);
+        QVERIFY2(tip.contains(QStringLiteral("hop 1")) && !tip.contains(QStringLiteral("hop hop")),
+                 qPrintable(tip));
+    }
+
     // Control frames folded into runs say how many of what; "flood" is said of PINGs, not of WINDOW_UPDATEs,
     // which a busy connection sends two for each call (a plain grpc++ client's 300 quick calls read
     // "WINDOW_UPDATE × 345 (flood)").
