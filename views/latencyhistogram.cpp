@@ -8,6 +8,7 @@
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace rpcscope {
 
@@ -245,7 +246,17 @@ void LatencyHistogram::paintEvent(QPaintEvent *)
     }
 
     // p50 and p99: a dashed line each up to its label above the counts; p99's label a line higher when it
-    // would overlap p50's, and each series two lines above the one before.
+    // would overlap p50's, and each series two lines above the one before. The labels are placed first, so a
+    // line that passes another's label (p99's, just right of p50's) goes around it instead of through its
+    // figures.
+    struct Mark
+    {
+        QRectF box;
+        double x = 0;
+        QString label;
+        QColor colour;
+    };
+    std::vector<Mark> marks;
     for (size_t si = 0; si < m_series.size(); ++si) {
         const Series &s = m_series[si];
         // One series: the text's colour reads on its bar and on the background, light or dark.
@@ -266,12 +277,29 @@ void LatencyHistogram::paintEvent(QPaintEvent *)
             QRectF box(lx, top(line), w, fm.height());
             if (!previous.isNull() && box.intersects(previous)) box.moveTop(top(++line));
             previous = box;
-            p.setPen(QPen(mark, std::max(1.0, fm.height() / 10), Qt::DashLine));
-            p.drawLine(QPointF(x, box.bottom()), QPointF(x, plot.bottom()));
-            p.setPen(text);
-            p.drawText(box, Qt::AlignCenter, label);
+            marks.push_back({box, x, label, mark});
         }
     }
+    std::vector<const Mark *> downwards;
+    for (const Mark &m : marks)
+        downwards.push_back(&m);
+    std::sort(downwards.begin(), downwards.end(),
+              [](const Mark *a, const Mark *b) { return a->box.top() < b->box.top(); });
+    for (const Mark &m : marks) {
+        p.setPen(QPen(m.colour, std::max(1.0, fm.height() / 10), Qt::DashLine));
+        double from = m.box.bottom();
+        for (const Mark *other : downwards) {
+            if (other == &m || other->box.bottom() <= from || m.x < other->box.left() ||
+                m.x > other->box.right())
+                continue;
+            if (other->box.top() > from) p.drawLine(QPointF(m.x, from), QPointF(m.x, other->box.top()));
+            from = std::max(from, other->box.bottom());
+        }
+        if (from < plot.bottom()) p.drawLine(QPointF(m.x, from), QPointF(m.x, plot.bottom()));
+    }
+    p.setPen(text);
+    for (const Mark &m : marks)
+        p.drawText(m.box, Qt::AlignCenter, m.label);
 
     for (const auto &[r, n] : counts) {
         p.fillRect(r, pal.color(QPalette::Base));

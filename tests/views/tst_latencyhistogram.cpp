@@ -1,6 +1,7 @@
 // LatencyHistogram: the buckets it shows, hit-testing a bucket, a click, several series side by side, and
 // bars in the series' colours on a light and a dark palette.
 #include "latencyhistogram.h"
+#include "renderfixture.h"
 
 #include <QApplication>
 #include <QImage>
@@ -57,6 +58,44 @@ private slots:
         QCOMPARE(clicked.first().at(0).toInt(), b100);
         h.setSelectedBucket(b100);
         QCOMPARE(h.selectedBucket(), b100);
+    }
+
+    // p50 and p99 close together at the right (200 and 209 ms, channel-pool's calls): p99's label goes a
+    // line up, and its dashed line goes around p50's label instead of through its figures.
+    void aPercentileLineSkirtsTheOtherLabel()
+    {
+        LatencyRecorder r;
+        for (int i = 0; i < 90; ++i)
+            r.add(200 * ms);
+        for (int i = 0; i < 10; ++i)
+            r.add(209 * ms);
+        LatencyHistogram h;
+        h.resize(300, 200);
+        h.setSeries({LatencyHistogram::fromRecorder(r, QStringLiteral("calls"), Qt::blue)});
+        rendertest::TextRecorder device(h.size());
+        h.render(&device);
+        std::vector<QRectF> labels;
+        for (const rendertest::TextRecorder::Text &t : device.texts())
+            if (t.text.startsWith(QStringLiteral("p50 ")) || t.text.startsWith(QStringLiteral("p99 ")))
+                labels.push_back(t.rect);
+        QCOMPARE(labels.size(), size_t(2));
+        QVERIFY(!device.dashedLines().empty());
+        for (const QLineF &l : device.dashedLines())
+            for (const QRectF &box : labels) {
+                const double top = std::min(l.y1(), l.y2()), bottom = std::max(l.y1(), l.y2());
+                const bool through = l.x1() > box.left() + 1 && l.x1() < box.right() - 1 &&
+                                     top < box.bottom() - 2 && bottom > box.top() + 2;
+                QVERIFY2(!through,
+                         qPrintable(QStringLiteral("a line at x %1 from %2 to %3 crosses the label at "
+                                                   "%4,%5 %6x%7")
+                                        .arg(l.x1())
+                                        .arg(top)
+                                        .arg(bottom)
+                                        .arg(box.left())
+                                        .arg(box.top())
+                                        .arg(box.width())
+                                        .arg(box.height())));
+            }
     }
 
     void paintsSeriesOnBothPalettes()
