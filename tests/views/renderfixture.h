@@ -12,6 +12,7 @@
 #include <QPaintEngine>
 #include <QPainter>
 #include <QTextItem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -190,6 +191,16 @@ private:
     std::vector<Text> m_texts;
     std::vector<QLineF> m_dashed;
 };
+
+// What the painter draws in a picture `width` wide and as tall as its content: its text and dashed lines.
+inline std::unique_ptr<TextRecorder> recordPainted(TimelinePainter &painter, int width)
+{
+    const QRectF rect(0, 0, width, painter.contentHeight(width));
+    auto device = std::make_unique<TextRecorder>(rect.size().toSize());
+    QPainter p(device.get());
+    painter.paint(&p, rect);
+    return device;
+}
 
 // The fraction of pixels of colour c in r (exact match).
 inline bool hasColor(const QImage &img, const QRect &r, QColor c, int atLeast = 1)

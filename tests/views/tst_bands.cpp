@@ -211,11 +211,8 @@ private slots:
         painter.setOptions(o);
         painter.setRange(0, 1000 * ms);
         const QRectF rect(0, 0, width, painter.contentHeight(width));
-        TextRecorder device(rect.size().toSize());
-        {
-            QPainter p(&device);
-            painter.paint(&p, rect);
-        }
+        const auto recorded = recordPainted(painter, width);
+        const TextRecorder &device = *recorded;
         const TimeAxis ax = painter.axis(rect);
         const QStringList states{"closed", "open", "half-open", "open", "half-open", "closed"};
         const std::vector<std::int64_t> from{0, 100 * ms, 300 * ms, 301 * ms, 550 * ms, 551 * ms};
@@ -580,11 +577,8 @@ private slots:
         painter.setOptions(o);
         painter.setRange(0, 1000 * ms);
         const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
-        TextRecorder device(rect.size().toSize());
-        {
-            QPainter p(&device);
-            painter.paint(&p, rect);
-        }
+        const auto recorded = recordPainted(painter, 1000);
+        const TextRecorder &device = *recorded;
         const TimeAxis ax = painter.axis(rect);
         const double bandTop = painter.metrics().rulerHeight,
                      bandBottom = bandTop + painter.metrics().bandHeight;
@@ -625,12 +619,8 @@ private slots:
         QCOMPARE(model.store().calls().size(), size_t(2));
         TimelinePainter painter(&model.store());
         painter.setRange(0, 20 * ms);
-        const QRectF rect(0, 0, 1200, painter.contentHeight(1200));
-        TextRecorder device(rect.size().toSize());
-        {
-            QPainter p(&device);
-            painter.paint(&p, rect);
-        }
+        const auto recorded = recordPainted(painter, 1200);
+        const TextRecorder &device = *recorded;
         QStringList tails;
         for (const TextRecorder::Text &t : device.texts())
             if (t.text.contains(QStringLiteral("hop")) && !t.text.startsWith(QStringLiteral("connection")))
@@ -658,12 +648,8 @@ private slots:
             {opened(1), req(1, 5 * ms, std::nullopt, "a-1", 5000 * ms), end(1, 6 * ms, 0), updates, pings});
         TimelinePainter painter(&model.store());
         painter.setRange(0, 200 * ms);
-        const QRectF rect(0, 0, 1200, painter.contentHeight(1200));
-        TextRecorder device(rect.size().toSize());
-        {
-            QPainter p(&device);
-            painter.paint(&p, rect);
-        }
+        const auto recorded = recordPainted(painter, 1200);
+        const TextRecorder &device = *recorded;
         QStringList runs;
         for (const TextRecorder::Text &t : device.texts())
             if (t.text.contains(QStringLiteral(" × "))) runs << t.text;

@@ -21,13 +21,33 @@ std::pair<std::unique_ptr<TextRecorder>, double> recordCompact(const TimelineMod
     o.density = LaneDensity::Compact;
     painter.setOptions(o);
     painter.setRange(0, rangeEnd);
-    const QRectF rect(0, 0, 1000, painter.contentHeight(1000));
-    auto device = std::make_unique<TextRecorder>(rect.size().toSize());
-    {
-        QPainter p(device.get());
-        painter.paint(&p, rect);
-    }
+    auto device = recordPainted(painter, 1000);
     return {std::move(device), painter.labelWidth()};
+}
+
+// A call of `attempts` UNAVAILABLE attempts 20 ms apart to a method with a long name, with a 5 s deadline
+// or none, painted in comfortable rows from 0 to 100 ms, 640 px wide: its header's summary is longer than
+// that.
+std::unique_ptr<TextRecorder> paintLongNamedCall(int attempts, bool deadline)
+{
+    TimelineModel model;
+    model.setOrigin(0, 0);
+    EventBatch batch{opened(1)};
+    for (int a = 0; a < attempts; ++a) {
+        WireEvent r = req(std::uint32_t(1 + 2 * a), (10 + 20 * a) * ms,
+                          a ? std::optional<int>(a) : std::nullopt, "long-1", (5000 - 20 * a) * ms);
+        if (!deadline) r.grpc.timeoutNs.reset();
+        r.grpc.path = "/com.example.inventory.v1.InventoryService/ReserveStockForOrder";
+        batch.push_back(r);
+        batch.push_back(end(std::uint32_t(1 + 2 * a), (12 + 20 * a) * ms, 14));
+    }
+    model.appendBatch(batch);
+    TimelinePainter painter(&model.store());
+    TimelinePainter::Options o;
+    o.density = LaneDensity::Comfortable;
+    painter.setOptions(o);
+    painter.setRange(0, 100 * ms);
+    return recordPainted(painter, 640);
 }
 } // namespace
 
@@ -209,30 +229,9 @@ private slots:
     // arrow at the edge). The summary ends, elided, before the arrow instead of running under it.
     void aHeaderSummaryKeepsClearOfTheDeadlineArrow()
     {
-        TimelineModel model;
-        model.setOrigin(0, 0);
-        EventBatch batch{opened(1)};
-        for (int a = 0; a < 4; ++a) {
-            WireEvent r = req(std::uint32_t(1 + 2 * a), (10 + 20 * a) * ms,
-                              a ? std::optional<int>(a) : std::nullopt, "long-1", (5000 - 20 * a) * ms);
-            r.grpc.path = "/com.example.inventory.v1.InventoryService/ReserveStockForOrder";
-            batch.push_back(r);
-            batch.push_back(end(std::uint32_t(1 + 2 * a), (12 + 20 * a) * ms, 14));
-        }
-        model.appendBatch(batch);
-        TimelinePainter painter(&model.store());
-        TimelinePainter::Options o;
-        o.density = LaneDensity::Comfortable;
-        painter.setOptions(o);
-        painter.setRange(0, 100 * ms);
-        const QRectF rect(0, 0, 640, painter.contentHeight(640));
-        TextRecorder device(rect.size().toSize());
-        {
-            QPainter p(&device);
-            painter.paint(&p, rect);
-        }
+        const auto device = paintLongNamedCall(4, true);
         const TextRecorder::Text *summary = nullptr, *arrow = nullptr;
-        for (const TextRecorder::Text &t : device.texts()) {
+        for (const TextRecorder::Text &t : device->texts()) {
             if (t.text.startsWith(QStringLiteral("/com.example"))) summary = &t;
             if (t.text.endsWith(QStringLiteral("▶"))) arrow = &t;
         }
@@ -250,39 +249,17 @@ private slots:
     // ellipsis within the view, where it was cut off mid-word by the edge ("→ RST_STREAM CANCEL → client").
     void aHeaderSummaryWithoutADeadlineEndsInAnEllipsis()
     {
-        TimelineModel model;
-        model.setOrigin(0, 0);
-        EventBatch batch{opened(1)};
-        for (int a = 0; a < 2; ++a) {
-            WireEvent r = req(std::uint32_t(1 + 2 * a), (10 + 20 * a) * ms,
-                              a ? std::optional<int>(a) : std::nullopt, "long-1", 0);
-            r.grpc.timeoutNs.reset();
-            r.grpc.path = "/com.example.inventory.v1.InventoryService/ReserveStockForOrder";
-            batch.push_back(r);
-            batch.push_back(end(std::uint32_t(1 + 2 * a), (12 + 20 * a) * ms, 14));
-        }
-        model.appendBatch(batch);
-        QVERIFY(!model.store().calls().front().deadlineNs());
-        TimelinePainter painter(&model.store());
-        TimelinePainter::Options o;
-        o.density = LaneDensity::Comfortable;
-        painter.setOptions(o);
-        painter.setRange(0, 100 * ms);
-        const QRectF rect(0, 0, 640, painter.contentHeight(640));
-        TextRecorder device(rect.size().toSize());
-        {
-            QPainter p(&device);
-            painter.paint(&p, rect);
-        }
+        const auto device = paintLongNamedCall(2, false);
         const TextRecorder::Text *summary = nullptr;
-        for (const TextRecorder::Text &t : device.texts())
+        for (const TextRecorder::Text &t : device->texts()) {
             if (t.text.startsWith(QStringLiteral("/com.example"))) summary = &t;
+            QVERIFY2(!t.text.contains(QStringLiteral("deadline")), qPrintable(t.text));
+        }
         QVERIFY(summary);
-        QVERIFY2(summary->text.endsWith(QChar(0x2026)) && summary->rect.right() <= rect.right(),
-                 qPrintable(QStringLiteral("\"%1\" ends at %2 px in a view of %3")
+        QVERIFY2(summary->text.endsWith(QChar(0x2026)) && summary->rect.right() <= 640,
+                 qPrintable(QStringLiteral("\"%1\" ends at %2 px in a view 640 px wide")
                                 .arg(summary->text)
-                                .arg(summary->rect.right())
-                                .arg(rect.width())));
+                                .arg(summary->rect.right())));
     }
 
     // The same row with its deadline in view, just after the last bar ("DEADLINE_EXCEEDED" written after a
