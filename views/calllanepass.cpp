@@ -232,7 +232,8 @@ void CallLanePass::paint(QPainter *p, const PaintContext &ctx, size_t index, dou
                           .arg(QString::fromStdString(call.method), outcomeText)
                           .arg(call.attempts.size())
                           .arg(call.attempts.size() == 1 ? "" : "s");
-    if (outcome && call.endNs())
+    // A length of zero says nothing (an answer injected at once, stamped with the request's read): none.
+    if (outcome && call.endNs() && *call.endNs() > call.startNs())
         summary += QStringLiteral(" · %1").arg(formatDuration(*call.endNs() - call.startNs()));
     if (call.inferred) summary += QStringLiteral(" · grouped by inference");
     // In a chain: which hop carried it and the budget it was given, against what its caller had left.
@@ -802,9 +803,9 @@ void CallLanePass::paintRow(QPainter *p, const PaintContext &ctx, size_t index, 
         textRight = x + tw;
     };
     // The call's length only where its end is in view: with its last attempt beyond the view it would sit
-    // inside a gap, as if it were the gap's.
+    // inside a gap, as if it were the gap's. None of zero (as in the header).
     QStringList tail;
-    if (call.endNs() && n > 0 && ax.timeToX(*call.endNs()) <= right)
+    if (call.endNs() && *call.endNs() > call.startNs() && n > 0 && ax.timeToX(*call.endNs()) <= right)
         tail << formatDuration(*call.endNs() - call.startNs());
     if (call.inferred) tail << QStringLiteral("grouped by inference");
     if (!call.hop.empty()) tail << hopText(call.hop);

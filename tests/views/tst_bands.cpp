@@ -633,6 +633,40 @@ private slots:
                  qPrintable(tip));
     }
 
+    // An answer injected at once is stamped with the request's read: the call's length is zero, and the lane
+    // says none (it read "injected · UNAVAILABLE 0 ns"), in compact rows and in the header of comfortable
+    // ones.
+    void aCallOfZeroLengthGivesNoLength_data()
+    {
+        QTest::addColumn<bool>("comfortable");
+        QTest::newRow("compact") << false;
+        QTest::newRow("comfortable") << true;
+    }
+    void aCallOfZeroLengthGivesNoLength()
+    {
+        QFETCH(bool, comfortable);
+        TimelineModel model;
+        model.setOrigin(0, 0);
+        model.appendBatch({opened(1), req(1, 5 * ms, std::nullopt, "zero-1", 5000 * ms), end(1, 5 * ms, 14),
+                           req(3, 8 * ms, std::nullopt, "some-1", 5000 * ms), end(3, 9 * ms, 14)});
+        TimelinePainter painter(&model.store());
+        TimelinePainter::Options o;
+        o.density = comfortable ? LaneDensity::Comfortable : LaneDensity::Compact;
+        painter.setOptions(o);
+        painter.setRange(0, 20 * ms);
+        const auto recorded = recordPainted(painter, 1200);
+        QStringList texts;
+        for (const TextRecorder::Text &t : recorded->texts())
+            texts << t.text;
+        QVERIFY2(std::none_of(texts.begin(), texts.end(),
+                              [](const QString &t) { return t.contains(QStringLiteral("0 ns")); }),
+                 qPrintable(texts.join(QStringLiteral(" | "))));
+        // The other call's length is still there.
+        QVERIFY2(std::any_of(texts.begin(), texts.end(),
+                             [](const QString &t) { return t.contains(QStringLiteral("1.00 ms")); }),
+                 qPrintable(texts.join(QStringLiteral(" | "))));
+    }
+
     // Control frames folded into runs say how many of what; "flood" is said of PINGs, not of WINDOW_UPDATEs,
     // which a busy connection sends two for each call (a plain grpc++ client's 300 quick calls read
     // "WINDOW_UPDATE × 345 (flood)").
