@@ -1,6 +1,7 @@
 // MainWindow: capture files (Open, Save, recent files, drag and drop, the unsaved-session prompt), live
 // capture sessions of the user's own services, retention and the status bar.
 
+#include "callsfilterproxy.h"
 #include "capturedialog.h"
 #include "captureio.h"
 #include "capturesession.h"
@@ -219,10 +220,16 @@ QString MainWindow::statusText() const
     // Calls in view: those overlapping the visible time range.
     const size_t inView =
         store.callsOverlapping(m_view->timelinePainter().rangeStart(), m_view->timelinePainter().rangeEnd());
-    parts << QStringLiteral("%1 call%2 (%3 in view)")
+    // With a filter, how many it keeps (its lanes and the Calls dock's rows), or "No call matches the
+    // filter" sits beside "20 calls (20 in view)".
+    const QString matching = m_callsProxy && !m_callsProxy->laneFilter().isEmpty()
+                                 ? QStringLiteral(", %1 match the filter").arg(m_callsProxy->rowCount())
+                                 : QString();
+    parts << QStringLiteral("%1 call%2 (%3 in view%4)")
                  .arg(store.calls().size())
                  .arg(store.calls().size() == 1 ? "" : "s")
-                 .arg(inView);
+                 .arg(inView)
+                 .arg(matching);
     parts << megabytes(m_model->memoryBytes());
     if (const int recording = m_runs ? recordingRun() : -1; recording >= 0 && recording != m_runs->current())
         parts << QStringLiteral("%1 recording in the background (%2 calls)")

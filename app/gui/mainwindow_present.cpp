@@ -73,7 +73,13 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     connect(m_filterBox, &QLineEdit::textChanged, this, [this](const QString &text) {
         m_callsProxy->setFilterLine(text);
         showFilterProblem(m_callsProxy->laneFilter().problem);
+        updateStatus();
     });
+    // Calls arriving under a filter change how many it keeps.
+    for (const auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
+        connect(m_callsProxy, signal, this, [this](const QModelIndex &parent) {
+            if (!parent.isValid()) updateStatus();
+        });
     m_filterToolTip = m_filterBox->toolTip();
 
     auto *menu = new QMenu(this);

@@ -625,8 +625,13 @@ private slots:
         QAbstractItemModel *rows = w->callsTree()->model();
         QCOMPARE(rows->rowCount(), 40);
         auto *filter = w->findChild<QLineEdit *>(QStringLiteral("filter"));
+        QVERIFY2(!w->statusText().contains(QStringLiteral("match")), qPrintable(w->statusText()));
         filter->setText(QStringLiteral("status:UNAVAILABLE"));
         QCOMPARE(rows->rowCount(), unavailable);
+        // The status bar says how many the filter keeps, beside all the calls.
+        QVERIFY2(w->statusText().contains(
+                     QStringLiteral("40 calls (40 in view, %1 match the filter)").arg(unavailable)),
+                 qPrintable(w->statusText()));
         w->swimlanes()->timelinePainter().fullRange(); // brings the lanes up to date
         QCOMPARE(int(w->swimlanes()->timelinePainter().layout().callLanes()), unavailable);
         for (int r = 0; r < rows->rowCount(); ++r) {
@@ -657,8 +662,11 @@ private slots:
                               req(1003, 900 * ms, std::nullopt, "late-bad", 100 * ms),
                               end(1003, 901 * ms, 14)});
         QTRY_COMPARE(rows->rowCount(), unavailable + 1);
+        QTRY_VERIFY2(w->statusText().contains(QStringLiteral("%1 match the filter").arg(unavailable + 1)),
+                     qPrintable(w->statusText()));
         filter->clear();
         QCOMPARE(rows->rowCount(), 42);
+        QVERIFY2(!w->statusText().contains(QStringLiteral("match")), qPrintable(w->statusText()));
     }
 
     // status:FOO is said to be unknown, in the box, its tooltip and the status bar; a known name clears it.
