@@ -73,13 +73,8 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     connect(m_filterBox, &QLineEdit::textChanged, this, [this](const QString &text) {
         m_callsProxy->setFilterLine(text);
         showFilterProblem(m_callsProxy->laneFilter().problem);
-        updateStatus();
+        updateStatus(); // calls arriving under it are counted by the status bar's tick
     });
-    // Calls arriving under a filter change how many it keeps.
-    for (const auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
-        connect(m_callsProxy, signal, this, [this](const QModelIndex &parent) {
-            if (!parent.isValid()) updateStatus();
-        });
     m_filterToolTip = m_filterBox->toolTip();
 
     auto *menu = new QMenu(this);
