@@ -60,6 +60,8 @@ public:
     CaptureSession *captureSession() const { return m_capture; }
     // The status bar's live line: connections, events/s, calls, memory, decode problems.
     QString statusText() const;
+    // The Keys and mouse list (F1).
+    static QString keysHelp();
 
 public slots:
     void runScenario();

@@ -34,19 +34,28 @@ const char *const kKeysHelp =
     "<b>Timeline</b> (the keys work wherever focus is, except while typing in a text field; Esc leaves "
     "the field)<br>"
     "F fit the whole trace · L follow live · W/S or +/- zoom · A/D or ←/→ pan · ↑/↓ and Page Up/Down scroll "
-    "lanes · Home/End jump to the ends · Esc clear the selection<br>"
+    "lanes · Home/End jump to the ends · Esc clear the selection · E the selected call's attempts a row each "
+    "· P pin the selected call (retention keeps it) · G fold or unfold every group · Ctrl+Shift+K row "
+    "height<br>"
     "Wheel scrolls lanes · Ctrl+wheel zooms at the cursor · Shift+wheel pans time · drag pans · Shift+drag "
     "or right-drag zooms to a span · drag across the rates strip zooms to that range<br><br>"
+    "<b>Files and captures</b><br>"
+    "Ctrl+O open · Ctrl+Alt+O open with key log · Ctrl+Shift+O add a capture to the timeline · Ctrl+S save "
+    "· Ctrl+E export PNG · Ctrl+N new capture · Ctrl+Shift+M merged captures · Ctrl+Shift+P load .proto "
+    "files · Ctrl+Shift+R fetch schemas by reflection<br><br>"
     "<b>Window</b><br>"
-    "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+E export PNG · Ctrl+Shift+C copy · Ctrl+L clear · "
-    "Ctrl+Shift+W workshop · Ctrl+Shift+D dark · Ctrl+Shift+A rates strip · F10 timeline only · F11 full "
-    "screen · Ctrl+Shift+T statistics<br><br>"
+    "Ctrl+R run · Ctrl+. stop · Ctrl+F filter · Ctrl+Shift+C copy · Ctrl+C copy a message (its JSON) · "
+    "Ctrl+L clear · Ctrl+Shift+W workshop · Ctrl+Shift+D dark · Ctrl+Shift+A rates strip · F10 timeline "
+    "only · F11 full screen · F1 this list<br><br>"
+    "<b>Docks</b><br>"
+    "Ctrl+Shift+T statistics · Ctrl+Shift+V policy check · Ctrl+Shift+G retry policy · Ctrl+Shift+F faults "
+    "· Ctrl+Return applies the retry policy, or replaces the fault rule being edited<br><br>"
     "<b>Statistics</b> (a click on a row or a histogram bucket filters the calls; again shows them all)<br>"
-    "Alt+M per method · Alt+H per hop · Alt+C call latency · Alt+A attempt latency · Alt+X clear the "
-    "filter<br><br>"
+    "Alt+M per method · Alt+H per hop · Alt+C call latency · Alt+A attempt latency · Return or Enter "
+    "shows only the current row's calls · Alt+X clear the filter<br><br>"
     "<b>Runs and replay</b><br>"
-    "Ctrl+PgUp/PgDown previous/next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space play/pause · "
-    "[ slower · ] faster · Ctrl+Shift+B compare two runs";
+    "Ctrl+PgUp previous run · Ctrl+PgDown next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space "
+    "play/pause · [ slower · ] faster · Ctrl+Shift+B compare two runs";
 } // namespace
 
 void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
@@ -127,8 +136,8 @@ void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
     QAction *keys = menu->addAction(QStringLiteral("Keys and mouse…"));
     keys->setShortcut(QKeySequence::HelpContents);
     connect(keys, &QAction::triggered, this, [this] {
-        auto *box = new QMessageBox(QMessageBox::NoIcon, QStringLiteral("Keys and mouse"),
-                                    QString::fromUtf8(kKeysHelp), QMessageBox::Close, this);
+        auto *box = new QMessageBox(QMessageBox::NoIcon, QStringLiteral("Keys and mouse"), keysHelp(),
+                                    QMessageBox::Close, this);
         box->setAttribute(Qt::WA_DeleteOnClose);
         box->open();
     });
@@ -228,6 +237,11 @@ void MainWindow::setWorkshopLayout(bool on)
 namespace {
 const QString kTimelineOnlyMessage = QStringLiteral("Timeline only: F10 brings the docks and toolbars back");
 } // namespace
+
+QString MainWindow::keysHelp()
+{
+    return QString::fromUtf8(kKeysHelp);
+}
 
 void MainWindow::setTimelineOnly(bool on)
 {

@@ -690,6 +690,26 @@ private slots:
         QVERIFY(w->statusBar()->currentMessage().isEmpty());
     }
 
+    // The Keys and mouse list (F1) names every shortcut the window's actions have: it lacked Open, Save, New
+    // capture and the Policy check's, Retry policy's and Faults' keys.
+    void keysListNamesEveryShortcut()
+    {
+        MainWindow *w = window();
+        const QString help = MainWindow::keysHelp();
+        QStringList missing;
+        for (const QAction *a : w->findChildren<QAction *>())
+            for (const QKeySequence &k : a->shortcuts()) {
+                const QString key = k.toString(QKeySequence::PortableText);
+                // The key whole, not inside another ("Ctrl+S" is in "Ctrl+Shift+W").
+                const QRegularExpression whole(
+                    QStringLiteral("(^|[\\s>(])%1(?=[\\s<)])").arg(QRegularExpression::escape(key)));
+                if (!key.isEmpty() && !whole.match(help).hasMatch())
+                    missing << QStringLiteral("%1 (%2)").arg(key, a->text().remove(QLatin1Char('&')));
+            }
+        missing.removeDuplicates();
+        QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral(", "))));
+    }
+
     // Timeline only hides every dock and toolbar and brings back exactly those, each tab group showing the
     // tab it showed before (the one behind it came to the front: the statistics gave way to the calls);
     // F10 from anywhere.
