@@ -220,9 +220,9 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
             row(timing, QStringLiteral("TLS"), text);
         }
     row(timing, QStringLiteral("request"),
-        QStringLiteral("%1 message(s), %2 B").arg(a.requestMessages).arg(a.requestBytes));
+        QStringLiteral("%1, %2 B").arg(counted(qint64(a.requestMessages), "message")).arg(a.requestBytes));
     row(timing, QStringLiteral("response"),
-        QStringLiteral("%1 message(s), %2 B").arg(a.responseMessages).arg(a.responseBytes));
+        QStringLiteral("%1, %2 B").arg(counted(qint64(a.responseMessages), "message")).arg(a.responseBytes));
     if (!a.encoding.empty()) row(timing, QStringLiteral("grpc-encoding"), QString::fromStdString(a.encoding));
 
     // Header blocks in order: the first request block, the first response block without END_STREAM, and the
@@ -317,14 +317,15 @@ void AttemptInspector::addMessages(int callIndex, int attemptIndex)
                 for (const Header &h : b.headers)
                     if (h.name == "grpc-encoding") responseEncoding = h.value;
     const size_t notKept = m_headers->messagesNotKept(a.connection, a.stream);
-    section->setText(0,
-                     QStringLiteral("Messages (%1%2; %3)")
-                         .arg(messages->size())
-                         .arg(notKept ? QStringLiteral(" of %1").arg(messages->size() + notKept) : QString())
-                         .arg(m_decoder && m_decoder->fileCount()
-                                  ? QStringLiteral("%1 schema file(s) loaded").arg(m_decoder->fileCount())
-                                  : QStringLiteral("no schemas: Schemas ▸ Load .proto files or Fetch by "
-                                                   "reflection")));
+    section->setText(
+        0,
+        QStringLiteral("Messages (%1%2; %3)")
+            .arg(messages->size())
+            .arg(notKept ? QStringLiteral(" of %1").arg(messages->size() + notKept) : QString())
+            .arg(m_decoder && m_decoder->fileCount()
+                     ? QStringLiteral("%1 loaded").arg(counted(qint64(m_decoder->fileCount()), "schema file"))
+                     : QStringLiteral("no schemas: Schemas ▸ Load .proto files or Fetch by "
+                                      "reflection")));
     int requests = 0, responses = 0;
     for (const HeaderLog::Message &m : *messages) {
         const bool request = m.dir == Direction::ClientToServer;
@@ -401,7 +402,9 @@ void AttemptInspector::addMessages(int callIndex, int attemptIndex)
             spanned(hex, QString::fromStdString(line), true);
     }
     if (notKept)
-        spanned(section, QStringLiteral("%1 later message(s) of this stream not kept").arg(notKept), false);
+        spanned(section,
+                QStringLiteral("%1 of this stream not kept").arg(counted(qint64(notKept), "later message")),
+                false);
 }
 
 } // namespace rpcscope

@@ -41,4 +41,12 @@ QString hopText(const std::string &label)
     return named ? name : QStringLiteral("hop ") + name;
 }
 
+QString counted(qint64 n, const char *one, const char *many)
+{
+    const QString noun = n == 1 ? QString::fromUtf8(one)
+                         : many ? QString::fromUtf8(many)
+                                : QString::fromUtf8(one) + QLatin1Char('s');
+    return QStringLiteral("%1 %2").arg(n).arg(noun);
+}
+
 } // namespace rpcscope

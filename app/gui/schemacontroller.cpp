@@ -2,6 +2,7 @@
 
 #include "reflectionclient.h"
 #include "schemadialog.h"
+#include "timeformat.h"
 
 #include <QAction>
 #include <QInputDialog>
@@ -66,9 +67,8 @@ bool SchemaController::loadProtos(const QStringList &files, const QStringList &i
     updateMenu();
     emit schemasChanged();
     emit message(ok ? QStringLiteral("Loaded .proto files: %1").arg(summary())
-                    : QStringLiteral("Loading .proto files: %1 problem(s) (%2 file(s) before, %3 now)")
-                          .arg(problems.size())
-                          .arg(before)
+                    : QStringLiteral("Loading .proto files: %1 (%2 before, %3 now)")
+                          .arg(counted(qint64(problems.size()), "problem"), counted(qint64(before), "file"))
                           .arg(m_decoder.fileCount()),
                  8000);
     return ok;
@@ -94,8 +94,8 @@ QString SchemaController::summary() const
     QStringList services;
     for (const std::string &s : m_decoder.serviceNames())
         services << QString::fromStdString(s);
-    return QStringLiteral("%1 schema file(s), services: %2")
-        .arg(m_decoder.fileCount())
+    return QStringLiteral("%1, services: %2")
+        .arg(counted(qint64(m_decoder.fileCount()), "schema file"))
         .arg(services.isEmpty() ? QStringLiteral("none") : services.join(QStringLiteral(", ")));
 }
 
@@ -207,13 +207,13 @@ void SchemaController::applyFetch(const QString &target, const ReflectionResult 
         problems << QString::fromStdString(p);
     for (const std::string &e : errors)
         problems << QString::fromStdString(e);
-    const QString text =
-        QStringLiteral("Fetched %1 file(s) from %2: %3%4")
-            .arg(r.files.size())
-            .arg(target, summary(),
-                 problems.isEmpty()
-                     ? QString()
-                     : QStringLiteral(" (%1 problem(s): %2)").arg(problems.size()).arg(problems.front()));
+    const QString text = QStringLiteral("Fetched %1 from %2: %3%4")
+                             .arg(counted(qint64(r.files.size()), "file"))
+                             .arg(target, summary(),
+                                  problems.isEmpty() ? QString()
+                                                     : QStringLiteral(" (%1: %2)")
+                                                           .arg(counted(problems.size(), "problem"))
+                                                           .arg(problems.front()));
     emit message(text, 8000);
     if (!quiet && !problems.isEmpty())
         QMessageBox::information(m_window, QStringLiteral("Fetched with problems"),

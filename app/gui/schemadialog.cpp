@@ -1,5 +1,7 @@
 #include "schemadialog.h"
 
+#include "timeformat.h"
+
 #include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -149,8 +151,8 @@ bool SchemaDialog::load()
     m_errors->setPlainText(errors.join(QLatin1Char('\n')));
     m_errors->setVisible(!ok);
     m_status->setText(ok ? m_hooks.summary()
-                         : QStringLiteral("%1 problem(s); what did load is in use. %2")
-                               .arg(errors.size())
+                         : QStringLiteral("%1; what did load is in use. %2")
+                               .arg(counted(errors.size(), "problem"))
                                .arg(m_hooks.summary()));
     return ok;
 }

@@ -56,7 +56,7 @@ private slots:
         QCOMPARE(dialog.errorText(), QString());
         QCOMPARE(controller.decoder()->serviceNames(), std::vector<std::string>{"rpcscope.lab.Lab"});
         QCOMPARE(changed.count(), 2);
-        QCOMPARE(controller.summary(), QStringLiteral("1 schema file(s), services: rpcscope.lab.Lab"));
+        QCOMPARE(controller.summary(), QStringLiteral("1 schema file, services: rpcscope.lab.Lab"));
 
         // The next start loads them again, and a new dialog lists them.
         SchemaController next(&window);

@@ -125,7 +125,7 @@ private slots:
         inspector.showAttempt(0, 0);
         QTreeWidget *tree = inspector.tree();
 
-        QTreeWidgetItem *section = find(tree, QStringLiteral("Messages (2; 1 schema file(s) loaded)"));
+        QTreeWidgetItem *section = find(tree, QStringLiteral("Messages (2; 1 schema file loaded)"));
         QVERIFY(section);
         QTreeWidgetItem *sent = find(tree, QStringLiteral("→ request 1"));
         QVERIFY(sent);

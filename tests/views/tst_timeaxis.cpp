@@ -36,6 +36,20 @@ private slots:
         QCOMPARE(formatDuration(12'000'000'000), QStringLiteral("12.0 s"));
         QCOMPARE(formatDuration(-2'000'000), QStringLiteral("-2.00 ms"));
     }
+
+    // Counts with their noun, as the inspector and the schema dialogs give them (they read "1 message(s)").
+    void countsWithTheirNoun()
+    {
+        QCOMPARE(counted(1, "message"), QStringLiteral("1 message"));
+        QCOMPARE(counted(2, "message"), QStringLiteral("2 messages"));
+        QCOMPARE(counted(0, "problem"), QStringLiteral("0 problems"));
+        QCOMPARE(counted(3, "later message"), QStringLiteral("3 later messages"));
+        QCOMPARE(counted(2, "policy", "policies"), QStringLiteral("2 policies"));
+        // A label of a hop that already says "hop" is not said twice.
+        QCOMPARE(hopText("hop 1"), QStringLiteral("hop 1"));
+        QCOMPARE(hopText("front"), QStringLiteral("hop front"));
+        QCOMPARE(hopText("hopper"), QStringLiteral("hop hopper"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestTimeAxis)
