@@ -1,5 +1,6 @@
 #include "timeformat.h"
 
+#include <QRegularExpression>
 #include <cstdlib>
 
 namespace rpcscope {
@@ -36,9 +37,10 @@ QString formatTick(qint64 ns, qint64 stepNs)
 QString hopText(const std::string &label)
 {
     const QString name = QString::fromStdString(label);
-    const bool named = name.startsWith(QLatin1String("hop "), Qt::CaseInsensitive) ||
-                       name.compare(QLatin1String("hop"), Qt::CaseInsensitive) == 0;
-    return named ? name : QStringLiteral("hop ") + name;
+    // The word anywhere: a merged capture's hops are "FILE: LABEL" ("live1: hop 1").
+    static const QRegularExpression word(QStringLiteral("\\bhop\\b"),
+                                         QRegularExpression::CaseInsensitiveOption);
+    return word.match(name).hasMatch() ? name : QStringLiteral("hop ") + name;
 }
 
 QString counted(qint64 n, const char *one, const char *many)

@@ -49,6 +49,8 @@ private slots:
         QCOMPARE(hopText("hop 1"), QStringLiteral("hop 1"));
         QCOMPARE(hopText("front"), QStringLiteral("hop front"));
         QCOMPARE(hopText("hopper"), QStringLiteral("hop hopper"));
+        QCOMPARE(hopText("live1: hop 1"), QStringLiteral("live1: hop 1")); // a merged capture's
+        QCOMPARE(hopText("Hop-2"), QStringLiteral("Hop-2"));
     }
 };
 
