@@ -93,6 +93,9 @@ struct FrameRecord
     std::uint32_t count = 1;
 
     bool isRun() const { return count > 1; }
+    // A run is a flood, but for WINDOW_UPDATEs: a busy connection sends two for each call it reads, and they
+    // are folded past a rate ordinary traffic reaches (ControlFrameRate).
+    bool isFlood() const { return isRun() && type != FrameWindowUpdate; }
     std::int64_t firstNs() const { return isRun() ? tNs - std::int64_t(value) * 1000 : tNs; }
 };
 static_assert(sizeof(FrameRecord) == 32);

@@ -268,12 +268,11 @@ void AttemptInspector::showAttempt(int callIndex, int attemptIndex)
         if (const QString f = flagsText(*it); !f.isEmpty()) value += QStringLiteral(" · ") + f;
         if (it->type == FrameRstStream)
             value += QStringLiteral(" · %1").arg(QString::fromStdString(h2ErrorName(it->value)));
-        if (it->isRun()) // frames folded into one: how many, over how long (as the lane says, not a flood
-                         // when they are WINDOW_UPDATEs)
+        if (it->isRun()) // frames folded into one: how many, over how long
             value += QStringLiteral(" · %1 frames over %2%3")
                          .arg(it->count)
                          .arg(formatDuration(it->tNs - it->firstNs()))
-                         .arg(it->type == FrameWindowUpdate ? QString() : QStringLiteral(" (flood)"));
+                         .arg(it->isFlood() ? QStringLiteral(" (flood)") : QString());
         row(frames, what, value);
     }
     frames->setText(0, QStringLiteral("Frames (%1; → client to server, ← server to client)").arg(n));

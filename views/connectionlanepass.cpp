@@ -238,20 +238,18 @@ void ConnectionLanePass::paint(QPainter *p, const PaintContext &ctx, size_t conn
             if (fr.tNs > ctx.endNs() + kFrameSearchMarginNs) break;
             const double x = std::floor(ax.timeToX(fr.tNs));
             if (fr.isRun()) {
-                // Frames folded into a run: a bar over its span on the ping row, and how many of what. A
-                // flood, but for WINDOW_UPDATEs: a busy connection sends two for each call it reads.
+                // Frames folded into a run: a bar over its span on the ping row, and how many of what.
                 const double x1 = std::max(std::floor(ax.timeToX(fr.firstNs())), ax.left);
                 if (x < ax.left || x1 > right || !once(std::min(x, right), 5)) continue;
                 runs.add(Ping, x1, std::max(std::min(x, right), x1 + 1) + tickW,
                          top + h - 6 * m.scale - 2 * tickW, 4 * tickW);
                 ctx.mark(kUsePing);
-                labels.push_back(
-                    {x1,
-                     QStringLiteral("%1 × %2%3")
-                         .arg(QString::fromLatin1(frameTypeName(fr.type)))
-                         .arg(fr.count)
-                         .arg(fr.type == FrameWindowUpdate ? QString() : QStringLiteral(" (flood)")),
-                     Ping, false});
+                labels.push_back({x1,
+                                  QStringLiteral("%1 × %2%3")
+                                      .arg(QString::fromLatin1(frameTypeName(fr.type)))
+                                      .arg(fr.count)
+                                      .arg(fr.isFlood() ? QStringLiteral(" (flood)") : QString()),
+                                  Ping, false});
                 continue;
             }
             if (x < ax.left || x > right) continue;

@@ -1,6 +1,5 @@
 #include "timeformat.h"
 
-#include <QRegularExpression>
 #include <cstdlib>
 
 namespace rpcscope {
@@ -37,10 +36,15 @@ QString formatTick(qint64 ns, qint64 stepNs)
 QString hopText(const std::string &label)
 {
     const QString name = QString::fromStdString(label);
-    // The word anywhere: a merged capture's hops are "FILE: LABEL" ("live1: hop 1").
-    static const QRegularExpression word(QStringLiteral("\\bhop\\b"),
-                                         QRegularExpression::CaseInsensitiveOption);
-    return word.match(name).hasMatch() ? name : QStringLiteral("hop ") + name;
+    // The word anywhere: a merged capture's hops are "FILE: LABEL" ("live1: hop 1"). Lanes ask as they paint,
+    // so by hand rather than by a regular expression.
+    const auto wordChar = [&](qsizetype i) {
+        return i >= 0 && i < name.size() && (name[i].isLetterOrNumber() || name[i] == QLatin1Char('_'));
+    };
+    for (qsizetype at = name.indexOf(QLatin1String("hop"), 0, Qt::CaseInsensitive); at >= 0;
+         at = name.indexOf(QLatin1String("hop"), at + 1, Qt::CaseInsensitive))
+        if (!wordChar(at - 1) && !wordChar(at + 3)) return name;
+    return QStringLiteral("hop ") + name;
 }
 
 QString counted(qint64 n, const char *one, const char *many)

@@ -56,6 +56,8 @@ const char *const kKeysHelp =
     "<b>Runs and replay</b><br>"
     "Ctrl+PgUp previous run · Ctrl+PgDown next run · Ctrl+W close the run · Ctrl+Shift+Y replay · Space "
     "play/pause · [ slower · ] faster · Ctrl+Shift+B compare two runs";
+
+const QString kTimelineOnlyMessage = QStringLiteral("Timeline only: F10 brings the docks and toolbars back");
 } // namespace
 
 void MainWindow::buildPresenting(QToolBar *viewBar, bool firstStart)
@@ -233,10 +235,6 @@ void MainWindow::setWorkshopLayout(bool on)
     const int height = QFontMetrics(font()).height() * kWorkshopBottomDockLines;
     resizeDocks(below, QList<int>(below.size(), height), Qt::Vertical);
 }
-
-namespace {
-const QString kTimelineOnlyMessage = QStringLiteral("Timeline only: F10 brings the docks and toolbars back");
-} // namespace
 
 QString MainWindow::keysHelp()
 {
